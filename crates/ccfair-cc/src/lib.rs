@@ -1,0 +1,83 @@
+//! Sans-IO congestion control with the semantics of Linux `struct tcp_congestion_ops`.
+//!
+//! The TCP substrate (in `ccfair-sim`, or any other host) owns the connection state that
+//! Linux keeps in `struct tcp_sock` and calls the hooks of [`CongestionControl`] at the same
+//! points as `net/ipv4/tcp_input.c` does. Algorithms read and write the fields of
+//! [`TcpSock`] exactly as Linux modules read and write `tp->snd_cwnd` and friends.
+//!
+//! This crate has no clock and no I/O: time arrives as `TcpSock::now_ns`, randomness as a
+//! seed given at construction.
+
+pub mod minmax;
+pub mod registry;
+pub mod rng;
+pub mod sock;
+
+pub mod reno;
+
+pub use registry::{build, known_algorithms, normalize_params, CcaError};
+pub use sock::{AckSample, CaEvent, CaState, RateSample, TcpSock};
+
+/// Linux `struct tcp_congestion_ops`, hook for hook (include/net/tcp.h).
+///
+/// Default bodies are the no-ops Linux uses when a module leaves a hook NULL.
+pub trait CongestionControl: Send {
+    /// Module name as in `/proc/sys/net/ipv4/tcp_available_congestion_control`.
+    fn name(&self) -> &'static str;
+
+    /// `init`: connection start (after the substrate set `snd_cwnd = init_cwnd`).
+    fn init(&mut self, _tp: &mut TcpSock) {}
+
+    /// `ssthresh`: entering Recovery, CWR or Loss. Returns the new `snd_ssthresh`.
+    fn ssthresh(&mut self, tp: &mut TcpSock) -> u32;
+
+    /// `cong_avoid`: per ACK when not in cwnd reduction and `tcp_may_raise_cwnd`.
+    /// `ack` is the cumulative ACK (segment number), `acked` the packets newly (S)ACKed.
+    fn cong_avoid(&mut self, _tp: &mut TcpSock, _ack: u64, _acked: u32) {}
+
+    /// True when the module defines `cong_control` (BBR, Copa): it then replaces PRR,
+    /// `tcp_end_cwnd_reduction` and `cong_avoid`.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+
+    /// `cong_control`: per ACK with the delivery-rate sample of `tcp_rate_gen`.
+    fn cong_control(&mut self, _tp: &mut TcpSock, _rs: &RateSample) {}
+
+    /// `set_state`: called before every CA state change (`tcp_set_ca_state`).
+    fn set_state(&mut self, _tp: &mut TcpSock, _new_state: CaState) {}
+
+    /// `cwnd_event`.
+    fn cwnd_event(&mut self, _tp: &mut TcpSock, _event: CaEvent) {}
+
+    /// `pkts_acked`: per ACK from `tcp_clean_rtx_queue`.
+    fn pkts_acked(&mut self, _tp: &mut TcpSock, _sample: &AckSample) {}
+
+    /// `undo_cwnd`: spurious-loss undo. Returns the cwnd to restore.
+    fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
+        // tcp_reno_undo_cwnd (tcp_cong.c), the default of most modules.
+        tp.snd_cwnd.max(tp.prior_cwnd)
+    }
+
+    /// `sk_pacing_status == SK_PACING_NEEDED`: the module asks TCP to pace at
+    /// `tp.pacing_rate_bps` (BBR, Copa).
+    fn wants_pacing(&self) -> bool {
+        false
+    }
+
+    /// Short name of the algorithm's current state for time series ("slow_start", "PROBE_BW", ...).
+    fn state_name(&self, tp: &TcpSock) -> &'static str {
+        if tp.in_slow_start() {
+            "slow_start"
+        } else {
+            "cong_avoid"
+        }
+    }
+
+    /// Algorithm internals sampled into the time series (e.g. BBR's btl_bw). The set of names
+    /// must not change over a connection's life. Units belong in the names.
+    fn sample_metrics(&self, _tp: &TcpSock, _out: &mut Vec<(&'static str, f64)>) {}
+
+    /// Counters for the per-flow summary (e.g. PROBE_RTT entries), at the end of a run.
+    fn summary_counters(&self, _tp: &TcpSock, _out: &mut Vec<(&'static str, f64)>) {}
+}

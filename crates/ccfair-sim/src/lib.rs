@@ -1,0 +1,2 @@
+//! Deterministic discrete-event simulator.
+pub mod spec;

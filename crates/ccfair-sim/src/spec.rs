@@ -1,0 +1,238 @@
+//! The resolved run spec: what the Python layer hands the engine after parsing, validating
+//! and normalising a scenario (see docs/spec.md for the user-facing schema).
+//!
+//! Everything here is already checked and in engine units: node and link references are
+//! indices, routes are lists of channel ids, buffers are packets, times are nanoseconds.
+//! The engine still rejects inconsistent input with an error (never a panic).
+//!
+//! Channels: every link is full duplex. Link `i` has channel `2*i` carrying packets from
+//! `a` to `b` and channel `2*i + 1` carrying packets from `b` to `a`; each channel has its
+//! own serialiser, drop-tail buffer and random-loss process.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    pub duration_ns: u64,
+    pub seed: u64,
+    /// Interval of the per-flow and per-link time series.
+    pub sample_interval_ns: u64,
+    /// Goodput is measured over `[measure_start_ns, measure_end_ns)`.
+    pub measure_start_ns: u64,
+    pub measure_end_ns: u64,
+    pub nodes: Vec<String>,
+    pub links: Vec<LinkSpec>,
+    pub flows: Vec<FlowSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub name: String,
+    /// Node indices.
+    pub a: usize,
+    pub b: usize,
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    /// Drop-tail capacity in packets, counting the packet in service (see docs/model.md).
+    pub buffer_pkts: u32,
+    /// Bernoulli loss probability of the a->b channel.
+    #[serde(default)]
+    pub loss_ab: f64,
+    /// Bernoulli loss probability of the b->a channel.
+    #[serde(default)]
+    pub loss_ba: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    pub src: usize,
+    pub dst: usize,
+    /// Channels crossed by data, in order from `src` to `dst`.
+    pub path: Vec<usize>,
+    /// Channels crossed by ACKs, in order from `dst` to `src`.
+    pub ack_path: Vec<usize>,
+    /// Congestion control module name (see `ccfair_cc::known_algorithms`).
+    pub cca: String,
+    /// Module parameters (JSON object; defaults filled in by normalisation).
+    #[serde(default)]
+    pub cca_params: Value,
+    pub start_ns: u64,
+    /// The application stops writing at this time (bulk flows: none).
+    #[serde(default)]
+    pub stop_ns: Option<u64>,
+    /// Bytes the application writes in total (bulk flows: none = infinite).
+    #[serde(default)]
+    pub size_bytes: Option<u64>,
+    #[serde(default)]
+    pub tcp: TcpOptions,
+}
+
+/// TCP substrate options. Defaults are Linux's (cca-spec 1.12, 8.1); every deviation from
+/// Linux that the simulator offers is one of these switches.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpOptions {
+    /// Payload bytes per segment (`mss_cache`); 1448 = 1500 B packets with timestamps.
+    pub mss: u32,
+    /// `TCP_INIT_CWND`.
+    pub init_cwnd: u32,
+    /// Linux `HZ` (jiffies per second); affects CUBIC's per-jiffy arithmetic.
+    pub hz: u32,
+    /// `TCP_RTO_MIN` in ms (the floor sits on rttvar, as in `__tcp_set_rto`).
+    pub rto_min_ms: u32,
+    /// `TCP_TIMEOUT_INIT` in ms (RTO before any RTT sample).
+    pub rto_init_ms: u32,
+    /// `TCP_DELACK_MIN` / `TCP_ATO_MIN` in ms.
+    pub delack_ms: u32,
+    /// `TCP_MAX_QUICKACKS`.
+    pub quickacks: u32,
+    /// Selective acknowledgements (RFC 2018). Off = NewReno dupack counting.
+    pub sack: bool,
+    /// RACK-TLP loss detection (`tcp_recovery` = 1). Off = dupthresh marking.
+    pub rack: bool,
+    /// Tail loss probe (`tcp_early_retrans` = 3).
+    pub tlp: bool,
+    /// F-RTO (`tcp_frto` = 2).
+    pub frto: bool,
+    /// Undo of spurious cwnd reductions (DSACK, timestamps, F-RTO).
+    pub undo: bool,
+    /// `sysctl_tcp_reordering`.
+    pub reordering: u32,
+    /// Pace Reno/CUBIC like the fq qdisc does (`tcp_pacing_ss_ratio`/`ca_ratio`); Linux
+    /// without fq does not pace them.
+    pub fq_pacing: bool,
+    /// `tcp_pacing_ss_ratio` in percent.
+    pub pacing_ss_ratio: u32,
+    /// `tcp_pacing_ca_ratio` in percent.
+    pub pacing_ca_ratio: u32,
+    /// `tcp_min_rtt_wlen` in seconds (window of `tcp_min_rtt`).
+    pub min_rtt_wlen_s: u32,
+    /// Receive window cap in bytes (0 = unlimited).
+    pub rcv_buf_bytes: u64,
+}
+
+impl Default for TcpOptions {
+    fn default() -> Self {
+        TcpOptions {
+            mss: 1448,
+            init_cwnd: 10,
+            hz: 1000,
+            rto_min_ms: 200,
+            rto_init_ms: 1000,
+            delack_ms: 40,
+            quickacks: 16,
+            sack: true,
+            rack: true,
+            tlp: true,
+            frto: true,
+            undo: true,
+            reordering: 3,
+            fq_pacing: false,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
+            min_rtt_wlen_s: 300,
+            rcv_buf_bytes: 0,
+        }
+    }
+}
+
+/// Bytes on the wire of a full data segment: IPv4 (20) + TCP (20) + timestamps option (12)
+/// + payload. With MSS 1448 this is 1500 B.
+pub const DATA_HEADER_BYTES: u32 = 52;
+/// Bytes on the wire of a pure ACK without SACK blocks: IPv4 + TCP + timestamps.
+pub const ACK_BYTES: u32 = 52;
+/// Extra bytes of a SACK option: 2 NOPs + kind + length, then 8 bytes per block.
+pub const SACK_OPTION_BASE_BYTES: u32 = 4;
+pub const SACK_BLOCK_BYTES: u32 = 8;
+
+impl RunSpec {
+    /// Structural checks the Python layer already makes; repeated here so that the engine
+    /// never panics on a hand-written resolved spec. Errors name the field path.
+    pub fn check(&self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration_ns: must be > 0".into());
+        }
+        if self.sample_interval_ns == 0 {
+            return Err("sample_interval_ns: must be > 0".into());
+        }
+        if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns
+        {
+            return Err(format!(
+                "measure window [{}, {}) ns: must be non-empty and within the duration {} ns",
+                self.measure_start_ns, self.measure_end_ns, self.duration_ns
+            ));
+        }
+        let n_nodes = self.nodes.len();
+        for (i, l) in self.links.iter().enumerate() {
+            if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
+                return Err(format!("links[{i}] ({}): bad endpoints {} {}", l.name, l.a, l.b));
+            }
+            if l.rate_bps == 0 {
+                return Err(format!("links[{i}].rate_bps: must be > 0"));
+            }
+            if l.buffer_pkts == 0 {
+                return Err(format!("links[{i}].buffer_pkts: must be >= 1"));
+            }
+            for (name, p) in [("loss_ab", l.loss_ab), ("loss_ba", l.loss_ba)] {
+                if !(0.0..1.0).contains(&p) {
+                    return Err(format!("links[{i}].{name}: {p} not in [0, 1)"));
+                }
+            }
+        }
+        let n_ch = 2 * self.links.len();
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.src >= n_nodes || f.dst >= n_nodes || f.src == f.dst {
+                return Err(format!("flows[{i}] ({}): bad endpoints", f.name));
+            }
+            for (what, path, from, to) in [
+                ("path", &f.path, f.src, f.dst),
+                ("ack_path", &f.ack_path, f.dst, f.src),
+            ] {
+                if path.is_empty() {
+                    return Err(format!("flows[{i}].{what}: empty"));
+                }
+                let mut at = from;
+                for &ch in path.iter() {
+                    if ch >= n_ch {
+                        return Err(format!("flows[{i}].{what}: channel {ch} does not exist"));
+                    }
+                    let (s, d) = self.channel_ends(ch);
+                    if s != at {
+                        return Err(format!(
+                            "flows[{i}].{what}: channel {ch} does not start at node {at}"
+                        ));
+                    }
+                    at = d;
+                }
+                if at != to {
+                    return Err(format!("flows[{i}].{what}: ends at node {at}, not {to}"));
+                }
+            }
+            if f.start_ns >= self.duration_ns {
+                return Err(format!("flows[{i}].start_ns: beyond the duration"));
+            }
+            if f.tcp.mss == 0 || f.tcp.init_cwnd == 0 || f.tcp.hz == 0 {
+                return Err(format!("flows[{i}].tcp: mss, init_cwnd and hz must be > 0"));
+            }
+            if f.tcp.hz > 1_000_000 || 1_000_000_000 % f.tcp.hz as u64 != 0 {
+                return Err(format!("flows[{i}].tcp.hz: {} must divide 1e9", f.tcp.hz));
+            }
+        }
+        Ok(())
+    }
+
+    /// (from node, to node) of a channel.
+    pub fn channel_ends(&self, ch: usize) -> (usize, usize) {
+        let l = &self.links[ch / 2];
+        if ch % 2 == 0 {
+            (l.a, l.b)
+        } else {
+            (l.b, l.a)
+        }
+    }
+}
