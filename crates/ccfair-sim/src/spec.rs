@@ -160,8 +160,7 @@ impl RunSpec {
         if self.sample_interval_ns == 0 {
             return Err("sample_interval_ns: must be > 0".into());
         }
-        if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns
-        {
+        if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns {
             return Err(format!(
                 "measure window [{}, {}) ns: must be non-empty and within the duration {} ns",
                 self.measure_start_ns, self.measure_end_ns, self.duration_ns
@@ -170,7 +169,10 @@ impl RunSpec {
         let n_nodes = self.nodes.len();
         for (i, l) in self.links.iter().enumerate() {
             if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
-                return Err(format!("links[{i}] ({}): bad endpoints {} {}", l.name, l.a, l.b));
+                return Err(format!(
+                    "links[{i}] ({}): bad endpoints {} {}",
+                    l.name, l.a, l.b
+                ));
             }
             if l.rate_bps == 0 {
                 return Err(format!("links[{i}].rate_bps: must be > 0"));
