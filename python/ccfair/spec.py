@@ -442,13 +442,22 @@ class Scenario(_Model):
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a dict of the TOML schema (quantities as strings with units; absent
-        optional fields omitted). ``Scenario.from_dict(sc.to_dict()) == sc``.
+        optional fields and empty option tables omitted).
+        ``Scenario.from_dict(sc.to_dict()) == sc``.
 
         Example:
             >>> dumbbell(2, "reno").to_dict()["links"][2]["rate"]
             '50Mbit/s'
         """
-        return self.model_dump(exclude_none=True)
+        d = self.model_dump(exclude_none=True)
+        # Empty option tables are the default; leave them out.
+        if not d.get("tcp"):
+            d.pop("tcp", None)
+        for flow in d["flows"]:
+            for key in ("cca_params", "tcp"):
+                if not flow.get(key):
+                    flow.pop(key, None)
+        return d
 
     def to_toml(self) -> str:
         """The spec as TOML text. ``Scenario.from_toml_str(sc.to_toml()) == sc``.
