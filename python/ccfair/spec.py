@@ -332,7 +332,7 @@ class Flow(_Model):
     start: _duration("start", positive=False) = 0  # type: ignore[valid-type]
     stop: _duration("stop", positive=False) | None = None  # type: ignore[valid-type]
     size: Size | None = None
-    path: list[Name] | None = None
+    path: Annotated[list[Name], Field(min_length=2)] | None = None
     tcp: Options = Field(default_factory=dict)
 
 
@@ -1083,7 +1083,7 @@ def _from_pydantic(exc: ValidationError, model: type[BaseModel]) -> SpecError:
                 )
             )
         elif kind == "missing":
-            errors.append(SpecError(path, None, "is required but missing", with_value=False))
+            errors.append(SpecError(path, None, "required key is missing", with_value=False))
         elif kind in ("too_short", "too_long"):
             ctx = err.get("ctx", {})
             want = (
@@ -1123,7 +1123,7 @@ def _toml_error(exc: tomllib.TOMLDecodeError, text: str, source: str | None) -> 
     err = SpecError(
         "",
         line_text,
-        f"invalid TOML at line {line}, column {col}: {reason}: {show(line_text)}",
+        f"invalid TOML at line {line}, column {col}: {reason}; the line reads: {line_text}",
         with_value=False,
         source=source,
     )
