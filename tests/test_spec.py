@@ -758,3 +758,22 @@ def test_docstring_examples(module, monkeypatch):
     monkeypatch.chdir(ROOT)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+# ---- docs ------------------------------------------------------------------------------
+
+
+def test_docs_toml_examples_are_the_scenario_files():
+    """Every complete TOML example in docs/spec.md is valid and equals its scenario file."""
+    docs = (ROOT / "docs" / "spec.md").read_text()
+    blocks = [b for b in re.findall(r"```toml\n(.*?)```", docs, re.S) if "[[flows]]" in b]
+    assert len(blocks) == 3
+    files = {
+        name: Scenario.from_dict(
+            with_known_ccas(tomllib.loads((SCENARIOS / f"{name}.toml").read_text()))
+        )
+        for name in ("dumbbell", "parking_lot", "custom_graph")
+    }
+    for block in blocks:
+        sc = Scenario.from_dict(with_known_ccas(tomllib.loads(block)))
+        assert sc in files.values(), sc.name

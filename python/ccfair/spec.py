@@ -211,7 +211,12 @@ class _Model(BaseModel, metaclass=_SpecMeta):
 
 
 class Measure(_Model):
-    """Goodput measurement window ``[start, end)``; ``end`` defaults to the duration."""
+    """Goodput measurement window ``[start, end)``; ``end`` defaults to the duration.
+
+    Example:
+        >>> Measure(start="5s").start, Measure(start="5s").end
+        (5000000000, None)
+    """
 
     start: _duration("measure.start", positive=False) = 0  # type: ignore[valid-type]
     end: _duration("measure.end", positive=False) | None = None  # type: ignore[valid-type]
@@ -223,6 +228,12 @@ class Buffer(_Model):
     Written as an integer number of packets, as ``{bdp = ALPHA, reference = "FLOW"}`` (alpha
     times the BDP of the reference flow's path), or as ``{packets = N, reference = "FLOW"}``
     (packets, with the reference only used to record the equivalent alpha).
+
+    Example:
+        >>> Link(between=["a", "b"], rate="1Mbps", delay=0, buffer=100).buffer.packets
+        100
+        >>> Buffer(bdp=2.0, reference="flow1").model_dump()
+        {'bdp': 2.0, 'reference': 'flow1'}
     """
 
     packets: Packets | None = None
@@ -271,7 +282,12 @@ class Buffer(_Model):
 
 class Loss(_Model):
     """Bernoulli packet loss: one probability for both directions, or ``forward`` (a->b)
-    and ``reverse`` (b->a)."""
+    and ``reverse`` (b->a).
+
+    Example:
+        >>> Link(between=["a", "b"], rate="1Mbps", delay=0, loss=0.01).loss
+        Loss(forward=0.01, reverse=0.01)
+    """
 
     forward: Probability = 0.0
     reverse: Probability = 0.0
@@ -557,14 +573,24 @@ class Resolved:
         return json.dumps(self.engine_spec, sort_keys=True, separators=(",", ":"))
 
     def link(self, name: str) -> LinkInfo:
-        """The link called ``name``."""
+        """The link called ``name`` (KeyError if there is none).
+
+        Example:
+            >>> dumbbell(2, "reno").resolve().link("bottleneck").channels
+            (4, 5)
+        """
         for info in self.links:
             if info.name == name:
                 return info
         raise KeyError(name)
 
     def flow(self, name: str) -> FlowInfo:
-        """The flow called ``name``."""
+        """The flow called ``name`` (KeyError if there is none).
+
+        Example:
+            >>> dumbbell(2, "reno").resolve().flow("flow2").path
+            [2, 4, 8]
+        """
         for info in self.flows:
             if info.name == name:
                 return info

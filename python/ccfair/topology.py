@@ -42,7 +42,12 @@ class Graph:
     ends: Sequence[tuple[int, int]]
 
     def neighbours(self, node: int) -> list[tuple[int, int]]:
-        """``(neighbour, channel from node to neighbour)`` in link declaration order."""
+        """``(neighbour, channel from node to neighbour)`` in link declaration order.
+
+        Example:
+            >>> Graph(3, [(0, 1), (2, 1)]).neighbours(1)
+            [(0, 1), (2, 3)]
+        """
         out = []
         for i, (a, b) in enumerate(self.ends):
             if a == node:
@@ -53,7 +58,13 @@ class Graph:
 
     def channel(self, frm: int, to: int) -> int | None:
         """The channel carrying packets from ``frm`` to adjacent ``to`` (first link in
-        declaration order), or None if they are not adjacent."""
+        declaration order), or None if they are not adjacent.
+
+        Example:
+            >>> g = Graph(3, [(0, 1), (2, 1)])
+            >>> g.channel(1, 2), g.channel(0, 2)
+            (3, None)
+        """
         for i, (a, b) in enumerate(self.ends):
             if (a, b) == (frm, to):
                 return 2 * i
@@ -66,6 +77,10 @@ class Graph:
 
         Breadth-first search that visits each node's neighbours in link declaration order,
         so among equal-length paths the one using earlier-declared links wins.
+
+        Example (a square 0-1-3 / 0-2-3; link 0-1 is declared first):
+            >>> Graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)]).shortest_path(0, 3)
+            [0, 1, 3]
         """
         adjacency = [self.neighbours(n) for n in range(self.n_nodes)]
         parent: dict[int, int] = {src: src}
@@ -86,7 +101,12 @@ class Graph:
         return path[::-1]
 
     def channels(self, node_path: Sequence[int]) -> list[int]:
-        """Channel ids crossed by a node path (consecutive nodes must be adjacent)."""
+        """Channel ids crossed by a node path (consecutive nodes must be adjacent).
+
+        Example:
+            >>> Graph(3, [(0, 1), (2, 1)]).channels([0, 1, 2])
+            [0, 3]
+        """
         out = []
         for frm, to in zip(node_path, node_path[1:], strict=False):
             ch = self.channel(frm, to)
