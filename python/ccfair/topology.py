@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 __all__ = [
     "PACKET_BYTES",
@@ -41,6 +42,22 @@ class Graph:
     n_nodes: int
     ends: Sequence[tuple[int, int]]
 
+    @cached_property
+    def _adjacency(self) -> list[list[tuple[int, int]]]:
+        adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
+        for i, (a, b) in enumerate(self.ends):
+            adjacency[a].append((b, 2 * i))
+            adjacency[b].append((a, 2 * i + 1))
+        return adjacency
+
+    @cached_property
+    def _channel_of(self) -> dict[tuple[int, int], int]:
+        out: dict[tuple[int, int], int] = {}
+        for i, (a, b) in enumerate(self.ends):
+            out.setdefault((a, b), 2 * i)
+            out.setdefault((b, a), 2 * i + 1)
+        return out
+
     def neighbours(self, node: int) -> list[tuple[int, int]]:
         """``(neighbour, channel from node to neighbour)`` in link declaration order.
 
@@ -48,13 +65,7 @@ class Graph:
             >>> Graph(3, [(0, 1), (2, 1)]).neighbours(1)
             [(0, 1), (2, 3)]
         """
-        out = []
-        for i, (a, b) in enumerate(self.ends):
-            if a == node:
-                out.append((b, 2 * i))
-            elif b == node:
-                out.append((a, 2 * i + 1))
-        return out
+        return list(self._adjacency[node])
 
     def channel(self, frm: int, to: int) -> int | None:
         """The channel carrying packets from ``frm`` to adjacent ``to`` (first link in
@@ -65,12 +76,7 @@ class Graph:
             >>> g.channel(1, 2), g.channel(0, 2)
             (3, None)
         """
-        for i, (a, b) in enumerate(self.ends):
-            if (a, b) == (frm, to):
-                return 2 * i
-            if (b, a) == (frm, to):
-                return 2 * i + 1
-        return None
+        return self._channel_of.get((frm, to))
 
     def shortest_path(self, src: int, dst: int) -> list[int] | None:
         """Fewest-hop node path from ``src`` to ``dst``, or None if unreachable.
@@ -82,7 +88,7 @@ class Graph:
             >>> Graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)]).shortest_path(0, 3)
             [0, 1, 3]
         """
-        adjacency = [self.neighbours(n) for n in range(self.n_nodes)]
+        adjacency = self._adjacency
         parent: dict[int, int] = {src: src}
         queue = deque([src])
         while queue:
