@@ -34,6 +34,7 @@ fn normalize_cca(name: &str, params_json: &str) -> PyResult<String> {
 fn normalize_tcp(options_json: &str) -> PyResult<String> {
     let v: TcpOptions =
         serde_json::from_str(options_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    v.validate().map_err(PyValueError::new_err)?;
     serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
