@@ -460,6 +460,7 @@ impl Simulation {
 
     fn finish(self) -> RunResult {
         let cons = self.conservation();
+        let cons_ref = &cons;
         for (i, (d, a)) in cons.iter().enumerate() {
             debug_assert_eq!(
                 d[0],
@@ -505,6 +506,8 @@ impl Simulation {
         col_u("recoveries", &|_, f| f.sender.stats.recoveries);
         col_u("undo_count", &|_, f| f.sender.stats.undo_count);
         col_u("data_pkts_dropped", &|_, f| f.data_dropped);
+        col_u("data_pkts_received", &|_, f| f.receiver.data_pkts_received);
+        col_u("data_pkts_in_network", &|i, _| cons_ref[i].0[3]);
         col_u("acks_sent", &|_, f| f.receiver.acks_sent);
         col_u("acks_dropped", &|_, f| f.acks_dropped);
         let goodput: Vec<f64> = self

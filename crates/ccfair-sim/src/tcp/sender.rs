@@ -1814,3 +1814,88 @@ impl Sender {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccfair_cc::reno::{Reno, RenoParams};
+
+    fn sender(opts: TcpOptions) -> Sender {
+        Sender::new(0, &opts, Box::new(Reno::new(&RenoParams {})), None)
+    }
+
+    /// cca-spec 8.3.9 and `tcp_retransmit_timer`: with no RTT sample the RTO is 1 s, and it
+    /// doubles on each consecutive expiry while the head is retransmitted each time.
+    #[test]
+    fn rto_backs_off_exponentially_without_acks() {
+        let mut s = sender(TcpOptions {
+            tlp: false,
+            ..TcpOptions::default()
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        assert_eq!(out.len(), 10, "initial window of 10 segments");
+        let mut expiries = Vec::new();
+        for _ in 0..4 {
+            let t = s.xmit_timer_deadline().unwrap();
+            expiries.push(t);
+            out.clear();
+            s.on_xmit_timer(t, &mut out);
+            assert_eq!(out.len(), 1, "one retransmission of the head per RTO");
+            assert_eq!(out[0].seq, 0);
+            assert_eq!(s.tp.snd_cwnd, 1);
+            assert_eq!(s.tp.ca_state, CaState::Loss);
+        }
+        let gaps: Vec<u64> = expiries.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(expiries[0], 1_000_000_000);
+        assert_eq!(gaps, vec![2_000_000_000, 4_000_000_000, 8_000_000_000]);
+        assert_eq!(s.stats.rto_count, 4);
+    }
+
+    /// With TLP on, the first timer is a loss probe that retransmits the last segment.
+    #[test]
+    fn tail_loss_probe_retransmits_last_segment() {
+        let mut s = sender(TcpOptions::default());
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.stop_app();
+        let t = s.xmit_timer_deadline().unwrap();
+        out.clear();
+        s.on_xmit_timer(t, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].seq, 9, "probe retransmits the highest segment");
+        assert_eq!(s.stats.tlp_count, 1);
+        assert_eq!(s.tp.ca_state, CaState::Open, "a probe is not a loss");
+    }
+
+    /// cca-spec 8.3.7: PRR with prior_cwnd 20, ssthresh 10 and ACKs of one packet sends
+    /// ceil(10 * prr_delivered / 20) - prr_out while in flight exceeds ssthresh: about one
+    /// packet per two delivered.
+    #[test]
+    fn prr_proportional_reduction() {
+        let mut s = sender(TcpOptions::default());
+        s.tp.prior_cwnd = 20;
+        s.tp.snd_ssthresh = 10;
+        s.tp.ca_state = CaState::Recovery;
+        // 19 packets out, one lost: in flight 18 after the first ACK's accounting.
+        s.tp.packets_out = 19;
+        s.tp.lost_out = 1;
+        let mut sent_total = 0i64;
+        let mut cwnds = Vec::new();
+        for delivered in 1..=8u32 {
+            s.tp.sacked_out = delivered;
+            s.cwnd_reduction(1, 0, 0);
+            let in_flight = s.tp.packets_in_flight() as i64;
+            let sndcnt = s.tp.snd_cwnd as i64 - in_flight;
+            let expect = ((10 * delivered as i64) + 19) / 20 - sent_total;
+            let expect = expect.max(if sent_total > 0 { 0 } else { 1 });
+            assert_eq!(sndcnt, expect, "ACK {delivered}");
+            // The sender transmits what PRR allows.
+            s.prr_out += sndcnt as u32;
+            s.tp.packets_out += sndcnt as u32;
+            sent_total += sndcnt;
+            cwnds.push(s.tp.snd_cwnd);
+        }
+        assert_eq!(sent_total, 4, "4 sent for 8 delivered: {cwnds:?}");
+    }
+}
