@@ -345,7 +345,8 @@ impl Cubic {
 
         self.ack_cnt = self.ack_cnt.wrapping_add(acked);
 
-        // Same cwnd and less than HZ/32 jiffies since the last computation: keep cnt.
+        // Same cwnd and at most HZ/32 jiffies since the last computation: keep cnt (the
+        // acked packets still count for Reno emulation).
         if self.last_cwnd == cwnd && (now.wrapping_sub(self.last_time) as i32) <= (hz / 32) as i32 {
             return;
         }
@@ -400,11 +401,11 @@ impl Cubic {
         // TCP friendliness: emulate Reno with the same beta. tcp_cwnd gains 1 per
         // cwnd * beta_scale / 8 packets acked, i.e. 3(1 - beta)/(1 + beta) packets per RTT.
         if self.p.tcp_friendliness {
-            let per_pkt = cwnd.wrapping_mul(self.beta_scale) >> 3;
-            // per_pkt is 0 only for cwnd 0; the kernel would spin, we stop.
-            if per_pkt > 0 {
-                while self.ack_cnt > per_pkt {
-                    self.ack_cnt -= per_pkt;
+            let acked_per_inc = cwnd.wrapping_mul(self.beta_scale) >> 3;
+            // 0 only for cwnd 0, where the kernel's loop would not end.
+            if acked_per_inc > 0 {
+                while self.ack_cnt > acked_per_inc {
+                    self.ack_cnt -= acked_per_inc;
                     self.tcp_cwnd += 1;
                 }
             }
