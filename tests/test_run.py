@@ -7,10 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ccfair
 import pandas as pd
 import pytest
-
-import ccfair
 from ccfair.results import finished_run_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +23,45 @@ def small(**kw):
 
 def test_result_tables_have_the_documented_columns():
     r = ccfair.run(small())
-    for col in ["run_id", "flow", "name", "cca", "goodput_bps", "goodput_mbps", "share",
-                "retrans_pkts", "rtt_mean_us", "rtt_min_us", "bytes_in_window"]:
+    for col in [
+        "run_id",
+        "flow",
+        "name",
+        "cca",
+        "goodput_bps",
+        "goodput_mbps",
+        "share",
+        "retrans_pkts",
+        "rtt_mean_us",
+        "rtt_min_us",
+        "bytes_in_window",
+    ]:
         assert col in r.flows.columns, col
-    for col in ["t_s", "flow", "flow_name", "cwnd_pkts", "inflight_pkts", "srtt_us",
-                "min_rtt_us", "pacing_rate_bps", "delivery_rate_bps", "goodput_bps",
-                "ca_state", "cca_state"]:
+    for col in [
+        "t_s",
+        "flow",
+        "flow_name",
+        "cwnd_pkts",
+        "inflight_pkts",
+        "srtt_us",
+        "min_rtt_us",
+        "pacing_rate_bps",
+        "delivery_rate_bps",
+        "goodput_bps",
+        "ca_state",
+        "cca_state",
+    ]:
         assert col in r.timeseries.columns, col
-    for col in ["t_s", "link", "link_name", "direction", "queue_pkts", "queue_bytes",
-                "drops", "utilisation"]:
+    for col in [
+        "t_s",
+        "link",
+        "link_name",
+        "direction",
+        "queue_pkts",
+        "queue_bytes",
+        "drops",
+        "utilisation",
+    ]:
         assert col in r.links.columns, col
     assert r.flows["share"].sum() == pytest.approx(1.0)
     # Samples every 10 ms for 4 s, per flow.

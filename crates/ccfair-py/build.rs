@@ -15,7 +15,11 @@ fn main() {
         .ok()
         .filter(|o| o.status.success())
         .is_some_and(|o| !o.stdout.is_empty());
-    let rev = if dirty && rev != "unknown" { format!("{rev}-dirty") } else { rev };
+    let rev = if dirty && rev != "unknown" {
+        format!("{rev}-dirty")
+    } else {
+        rev
+    };
     println!("cargo:rustc-env=CCFAIR_GIT_REVISION={rev}");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");

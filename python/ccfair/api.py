@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ def run(
     sc = as_scenario(scenario)
     resolved = sc.resolve()
     rid = run_id_of(resolved.normalized, backend)
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     raw = _core.run(resolved.engine_json)
     wall = time.perf_counter() - t0

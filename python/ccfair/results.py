@@ -41,6 +41,11 @@ def _column(kind: str, data: Any) -> Any:
         return np.frombuffer(data, dtype="<u8").astype(np.int64)
     if kind == "f8":
         return np.frombuffer(data, dtype="<f8").copy()
+    if kind == "cat":
+        codes, categories = data
+        return pd.Categorical.from_codes(
+            np.frombuffer(codes, dtype="<u4").astype(np.int32), categories
+        )
     return pd.Categorical(list(data))
 
 

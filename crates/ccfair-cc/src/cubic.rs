@@ -9,10 +9,9 @@
 //!   (`cbrt(i << 18) - 1`). The kernel's table is the same formula refined by hand, so K can
 //!   differ from Linux by a fraction of a percent (measured: mean 0.07 %, max 0.35 % from the
 //!   exact cube root; `exact_cbrt = true` uses the f64 cube root instead).
-//! - `hystart_ack_delay` (the TSO/GRO cushion of the ACK-train threshold) is 0: the simulator
-//!   has no GSO.
-//! - `CA_EVENT_TX_START` measures idleness from `tp.delivered_mstamp_ns` (the last ACK) because
-//!   [`TcpSock`] has no `lsndtime` (the last send); see [`Cubic::cwnd_event`].
+//! - `hystart_ack_delay` (the GSO cushion of the ACK-train threshold) is computed as Linux
+//!   does from the pacing rate the substrate maintains (`tcp_update_pacing_rate` runs for every
+//!   loss-based flow, paced or not); `gso_ack_delay = false` sets it to 0 (a stack without GSO).
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +64,9 @@ pub struct CubicParams {
     /// Not in Linux. false: K from Linux's `cubic_root` scheme (6-bit table and one
     /// Newton-Raphson step, about 0.1 % error); true: K = round(cbrt(x)) in f64.
     pub exact_cbrt: bool,
+    /// Include Linux's `hystart_ack_delay` term, min(1 ms, 4 x 64 KiB / pacing rate), in
+    /// the ACK-train threshold (true = Linux). False models a stack without GSO.
+    pub gso_ack_delay: bool,
 }
 
 impl Default for CubicParams {
@@ -80,6 +82,7 @@ impl Default for CubicParams {
             hystart_low_window: 16,
             hystart_ack_delta_us: 2000,
             exact_cbrt: false,
+            gso_ack_delay: true,
         }
     }
 }
@@ -421,10 +424,15 @@ impl Cubic {
         debug_assert!(self.cnt >= 2, "CUBIC cnt {} < 2", self.cnt);
     }
 
-    /// `hystart_ack_delay`: the TSO/GRO cushion added to the ACK-train threshold,
-    /// min(1 ms, 4 * gso_max_size / pacing_rate) in Linux. 0 here: no GSO in the simulator.
-    fn hystart_ack_delay(&self, _tp: &TcpSock) -> u32 {
-        0
+    /// `hystart_ack_delay`: the GSO cushion added to the ACK-train threshold,
+    /// min(1 ms, 4 * GSO_LEGACY_MAX_SIZE / sk_pacing_rate) µs; 0 while the rate is unset.
+    fn hystart_ack_delay(&self, tp: &TcpSock) -> u32 {
+        const GSO_LEGACY_MAX_SIZE: u64 = 65_536;
+        let rate = tp.pacing_rate_bytes_per_sec;
+        if !self.p.gso_ack_delay || rate == 0 || rate == u64::MAX {
+            return 0;
+        }
+        (GSO_LEGACY_MAX_SIZE * 4 * 1_000_000 / rate).min(1_000) as u32
     }
 
     /// `hystart_update`: look for the slow-start exit point. `delay` is the RTT sample, µs.
@@ -541,18 +549,13 @@ impl CongestionControl for Cubic {
 
     /// `cubictcp_cwnd_event(CA_EVENT_TX_START)`: after application idleness, shift the epoch
     /// by the idle time so that the curve does not jump ahead.
-    ///
-    /// Linux measures idleness from `tp->lsndtime` (jiffies of the last send). [`TcpSock`]
-    /// has no such field, so the last delivery (`delivered_mstamp_ns`) stands in: TX_START
-    /// comes with nothing in flight, so the last ACK is later than the last send by up to
-    /// one RTT and the shift is shorter than Linux's by that much.
+    /// Idleness is measured from `tp->lsndtime` (jiffies of the last send).
     fn cwnd_event(&mut self, tp: &mut TcpSock, event: CaEvent) {
         if event != CaEvent::TxStart {
             return;
         }
         let now = jiffies32(tp);
-        let ns_per_jiffy = 1_000_000_000 / tp.hz as u64;
-        let last_activity = (tp.delivered_mstamp_ns / ns_per_jiffy) as u32;
+        let last_activity = tp.ns_to_jiffies(tp.lsndtime_ns) as u32;
         let delta = now.wrapping_sub(last_activity) as i32;
         if self.epoch_start != 0 && delta > 0 {
             self.epoch_start = self.epoch_start.wrapping_add(delta as u32);
@@ -1201,20 +1204,23 @@ mod tests {
         assert_eq!(cc.epoch_start, 0);
         tp.now_ns = 10 * SEC;
         cc.cong_avoid(&mut tp, 0, 1);
-        assert_eq!(cc.epoch_start, 10_000);
+        assert_eq!(cc.epoch_start, 310_000);
         // Last activity at 10.1 s, restart at 15.1 s: 5 s idle.
-        tp.delivered_mstamp_ns = 10 * SEC + 100 * MS;
+        tp.lsndtime_ns = 10 * SEC + 100 * MS;
         tp.now_ns = 15 * SEC + 100 * MS;
         cc.cwnd_event(&mut tp, CaEvent::CwndRestart);
         cc.cwnd_event(&mut tp, CaEvent::Loss);
-        assert_eq!(cc.epoch_start, 10_000, "only TX_START shifts");
+        assert_eq!(cc.epoch_start, 310_000, "only TX_START shifts");
         cc.cwnd_event(&mut tp, CaEvent::TxStart);
-        assert_eq!(cc.epoch_start, 15_000);
+        assert_eq!(cc.epoch_start, 315_000);
         // The shift never moves the epoch past now.
-        tp.delivered_mstamp_ns = 14 * SEC + 500 * MS;
+        tp.lsndtime_ns = 14 * SEC + 500 * MS;
         tp.now_ns = 15 * SEC + 200 * MS;
         cc.cwnd_event(&mut tp, CaEvent::TxStart);
-        assert_eq!(cc.epoch_start, 15_200, "15000 + 700 capped at now");
+        assert_eq!(
+            cc.epoch_start, 315_200,
+            "315000 + 700 capped at now (jiffies start at INITIAL_JIFFIES)"
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub trait CongestionControl: Send {
     }
 
     /// `sk_pacing_status == SK_PACING_NEEDED`: the module asks TCP to pace at
-    /// `tp.pacing_rate_bps` (BBR, Copa).
+    /// `tp.pacing_rate_bytes_per_sec` (BBR, Copa).
     fn wants_pacing(&self) -> bool {
         false
     }

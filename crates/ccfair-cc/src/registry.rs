@@ -45,7 +45,8 @@ fn parse<P: DeserializeOwned + Serialize>(params: &Value) -> Result<(P, Value), 
     } else {
         params.clone()
     };
-    let p: P = serde_json::from_value(params).map_err(|e| CcaError::BadParams(e.to_string()))?;
+    let p: P = serde_json::from_value(params.clone())
+        .map_err(|e| blame_key::<P>(&params, CcaError::BadParams(e.to_string())))?;
     let normalized = serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))?;
     Ok((p, normalized))
 }
@@ -71,8 +72,7 @@ fn blame_key<P: DeserializeOwned>(params: &Value, err: CcaError) -> CcaError {
 
 /// CUBIC's table: serde checks keys and types, [`CubicParams::validate`] the ranges.
 fn parse_cubic(params: &Value) -> Result<(CubicParams, Value), CcaError> {
-    let (p, normalized) =
-        parse::<CubicParams>(params).map_err(|e| blame_key::<CubicParams>(params, e))?;
+    let (p, normalized) = parse::<CubicParams>(params)?;
     p.validate().map_err(CcaError::BadParams)?;
     Ok((p, normalized))
 }
@@ -164,6 +164,7 @@ mod tests {
             "hystart_low_window": 16,
             "hystart_ack_delta_us": 2000,
             "exact_cbrt": false,
+            "gso_ack_delay": true,
         });
         assert_eq!(v, expected);
     }

@@ -93,9 +93,9 @@ pub struct TcpSock {
     pub snd_cwnd_cnt: u32,
     pub snd_cwnd_clamp: u32,
     /// `sk->sk_pacing_rate`, payload bytes per second.
-    pub pacing_rate_bps: u64,
+    pub pacing_rate_bytes_per_sec: u64,
     /// `sk->sk_max_pacing_rate`, payload bytes per second.
-    pub max_pacing_rate_bps: u64,
+    pub max_pacing_rate_bytes_per_sec: u64,
     /// `tp->app_limited`: delivered count until which samples are app-limited (0 = not).
     pub app_limited: u64,
 
@@ -130,7 +130,14 @@ pub struct TcpSock {
     pub wstamp_ns: u64,
     /// The sender is paced (internal pacing or fq); used by CUBIC HyStart.
     pub is_paced: bool,
+    /// Time of the last data transmission (`tp->lsndtime`), ns. Updated after
+    /// `CA_EVENT_TX_START` is delivered, as in `tcp_event_data_sent`.
+    pub lsndtime_ns: u64,
 }
+
+/// Linux starts `jiffies` 300 s before wrap-around (`INITIAL_JIFFIES`), so a jiffies value
+/// of 0 never means "now" early in a connection (modules use 0 as "unset").
+pub const INITIAL_JIFFIES_S: u64 = 300;
 
 impl TcpSock {
     /// A fresh connection with Linux defaults.
@@ -142,8 +149,8 @@ impl TcpSock {
             snd_ssthresh: TCP_INFINITE_SSTHRESH,
             snd_cwnd_cnt: 0,
             snd_cwnd_clamp: u32::MAX,
-            pacing_rate_bps: 0,
-            max_pacing_rate_bps: u64::MAX,
+            pacing_rate_bytes_per_sec: 0,
+            max_pacing_rate_bytes_per_sec: u64::MAX,
             app_limited: 0,
             mss,
             init_cwnd,
@@ -164,6 +171,7 @@ impl TcpSock {
             max_packets_out: 0,
             wstamp_ns: 0,
             is_paced: false,
+            lsndtime_ns: 0,
         }
     }
 
@@ -171,9 +179,14 @@ impl TcpSock {
         self.now_ns / 1_000
     }
 
-    /// Linux `jiffies` at `now_ns`.
+    /// Linux `jiffies` at `now_ns` (offset by `INITIAL_JIFFIES`).
     pub fn jiffies(&self) -> u64 {
-        self.now_ns / (1_000_000_000 / self.hz as u64)
+        self.ns_to_jiffies(self.now_ns)
+    }
+
+    /// Jiffies at simulation time `t_ns`, on the same scale as [`TcpSock::jiffies`].
+    pub fn ns_to_jiffies(&self, t_ns: u64) -> u64 {
+        t_ns / (1_000_000_000 / self.hz as u64) + INITIAL_JIFFIES_S * self.hz as u64
     }
 
     /// `usecs_to_jiffies` (rounds up, as Linux does).

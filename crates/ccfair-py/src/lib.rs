@@ -38,22 +38,50 @@ fn normalize_tcp(options_json: &str) -> PyResult<String> {
     serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-fn table_to_py<'py>(py: Python<'py>, table: &Table) -> PyResult<Bound<'py, PyDict>> {
-    // Numeric columns cross as raw little-endian bytes (numpy.frombuffer on the Python side):
-    // no per-element Python objects for long time series.
+fn le_bytes<'py, const N: usize, T: Copy>(
+    py: Python<'py>,
+    v: &[T],
+    to_bytes: impl Fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyBytes>> {
+    // Filled in place: no intermediate Vec<u8>.
+    PyBytes::new_with(py, v.len() * N, |buf| {
+        for (chunk, x) in buf.chunks_exact_mut(N).zip(v) {
+            chunk.copy_from_slice(&to_bytes(*x));
+        }
+        Ok(())
+    })
+}
+
+fn table_to_py<'py>(py: Python<'py>, table: Table) -> PyResult<Bound<'py, PyDict>> {
+    // Numeric columns cross as raw little-endian bytes (numpy.frombuffer on the Python side);
+    // string columns as categorical codes plus their categories. Columns are freed as they go.
     let d = PyDict::new(py);
-    for (name, col) in &table.columns {
+    for (name, col) in table.columns {
         let v: Bound<'py, PyAny> = match col {
-            ColumnData::U64(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                ("u8", PyBytes::new(py, &bytes)).into_pyobject(py)?.into_any()
+            ColumnData::U64(v) => ("u8", le_bytes(py, &v, u64::to_le_bytes)?)
+                .into_pyobject(py)?
+                .into_any(),
+            ColumnData::F64(v) => ("f8", le_bytes(py, &v, f64::to_le_bytes)?)
+                .into_pyobject(py)?
+                .into_any(),
+            ColumnData::Str(v) => {
+                let mut categories: Vec<&'static str> = Vec::new();
+                let codes: Vec<u32> = v
+                    .iter()
+                    .map(|s| match categories.iter().position(|c| c == s) {
+                        Some(i) => i as u32,
+                        None => {
+                            categories.push(s);
+                            (categories.len() - 1) as u32
+                        }
+                    })
+                    .collect();
+                let codes = le_bytes(py, &codes, u32::to_le_bytes)?;
+                ("cat", (codes, PyList::new(py, categories)?))
+                    .into_pyobject(py)?
+                    .into_any()
             }
-            ColumnData::F64(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                ("f8", PyBytes::new(py, &bytes)).into_pyobject(py)?.into_any()
-            }
-            ColumnData::Str(v) => ("str", PyList::new(py, v.iter().copied())?).into_pyobject(py)?.into_any(),
-            ColumnData::Text(v) => ("str", PyList::new(py, v.iter())?).into_pyobject(py)?.into_any(),
+            ColumnData::Text(v) => ("str", PyList::new(py, v)?).into_pyobject(py)?.into_any(),
         };
         d.set_item(name, v)?;
     }
@@ -69,15 +97,16 @@ fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyDict>> {
         .detach(move || ccfair_sim::run_json(&spec))
         .map_err(PyValueError::new_err)?;
     let d = PyDict::new(py);
-    d.set_item("flows", table_to_py(py, &result.flows)?)?;
-    d.set_item("flow_counters", table_to_py(py, &result.flow_counters)?)?;
-    d.set_item("timeseries", table_to_py(py, &result.timeseries)?)?;
-    d.set_item("links", table_to_py(py, &result.links)?)?;
-    d.set_item("link_summary", table_to_py(py, &result.link_summary)?)?;
+    let stats_src = result.stats;
+    d.set_item("flows", table_to_py(py, result.flows)?)?;
+    d.set_item("flow_counters", table_to_py(py, result.flow_counters)?)?;
+    d.set_item("timeseries", table_to_py(py, result.timeseries)?)?;
+    d.set_item("links", table_to_py(py, result.links)?)?;
+    d.set_item("link_summary", table_to_py(py, result.link_summary)?)?;
     let stats = PyDict::new(py);
-    stats.set_item("events", result.stats.events)?;
-    stats.set_item("packet_hops", result.stats.packet_hops)?;
-    stats.set_item("peak_heap_len", result.stats.peak_heap_len)?;
+    stats.set_item("events", stats_src.events)?;
+    stats.set_item("packet_hops", stats_src.packet_hops)?;
+    stats.set_item("peak_heap_len", stats_src.peak_heap_len)?;
     d.set_item("engine", stats)?;
     Ok(d)
 }

@@ -165,10 +165,16 @@ impl TcpOptions {
             return Err(format!("mss: {} makes packets above 65535 bytes", self.mss));
         }
         if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
-            return Err(format!("hz: {} must divide 1e9 and be at most 1e6", self.hz));
+            return Err(format!(
+                "hz: {} must divide 1e9 and be at most 1e6",
+                self.hz
+            ));
         }
         if self.reordering > 300 {
-            return Err(format!("reordering: {} above tcp_max_reordering (300)", self.reordering));
+            return Err(format!(
+                "reordering: {} above tcp_max_reordering (300)",
+                self.reordering
+            ));
         }
         Ok(())
     }
@@ -261,7 +267,7 @@ impl RunSpec {
     /// (from node, to node) of a channel.
     pub fn channel_ends(&self, ch: usize) -> (usize, usize) {
         let l = &self.links[ch / 2];
-        if ch % 2 == 0 {
+        if ch.is_multiple_of(2) {
             (l.a, l.b)
         } else {
             (l.b, l.a)

@@ -53,16 +53,20 @@ impl Table {
     /// Equality bit for bit (NaN equals NaN of the same bits): what determinism means.
     pub fn identical(&self, other: &Table) -> bool {
         self.columns.len() == other.columns.len()
-            && self.columns.iter().zip(&other.columns).all(|((na, a), (nb, b))| {
-                na == nb
-                    && match (a, b) {
-                        (ColumnData::F64(x), ColumnData::F64(y)) => {
-                            x.len() == y.len()
-                                && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+            && self
+                .columns
+                .iter()
+                .zip(&other.columns)
+                .all(|((na, a), (nb, b))| {
+                    na == nb
+                        && match (a, b) {
+                            (ColumnData::F64(x), ColumnData::F64(y)) => {
+                                x.len() == y.len()
+                                    && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+                            }
+                            _ => a == b,
                         }
-                        _ => a == b,
-                    }
-            })
+                })
     }
 
     pub fn u64(&self, name: &str) -> Option<&[u64]> {

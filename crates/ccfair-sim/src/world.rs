@@ -86,6 +86,42 @@ struct LinkSeries {
     utilisation: Vec<f64>,
 }
 
+impl FlowSeries {
+    fn with_capacity(n: usize) -> Self {
+        FlowSeries {
+            t_ns: Vec::with_capacity(n),
+            flow: Vec::with_capacity(n),
+            cwnd: Vec::with_capacity(n),
+            ssthresh: Vec::with_capacity(n),
+            inflight: Vec::with_capacity(n),
+            srtt_us: Vec::with_capacity(n),
+            min_rtt_us: Vec::with_capacity(n),
+            rto_us: Vec::with_capacity(n),
+            pacing_rate_bps: Vec::with_capacity(n),
+            delivery_rate_bps: Vec::with_capacity(n),
+            goodput_bps: Vec::with_capacity(n),
+            retrans: Vec::with_capacity(n),
+            ca_state: Vec::with_capacity(n),
+            cca_state: Vec::with_capacity(n),
+            extra: SparseColumns::default(),
+        }
+    }
+}
+
+impl LinkSeries {
+    fn with_capacity(n: usize) -> Self {
+        LinkSeries {
+            t_ns: Vec::with_capacity(n),
+            link: Vec::with_capacity(n),
+            direction: Vec::with_capacity(n),
+            queue_pkts: Vec::with_capacity(n),
+            queue_bytes: Vec::with_capacity(n),
+            drops: Vec::with_capacity(n),
+            utilisation: Vec::with_capacity(n),
+        }
+    }
+}
+
 pub struct Simulation {
     spec: RunSpec,
     now: u64,
@@ -141,6 +177,9 @@ impl Simulation {
             });
         }
         let n_ch = channels.len();
+        let n_samples = (spec.duration_ns / spec.sample_interval_ns) as usize + 1;
+        let fseries = FlowSeries::with_capacity(n_samples * flows.len());
+        let lseries = LinkSeries::with_capacity(n_samples * n_ch);
         Ok(Simulation {
             spec,
             now: 0,
@@ -149,8 +188,8 @@ impl Simulation {
             flows,
             out: Vec::with_capacity(64),
             stats: EngineStats::default(),
-            fseries: FlowSeries::default(),
-            lseries: LinkSeries::default(),
+            fseries,
+            lseries,
             last_sample_ns: 0,
             last_channel_counters: vec![ChannelCounters::default(); n_ch],
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
@@ -379,7 +418,7 @@ impl Simulation {
                 tp.min_rtt_us as f64
             });
             s.rto_us.push(f.sender.rto_us() as f64);
-            let pr = tp.pacing_rate_bps;
+            let pr = tp.pacing_rate_bytes_per_sec;
             s.pacing_rate_bps.push(if pr == 0 || pr == u64::MAX {
                 f64::NAN
             } else {

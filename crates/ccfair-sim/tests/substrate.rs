@@ -33,7 +33,13 @@ fn with_loss(mut spec: ccfair_sim::spec::RunSpec, p: f64) -> ccfair_sim::spec::R
 #[test]
 fn same_seed_gives_identical_tables() {
     let mk = || {
-        let s = dumbbell(&[("reno", json!({})), ("reno", json!({}))], 20_000_000, 10 * MS, 50, 10 * S);
+        let s = dumbbell(
+            &[("reno", json!({})), ("reno", json!({}))],
+            20_000_000,
+            10 * MS,
+            50,
+            10 * S,
+        );
         with_loss(s, 0.005)
     };
     let a = Simulation::new(mk()).unwrap().run();
@@ -60,7 +66,10 @@ fn different_seeds_differ_where_randomness_is_used() {
     let mut d = c.clone();
     c.seed = 1;
     d.seed = 2;
-    let (rc, rd) = (Simulation::new(c).unwrap().run(), Simulation::new(d).unwrap().run());
+    let (rc, rd) = (
+        Simulation::new(c).unwrap().run(),
+        Simulation::new(d).unwrap().run(),
+    );
     assert!(rc.flows.identical(&rd.flows));
 }
 
@@ -88,7 +97,10 @@ fn adding_an_unrelated_flow_does_not_perturb_random_streams() {
     let first = |t: &ccfair_sim::table::Table| t.u64("retrans_pkts").unwrap()[0];
     assert!(first(&ra.flows) > 0, "random loss drops packets of flow 0");
     assert_eq!(first(&ra.flows), first(&rb.flows));
-    assert_eq!(goodput(&ra.flows)[0].to_bits(), goodput(&rb.flows)[0].to_bits());
+    assert_eq!(
+        goodput(&ra.flows)[0].to_bits(),
+        goodput(&rb.flows)[0].to_bits()
+    );
     assert!(rb.flows.u64("retrans_pkts").unwrap()[1] > 0);
 }
 
@@ -96,7 +108,17 @@ fn adding_an_unrelated_flow_does_not_perturb_random_streams() {
 fn packets_are_conserved_and_queues_stay_within_buffers() {
     let rate = 20_000_000;
     let s = with_loss(
-        dumbbell(&[("reno", json!({})), ("reno", json!({})), ("reno", json!({}))], rate, 5 * MS, 8, 10 * S),
+        dumbbell(
+            &[
+                ("reno", json!({})),
+                ("reno", json!({})),
+                ("reno", json!({})),
+            ],
+            rate,
+            5 * MS,
+            8,
+            10 * S,
+        ),
         0.01,
     );
     let buffers: Vec<u32> = s.links.iter().map(|l| l.buffer_pkts).collect();
@@ -108,14 +130,17 @@ fn packets_are_conserved_and_queues_stay_within_buffers() {
     let net = f.u64("data_pkts_in_network").unwrap();
     for i in 0..sent.len() {
         assert_eq!(sent[i], recv[i] + drop[i] + net[i], "flow {i}");
-        assert!(drop[i] > 0, "the shallow buffer and random loss drop packets");
+        assert!(
+            drop[i] > 0,
+            "the shallow buffer and random loss drop packets"
+        );
     }
     let q = r.links.u64("queue_pkts").unwrap();
     let link = r.links.u64("link").unwrap();
     for (qi, li) in q.iter().zip(link) {
         assert!(*qi <= buffers[*li as usize] as u64);
     }
-    assert!(q.iter().any(|&x| x == 8), "the bottleneck queue reaches its buffer");
+    assert!(q.contains(&8), "the bottleneck queue reaches its buffer");
 }
 
 #[test]
@@ -123,12 +148,71 @@ fn two_reno_flows_with_equal_rtt_share_fairly_over_120s() {
     let rate = 50_000_000;
     let delay = 18 * MS;
     let bdp = bdp_pkts(rate, delay).round() as u32;
-    let spec = dumbbell(&[("reno", json!({})), ("reno", json!({}))], rate, delay, bdp, 120 * S);
+    let spec = dumbbell(
+        &[("reno", json!({})), ("reno", json!({}))],
+        rate,
+        delay,
+        bdp,
+        120 * S,
+    );
     let r = Simulation::new(spec).unwrap().run();
     let g = goodput(&r.flows);
     let j = jain(&g);
-    eprintln!("reno x2: {:?} Mbit/s, Jain {j:.4}", g.iter().map(|x| x / 1e6).collect::<Vec<_>>());
+    eprintln!(
+        "reno x2: {:?} Mbit/s, Jain {j:.4}",
+        g.iter().map(|x| x / 1e6).collect::<Vec<_>>()
+    );
     assert!(j >= 0.95, "Jain {j}");
     let total: f64 = g.iter().sum();
     assert!(total >= 0.95 * rate as f64 * 1448.0 / 1500.0);
+}
+
+#[test]
+fn single_cubic_flow_fills_the_pipe_at_one_and_two_bdp() {
+    let rate = 50_000_000;
+    let delay = 18 * MS;
+    let bdp = bdp_pkts(rate, delay);
+    for alpha in [1.0, 2.0] {
+        let buffer = (alpha * bdp).round() as u32;
+        let spec = dumbbell(&[("cubic", json!({}))], rate, delay, buffer, 60 * S);
+        let r = Simulation::new(spec).unwrap().run();
+        let g = goodput(&r.flows)[0];
+        let ceiling = rate as f64 * 1448.0 / 1500.0;
+        eprintln!(
+            "cubic alpha {alpha}: {:.2}% of ceiling",
+            100.0 * g / ceiling
+        );
+        assert!(g >= 0.95 * ceiling, "alpha {alpha}: {g} < 95% of {ceiling}");
+    }
+}
+
+#[test]
+fn cubic_recovers_to_seventy_percent_after_loss() {
+    // After each fast recovery, CUBIC's cwnd is 0.7 x cwnd at loss (PRR ends at ssthresh).
+    let rate = 20_000_000;
+    let spec = dumbbell(&[("cubic", json!({}))], rate, 10 * MS, 40, 30 * S);
+    let r = Simulation::new(spec).unwrap().run();
+    let ts = &r.timeseries;
+    let state = match ts.column("ca_state").unwrap() {
+        ccfair_sim::table::ColumnData::Str(v) => v.clone(),
+        _ => unreachable!(),
+    };
+    let cwnd = ts.f64("cwnd_pkts").unwrap();
+    let ssthresh = ts.f64("ssthresh_pkts").unwrap();
+    assert!(r.flows.u64("recoveries").unwrap()[0] >= 3);
+    // Whenever the flow is back in Open after a recovery, ssthresh ~ 0.7 of a previous cwnd
+    // and cwnd starts from ssthresh.
+    let mut checked = 0;
+    for i in 1..state.len() {
+        if state[i - 1] == "Recovery" && state[i] == "Open" {
+            assert!(
+                cwnd[i] >= ssthresh[i] && cwnd[i] <= ssthresh[i] + 10.0,
+                "{i}"
+            );
+            let peak = cwnd[..i].iter().cloned().fold(0.0, f64::max);
+            assert!(ssthresh[i] <= 0.7 * peak + 1.0);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "saw {checked} recovery exits");
 }

@@ -459,10 +459,7 @@ impl Sender {
 
     /// `tcp_try_keep_open`.
     fn try_keep_open(&mut self) {
-        let state = if self.tp.sacked_out + self.tp.lost_out > 0
-            || self.tp.retrans_out > 0
-            || self.undo_marker.is_some()
-        {
+        let state = if self.tp.sacked_out + self.tp.lost_out > 0 || self.any_retrans_done() {
             CaState::Disorder
         } else {
             CaState::Open
@@ -783,7 +780,7 @@ impl Sender {
     fn update_wstamp_after_send(&mut self, payload: u32) {
         let prior = self.tp.wstamp_ns;
         self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
-        let rate = self.tp.pacing_rate_bps;
+        let rate = self.tp.pacing_rate_bytes_per_sec;
         // Like sch_fq, the first 10 segments are not paced.
         if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
             let mut len_ns = payload as u64 * 1_000_000_000 / rate;
@@ -821,6 +818,7 @@ impl Sender {
         self.ts_push_tail(seq);
         let payload = self.seg_bytes(seq);
         self.update_wstamp_after_send(payload);
+        self.tp.lsndtime_ns = now;
         self.data_segs_out += 1;
         self.stats.data_pkts_sent += 1;
         if self.tp.in_cwnd_reduction() {
@@ -997,7 +995,7 @@ impl Sender {
         self.started = true;
         self.tp.snd_cwnd = self.opts.init_cwnd;
         self.cc.init(&mut self.tp);
-        if !self.cc.has_cong_control() && self.opts.fq_pacing {
+        if !self.cc.has_cong_control() {
             self.update_pacing_rate();
         }
         self.push(Rexmit::None, out);
@@ -1179,7 +1177,7 @@ impl Sender {
     fn update_pacing_rate(&mut self) {
         let srtt8 = self.rtt.srtt_us8;
         if srtt8 == 0 {
-            self.tp.pacing_rate_bps = u64::MAX;
+            self.tp.pacing_rate_bytes_per_sec = u64::MAX;
             return;
         }
         let ratio = if self.tp.snd_cwnd < self.tp.snd_ssthresh / 2 {
@@ -1190,7 +1188,7 @@ impl Sender {
         let cwnd = self.tp.snd_cwnd.max(self.tp.packets_out) as u64;
         // mss * cwnd / srtt * ratio/100, with srtt in µs x8.
         let rate = self.tp.mss as u64 * (1_000_000 / 100 * 8) * ratio * cwnd / srtt8;
-        self.tp.pacing_rate_bps = rate.min(self.tp.max_pacing_rate_bps);
+        self.tp.pacing_rate_bytes_per_sec = rate.min(self.tp.max_pacing_rate_bytes_per_sec);
     }
 
     /// An ACK arrived (`tcp_ack`).
@@ -1283,9 +1281,9 @@ impl Sender {
         } else if self.may_raise_cwnd(flag) {
             self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
         }
-        if self.opts.fq_pacing {
-            self.update_pacing_rate();
-        }
+        // Linux computes sk_pacing_rate for every such flow (tcpi_pacing_rate reports it,
+        // CUBIC's HyStart reads it); it only paces when fq_pacing is on.
+        self.update_pacing_rate();
     }
 
     /// `tcp_may_raise_cwnd`.
@@ -1330,11 +1328,10 @@ impl Sender {
             self.retrans_stamp_ticks = 0;
         } else if self.tp.snd_una >= self.high_seq {
             match self.tp.ca_state {
-                CaState::Cwr => {
-                    if self.tp.snd_una != self.high_seq {
-                        self.end_cwnd_reduction();
-                        self.set_ca_state(CaState::Open);
-                    }
+                // CWR is held until something above high_seq is ACKed.
+                CaState::Cwr if self.tp.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
                     if self.try_undo_recovery() {
@@ -1791,7 +1788,7 @@ impl Sender {
     fn check_invariants(&mut self) {
         self.acks_processed += 1;
         // The full scoreboard scan is O(window): do it on every 16th ACK.
-        if cfg!(debug_assertions) && self.acks_processed % 16 == 0 {
+        if cfg!(debug_assertions) && self.acks_processed.is_multiple_of(16) {
             let tp = &self.tp;
             debug_assert!(
                 tp.sacked_out + tp.lost_out <= tp.packets_out,
