@@ -1,0 +1,7 @@
+"""`python -m ccfair` runs the ccfair command."""
+
+import sys
+
+from ccfair.cli import main
+
+sys.exit(main())
