@@ -37,6 +37,8 @@
 //! * v is capped at 2^16 (ccp_copa caps at 0xffff) only to keep the arithmetic finite.
 
 mod params;
+#[cfg(test)]
+mod tests;
 pub mod window;
 
 pub use params::{CopaParams, CopaVariant, ModeSignal, Resolved, VelocityRule};
