@@ -34,6 +34,10 @@
 //!   ccp_copa `handle_timeout`); in competitive mode an RTO also counts as a loss for delta.
 //! * Before the first RTT sample the flow is not paced (Linux initialises
 //!   `sk_pacing_rate` to ~0, i.e. unlimited).
+//! * The paper does not say which way v applies when a per-ACK decision opposes the
+//!   direction v was built up in. Like ccp_copa (by the paper's first author) and mvfst,
+//!   such a decision resets v to 1 at once (`velocity_reset_on_opposite`); applied the
+//!   wrong way, a large v makes cwnd run away on a delayed-ACK substrate.
 //! * v is capped at 2^16 (ccp_copa caps at 0xffff) only to keep the arithmetic finite.
 
 mod params;
@@ -280,7 +284,8 @@ impl Copa {
     /// Competitive-mode detector (paper 2.2; genericCC `RTTWindow::is_copa`,
     /// `MarkovianCC::update_delta`). Default -> competitive when, over the last
     /// `mode_window_rtts` RTTs, the queueing delay never came below `mode_threshold` of its
-    /// maximum over that window. Competitive -> default when the queue empties again: with
+    /// maximum over that window.
+    /// Competitive -> default when the queue empties again: with
     /// `mode_return_needs_new_empty` (paper) the current reading must be nearly empty;
     /// otherwise (genericCC) the same windowed test is re-evaluated on every ACK, which can
     /// flip back and forth while the window, a multiple of srtt, moves across an old empty
@@ -365,6 +370,21 @@ impl Copa {
             if self.p.velocity && self.same_direction_rounds >= self.p.velocity_rtts {
                 self.velocity = (self.velocity * 2.0).min(MAX_VELOCITY);
             }
+        }
+    }
+
+    /// ccp_copa `delay_control` / mvfst `changeDirection`: a decision against the current
+    /// direction while v > 1 resets v to 1 and starts a new window in the new direction.
+    fn velocity_check_opposite(&mut self, increase: bool) {
+        if !self.p.velocity_reset_on_opposite || self.velocity <= 1.0 {
+            return;
+        }
+        let dir: i8 = if increase { 1 } else { -1 };
+        if dir != self.direction {
+            self.velocity = 1.0;
+            self.direction = dir;
+            self.same_direction_rounds = 0;
+            self.round_start_cwnd = self.cwnd;
         }
     }
 
@@ -534,9 +554,12 @@ impl CongestionControl for Copa {
                 }
             }
             if !self.slow_start {
-                if self.p.velocity_rule == VelocityRule::Genericcc {
-                    self.genericcc_velocity(now_us);
-                    self.g_update_dir += if increase { 1 } else { -1 };
+                match self.p.velocity_rule {
+                    VelocityRule::Genericcc => {
+                        self.genericcc_velocity(now_us);
+                        self.g_update_dir += if increase { 1 } else { -1 };
+                    }
+                    VelocityRule::Paper => self.velocity_check_opposite(increase),
                 }
                 let v = if self.p.velocity { self.velocity } else { 1.0 };
                 let change = v * acked / (delta * self.cwnd);

@@ -86,6 +86,15 @@ pub struct CopaParams {
     pub velocity_rule: Option<VelocityRule>,
     /// Same-direction windows (RTTs) before v starts doubling, paper rule only. Default 3.
     pub velocity_rtts: u32,
+    /// Paper rule only: when v > 1 and an ACK's decision opposes the current direction,
+    /// reset v to 1 and start a new direction at once, instead of applying the large v
+    /// the wrong way until the window ends. The paper does not say which way v applies;
+    /// ccp_copa `delay_control` (by the paper's first author) and mvfst `changeDirection`
+    /// both reset. Without it, on a delayed-ACK substrate the per-ACK decisions flip
+    /// within a window while the window's net change keeps one sign, so v doubles every
+    /// RTT and cwnd swings without bound. (genericCC bounds v by delta * cwnd instead.)
+    /// Default: paper true, genericcc false.
+    pub velocity_reset_on_opposite: Option<bool>,
     /// ACKs at connection start during which cwnd is not updated (genericCC: the first
     /// `2 * num_probe_pkts - 1` = 19 ACKs are "for probing"). Unit: ACKs. Default: paper 0,
     /// genericcc 19.
@@ -124,6 +133,7 @@ impl Default for CopaParams {
             mode_return_needs_new_empty: None,
             velocity_rule: None,
             velocity_rtts: 3,
+            velocity_reset_on_opposite: None,
             probe_acks: None,
             loss_reduce: None,
             delta_halve_once_per_rtt: None,
@@ -149,6 +159,7 @@ pub struct Resolved {
     pub mode_return_needs_new_empty: bool,
     pub velocity_rule: VelocityRule,
     pub velocity_rtts: u32,
+    pub velocity_reset_on_opposite: bool,
     pub probe_acks: u32,
     pub loss_reduce: bool,
     pub delta_halve_once_per_rtt: bool,
@@ -167,6 +178,7 @@ impl CopaParams {
                 g
             }
         }
+        let mode_window_rtts = self.mode_window_rtts.unwrap_or(pick(paper, 5.0, 4.0));
         let r = Resolved {
             variant: self.variant,
             delta: self.delta,
@@ -175,7 +187,7 @@ impl CopaParams {
             rtt_min_window_s: self.rtt_min_window_s,
             rtt_min_window_rtts: self.rtt_min_window_rtts.unwrap_or(pick(paper, 0.0, 20.0)),
             srtt_gain: self.srtt_gain.unwrap_or(pick(paper, 0.0, 1.0 / 16.0)),
-            mode_window_rtts: self.mode_window_rtts.unwrap_or(pick(paper, 5.0, 4.0)),
+            mode_window_rtts,
             mode_threshold: self.mode_threshold,
             mode_signal: self.mode_signal.unwrap_or(pick(
                 paper,
@@ -189,6 +201,7 @@ impl CopaParams {
                 VelocityRule::Genericcc,
             )),
             velocity_rtts: self.velocity_rtts,
+            velocity_reset_on_opposite: self.velocity_reset_on_opposite.unwrap_or(paper),
             probe_acks: self.probe_acks.unwrap_or(pick(paper, 0, 19)),
             loss_reduce: self.loss_reduce.unwrap_or(!paper),
             delta_halve_once_per_rtt: self.delta_halve_once_per_rtt.unwrap_or(paper),
@@ -246,6 +259,7 @@ impl CopaParams {
             mode_return_needs_new_empty: Some(r.mode_return_needs_new_empty),
             velocity_rule: Some(r.velocity_rule),
             velocity_rtts: r.velocity_rtts,
+            velocity_reset_on_opposite: Some(r.velocity_reset_on_opposite),
             probe_acks: Some(r.probe_acks),
             loss_reduce: Some(r.loss_reduce),
             delta_halve_once_per_rtt: Some(r.delta_halve_once_per_rtt),

@@ -241,25 +241,57 @@ fn velocity_log(h: &mut Hand, from: u64, to: u64, rtt: impl Fn(u64) -> u64) -> V
     log
 }
 
-#[test]
-fn velocity_doubles_only_after_three_same_direction_rtts_and_resets_on_change() {
-    let mut h = Hand::new(json!({"competitive": false}));
+/// 20 packets in CA, then 360 ms of an empty queue (every ACK says "increase").
+fn accelerate(p: serde_json::Value) -> (Hand, Vec<f64>) {
+    let mut h = Hand::new(p);
     h.run(0, 40_000, |_| 40_000);
     h.force_ca(20.0);
-    // dq = 0: every ACK says "increase". Rounds of 40 ms.
     let log = velocity_log(&mut h, 40_000, 400_000, |_| 40_000);
-    let v: Vec<f64> = log.iter().map(|x| x.1).collect();
+    (h, log.iter().map(|x| x.1).collect())
+}
+
+#[test]
+fn velocity_doubles_only_after_three_same_direction_rtts() {
+    let (h, v) = accelerate(json!({"competitive": false}));
     // The first window ends on the first ACK (it began before force_ca): no direction.
     // Then windows 1, 2 up: v = 1; window 3 completes three RTTs up: 2, then 4, 8, ...
-    assert_eq!(&v[..6], &[1.0, 1.0, 1.0, 2.0, 4.0, 8.0], "{log:?}");
+    assert_eq!(&v[..6], &[1.0, 1.0, 1.0, 2.0, 4.0, 8.0], "{v:?}");
     // cwnd grew by about v/delta per RTT.
     assert!(h.cc.cwnd() > 20.0 + 2.0 * (1.0 + 1.0 + 2.0 + 4.0 + 8.0));
-    // A big queue: the decision flips to "decrease"; at the next window end v = 1.
-    // (Rounds are now ~400 ms long.)
+}
+
+#[test]
+fn velocity_resets_at_the_first_opposite_decision() {
+    let (mut h, v) = accelerate(json!({"competitive": false}));
+    let v_up = *v.last().unwrap();
+    assert!(v_up >= 64.0);
+    // A big queue: once RTTstanding shows it, the first "decrease" ACK resets v to 1 and
+    // takes one v = 1 step down (not v_up steps).
+    let mut t = 400_000;
+    let (before, after) = loop {
+        let before = h.cc.cwnd();
+        h.ack(t, 400_000);
+        t += 1_000;
+        if h.cc.cwnd() < before {
+            break (before, h.cc.cwnd());
+        }
+    };
+    assert_eq!(h.cc.velocity(), 1.0);
+    assert!(approx(before - after, 1.0 / (0.5 * before), 1e-9));
+    // The 3-window wait starts over in the new direction (rounds are ~400 ms now).
+    let log = velocity_log(&mut h, t, t + 2_000_000, |_| 400_000);
+    let v: Vec<f64> = log.iter().map(|x| x.1).collect();
+    assert_eq!(&v[..3], &[1.0, 1.0, 2.0], "{log:?}");
+}
+
+#[test]
+fn literal_velocity_rule_resets_only_at_window_end() {
+    // velocity_reset_on_opposite = false: the paper's text read literally. The window in
+    // progress at the jump still went up in net (v doubles once more, and applies
+    // downwards until the window ends); the first window that went down resets v.
+    let (mut h, _) = accelerate(json!({"competitive": false, "velocity_reset_on_opposite": false}));
     let c = h.cc.cwnd();
     let log = velocity_log(&mut h, 400_000, 2_000_000, |_| 400_000);
-    // The window in progress at the jump still went up (v doubles once more); the first
-    // window that went down resets v to 1, and the 3-RTT wait starts over.
     let v: Vec<f64> = log.iter().map(|x| x.1).collect();
     assert_eq!(&v[..4], &[128.0, 1.0, 1.0, 2.0], "{log:?}");
     assert!(h.cc.cwnd() < c);
