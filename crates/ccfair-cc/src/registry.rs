@@ -102,12 +102,14 @@ mod tests {
         assert_eq!(v["variant"], "paper");
         assert_eq!(v["delta"], 0.5);
         assert_eq!(v["mode_window_rtts"], 5.0);
+        assert_eq!(v["mode_max_window_rtts"], 5.0);
         assert_eq!(v["mode_signal"], "standing");
         assert_eq!(v["rto_restart"], true);
         let g = normalize_params("copa", &json!({"variant": "genericcc"})).unwrap();
         assert_eq!(g["rtt_min_window_rtts"], 20.0);
         assert_eq!(g["srtt_gain"], 0.0625);
         assert_eq!(g["mode_window_rtts"], 4.0);
+        assert_eq!(g["mode_max_window_rtts"], 4.0);
         assert_eq!(g["mode_signal"], "raw");
         assert_eq!(g["velocity_rule"], "genericcc");
         assert_eq!(g["probe_acks"], 19);

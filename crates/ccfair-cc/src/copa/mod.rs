@@ -256,6 +256,7 @@ impl Copa {
         // genericCC caps the short windows at the long one; the paper's never reach it.
         let standing_w = ((srtt * 0.5) as u64).min(long_w);
         let mode_w = ((srtt * self.p.mode_window_rtts) as u64).min(long_w);
+        let max_w = ((srtt * self.p.mode_max_window_rtts) as u64).min(long_w);
 
         self.rtt_min_filter.push(now_us, rtt_us, long_w, long_w);
         self.standing_filter
@@ -274,25 +275,24 @@ impl Copa {
         };
         self.mode_min_filter
             .push(now_us, signal, mode_w, 2 * mode_w);
-        self.mode_max_filter
-            .push(now_us, signal, mode_w, 2 * mode_w);
+        self.mode_max_filter.push(now_us, signal, max_w, 2 * max_w);
         if self.p.competitive {
-            self.update_mode(now_us, mode_w, signal);
+            self.update_mode(now_us, mode_w, max_w, signal);
         }
     }
 
     /// Competitive-mode detector (paper 2.2; genericCC `RTTWindow::is_copa`,
     /// `MarkovianCC::update_delta`). Default -> competitive when, over the last
     /// `mode_window_rtts` RTTs, the queueing delay never came below `mode_threshold` of its
-    /// maximum over that window.
+    /// maximum over the last `mode_max_window_rtts` RTTs (by default the same window).
     /// Competitive -> default when the queue empties again: with
     /// `mode_return_needs_new_empty` (paper) the current reading must be nearly empty;
     /// otherwise (genericCC) the same windowed test is re-evaluated on every ACK, which can
     /// flip back and forth while the window, a multiple of srtt, moves across an old empty
     /// reading.
-    fn update_mode(&mut self, now_us: u64, mode_w: u64, signal: u64) {
+    fn update_mode(&mut self, now_us: u64, mode_w: u64, max_w: u64, signal: u64) {
         let history = now_us - self.first_sample_us.unwrap_or(now_us);
-        let hi = self.mode_max_filter.get(now_us, mode_w).unwrap_or(signal);
+        let hi = self.mode_max_filter.get(now_us, max_w).unwrap_or(signal);
         let dq_hi = hi.saturating_sub(self.rtt_min_us) as f64;
         let threshold = self.p.mode_threshold * dq_hi;
         // A queue that never rose (dq_hi = 0) counts as empty.

@@ -72,6 +72,9 @@ pub struct CopaParams {
     /// within this many RTTs (paper: 5; genericCC `is_copa`: 4). The "recent maximum"
     /// queueing delay is taken over the same window. Default: paper 5, genericcc 4.
     pub mode_window_rtts: Option<f64>,
+    /// Window of the "recent maximum" queueing delay, in srtt. The paper says "recent";
+    /// genericCC uses the detector window. Default: `mode_window_rtts`.
+    pub mode_max_window_rtts: Option<f64>,
     /// "Nearly empty" threshold as a fraction of the recent maximum queueing delay.
     /// Unitless. Default 0.1 (paper and genericCC).
     pub mode_threshold: f64,
@@ -128,6 +131,7 @@ impl Default for CopaParams {
             rtt_min_window_rtts: None,
             srtt_gain: None,
             mode_window_rtts: None,
+            mode_max_window_rtts: None,
             mode_threshold: 0.1,
             mode_signal: None,
             mode_return_needs_new_empty: None,
@@ -154,6 +158,7 @@ pub struct Resolved {
     pub rtt_min_window_rtts: f64,
     pub srtt_gain: f64,
     pub mode_window_rtts: f64,
+    pub mode_max_window_rtts: f64,
     pub mode_threshold: f64,
     pub mode_signal: ModeSignal,
     pub mode_return_needs_new_empty: bool,
@@ -188,6 +193,7 @@ impl CopaParams {
             rtt_min_window_rtts: self.rtt_min_window_rtts.unwrap_or(pick(paper, 0.0, 20.0)),
             srtt_gain: self.srtt_gain.unwrap_or(pick(paper, 0.0, 1.0 / 16.0)),
             mode_window_rtts,
+            mode_max_window_rtts: self.mode_max_window_rtts.unwrap_or(mode_window_rtts),
             mode_threshold: self.mode_threshold,
             mode_signal: self.mode_signal.unwrap_or(pick(
                 paper,
@@ -218,6 +224,7 @@ impl CopaParams {
         finite_pos("delta", r.delta)?;
         finite_pos("rtt_min_window_s", r.rtt_min_window_s)?;
         finite_pos("mode_window_rtts", r.mode_window_rtts)?;
+        finite_pos("mode_max_window_rtts", r.mode_max_window_rtts)?;
         if !(r.rtt_min_window_rtts.is_finite() && r.rtt_min_window_rtts >= 0.0) {
             return Err(format!(
                 "copa: rtt_min_window_rtts must be >= 0, got {}",
@@ -254,6 +261,7 @@ impl CopaParams {
             rtt_min_window_rtts: Some(r.rtt_min_window_rtts),
             srtt_gain: Some(r.srtt_gain),
             mode_window_rtts: Some(r.mode_window_rtts),
+            mode_max_window_rtts: Some(r.mode_max_window_rtts),
             mode_threshold: r.mode_threshold,
             mode_signal: Some(r.mode_signal),
             mode_return_needs_new_empty: Some(r.mode_return_needs_new_empty),

@@ -378,6 +378,30 @@ fn copa_like_oscillation_keeps_default_mode() {
 }
 
 #[test]
+fn a_longer_max_window_remembers_a_past_spike() {
+    // 200 ms of 240 ms RTT (dq 200 ms), then a steady 20..30 ms queue. Over 5 RTTs the
+    // minimum (20 ms) is well above 10% of the maximum (30 ms): competitive. With the
+    // maximum taken over 40 RTTs, the spike keeps the bar at 20 ms: still "nearly empty".
+    let rtt = |t: u64| {
+        if t < 100_000 {
+            40_000
+        } else if t < 300_000 {
+            240_000
+        } else if (t / 1_000).is_multiple_of(2) {
+            60_000
+        } else {
+            70_000
+        }
+    };
+    let mut short = Hand::new(json!({}));
+    short.run(0, 1_500_000, rtt);
+    assert_eq!(short.cc.mode(), Mode::Competitive);
+    let mut long = Hand::new(json!({"mode_max_window_rtts": 40.0}));
+    long.run(0, 1_500_000, rtt);
+    assert_eq!(long.cc.mode(), Mode::Default);
+}
+
+#[test]
 fn competitive_off_never_switches() {
     let mut h = Hand::new(json!({"competitive": false}));
     h.run(0, 1_000_000, buffer_filler_rtt);
