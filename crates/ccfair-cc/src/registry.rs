@@ -8,13 +8,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::copa::{Copa, CopaParams};
 use crate::cubic::{Cubic, CubicParams};
 use crate::reno::{Reno, RenoParams};
 use crate::CongestionControl;
 
 /// Names accepted in `flows[].cca.name`.
 pub fn known_algorithms() -> &'static [&'static str] {
-    &["reno", "cubic"]
+    &["reno", "cubic", "copa"]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +95,10 @@ pub fn build(
             let (p, _) = parse_cubic(params)?;
             Ok(Box::new(Cubic::new(&p)))
         }
+        "copa" => {
+            let (p, _) = parse::<CopaParams>(params)?;
+            Ok(Box::new(Copa::new(&p).map_err(CcaError::BadParams)?))
+        }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }
 }
@@ -103,6 +108,12 @@ pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
     match name {
         "reno" => parse::<RenoParams>(params).map(|(_, v)| v),
         "cubic" => parse_cubic(params).map(|(_, v)| v),
+        // Copa's variant decides the defaults of several options: record them resolved.
+        "copa" => {
+            let (p, _) = parse::<CopaParams>(params)?;
+            let full = p.normalized().map_err(CcaError::BadParams)?;
+            serde_json::to_value(full).map_err(|e| CcaError::BadParams(e.to_string()))
+        }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }
 }
@@ -167,6 +178,46 @@ mod tests {
             "gso_ack_delay": true,
         });
         assert_eq!(v, expected);
+    }
+
+    #[test]
+    fn copa_defaults_are_recorded_resolved() {
+        let v = normalize_params("copa", &Value::Null).unwrap();
+        assert_eq!(v["variant"], "paper");
+        assert_eq!(v["delta"], 0.5);
+        assert_eq!(v["mode_window_rtts"], 5.0);
+        assert_eq!(v["mode_max_window_rtts"], 5.0);
+        assert_eq!(v["mode_signal"], "standing");
+        assert_eq!(v["rto_restart"], true);
+        let g = normalize_params("copa", &json!({"variant": "genericcc"})).unwrap();
+        assert_eq!(g["rtt_min_window_rtts"], 20.0);
+        assert_eq!(g["srtt_gain"], 0.0625);
+        assert_eq!(g["mode_window_rtts"], 4.0);
+        assert_eq!(g["mode_max_window_rtts"], 4.0);
+        assert_eq!(g["mode_signal"], "raw");
+        assert_eq!(g["velocity_rule"], "genericcc");
+        assert_eq!(g["probe_acks"], 19);
+        assert_eq!(g["loss_reduce"], true);
+        // A single option can be taken from the other reference.
+        let m = normalize_params("copa", &json!({"loss_reduce": true})).unwrap();
+        assert_eq!(m["loss_reduce"], true);
+        assert_eq!(m["velocity_rule"], "paper");
+        // The normalised table is a fixed point.
+        assert_eq!(normalize_params("copa", &g).unwrap(), g);
+        assert!(build("copa", &g, 1).is_ok());
+    }
+
+    #[test]
+    fn copa_bad_parameters_are_named() {
+        let e = normalize_params("copa", &json!({"deltaa": 0.5})).unwrap_err();
+        assert!(e.to_string().contains("deltaa"), "{e}");
+        let e = normalize_params("copa", &json!({"delta": 0.0})).unwrap_err();
+        assert!(e.to_string().contains("delta"), "{e}");
+        let e = normalize_params("copa", &json!({"variant": "ccp"})).unwrap_err();
+        assert!(e.to_string().contains("ccp"), "{e}");
+        let e = normalize_params("copa", &json!({"mode_threshold": 1.5})).unwrap_err();
+        assert!(e.to_string().contains("mode_threshold"), "{e}");
+        assert!(build("copa", &json!({"srtt_gain": -1.0}), 1).is_err());
     }
 
     #[test]
