@@ -161,11 +161,7 @@ fn copa_alone_stays_in_default_mode() {
 #[test]
 fn copa_against_a_buffer_filler_in_a_deep_buffer_is_mostly_competitive() {
     // CUBIC once it is registered; until then Reno, the other buffer-filler.
-    let filler = if ccfair_cc::known_algorithms().contains(&"cubic") {
-        "cubic"
-    } else {
-        "reno"
-    };
+    let filler = "cubic";
     for variant in ["paper", "genericcc"] {
         let r = run(
             &[("copa", json!({"variant": variant})), (filler, json!({}))],
