@@ -7,6 +7,10 @@
 //! of 1 packet means "no queue, only the packet on the wire".
 //!
 //! Random loss happens on the wire: the packet uses its serialisation time, then is lost.
+//!
+//! The channel is generic over what it carries ([`OnWire`]): the simulator moves its own
+//! [`Packet`] values, the kernel backend's forwarder (crates/ccfair-emu) moves handles to real
+//! IP packets read from TUN devices. Both therefore share one link model.
 
 use std::collections::VecDeque;
 
@@ -25,7 +29,19 @@ pub struct ChannelCounters {
     pub sojourn_ns_sum: u64,
 }
 
-pub struct Channel {
+/// What a channel needs to know about a packet: its size on the wire.
+pub trait OnWire: Copy {
+    /// Bytes on the wire (IP packet size).
+    fn wire_bytes(&self) -> u32;
+}
+
+impl OnWire for Packet {
+    fn wire_bytes(&self) -> u32 {
+        self.wire_bytes
+    }
+}
+
+pub struct Channel<P: OnWire = Packet> {
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub buffer_pkts: u32,
@@ -33,11 +49,11 @@ pub struct Channel {
     rng: Rng,
     /// Waiting and in-service packets (the front is in service when `busy`), with their
     /// arrival time at this channel.
-    queue: VecDeque<(u64, Packet)>,
+    queue: VecDeque<(u64, P)>,
     queue_bytes: u64,
     busy: bool,
     /// Packets propagating, with their arrival time at the far end (FIFO: constant delay).
-    pipe: VecDeque<(u64, Packet)>,
+    pipe: VecDeque<(u64, P)>,
     pub counters: ChannelCounters,
 }
 
@@ -48,7 +64,7 @@ pub struct ChannelWake {
     pub arrival_at: Option<u64>,
 }
 
-impl Channel {
+impl<P: OnWire> Channel<P> {
     pub fn new(rate_bps: u64, delay_ns: u64, buffer_pkts: u32, loss_prob: f64, seed: u64) -> Self {
         Channel {
             rate_bps,
@@ -84,30 +100,30 @@ impl Channel {
     }
 
     /// Offer a packet. Returns `Err(packet)` when the drop-tail buffer is full.
-    pub fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<ChannelWake, Packet> {
+    pub fn enqueue(&mut self, now: u64, pkt: P) -> Result<ChannelWake, P> {
         self.counters.arrivals += 1;
         if self.queue.len() >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
             return Err(pkt);
         }
-        self.queue_bytes += pkt.wire_bytes as u64;
+        self.queue_bytes += pkt.wire_bytes() as u64;
         self.queue.push_back((now, pkt));
         debug_assert!(self.queue.len() <= self.buffer_pkts as usize);
         let mut wake = ChannelWake::default();
         if !self.busy {
             self.busy = true;
-            wake.tx_done_at = Some(now + self.serialisation_ns(pkt.wire_bytes));
+            wake.tx_done_at = Some(now + self.serialisation_ns(pkt.wire_bytes()));
         }
         Ok(wake)
     }
 
     /// The packet in service finished serialising. Returns the next wake-ups and, if the
     /// packet was lost on the wire, the lost packet.
-    pub fn tx_done(&mut self, now: u64) -> (ChannelWake, Option<Packet>) {
+    pub fn tx_done(&mut self, now: u64) -> (ChannelWake, Option<P>) {
         let (arrived_at, pkt) = self.queue.pop_front().expect("tx_done on an idle channel");
-        self.queue_bytes -= pkt.wire_bytes as u64;
+        self.queue_bytes -= pkt.wire_bytes() as u64;
         self.counters.tx_pkts += 1;
-        self.counters.tx_bytes += pkt.wire_bytes as u64;
+        self.counters.tx_bytes += pkt.wire_bytes() as u64;
         self.counters.sojourn_ns_sum += now - arrived_at;
         let mut wake = ChannelWake::default();
         let mut lost = None;
@@ -122,7 +138,7 @@ impl Channel {
             self.pipe.push_back((at, pkt));
         }
         if let Some(&(_, next)) = self.queue.front() {
-            wake.tx_done_at = Some(now + self.serialisation_ns(next.wire_bytes));
+            wake.tx_done_at = Some(now + self.serialisation_ns(next.wire_bytes()));
         } else {
             self.busy = false;
         }
@@ -130,13 +146,13 @@ impl Channel {
     }
 
     /// The head of the pipe reached the far end. Returns it and the time of the next arrival.
-    pub fn arrival(&mut self) -> (Packet, Option<u64>) {
+    pub fn arrival(&mut self) -> (P, Option<u64>) {
         let (_, pkt) = self.pipe.pop_front().expect("arrival on an empty pipe");
         (pkt, self.pipe.front().map(|&(t, _)| t))
     }
 
     /// Iterate over packets held (queued, in service, propagating), for conservation checks.
-    pub fn held_packets(&self) -> impl Iterator<Item = &Packet> {
+    pub fn held_packets(&self) -> impl Iterator<Item = &P> {
         self.queue
             .iter()
             .map(|(_, p)| p)
