@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn serialisation_of_1500_bytes_at_50_mbps_is_240_us() {
-        let ch = Channel::new(50_000_000, 0, 10, 0.0, 1);
+        let ch: Channel = Channel::new(50_000_000, 0, 10, 0.0, 1);
         assert_eq!(ch.serialisation_ns(1500), 240_000);
     }
 
