@@ -13,9 +13,7 @@ from typing import Any
 from ccfair import _core
 from ccfair.errors import SpecError
 from ccfair.results import RunResult, build_result
-from ccfair.spec import Scenario, dumbbell
-
-BACKENDS = ("sim",)
+from ccfair.spec import BACKENDS, Scenario, dumbbell
 
 
 def default_scenario() -> Scenario:
@@ -63,12 +61,17 @@ def run_id_of(normalized: dict[str, Any], backend: str) -> str:
 def run(
     scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
     *,
-    backend: str = "sim",
+    backend: str | None = None,
 ) -> RunResult:
     """Run one scenario and return its tables.
 
-    Raises :class:`ccfair.SpecError` (naming the field) before anything runs if the scenario
-    is invalid.
+    ``backend`` is "sim" (the simulator) or "kernel" (the real Linux TCP stack in network
+    namespaces, in real time, as root; see docs/kernel.md); by default the scenario's own
+    ``backend`` field, else "sim". Raises :class:`ccfair.SpecError` (naming the field)
+    before anything runs if the scenario is invalid or asks the kernel backend for
+    something this kernel lacks, and :class:`ccfair.kernel.KernelError` if the kernel
+    backend cannot run here. A kernel run that exceeded its self-check bounds is returned
+    with ``runs.reliable`` false and the reasons in ``runs.flags``.
 
     Example:
         >>> import ccfair
@@ -76,15 +79,32 @@ def run(
         >>> list(r.flows["name"])
         ['flow1', 'flow2']
     """
-    if backend not in BACKENDS:
-        raise SpecError("backend", backend, f"unknown backend; known: {', '.join(BACKENDS)}")
     sc = as_scenario(scenario)
+    backend = backend or sc.backend or "sim"
+    if backend not in BACKENDS:
+        raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
     resolved = sc.resolve()
     rid = run_id_of(resolved.normalized, backend)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    raw = _core.run(resolved.engine_json)
+    selfcheck = None
+    flags: list[str] = []
+    if backend == "kernel":
+        from ccfair import kernel
+
+        kernel.check_scenario(resolved)
+        raw, selfcheck = kernel.run_kernel(resolved, rid)
+        flags = kernel.assess(selfcheck)
+    else:
+        raw = _core.run(resolved.engine_json)
     wall = time.perf_counter() - t0
     return build_result(
-        resolved, raw, run_id=rid, backend=backend, started_at=started, wall_time_s=wall
+        resolved,
+        raw,
+        run_id=rid,
+        backend=backend,
+        started_at=started,
+        wall_time_s=wall,
+        selfcheck=selfcheck,
+        flags=flags,
     )

@@ -223,6 +223,40 @@ def provenance() -> dict[str, str]:
     }
 
 
+def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> dict[str, Any]:
+    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and ``flags``
+    on every backend; ``emu_*`` measured by the kernel backend's emulator, NaN otherwise."""
+    nan = float("nan")
+
+    def num(v: Any) -> float:
+        return float(v) if isinstance(v, int | float) else nan
+
+    out: dict[str, Any] = {"reliable": not flags, "flags": "; ".join(flags)}
+    fwd = (selfcheck or {}).get("forwarder", {})
+    late = fwd.get("lateness", {})
+    rates = [
+        r["achieved_bps"] / r["rate_bps"]
+        for r in fwd.get("rates", [])
+        if r.get("achieved_bps") is not None and r.get("busy_s", 0) >= 1.0
+    ]
+    out.update(
+        {
+            "emu_lateness_p50_us": num(late.get("p50_us")),
+            "emu_lateness_p99_us": num(late.get("p99_us")),
+            "emu_lateness_p999_us": num(late.get("p999_us")),
+            "emu_lateness_max_us": num(late.get("max_us")),
+            "emu_cpu_frac": num(fwd.get("cpu_frac")),
+            "emu_process_cpu_frac": num((selfcheck or {}).get("process_cpu_frac")),
+            "emu_rate_ratio_min": min(rates) if rates else nan,
+            "emu_missed_samples": num((selfcheck or {}).get("missed_samples")),
+            "emu_host_tx_drops": num((selfcheck or {}).get("host_tx_drops")),
+            "kernel_hz": num((selfcheck or {}).get("kernel_hz")),
+            "selfcheck_json": json.dumps(selfcheck, sort_keys=True) if selfcheck else "",
+        }
+    )
+    return out
+
+
 def build_result(
     resolved: Any,
     raw: dict[str, Any],
@@ -231,8 +265,15 @@ def build_result(
     backend: str,
     started_at: str,
     wall_time_s: float,
+    selfcheck: dict[str, Any] | None = None,
+    flags: list[str] | None = None,
 ) -> RunResult:
-    """Turn the engine's column dict into labelled DataFrames."""
+    """Turn the engine's column dict into labelled DataFrames.
+
+    ``selfcheck`` and ``flags`` come from the kernel backend (see docs/kernel.md): the
+    emulator's measurements of itself and the bounds they exceeded. The ``runs`` table has
+    the same columns on both backends (NaN / empty for the simulator).
+    """
     spec = resolved.engine_spec
     flow_info = resolved.flows
     link_info = resolved.links
@@ -297,6 +338,7 @@ def build_result(
                 "wall_time_s": wall_time_s,
                 "engine_events": raw["engine"]["events"],
                 "engine_packet_hops": raw["engine"]["packet_hops"],
+                **_selfcheck_columns(selfcheck, flags or []),
             }
         ]
     )

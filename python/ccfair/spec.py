@@ -150,6 +150,16 @@ def _check_seed(value: int) -> int:
     return value
 
 
+#: Execution backends: the simulator and the real Linux TCP stack (docs/kernel.md).
+BACKENDS = ("sim", "kernel")
+
+
+def _check_backend(value: str) -> str:
+    if value not in BACKENDS:
+        raise ValueError(f"{show(value)} is not a backend; backends: {', '.join(BACKENDS)}")
+    return value
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -181,6 +191,7 @@ def _check_packets(value: int) -> int:
 Rate = Annotated[int, BeforeValidator(_check_rate), PlainSerializer(format_rate, return_type=str)]
 Size = Annotated[int, BeforeValidator(_check_size), PlainSerializer(format_size)]
 Name = Annotated[StrictStr, AfterValidator(_check_name)]
+Backend = Annotated[StrictStr, AfterValidator(_check_backend)]
 Seed = Annotated[StrictInt, AfterValidator(_check_seed)]
 Probability = Annotated[float, BeforeValidator(_check_probability)]
 Packets = Annotated[StrictInt, AfterValidator(_check_packets)]
@@ -371,6 +382,10 @@ class Scenario(_Model):
     """
 
     name: Name = "scenario"
+    #: Where the scenario runs by default ("sim" when absent); ``ccfair run --backend`` and
+    #: ``ccfair.run(backend=...)`` override it. Not part of the normalised record: the same
+    #: scenario on two backends has one spec and two run ids.
+    backend: Backend | None = None
     duration: _duration("duration", positive=True)  # type: ignore[valid-type]
     seed: Seed = 1
     sample_interval: _duration("sample_interval", positive=True) = 10_000_000  # type: ignore[valid-type]

@@ -1,10 +1,16 @@
 //! Thin PyO3 bindings. Specs cross the boundary as JSON strings; the Python package
 //! (`python/ccfair`) owns parsing, validation messages and result tables.
 
-use pyo3::exceptions::PyValueError;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use pyo3::types::{PyBytes, PyDict, PyList};
+
+use ccfair_emu::forwarder::Control;
+use ccfair_emu::Emulation;
 
 use ccfair_sim::spec::TcpOptions;
 use ccfair_sim::table::{ColumnData, Table};
@@ -96,6 +102,14 @@ fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyDict>> {
     let result = py
         .detach(move || ccfair_sim::run_json(&spec))
         .map_err(PyValueError::new_err)?;
+    result_to_py(py, result)
+}
+
+/// The tables of a run (simulator or kernel backend) as the dict `run` returns.
+fn result_to_py<'py>(
+    py: Python<'py>,
+    result: ccfair_sim::RunResult,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let stats_src = result.stats;
     d.set_item("flows", table_to_py(py, result.flows)?)?;
@@ -111,8 +125,74 @@ fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyDict>> {
     Ok(d)
 }
 
+/// One run on the kernel backend (crates/ccfair-emu). Construction creates the hosts' TUN
+/// devices in their (existing) network namespaces; `run()` executes the scenario in real
+/// time and returns the same dict as `run` plus "selfcheck" (JSON). Raises RuntimeError
+/// with a one-line message on failure, KeyboardInterrupt if a signal handler raises one
+/// while it runs (every thread is stopped and joined first).
+#[pyclass(name = "Emulation")]
+struct PyEmulation {
+    inner: Mutex<Option<Emulation>>,
+    control: Arc<Control>,
+}
+
+#[pymethods]
+impl PyEmulation {
+    #[new]
+    fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
+        let cfg = config_json.to_string();
+        let emu = py
+            .detach(move || ccfair_emu::setup_json(&cfg))
+            .map_err(PyRuntimeError::new_err)?;
+        Ok(PyEmulation {
+            control: emu.control(),
+            inner: Mutex::new(Some(emu)),
+        })
+    }
+
+    /// Ask a running emulation to stop (from any thread).
+    fn stop(&self) {
+        self.control.request_stop();
+    }
+
+    /// Release the TUN devices without running (they vanish with their fds).
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let emu = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this emulation has already run"))?;
+        let handle = std::thread::spawn(move || emu.run());
+        // Wait with the GIL released, but look at Python's signal handlers every 20 ms so
+        // that Ctrl-C (and a SIGTERM handler that raises) stops the run cleanly.
+        while !handle.is_finished() {
+            py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+            if let Err(e) = py.check_signals() {
+                self.control.request_stop();
+                let _ = py.detach(|| handle.join());
+                return Err(e);
+            }
+        }
+        let out = handle
+            .join()
+            .map_err(|_| PyRuntimeError::new_err("the emulation panicked"))?
+            .map_err(PyRuntimeError::new_err)?;
+        let selfcheck = serde_json::to_string(&out.selfcheck)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let d = result_to_py(py, out.result)?;
+        d.set_item("selfcheck", selfcheck)?;
+        Ok(d)
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyEmulation>()?;
     m.add_function(wrap_pyfunction!(known_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;

@@ -1,0 +1,142 @@
+//! What the Python backend (python/ccfair/kernel.py) hands the emulator: the simulator's
+//! resolved run spec plus where each host lives (namespace, TUN device, address) and how
+//! each flow is reached (port, Linux congestion control name).
+
+use std::net::Ipv4Addr;
+
+use serde::{Deserialize, Serialize};
+
+use ccfair_sim::spec::RunSpec;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmuConfig {
+    /// Short run tag (hex); every thread is named after it.
+    pub tag: String,
+    /// The resolved spec, exactly as the simulator gets it.
+    pub spec: RunSpec,
+    /// One entry per node that is a flow endpoint. Other nodes are routers: they exist only
+    /// inside the forwarder.
+    pub hosts: Vec<HostConfig>,
+    /// One entry per flow of `spec.flows`, in the same order.
+    pub flows: Vec<FlowConfig>,
+    #[serde(default)]
+    pub options: EmuOptions,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Node index in `spec.nodes`.
+    pub node: usize,
+    /// Namespace name as `ip netns` knows it (bound at /run/netns/NAME).
+    pub netns: String,
+    /// TUN device name inside the namespace (at most 15 bytes).
+    pub tun: String,
+    /// The host's address (a /32 on the TUN device).
+    pub addr: Ipv4Addr,
+    /// The prefix routed through the TUN device, e.g. "10.200.0.0/16".
+    pub route: String,
+    /// Extra `ip route` attributes, e.g. ["initcwnd", "20"].
+    #[serde(default)]
+    pub route_options: Vec<String>,
+    /// (path under /proc/sys, value) pairs written inside the namespace before the TUN
+    /// device is created, e.g. ("net/ipv4/tcp_no_metrics_save", "1").
+    #[serde(default)]
+    pub sysctls: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    /// The receiver listens on this port at the flow's `dst` host.
+    pub port: u16,
+    /// Linux congestion control module (net.ipv4.tcp_available_congestion_control).
+    pub kernel_cca: String,
+}
+
+/// Tuning of the real-time machinery. Defaults are what docs/kernel.md describes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmuOptions {
+    /// `SCHED_FIFO` priority of the forwarder thread; 0 keeps the ordinary scheduler.
+    pub realtime_priority: u32,
+    /// Timer slack of the forwarder, sender and receiver threads (ns).
+    pub timer_slack_ns: u64,
+    /// The forwarder busy-waits instead of sleeping when the next event is this close (ns).
+    pub spin_ns: u64,
+    /// Give up if the connections are not established within this time (ms).
+    pub connect_timeout_ms: u64,
+    /// Time between the last connection established and t = 0 of the run (ms), so that
+    /// every thread has its start time before the first sample is due.
+    pub start_margin_ms: u64,
+}
+
+impl Default for EmuOptions {
+    fn default() -> Self {
+        EmuOptions {
+            realtime_priority: 10,
+            timer_slack_ns: 1,
+            spin_ns: 0,
+            connect_timeout_ms: 10_000,
+            start_margin_ms: 20,
+        }
+    }
+}
+
+impl EmuConfig {
+    /// Consistency checks beyond the simulator's own (`RunSpec::check`). Errors name the
+    /// field.
+    pub fn check(&self) -> Result<(), String> {
+        self.spec.check()?;
+        if self.flows.len() != self.spec.flows.len() {
+            return Err(format!(
+                "flows: {} entries for {} flows in the spec",
+                self.flows.len(),
+                self.spec.flows.len()
+            ));
+        }
+        let n = self.spec.nodes.len();
+        let mut seen = vec![false; n];
+        for (i, h) in self.hosts.iter().enumerate() {
+            if h.node >= n {
+                return Err(format!("hosts[{i}].node: {} is not a node", h.node));
+            }
+            if seen[h.node] {
+                return Err(format!("hosts[{i}].node: {} appears twice", h.node));
+            }
+            seen[h.node] = true;
+            if h.tun.is_empty() || h.tun.len() > 15 {
+                return Err(format!(
+                    "hosts[{i}].tun: {:?} must have 1 to 15 bytes",
+                    h.tun
+                ));
+            }
+        }
+        for (i, f) in self.spec.flows.iter().enumerate() {
+            for (what, node) in [("src", f.src), ("dst", f.dst)] {
+                if !seen[node] {
+                    return Err(format!(
+                        "flows[{i}].{what}: node {node} ({}) has no host entry",
+                        self.spec.nodes[node]
+                    ));
+                }
+            }
+        }
+        let mut ends = std::collections::HashSet::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if !ends.insert((self.spec.flows[i].dst, f.port)) {
+                return Err(format!(
+                    "flows[{i}].port: {} is already used at the same receiver",
+                    f.port
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The host entry of a node.
+    pub fn host_of(&self, node: usize) -> Option<&HostConfig> {
+        self.hosts.iter().find(|h| h.node == node)
+    }
+}

@@ -1,0 +1,790 @@
+//! The forwarder: every link of the scenario, in one thread, against the wall clock.
+//!
+//! It holds the TUN device of every host and the simulator's own link model
+//! (`ccfair_sim::link::Channel`, one per link direction) and event queue
+//! (`ccfair_sim::event::EventQueue`). A packet a host's kernel sends is read from its TUN
+//! device, classified to its flow by address and port, and offered to the first channel of
+//! the flow's route (data path or ACK path) at the time it was read. The channels decide,
+//! exactly as in the simulator, when it finishes serialising, whether it is dropped
+//! (drop-tail buffer counting the packet in service, or random loss on the wire) and when it
+//! reaches the far end; the forwarder only executes those decisions when the wall clock gets
+//! there, and writes the packet to the destination host's TUN device after the last hop.
+//! This is the Mahimahi idea (one emulator process per link) generalised to any topology
+//! with one event heap for all hops.
+//!
+//! Model time is `CLOCK_MONOTONIC` in ns. Events run in time order and never early; the
+//! difference between the wall clock and an event's scheduled time is its lateness, which
+//! the forwarder records (`lateness`) as its main self-check.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use ccfair_cc::rng::derive_seed;
+use ccfair_sim::event::{Event, EventQueue};
+use ccfair_sim::link::{Channel, ChannelCounters, ChannelWake, OnWire};
+use ccfair_sim::table::{ColumnData, Table};
+use ccfair_sim::world::STREAM_CHANNEL;
+use serde::Serialize;
+
+use crate::config::EmuConfig;
+use crate::ipv4;
+use crate::lateness::{Histogram, Summary};
+use crate::sys;
+
+/// Largest packet a TUN read may return with MTU 1500 and no packet-information header; the
+/// slot size keeps a margin so that a larger packet is detected rather than truncated.
+const SLOT_BYTES: usize = 2048;
+/// The forwarder wakes at least this often to notice the start time and a stop request.
+const MAX_SLEEP_NS: u64 = 2_000_000;
+
+/// What is shared between the thread that drives a run and its worker threads.
+#[derive(Debug, Default)]
+pub struct Control {
+    stop: AtomicBool,
+    /// CLOCK_MONOTONIC time of t = 0 of the run; 0 until it is known.
+    t0: AtomicU64,
+    /// The first error of a worker thread (which also stops the others).
+    failure: Mutex<Option<String>>,
+}
+
+impl Control {
+    /// Ask every thread of the run to stop (e.g. on SIGINT).
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// A worker failed: remember the first error and stop the others.
+    pub fn fail(&self, message: String) {
+        let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if f.is_none() {
+            *f = Some(message);
+        }
+        drop(f);
+        self.request_stop();
+    }
+
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    pub fn set_t0(&self, t0: u64) {
+        self.t0.store(t0, Ordering::SeqCst);
+    }
+
+    pub fn t0(&self) -> Option<u64> {
+        match self.t0.load(Ordering::SeqCst) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+}
+
+/// A packet inside the forwarder: a handle to its bytes plus its place on its route.
+#[derive(Clone, Copy, Debug)]
+struct Pkt {
+    slot: u32,
+    flow: u32,
+    hop: u16,
+    ack: bool,
+    /// Carries TCP payload (data segments; not SYN, FIN or pure ACKs).
+    payload: bool,
+    bytes: u32,
+}
+
+impl OnWire for Pkt {
+    fn wire_bytes(&self) -> u32 {
+        self.bytes
+    }
+}
+
+struct Route {
+    path: Vec<u32>,
+    ack_path: Vec<u32>,
+    /// Host indices (into the TUN list) of the flow's sender and receiver.
+    src_host: usize,
+    dst_host: usize,
+}
+
+/// Packet counts of one flow as the forwarder saw them, from t = 0 of the run on.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct FlowCounts {
+    /// Data segments (with payload) read from the sender's TUN device.
+    pub data_in: u64,
+    /// Data segments written to the receiver's TUN device.
+    pub data_delivered: u64,
+    pub data_dropped: u64,
+    /// Packets of the receiver (ACKs) read from its TUN device.
+    pub acks_in: u64,
+    pub acks_delivered: u64,
+    pub acks_dropped: u64,
+}
+
+/// Achieved service rate of a channel on the wall clock. Over every busy period (the
+/// channel serialising back to back) after t = 0, the bytes that left after the first
+/// departure, over the wall-clock time between the first and last departure. Equal to the
+/// configured rate when the forwarder keeps up; lower when it falls behind its schedule.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct ChannelRate {
+    pub link: usize,
+    pub direction: &'static str,
+    pub rate_bps: u64,
+    /// Total busy time measured (model time, s).
+    pub busy_s: f64,
+    pub achieved_bps: f64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct BusyPeriod {
+    active: bool,
+    first_t: u64,
+    first_wall: u64,
+    last_t: u64,
+    last_wall: u64,
+    bytes: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct RateAcc {
+    model_ns: u64,
+    wall_ns: u64,
+    bytes: u64,
+}
+
+/// Everything the forwarder reports after a run.
+pub struct ForwarderReport {
+    pub links: Table,
+    pub link_summary: Table,
+    pub flows: Vec<FlowCounts>,
+    pub stats: ForwarderStats,
+    /// Packets in the network at the end, per flow: (data, acks).
+    pub in_network: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ForwarderStats {
+    /// Lateness of every packet event (end of serialisation, arrival at a hop) after t = 0.
+    pub lateness: Summary,
+    /// Lateness of the writes to the receiving host's TUN device (the last hop).
+    pub delivery_lateness: Summary,
+    /// CPU time of the forwarder thread over the run's wall time. Includes the kernel's
+    /// own receive processing of the packets it writes (TCP runs in the writer's context).
+    pub cpu_frac: f64,
+    /// Whether the forwarder runs under SCHED_FIFO as configured.
+    pub realtime: bool,
+    pub rates: Vec<ChannelRate>,
+    /// Packets read that belong to no flow (dropped).
+    pub unmatched_pkts: u64,
+    pub write_errors: u64,
+    pub events: u64,
+    pub packet_hops: u64,
+    pub peak_heap_len: usize,
+    pub peak_slots: usize,
+}
+
+#[derive(Default)]
+struct LinkSeries {
+    t_ns: Vec<u64>,
+    link: Vec<u64>,
+    direction: Vec<&'static str>,
+    queue_pkts: Vec<u64>,
+    queue_bytes: Vec<u64>,
+    drops: Vec<u64>,
+    utilisation: Vec<f64>,
+}
+
+pub struct Forwarder {
+    channels: Vec<Channel<Pkt>>,
+    queue: EventQueue,
+    slots: Vec<[u8; SLOT_BYTES]>,
+    lens: Vec<u16>,
+    free: Vec<u32>,
+    tuns: Vec<RawFd>,
+    routes: Vec<Route>,
+    /// (receiver address, receiver port) -> flow.
+    by_receiver: HashMap<(Ipv4Addr, u16), u32>,
+    sample_interval_ns: u64,
+    duration_ns: u64,
+    measure_start_ns: u64,
+    measure_end_ns: u64,
+    t0: Option<u64>,
+    next_sample_k: u64,
+    finished: bool,
+    spin_ns: u64,
+    // Measurements.
+    counts: Vec<FlowCounts>,
+    late_all: Histogram,
+    late_delivery: Histogram,
+    busy: Vec<BusyPeriod>,
+    rate_acc: Vec<RateAcc>,
+    last_counters: Vec<ChannelCounters>,
+    measure_start_counters: Vec<ChannelCounters>,
+    measure_end_counters: Option<Vec<ChannelCounters>>,
+    series: LinkSeries,
+    cpu_at_t0: u64,
+    stats: ForwarderStats,
+}
+
+impl Forwarder {
+    /// Build the links of `cfg.spec` and the routes of its flows. `tuns[i]` is the TUN fd
+    /// of `cfg.hosts[i]`.
+    pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
+        let spec = &cfg.spec;
+        let mut channels = Vec::with_capacity(spec.links.len() * 2);
+        for (i, l) in spec.links.iter().enumerate() {
+            for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
+                // The simulator's seed stream for this channel (world.rs): the same random
+                // losses for the same seed.
+                let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
+                channels.push(Channel::new(
+                    l.rate_bps,
+                    l.delay_ns,
+                    l.buffer_pkts,
+                    loss,
+                    seed,
+                ));
+            }
+        }
+        let host_index = |node: usize| cfg.hosts.iter().position(|h| h.node == node);
+        let mut routes = Vec::new();
+        let mut by_receiver = HashMap::new();
+        for (i, f) in spec.flows.iter().enumerate() {
+            let (Some(src_host), Some(dst_host)) = (host_index(f.src), host_index(f.dst)) else {
+                return Err(format!("flows[{i}]: an endpoint has no host"));
+            };
+            routes.push(Route {
+                path: f.path.iter().map(|&c| c as u32).collect(),
+                ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
+                src_host,
+                dst_host,
+            });
+            by_receiver.insert((cfg.hosts[dst_host].addr, cfg.flows[i].port), i as u32);
+        }
+        let n_ch = channels.len();
+        Ok(Forwarder {
+            channels,
+            queue: EventQueue::default(),
+            slots: Vec::new(),
+            lens: Vec::new(),
+            free: Vec::new(),
+            tuns,
+            routes,
+            by_receiver,
+            sample_interval_ns: spec.sample_interval_ns,
+            duration_ns: spec.duration_ns,
+            measure_start_ns: spec.measure_start_ns,
+            measure_end_ns: spec.measure_end_ns,
+            t0: None,
+            next_sample_k: 1,
+            finished: false,
+            spin_ns: cfg.options.spin_ns,
+            counts: vec![FlowCounts::default(); spec.flows.len()],
+            late_all: Histogram::default(),
+            late_delivery: Histogram::default(),
+            busy: vec![BusyPeriod::default(); n_ch],
+            rate_acc: vec![RateAcc::default(); n_ch],
+            last_counters: vec![ChannelCounters::default(); n_ch],
+            measure_start_counters: vec![ChannelCounters::default(); n_ch],
+            measure_end_counters: None,
+            series: LinkSeries::default(),
+            cpu_at_t0: 0,
+            stats: ForwarderStats::default(),
+        })
+    }
+
+    /// Forward until the end of the run (t0 + duration) or a stop request.
+    pub fn run(mut self, ctl: &Control, realtime: bool) -> ForwarderReport {
+        self.stats.realtime = realtime;
+        let mut pollfds: Vec<libc::pollfd> = self
+            .tuns
+            .iter()
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        loop {
+            if ctl.stopped() {
+                break;
+            }
+            if self.t0.is_none() {
+                if let Some(t0) = ctl.t0() {
+                    self.begin(t0);
+                }
+            }
+            let now = sys::monotonic_ns();
+            self.run_due(now);
+            if self.finished {
+                break;
+            }
+            let timeout = match self.queue.peek_time() {
+                Some(t) => t.saturating_sub(sys::monotonic_ns()).min(MAX_SLEEP_NS),
+                None => MAX_SLEEP_NS,
+            };
+            let timeout = if timeout <= self.spin_ns { 0 } else { timeout };
+            let ready = sys::ppoll(&mut pollfds, Some(timeout)).unwrap_or(0);
+            if ready == 0 {
+                continue;
+            }
+            for (host, pfd) in pollfds.iter_mut().enumerate() {
+                if pfd.revents & libc::POLLIN != 0 {
+                    self.read_host(host);
+                }
+                pfd.revents = 0;
+            }
+        }
+        self.finish()
+    }
+
+    /// t = 0 is known: schedule the samples, the measurement window and the end.
+    fn begin(&mut self, t0: u64) {
+        self.t0 = Some(t0);
+        self.cpu_at_t0 = sys::thread_cpu_ns();
+        self.queue.push(
+            t0 + self.sample_interval_ns.min(self.duration_ns),
+            Event::Sample,
+        );
+        self.queue
+            .push(t0 + self.measure_start_ns, Event::MeasureStart);
+        self.queue.push(t0 + self.measure_end_ns, Event::MeasureEnd);
+        self.last_counters = self.channels.iter().map(|c| c.counters).collect();
+        self.measure_start_counters = self.last_counters.clone();
+    }
+
+    fn in_run(&self, t: u64) -> bool {
+        self.t0.is_some_and(|t0| t >= t0)
+    }
+
+    fn end_time(&self) -> Option<u64> {
+        self.t0.map(|t0| t0 + self.duration_ns)
+    }
+
+    /// Execute every event due at or before `now`, in time order.
+    fn run_due(&mut self, now: u64) {
+        while let Some(t) = self.queue.peek_time() {
+            if t > now {
+                break;
+            }
+            if let Some(end) = self.end_time() {
+                if t > end {
+                    break;
+                }
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            self.stats.events += 1;
+            self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len() + 1);
+            match ev {
+                Event::ChannelTxDone(ch) => {
+                    self.record_late(t, now);
+                    self.tx_done(ch as usize, t, now);
+                }
+                Event::ChannelArrival(ch) => {
+                    self.record_late(t, now);
+                    let (pkt, next) = self.channels[ch as usize].arrival();
+                    if let Some(n) = next {
+                        self.queue.push(n, Event::ChannelArrival(ch));
+                    }
+                    self.advance(t, now, pkt);
+                }
+                Event::Sample => self.sample(t),
+                Event::MeasureStart => {
+                    self.measure_start_counters = self.channels.iter().map(|c| c.counters).collect()
+                }
+                Event::MeasureEnd => {
+                    self.measure_end_counters =
+                        Some(self.channels.iter().map(|c| c.counters).collect())
+                }
+                other => unreachable!("the forwarder never schedules {other:?}"),
+            }
+        }
+        if let Some(end) = self.end_time() {
+            if now >= end {
+                self.finished = true;
+            }
+        }
+    }
+
+    fn record_late(&mut self, t: u64, now: u64) {
+        if self.in_run(t) {
+            self.late_all.record(now.saturating_sub(t));
+        }
+    }
+
+    fn schedule(&mut self, ch: usize, wake: ChannelWake) {
+        if let Some(t) = wake.tx_done_at {
+            self.queue.push(t, Event::ChannelTxDone(ch as u32));
+        }
+        if let Some(t) = wake.arrival_at {
+            self.queue.push(t, Event::ChannelArrival(ch as u32));
+        }
+    }
+
+    fn tx_done(&mut self, ch: usize, t: u64, now: u64) {
+        self.stats.packet_hops += 1;
+        let before = self.channels[ch].counters.tx_bytes;
+        let (wake, lost) = self.channels[ch].tx_done(t);
+        let bytes = self.channels[ch].counters.tx_bytes - before;
+        let in_run = self.in_run(t);
+        self.account_busy(ch, t, now, bytes, in_run);
+        if let Some(p) = lost {
+            self.drop_pkt(p);
+        }
+        self.schedule(ch, wake);
+    }
+
+    fn account_busy(&mut self, ch: usize, t: u64, now: u64, bytes: u64, in_run: bool) {
+        let still_busy = self.channels[ch].occupancy_pkts() > 0;
+        let b = &mut self.busy[ch];
+        if in_run {
+            if b.active {
+                b.bytes += bytes;
+                b.last_t = t;
+                b.last_wall = now;
+            } else {
+                *b = BusyPeriod {
+                    active: true,
+                    first_t: t,
+                    first_wall: now,
+                    last_t: t,
+                    last_wall: now,
+                    bytes: 0,
+                };
+            }
+        }
+        if !still_busy && b.active {
+            let acc = &mut self.rate_acc[ch];
+            acc.model_ns += b.last_t - b.first_t;
+            acc.wall_ns += b.last_wall.saturating_sub(b.first_wall);
+            acc.bytes += b.bytes;
+            b.active = false;
+        }
+    }
+
+    /// A packet reached the far end of a channel at model time `t`: next hop, or the host.
+    fn advance(&mut self, t: u64, now: u64, mut pkt: Pkt) {
+        let route = &self.routes[pkt.flow as usize];
+        let path = if pkt.ack {
+            &route.ack_path
+        } else {
+            &route.path
+        };
+        if (pkt.hop as usize) + 1 < path.len() {
+            pkt.hop += 1;
+            let ch = path[pkt.hop as usize] as usize;
+            self.offer(t, ch, pkt);
+            return;
+        }
+        let host = if pkt.ack {
+            route.src_host
+        } else {
+            route.dst_host
+        };
+        let slot = pkt.slot as usize;
+        let len = self.lens[slot] as usize;
+        match sys::write_packet(self.tuns[host], &self.slots[slot][..len]) {
+            Ok(()) => {
+                if self.in_run(t) {
+                    self.late_delivery.record(now.saturating_sub(t));
+                    let c = &mut self.counts[pkt.flow as usize];
+                    if pkt.ack {
+                        c.acks_delivered += 1;
+                    } else if pkt.payload {
+                        c.data_delivered += 1;
+                    }
+                }
+            }
+            Err(_) => self.stats.write_errors += 1,
+        }
+        self.free.push(pkt.slot);
+    }
+
+    fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
+        match self.channels[ch].enqueue(t, pkt) {
+            Ok(wake) => self.schedule(ch, wake),
+            Err(p) => self.drop_pkt(p),
+        }
+    }
+
+    fn drop_pkt(&mut self, p: Pkt) {
+        if self.t0.is_some() {
+            let c = &mut self.counts[p.flow as usize];
+            if p.ack {
+                c.acks_dropped += 1;
+            } else if p.payload {
+                c.data_dropped += 1;
+            }
+        }
+        self.free.push(p.slot);
+    }
+
+    fn alloc_slot(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push([0u8; SLOT_BYTES]);
+                self.lens.push(0);
+                self.stats.peak_slots = self.slots.len();
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Read every packet waiting on a host's TUN device and put each on its route.
+    fn read_host(&mut self, host: usize) {
+        loop {
+            let slot = self.alloc_slot();
+            let n = match sys::read_nb(self.tuns[host], &mut self.slots[slot as usize][..]) {
+                Ok(Some(n)) if n > 0 => n,
+                _ => {
+                    self.free.push(slot);
+                    return;
+                }
+            };
+            let stamp = sys::monotonic_ns();
+            // Everything scheduled before this packet arrived happens first.
+            self.run_due(stamp);
+            self.lens[slot as usize] = n as u16;
+            self.ingress(stamp, host, slot, n);
+        }
+    }
+
+    fn ingress(&mut self, t: u64, host: usize, slot: u32, n: usize) {
+        let hdr = if n < SLOT_BYTES {
+            ipv4::parse(&self.slots[slot as usize][..n])
+        } else {
+            None
+        };
+        let classified = hdr.and_then(|h| {
+            let (sport, dport) = h.ports?;
+            if let Some(&f) = self.by_receiver.get(&(h.dst, dport)) {
+                if self.routes[f as usize].src_host == host {
+                    return Some((f, false, h.tcp_payload > 0));
+                }
+            }
+            if let Some(&f) = self.by_receiver.get(&(h.src, sport)) {
+                if self.routes[f as usize].dst_host == host {
+                    return Some((f, true, false));
+                }
+            }
+            None
+        });
+        let Some((flow, ack, payload)) = classified else {
+            self.stats.unmatched_pkts += 1;
+            self.free.push(slot);
+            return;
+        };
+        if self.in_run(t) {
+            let c = &mut self.counts[flow as usize];
+            if ack {
+                c.acks_in += 1;
+            } else if payload {
+                c.data_in += 1;
+            }
+        }
+        let route = &self.routes[flow as usize];
+        let ch = if ack {
+            route.ack_path[0]
+        } else {
+            route.path[0]
+        } as usize;
+        let pkt = Pkt {
+            slot,
+            flow,
+            hop: 0,
+            ack,
+            payload,
+            bytes: n as u32,
+        };
+        self.offer(t, ch, pkt);
+    }
+
+    /// Per-channel sample at model time `t` (exact: the model's state at that instant).
+    fn sample(&mut self, t: u64) {
+        let t0 = self.t0.expect("samples start at t0");
+        let dt = self.sample_interval_ns.min(t - t0).max(1);
+        let s = &mut self.series;
+        for (ch, c) in self.channels.iter().enumerate() {
+            let prev = &self.last_counters[ch];
+            s.t_ns.push(t - t0);
+            s.link.push((ch / 2) as u64);
+            s.direction.push(direction(ch));
+            s.queue_pkts.push(c.occupancy_pkts() as u64);
+            s.queue_bytes.push(c.occupancy_bytes());
+            s.drops.push(
+                c.counters.drops_queue + c.counters.drops_random
+                    - prev.drops_queue
+                    - prev.drops_random,
+            );
+            let bits = (c.counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
+            s.utilisation
+                .push(bits / (c.rate_bps as f64 * dt as f64 / 1e9));
+        }
+        self.last_counters = self.channels.iter().map(|c| c.counters).collect();
+        self.next_sample_k += 1;
+        let next = self.next_sample_k * self.sample_interval_ns;
+        if next <= self.duration_ns {
+            self.queue.push(t0 + next, Event::Sample);
+        }
+    }
+
+    fn finish(mut self) -> ForwarderReport {
+        let t0 = self.t0;
+        let wall = t0
+            .map(|t0| sys::monotonic_ns().saturating_sub(t0))
+            .unwrap_or(0);
+        if wall > 0 {
+            self.stats.cpu_frac =
+                sys::thread_cpu_ns().saturating_sub(self.cpu_at_t0) as f64 / wall as f64;
+        }
+        // Close busy periods still open at the end.
+        for ch in 0..self.channels.len() {
+            let b = self.busy[ch];
+            if b.active {
+                let acc = &mut self.rate_acc[ch];
+                acc.model_ns += b.last_t - b.first_t;
+                acc.wall_ns += b.last_wall.saturating_sub(b.first_wall);
+                acc.bytes += b.bytes;
+            }
+        }
+        self.stats.lateness = self.late_all.summary();
+        self.stats.delivery_lateness = self.late_delivery.summary();
+        self.stats.rates = self
+            .channels
+            .iter()
+            .enumerate()
+            .map(|(ch, c)| {
+                let a = self.rate_acc[ch];
+                ChannelRate {
+                    link: ch / 2,
+                    direction: direction(ch),
+                    rate_bps: c.rate_bps,
+                    busy_s: a.model_ns as f64 / 1e9,
+                    achieved_bps: if a.wall_ns == 0 {
+                        f64::NAN
+                    } else {
+                        a.bytes as f64 * 8e9 / a.wall_ns as f64
+                    },
+                }
+            })
+            .collect();
+
+        // Packets still held by channels, per flow.
+        let mut in_network = vec![(0u64, 0u64); self.routes.len()];
+        for c in &self.channels {
+            for p in c.held_packets() {
+                if p.ack {
+                    in_network[p.flow as usize].1 += 1;
+                } else if p.payload {
+                    in_network[p.flow as usize].0 += 1;
+                }
+            }
+        }
+
+        let s = std::mem::take(&mut self.series);
+        let mut links = Table::default();
+        links.push("t_ns", ColumnData::U64(s.t_ns));
+        links.push("link", ColumnData::U64(s.link));
+        links.push("direction", ColumnData::Str(s.direction));
+        links.push("queue_pkts", ColumnData::U64(s.queue_pkts));
+        links.push("queue_bytes", ColumnData::U64(s.queue_bytes));
+        links.push("drops", ColumnData::U64(s.drops));
+        links.push("utilisation", ColumnData::F64(s.utilisation));
+
+        let link_summary = self.link_summary();
+        ForwarderReport {
+            links,
+            link_summary,
+            flows: self.counts.clone(),
+            stats: self.stats.clone(),
+            in_network,
+        }
+    }
+
+    /// Per channel over the measurement window, with the simulator's columns plus the
+    /// achieved rate (`achieved_rate_bps`, `busy_s`).
+    fn link_summary(&self) -> Table {
+        let n = self.channels.len();
+        let start = &self.measure_start_counters;
+        let end_owned;
+        let end = match &self.measure_end_counters {
+            Some(e) => e,
+            None => {
+                end_owned = self.channels.iter().map(|c| c.counters).collect::<Vec<_>>();
+                &end_owned
+            }
+        };
+        let window_ns = (self.measure_end_ns - self.measure_start_ns) as f64;
+        let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
+            (0..n).map(|i| f(&end[i]) - f(&start[i])).collect()
+        };
+        let tx_bytes = diff(&|c| c.tx_bytes);
+        let tx_pkts = diff(&|c| c.tx_pkts);
+        let sojourn = diff(&|c| c.sojourn_ns_sum);
+        let mut t = Table::default();
+        t.push(
+            "link",
+            ColumnData::U64((0..n).map(|c| (c / 2) as u64).collect()),
+        );
+        t.push(
+            "direction",
+            ColumnData::Str((0..n).map(direction).collect()),
+        );
+        t.push(
+            "utilisation",
+            ColumnData::F64(
+                (0..n)
+                    .map(|i| {
+                        tx_bytes[i] as f64 * 8.0
+                            / (self.channels[i].rate_bps as f64 * window_ns / 1e9)
+                    })
+                    .collect(),
+            ),
+        );
+        t.push(
+            "mean_sojourn_us",
+            ColumnData::F64(
+                (0..n)
+                    .map(|i| {
+                        if tx_pkts[i] == 0 {
+                            f64::NAN
+                        } else {
+                            sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
+                        }
+                    })
+                    .collect(),
+            ),
+        );
+        t.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
+        t.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
+        t.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
+        t.push("tx_pkts", ColumnData::U64(tx_pkts));
+        t.push("tx_bytes", ColumnData::U64(tx_bytes));
+        t.push(
+            "achieved_rate_bps",
+            ColumnData::F64(self.stats.rates.iter().map(|r| r.achieved_bps).collect()),
+        );
+        t.push(
+            "busy_s",
+            ColumnData::F64(self.stats.rates.iter().map(|r| r.busy_s).collect()),
+        );
+        t
+    }
+}
+
+fn direction(ch: usize) -> &'static str {
+    if ch.is_multiple_of(2) {
+        "ab"
+    } else {
+        "ba"
+    }
+}

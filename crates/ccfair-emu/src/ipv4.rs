@@ -1,0 +1,113 @@
+//! The few IPv4 and TCP header fields the forwarder reads to classify a packet
+//! (RFC 791 section 3.1, RFC 9293 section 3.1). Packets are never modified.
+
+use std::net::Ipv4Addr;
+
+pub const PROTO_TCP: u8 = 6;
+
+/// What the forwarder needs to know about one packet read from a TUN device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub protocol: u8,
+    /// IP total length (bytes on the wire).
+    pub total_len: u16,
+    /// TCP ports, when the packet is an unfragmented TCP segment.
+    pub ports: Option<(u16, u16)>,
+    /// TCP payload bytes (0 for pure ACKs, SYN, FIN), when `ports` is set.
+    pub tcp_payload: u32,
+}
+
+/// Parse an IPv4 packet. `None` for anything else (IPv6, truncated, bad header length).
+pub fn parse(p: &[u8]) -> Option<Header> {
+    if p.len() < 20 || p[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = ((p[0] & 0x0f) as usize) * 4;
+    let total_len = u16::from_be_bytes([p[2], p[3]]);
+    if ihl < 20 || (total_len as usize) < ihl || p.len() < total_len as usize {
+        return None;
+    }
+    let frag = u16::from_be_bytes([p[6], p[7]]);
+    // More-fragments flag or a non-zero offset: not a whole TCP segment.
+    let fragmented = frag & 0x3fff != 0;
+    let protocol = p[9];
+    let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
+    let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
+    let mut ports = None;
+    let mut tcp_payload = 0;
+    if protocol == PROTO_TCP && !fragmented && total_len as usize >= ihl + 20 {
+        let t = &p[ihl..];
+        ports = Some((
+            u16::from_be_bytes([t[0], t[1]]),
+            u16::from_be_bytes([t[2], t[3]]),
+        ));
+        let data_offset = ((t[12] >> 4) as usize) * 4;
+        tcp_payload = (total_len as usize).saturating_sub(ihl + data_offset) as u32;
+    }
+    Some(Header {
+        src,
+        dst,
+        protocol,
+        total_len,
+        ports,
+        tcp_payload,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 1500-byte data segment with timestamps: 20 B IP, 32 B TCP, 1448 B payload.
+    fn segment(payload: usize) -> Vec<u8> {
+        let total = 20 + 32 + payload;
+        let mut p = vec![0u8; total];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        p[6] = 0x40; // don't fragment
+        p[8] = 64;
+        p[9] = PROTO_TCP;
+        p[12..16].copy_from_slice(&[10, 200, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 200, 0, 3]);
+        p[20..22].copy_from_slice(&40_000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&5_001u16.to_be_bytes());
+        p[32] = 8 << 4; // data offset: 8 words = 32 bytes
+        p
+    }
+
+    #[test]
+    fn data_segment() {
+        let h = parse(&segment(1448)).unwrap();
+        assert_eq!(h.total_len, 1500);
+        assert_eq!(h.src, Ipv4Addr::new(10, 200, 0, 1));
+        assert_eq!(h.dst, Ipv4Addr::new(10, 200, 0, 3));
+        assert_eq!(h.ports, Some((40_000, 5_001)));
+        assert_eq!(h.tcp_payload, 1448);
+    }
+
+    #[test]
+    fn pure_ack_has_no_payload() {
+        let h = parse(&segment(0)).unwrap();
+        assert_eq!(h.total_len, 52);
+        assert_eq!(h.tcp_payload, 0);
+    }
+
+    #[test]
+    fn rejects_non_ipv4_and_truncated() {
+        let mut v6 = segment(0);
+        v6[0] = 0x60;
+        assert!(parse(&v6).is_none());
+        assert!(parse(&segment(10)[..40]).is_none());
+        assert!(parse(&[0x45; 10]).is_none());
+    }
+
+    #[test]
+    fn fragments_have_no_ports() {
+        let mut p = segment(100);
+        p[6] = 0x20; // more fragments
+        let h = parse(&p).unwrap();
+        assert_eq!(h.ports, None);
+    }
+}

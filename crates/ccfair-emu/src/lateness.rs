@@ -1,0 +1,122 @@
+//! Lateness of the forwarder: how long after its scheduled time each packet event actually
+//! happened on the wall clock. Kept as a histogram with 1 us buckets up to 100 ms, so that
+//! percentiles are exact to 1 us without storing every event.
+
+use serde::Serialize;
+
+const MAX_US: usize = 100_000;
+
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    buckets: Vec<u64>,
+    count: u64,
+    max_ns: u64,
+    sum_ns: u128,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            buckets: vec![0; MAX_US + 1],
+            count: 0,
+            max_ns: 0,
+            sum_ns: 0,
+        }
+    }
+}
+
+/// Percentiles of a histogram, in microseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl Histogram {
+    pub fn record(&mut self, late_ns: u64) {
+        let us = ((late_ns / 1_000) as usize).min(MAX_US);
+        self.buckets[us] += 1;
+        self.count += 1;
+        self.max_ns = self.max_ns.max(late_ns);
+        self.sum_ns += late_ns as u128;
+    }
+
+    /// The smallest bucket value (us) at or below which a fraction `q` of events lie.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return f64::NAN;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (us, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return if us == MAX_US {
+                    self.max_ns as f64 / 1e3
+                } else {
+                    us as f64
+                };
+            }
+        }
+        self.max_ns as f64 / 1e3
+    }
+
+    pub fn summary(&self) -> Summary {
+        Summary {
+            count: self.count,
+            mean_us: if self.count == 0 {
+                f64::NAN
+            } else {
+                self.sum_ns as f64 / self.count as f64 / 1e3
+            },
+            p50_us: self.quantile_us(0.5),
+            p90_us: self.quantile_us(0.9),
+            p99_us: self.quantile_us(0.99),
+            p999_us: self.quantile_us(0.999),
+            max_us: if self.count == 0 {
+                f64::NAN
+            } else {
+                self.max_ns as f64 / 1e3
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let mut h = Histogram::default();
+        for us in 0..1000u64 {
+            h.record(us * 1_000 + 500); // 0.5 us .. 999.5 us
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert_eq!(s.p50_us, 499.0);
+        assert_eq!(s.p99_us, 989.0);
+        assert_eq!(s.p999_us, 998.0);
+        assert_eq!(s.max_us, 999.5);
+        assert!((s.mean_us - 500.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn beyond_the_range_reports_the_maximum() {
+        let mut h = Histogram::default();
+        h.record(1_000);
+        h.record(250_000_000); // 250 ms
+        assert_eq!(h.quantile_us(1.0), 250_000.0);
+        assert_eq!(h.quantile_us(0.5), 1.0);
+    }
+
+    #[test]
+    fn empty_is_nan() {
+        assert!(Histogram::default().summary().p99_us.is_nan());
+    }
+}

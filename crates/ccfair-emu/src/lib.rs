@@ -1,0 +1,35 @@
+//! ccfair-emu: the kernel backend. The same scenarios as the simulator, on the real Linux
+//! TCP stack.
+//!
+//! Every host of a scenario (a node that is a flow endpoint) is a network namespace with one
+//! TUN device. One forwarder thread holds every TUN device and drives the simulator's own
+//! link model (`ccfair_sim::link::Channel`: serialisation at the link rate, drop-tail buffer
+//! counting the packet in service, propagation delay, random loss) against the wall clock,
+//! for any topology the spec allows. ccfair's own bulk sender and receiver (threads inside
+//! the host namespaces) set TCP_CONGESTION per socket and sample TCP_INFO and TCP_CC_INFO
+//! every sampling interval. The result has the simulator's tables (`ccfair_sim::RunResult`)
+//! plus the emulator's self-checks (lateness, CPU, achieved link rates).
+//!
+//! Layout: `config` (what Python hands over), `sys` (system calls; the only `unsafe`),
+//! `ipv4` (packet classification), `forwarder`, `traffic` (sender and receiver),
+//! `tcpinfo` (TCP_INFO to time-series columns), `lateness`, `run` (one run end to end).
+//! See docs/kernel.md.
+
+pub mod config;
+pub mod forwarder;
+pub mod ipv4;
+pub mod lateness;
+pub mod run;
+pub mod sys;
+pub mod tcpinfo;
+pub mod traffic;
+
+pub use config::EmuConfig;
+pub use run::{EmuResult, Emulation, SelfCheck};
+
+/// Parse a configuration (JSON, see [`EmuConfig`]) and set the run up.
+pub fn setup_json(config_json: &str) -> Result<Emulation, String> {
+    let cfg: EmuConfig =
+        serde_json::from_str(config_json).map_err(|e| format!("emulator config: {e}"))?;
+    Emulation::setup(cfg)
+}

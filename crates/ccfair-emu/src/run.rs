@@ -1,0 +1,539 @@
+//! One run on the kernel backend: set up the hosts' TUN devices, start the forwarder, the
+//! receivers and the senders, fix t = 0 once every connection is up, and assemble the
+//! simulator's result tables from what they measured.
+//!
+//! The namespaces themselves are created and removed by the Python backend
+//! (python/ccfair/kernel.py), which also owns crash recovery. Everything created here lives
+//! in this process: the TUN devices vanish when their fds close (also when the process
+//! dies), the sockets with their threads.
+
+use std::net::SocketAddrV4;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+
+use serde::Serialize;
+
+use ccfair_sim::table::{ColumnData, SparseColumns, Table};
+use ccfair_sim::world::{EngineStats, RunResult};
+
+use crate::config::{EmuConfig, HostConfig};
+use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
+use crate::sys;
+use crate::traffic::{self, Progress, ReceiverOut, ReceiverPlan, SenderOut, SenderPlan, Timeline};
+
+/// A run's result: the simulator's tables plus the emulator's self-checks.
+pub struct EmuResult {
+    pub result: RunResult,
+    pub selfcheck: SelfCheck,
+}
+
+/// Measurements of the emulation itself (docs/kernel.md, "Self-checks"). The bounds are
+/// applied by the Python backend, which flags a run that exceeds them.
+#[derive(Clone, Debug, Serialize)]
+pub struct SelfCheck {
+    pub forwarder: ForwarderStats,
+    /// CPU time of the whole process (forwarder, senders, receivers, the kernel work done
+    /// in their system calls) over the run's wall time.
+    pub process_cpu_frac: f64,
+    /// Sender and receiver grid points skipped because a thread was late by a whole
+    /// sampling interval or more.
+    pub missed_samples: u64,
+    /// The Linux congestion control each flow's socket ran (read back from the socket).
+    pub kernel_ccas: Vec<String>,
+    /// Wall time from t = 0 to the end of the run (s).
+    pub wall_s: f64,
+    /// Setup time: namespaces' devices, connections (s).
+    pub setup_s: f64,
+}
+
+pub struct Emulation {
+    cfg: EmuConfig,
+    /// TUN fds, one per host (same order as `cfg.hosts`). Dropping them removes the devices.
+    tuns: Vec<OwnedFd>,
+    control: Arc<Control>,
+    setup_started: u64,
+}
+
+fn run_ip(netns: &str, script: &str) -> Result<(), String> {
+    let mut child = Command::new("ip")
+        .args(["-n", netns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running ip: {e} (is iproute2 installed?)"))?;
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| format!("ip -n {netns}: {e}"))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("ip -n {netns}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ip -n {netns} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// In the host's namespace: write its sysctls, then create its TUN device.
+fn host_tun(h: &HostConfig) -> Result<OwnedFd, String> {
+    let h = h.clone();
+    thread::spawn(move || -> Result<OwnedFd, String> {
+        let path = Path::new("/run/netns").join(&h.netns);
+        sys::enter_netns(&path).map_err(|e| format!("namespace {}: {e}", h.netns))?;
+        for (key, value) in &h.sysctls {
+            // /proc/sys/net resolves against the calling thread's namespace.
+            let p = Path::new("/proc/sys").join(key);
+            std::fs::write(&p, value)
+                .map_err(|e| format!("{}: sysctl {key} = {value}: {e}", h.netns))?;
+        }
+        sys::open_tun(&h.tun).map_err(|e| format!("{}: TUN device {}: {e}", h.netns, h.tun))
+    })
+    .join()
+    .map_err(|_| "a setup thread panicked".to_string())?
+}
+
+impl Emulation {
+    /// Create every host's TUN device in its (existing) namespace and configure its address
+    /// and route. Nothing is sent yet.
+    pub fn setup(cfg: EmuConfig) -> Result<Self, String> {
+        cfg.check()?;
+        let setup_started = sys::monotonic_ns();
+        let mut tuns = Vec::with_capacity(cfg.hosts.len());
+        for h in &cfg.hosts {
+            tuns.push(host_tun(h)?);
+        }
+        for h in &cfg.hosts {
+            let opts = h.route_options.join(" ");
+            let script = format!(
+                "link set lo up\nlink set dev {tun} mtu 1500 up\naddr add {addr}/32 dev {tun}\n\
+                 route add {route} dev {tun} src {addr} {opts}\n",
+                tun = h.tun,
+                addr = h.addr,
+                route = h.route,
+            );
+            run_ip(&h.netns, &script)?;
+        }
+        Ok(Emulation {
+            cfg,
+            tuns,
+            control: Arc::new(Control::default()),
+            setup_started,
+        })
+    }
+
+    /// The handle through which another thread can stop the run.
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+
+    /// Run the scenario in real time. Returns when the duration has passed, or with an error
+    /// after a stop request or a failure (every thread is joined either way).
+    pub fn run(self) -> Result<EmuResult, String> {
+        self.run_inner()
+    }
+
+    fn run_inner(&self) -> Result<EmuResult, String> {
+        let cfg = &self.cfg;
+        let spec = &cfg.spec;
+        let ctl = self.control.clone();
+        let tag = &cfg.tag;
+        let opts = cfg.options.clone();
+        let tl = Timeline {
+            sample_interval_ns: spec.sample_interval_ns,
+            duration_ns: spec.duration_ns,
+            measure_start_ns: spec.measure_start_ns,
+            measure_end_ns: spec.measure_end_ns,
+        };
+
+        let forwarder = Forwarder::new(cfg, self.tuns.iter().map(|f| f.as_raw_fd()).collect())?;
+        let fwd_ctl = ctl.clone();
+        let fwd_name = format!("ccf{tag}-fw");
+        let fwd = thread::Builder::new()
+            .name(fwd_name.clone())
+            .spawn(move || -> ForwarderReport {
+                sys::set_thread_name(&fwd_name);
+                let _ = sys::set_timer_slack(opts.timer_slack_ns);
+                let realtime =
+                    opts.realtime_priority > 0 && sys::set_fifo(opts.realtime_priority).is_ok();
+                forwarder.run(&fwd_ctl, realtime)
+            })
+            .map_err(|e| format!("starting the forwarder: {e}"))?;
+
+        // However this function returns, no thread of the run is left running.
+        let _guard = StopOnDrop(ctl.clone());
+        let (tx, rx) = mpsc::channel::<Progress>();
+        let n = spec.flows.len();
+        let max_rtt_ns = spec
+            .flows
+            .iter()
+            .map(|f| {
+                f.path
+                    .iter()
+                    .chain(&f.ack_path)
+                    .map(|&c| spec.links[c / 2].delay_ns)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        let connect_timeout_ns = opts.connect_timeout_ms * 1_000_000 + 4 * max_rtt_ns;
+
+        let mut receivers = Vec::with_capacity(n);
+        for (i, f) in spec.flows.iter().enumerate() {
+            let host = cfg.host_of(f.dst).expect("checked");
+            let plan = ReceiverPlan {
+                flow: i,
+                netns: host.netns.clone(),
+                thread_name: format!("ccf{tag}-r{i}"),
+                listen: SocketAddrV4::new(host.addr, cfg.flows[i].port),
+                timer_slack_ns: opts.timer_slack_ns,
+                accept_timeout_ns: connect_timeout_ns + 1_000_000_000,
+            };
+            let (c, t) = (ctl.clone(), tx.clone());
+            receivers.push(
+                thread::Builder::new()
+                    .name(plan.thread_name.clone())
+                    .spawn(move || {
+                        traffic::receiver(plan, tl, c.clone(), t).inspect_err(|e| c.fail(e.clone()))
+                    })
+                    .map_err(|e| format!("starting a receiver: {e}"))?,
+            );
+        }
+        let wait = |what: &str, count: usize, pick: &dyn Fn(&Progress) -> bool| {
+            let mut got = 0;
+            let limit = std::time::Duration::from_nanos(connect_timeout_ns + 2_000_000_000);
+            while got < count {
+                match rx.recv_timeout(limit) {
+                    Ok(Progress::Failed(e)) => return Err(e),
+                    Ok(p) if pick(&p) => got += 1,
+                    Ok(_) => {}
+                    Err(_) => return Err(format!("timed out waiting for {what}")),
+                }
+                if ctl.stopped() {
+                    return Err(ctl.failure().unwrap_or_else(|| "interrupted".into()));
+                }
+            }
+            Ok(())
+        };
+        wait("the receivers to listen", n, &|p| {
+            matches!(p, Progress::Listening(_))
+        })?;
+        let mut senders = Vec::with_capacity(n);
+        for (i, f) in spec.flows.iter().enumerate() {
+            let src = cfg.host_of(f.src).expect("checked");
+            let dst = cfg.host_of(f.dst).expect("checked");
+            let plan = SenderPlan {
+                flow: i,
+                netns: src.netns.clone(),
+                thread_name: format!("ccf{tag}-s{i}"),
+                cca: cfg.flows[i].kernel_cca.clone(),
+                to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
+                start_ns: f.start_ns,
+                stop_ns: f.stop_ns,
+                size_bytes: f.size_bytes,
+                timer_slack_ns: opts.timer_slack_ns,
+                connect_timeout_ns,
+            };
+            let (c, t) = (ctl.clone(), tx.clone());
+            senders.push(
+                thread::Builder::new()
+                    .name(plan.thread_name.clone())
+                    .spawn(move || {
+                        traffic::sender(plan, tl, c.clone(), t).inspect_err(|e| c.fail(e.clone()))
+                    })
+                    .map_err(|e| format!("starting a sender: {e}"))?,
+            );
+        }
+        // Every sender connected and every receiver accepted (in any order).
+        wait("the connections", 2 * n, &|p| {
+            matches!(p, Progress::Connected(_) | Progress::Accepted(_))
+        })?;
+        let setup_s = (sys::monotonic_ns() - self.setup_started) as f64 / 1e9;
+        let t0 = sys::monotonic_ns() + opts.start_margin_ms * 1_000_000;
+        let cpu0 = sys::process_cpu_ns();
+        ctl.set_t0(t0);
+
+        let sender_out: Vec<Result<SenderOut, String>> =
+            senders.into_iter().map(join_worker).collect();
+        let receiver_out: Vec<Result<ReceiverOut, String>> =
+            receivers.into_iter().map(join_worker).collect();
+        let report = fwd
+            .join()
+            .map_err(|_| "the forwarder panicked".to_string())?;
+        if let Some(e) = ctl.failure() {
+            return Err(e);
+        }
+        if ctl.stopped() {
+            return Err("interrupted".into());
+        }
+        let s_out: Vec<SenderOut> = sender_out.into_iter().collect::<Result<_, _>>()?;
+        let r_out: Vec<ReceiverOut> = receiver_out.into_iter().collect::<Result<_, _>>()?;
+        let wall_s = (sys::monotonic_ns().saturating_sub(t0)) as f64 / 1e9;
+        let process_cpu_frac = if wall_s > 0.0 {
+            (sys::process_cpu_ns() - cpu0) as f64 / 1e9 / wall_s
+        } else {
+            f64::NAN
+        };
+        let missed = s_out.iter().map(|s| s.missed_samples).sum::<u64>()
+            + r_out.iter().map(|r| r.missed_ticks).sum::<u64>();
+        let selfcheck = SelfCheck {
+            forwarder: report.stats.clone(),
+            process_cpu_frac,
+            missed_samples: missed,
+            kernel_ccas: cfg.flows.iter().map(|f| f.kernel_cca.clone()).collect(),
+            wall_s,
+            setup_s,
+        };
+        let result = assemble(cfg, &s_out, &r_out, report);
+        Ok(EmuResult { result, selfcheck })
+    }
+}
+
+fn join_worker<T>(h: thread::JoinHandle<Result<T, String>>) -> Result<T, String> {
+    h.join()
+        .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
+}
+
+/// Stops every thread of the run when the driver returns, whichever way it returns.
+struct StopOnDrop(Arc<Control>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.request_stop();
+    }
+}
+
+/// Build the simulator's tables (crates/ccfair-sim/src/world.rs `finish`) from what the
+/// senders, receivers and the forwarder measured.
+fn assemble(
+    cfg: &EmuConfig,
+    senders: &[SenderOut],
+    receivers: &[ReceiverOut],
+    report: ForwarderReport,
+) -> RunResult {
+    let spec = &cfg.spec;
+    let n = spec.flows.len();
+    let window_ns = (spec.measure_end_ns - spec.measure_start_ns) as f64;
+    // Sending flows per host: namespace counters belong to a flow only if it is alone.
+    let mut senders_per_node = vec![0usize; spec.nodes.len()];
+    for f in &spec.flows {
+        senders_per_node[f.src] += 1;
+    }
+
+    // Flow summary, with the simulator's columns in its order.
+    let mut flows = Table::default();
+    let u = |f: &dyn Fn(usize) -> u64| ColumnData::U64((0..n).map(f).collect());
+    let ns = |i: usize, keys: &[&str]| -> u64 {
+        keys.iter()
+            .map(|k| senders[i].netstat.get(*k).copied().unwrap_or(0))
+            .sum()
+    };
+    flows.push("flow", u(&|i| i as u64));
+    flows.push("bytes_delivered", u(&|i| receivers[i].bytes_total));
+    flows.push(
+        "bytes_in_window",
+        u(&|i| receivers[i].bytes_at_measure_end - receivers[i].bytes_at_measure_start),
+    );
+    flows.push("data_pkts_sent", u(&|i| report.flows[i].data_in));
+    flows.push("retrans_pkts", u(&|i| senders[i].total_retrans));
+    flows.push("rto_count", u(&|i| senders[i].total_rto));
+    // Per namespace (TcpExt, include/uapi/linux/snmp.h): see docs/kernel.md.
+    flows.push("tlp_count", u(&|i| ns(i, &["TCPLossProbes"])));
+    flows.push(
+        "recoveries",
+        u(&|i| ns(i, &["TCPSackRecovery", "TCPRenoRecovery"])),
+    );
+    flows.push(
+        "undo_count",
+        u(&|i| {
+            ns(
+                i,
+                &[
+                    "TCPFullUndo",
+                    "TCPPartialUndo",
+                    "TCPDSACKUndo",
+                    "TCPLossUndo",
+                ],
+            )
+        }),
+    );
+    flows.push("data_pkts_dropped", u(&|i| report.flows[i].data_dropped));
+    flows.push("data_pkts_received", u(&|i| report.flows[i].data_delivered));
+    flows.push("data_pkts_in_network", u(&|i| report.in_network[i].0));
+    flows.push("acks_sent", u(&|i| report.flows[i].acks_in));
+    flows.push("acks_dropped", u(&|i| report.flows[i].acks_dropped));
+    flows.push(
+        "goodput_bps",
+        ColumnData::F64(
+            (0..n)
+                .map(|i| {
+                    let r = &receivers[i];
+                    (r.bytes_at_measure_end - r.bytes_at_measure_start) as f64 * 8e9 / window_ns
+                })
+                .collect(),
+        ),
+    );
+    flows.push(
+        "rtt_mean_us",
+        ColumnData::F64(senders.iter().map(|s| s.mean_srtt_us).collect()),
+    );
+    flows.push(
+        "rtt_min_us",
+        ColumnData::F64(senders.iter().map(|s| s.min_rtt_us).collect()),
+    );
+    flows.push(
+        "completion_time_s",
+        ColumnData::F64(
+            (0..n)
+                .map(|i| match (spec.flows[i].size_bytes, receivers[i].eof_ns) {
+                    (Some(_), Some(t)) => (t.saturating_sub(spec.flows[i].start_ns)) as f64 / 1e9,
+                    _ => f64::NAN,
+                })
+                .collect(),
+        ),
+    );
+
+    // Linux-only counters, long format like the algorithms' counters.
+    let mut fc_flow = Vec::new();
+    let mut fc_name = Vec::new();
+    let mut fc_value = Vec::new();
+    for (i, s) in senders.iter().enumerate() {
+        let host_alone = senders_per_node[spec.flows[i].src] == 1;
+        for (name, v) in [
+            ("linux_data_segs_out", s.data_segs_out as f64),
+            ("linux_bytes_retrans", s.bytes_retrans as f64),
+            ("linux_rto_recoveries", s.total_rto_recoveries as f64),
+            ("linux_dsack_dups", s.dsack_dups as f64),
+            ("linux_reord_seen", s.reord_seen as f64),
+            (
+                "linux_host_counters_shared",
+                if host_alone { 0.0 } else { 1.0 },
+            ),
+        ] {
+            fc_flow.push(i as u64);
+            fc_name.push(name);
+            fc_value.push(v);
+        }
+    }
+    let mut flow_counters = Table::default();
+    flow_counters.push("flow", ColumnData::U64(fc_flow));
+    flow_counters.push("name", ColumnData::Str(fc_name));
+    flow_counters.push("value", ColumnData::F64(fc_value));
+
+    // Time series, ordered by grid point then flow as the simulator's.
+    let mut rows: Vec<(u64, usize, usize)> = Vec::new();
+    for (i, s) in senders.iter().enumerate() {
+        for (j, smp) in s.samples.iter().enumerate() {
+            rows.push((smp.k, i, j));
+        }
+    }
+    rows.sort_unstable();
+    let goodput_at: Vec<std::collections::HashMap<u64, f64>> = receivers
+        .iter()
+        .map(|r| {
+            r.ticks
+                .windows(2)
+                .map(|w| {
+                    let dt = w[1].t_ns.saturating_sub(w[0].t_ns).max(1);
+                    (w[1].k, (w[1].bytes - w[0].bytes) as f64 * 8e9 / dt as f64)
+                })
+                .collect()
+        })
+        .collect();
+    let mut c = TsCols::default();
+    for &(k, i, j) in &rows {
+        let smp = &senders[i].samples[j];
+        let s = &smp.sample;
+        c.t_ns.push(smp.t_ns);
+        c.flow.push(i as u64);
+        c.cwnd.push(s.cwnd_pkts);
+        c.ssthresh.push(s.ssthresh_pkts);
+        c.inflight.push(s.inflight_pkts);
+        c.srtt.push(s.srtt_us);
+        c.min_rtt.push(s.min_rtt_us);
+        c.rto.push(s.rto_us);
+        c.pacing.push(s.pacing_rate_bps);
+        c.delivery.push(s.delivery_rate_bps);
+        c.goodput
+            .push(goodput_at[i].get(&k).copied().unwrap_or(f64::NAN));
+        c.retrans.push(s.retrans_pkts);
+        c.ca_state.push(s.ca_state);
+        c.cca_state.push(s.cca_state);
+        c.extra.new_row();
+        if let Some(b) = s.bbr {
+            // The simulator's BBR names (crates/ccfair-cc/src/bbr): payload bit/s and us.
+            c.extra
+                .set("bbr_btl_bw_bps", b.bw_bytes_per_sec as f64 * 8.0);
+            c.extra.set("bbr_rtprop_us", b.min_rtt_us as f64);
+            c.extra.set(
+                "bbr_pacing_gain",
+                b.pacing_gain as f64 / crate::tcpinfo::BBR_UNIT as f64,
+            );
+            c.extra.set(
+                "bbr_cwnd_gain",
+                b.cwnd_gain as f64 / crate::tcpinfo::BBR_UNIT as f64,
+            );
+        }
+    }
+    let mut ts = Table::default();
+    ts.push("t_ns", ColumnData::U64(c.t_ns));
+    ts.push("flow", ColumnData::U64(c.flow));
+    ts.push("cwnd_pkts", ColumnData::F64(c.cwnd));
+    ts.push("ssthresh_pkts", ColumnData::F64(c.ssthresh));
+    ts.push("inflight_pkts", ColumnData::F64(c.inflight));
+    ts.push("srtt_us", ColumnData::F64(c.srtt));
+    ts.push("min_rtt_us", ColumnData::F64(c.min_rtt));
+    ts.push("rto_us", ColumnData::F64(c.rto));
+    ts.push("pacing_rate_bps", ColumnData::F64(c.pacing));
+    ts.push("delivery_rate_bps", ColumnData::F64(c.delivery));
+    ts.push("goodput_bps", ColumnData::F64(c.goodput));
+    ts.push("retrans_pkts", ColumnData::U64(c.retrans));
+    ts.push("ca_state", ColumnData::Str(c.ca_state));
+    ts.push("cca_state", ColumnData::Str(c.cca_state));
+    for (name, col) in c.extra.into_columns() {
+        ts.push(name, ColumnData::F64(col));
+    }
+
+    let stats = EngineStats {
+        events: report.stats.events,
+        packet_hops: report.stats.packet_hops,
+        peak_heap_len: report.stats.peak_heap_len,
+    };
+    RunResult {
+        flows,
+        flow_counters,
+        timeseries: ts,
+        links: report.links,
+        link_summary: report.link_summary,
+        stats,
+    }
+}
+
+#[derive(Default)]
+struct TsCols {
+    t_ns: Vec<u64>,
+    flow: Vec<u64>,
+    cwnd: Vec<f64>,
+    ssthresh: Vec<f64>,
+    inflight: Vec<f64>,
+    srtt: Vec<f64>,
+    min_rtt: Vec<f64>,
+    rto: Vec<f64>,
+    pacing: Vec<f64>,
+    delivery: Vec<f64>,
+    goodput: Vec<f64>,
+    retrans: Vec<u64>,
+    ca_state: Vec<&'static str>,
+    cca_state: Vec<&'static str>,
+    extra: SparseColumns,
+}

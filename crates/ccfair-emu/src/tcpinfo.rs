@@ -1,0 +1,312 @@
+//! What Linux reports about a TCP socket, mapped onto the simulator's time-series columns.
+//!
+//! `struct tcp_info` is laid out as in include/uapi/linux/tcp.h (Linux 6.7+, which added
+//! `tcpi_total_rto*`); `struct tcp_bbr_info` as in include/uapi/linux/inet_diag.h. The
+//! mapping to ccfair's columns follows docs/results.md; each field says where it comes from.
+
+/// `struct tcp_info` (include/uapi/linux/tcp.h). Plain integers only, so every byte pattern
+/// is a valid value; the kernel fills min(sizeof, its own size) bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpInfo {
+    pub tcpi_state: u8,
+    pub tcpi_ca_state: u8,
+    pub tcpi_retransmits: u8,
+    pub tcpi_probes: u8,
+    pub tcpi_backoff: u8,
+    pub tcpi_options: u8,
+    /// `tcpi_snd_wscale : 4, tcpi_rcv_wscale : 4`.
+    pub tcpi_wscale: u8,
+    /// `tcpi_delivery_rate_app_limited : 1, tcpi_fastopen_client_fail : 2`.
+    pub tcpi_flags: u8,
+
+    pub tcpi_rto: u32,
+    pub tcpi_ato: u32,
+    pub tcpi_snd_mss: u32,
+    pub tcpi_rcv_mss: u32,
+
+    pub tcpi_unacked: u32,
+    pub tcpi_sacked: u32,
+    pub tcpi_lost: u32,
+    pub tcpi_retrans: u32,
+    pub tcpi_fackets: u32,
+
+    pub tcpi_last_data_sent: u32,
+    pub tcpi_last_ack_sent: u32,
+    pub tcpi_last_data_recv: u32,
+    pub tcpi_last_ack_recv: u32,
+
+    pub tcpi_pmtu: u32,
+    pub tcpi_rcv_ssthresh: u32,
+    pub tcpi_rtt: u32,
+    pub tcpi_rttvar: u32,
+    pub tcpi_snd_ssthresh: u32,
+    pub tcpi_snd_cwnd: u32,
+    pub tcpi_advmss: u32,
+    pub tcpi_reordering: u32,
+
+    pub tcpi_rcv_rtt: u32,
+    pub tcpi_rcv_space: u32,
+
+    pub tcpi_total_retrans: u32,
+
+    pub tcpi_pacing_rate: u64,
+    pub tcpi_max_pacing_rate: u64,
+    pub tcpi_bytes_acked: u64,
+    pub tcpi_bytes_received: u64,
+    pub tcpi_segs_out: u32,
+    pub tcpi_segs_in: u32,
+
+    pub tcpi_notsent_bytes: u32,
+    pub tcpi_min_rtt: u32,
+    pub tcpi_data_segs_in: u32,
+    pub tcpi_data_segs_out: u32,
+
+    pub tcpi_delivery_rate: u64,
+
+    pub tcpi_busy_time: u64,
+    pub tcpi_rwnd_limited: u64,
+    pub tcpi_sndbuf_limited: u64,
+
+    pub tcpi_delivered: u32,
+    pub tcpi_delivered_ce: u32,
+
+    pub tcpi_bytes_sent: u64,
+    pub tcpi_bytes_retrans: u64,
+    pub tcpi_dsack_dups: u32,
+    pub tcpi_reord_seen: u32,
+
+    pub tcpi_rcv_ooopack: u32,
+
+    pub tcpi_snd_wnd: u32,
+    pub tcpi_rcv_wnd: u32,
+
+    pub tcpi_rehash: u32,
+
+    pub tcpi_total_rto: u16,
+    pub tcpi_total_rto_recoveries: u16,
+    pub tcpi_total_rto_time: u32,
+}
+
+/// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h): ssthresh before the first reduction.
+pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// `BBR_UNIT` (net/ipv4/tcp_bbr.c): gains are fixed point with 8 fractional bits.
+pub const BBR_UNIT: u32 = 256;
+/// `bbr_high_gain` = BBR_UNIT * 2885 / 1000 + 1 (tcp_bbr.c): STARTUP's pacing and cwnd gain.
+pub const BBR_HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
+/// `bbr_drain_gain` = BBR_UNIT * 1000 / 2885 (tcp_bbr.c): DRAIN's pacing gain.
+pub const BBR_DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
+/// `bbr_cwnd_gain` = BBR_UNIT * 2 (tcp_bbr.c): PROBE_BW's cwnd gain.
+pub const BBR_CWND_GAIN: u32 = BBR_UNIT * 2;
+
+/// `struct tcp_bbr_info` (include/uapi/linux/inet_diag.h), filled by tcp_bbr.c
+/// `bbr_get_info`: `bw` in bytes per second (`bbr_bw() * mss * USEC_PER_SEC >> BW_SCALE`),
+/// `min_rtt` in us, gains in `BBR_UNIT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BbrInfo {
+    pub bw_bytes_per_sec: u64,
+    pub min_rtt_us: u32,
+    pub pacing_gain: u32,
+    pub cwnd_gain: u32,
+}
+
+impl BbrInfo {
+    /// Decode the 20 bytes of `struct tcp_bbr_info` (five native-endian u32). Fewer bytes
+    /// mean the algorithm has no such report.
+    pub fn parse(b: &[u8]) -> Option<BbrInfo> {
+        if b.len() < 20 {
+            return None;
+        }
+        let u = |i: usize| u32::from_ne_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+        Some(BbrInfo {
+            bw_bytes_per_sec: u(0) as u64 | (u(1) as u64) << 32,
+            min_rtt_us: u(2),
+            pacing_gain: u(3),
+            cwnd_gain: u(4),
+        })
+    }
+
+    /// BBR's mode. Linux does not export it, but `bbr_update_gains` (tcp_bbr.c) sets a
+    /// distinct pair of gains in each mode: STARTUP (high, high), DRAIN (drain, high),
+    /// PROBE_BW (cycle gain, 2), PROBE_RTT (1, 1). The names are the simulator's.
+    pub fn mode(&self) -> &'static str {
+        match (self.pacing_gain, self.cwnd_gain) {
+            (_, BBR_CWND_GAIN) => "PROBE_BW",
+            (BBR_UNIT, BBR_UNIT) => "PROBE_RTT",
+            (BBR_DRAIN_GAIN, BBR_HIGH_GAIN) => "DRAIN",
+            (BBR_HIGH_GAIN, BBR_HIGH_GAIN) => "STARTUP",
+            _ => "unknown",
+        }
+    }
+}
+
+/// `enum tcp_ca_state` (include/uapi/linux/tcp.h), named as the simulator names them.
+pub fn ca_state_name(s: u8) -> &'static str {
+    match s {
+        0 => "Open",
+        1 => "Disorder",
+        2 => "CWR",
+        3 => "Recovery",
+        4 => "Loss",
+        _ => "unknown",
+    }
+}
+
+/// One sample of a socket, in the units of the simulator's time series.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    pub cwnd_pkts: f64,
+    /// `inf` before the first reduction, as in the simulator.
+    pub ssthresh_pkts: f64,
+    /// `tcp_packets_in_flight` (include/net/tcp.h): packets_out - (sacked_out + lost_out)
+    /// + retrans_out, i.e. tcpi_unacked - tcpi_sacked - tcpi_lost + tcpi_retrans.
+    pub inflight_pkts: f64,
+    /// Smoothed RTT (`tcpi_rtt` = srtt_us >> 3); NaN before the first sample.
+    pub srtt_us: f64,
+    /// `tcpi_min_rtt` (`tcp_min_rtt`); NaN before the first sample (the kernel reports ~0U).
+    pub min_rtt_us: f64,
+    pub rto_us: f64,
+    /// `tcpi_pacing_rate` x 8: payload bit/s; NaN when unlimited (~0ULL).
+    pub pacing_rate_bps: f64,
+    /// `tcpi_delivery_rate` x 8: payload bit/s of the last rate sample.
+    pub delivery_rate_bps: f64,
+    /// `tcpi_total_retrans` (cumulative).
+    pub retrans_pkts: u64,
+    pub ca_state: &'static str,
+    /// BBR's mode (see [`BbrInfo::mode`]), else `slow_start` / `cong_avoid` as in
+    /// `tcp_in_slow_start` (cwnd < ssthresh), the simulator's names for Reno and CUBIC.
+    pub cca_state: &'static str,
+    pub bbr: Option<BbrInfo>,
+}
+
+impl Sample {
+    pub fn from_info(t: &TcpInfo, bbr: Option<BbrInfo>) -> Sample {
+        let nan_if = |cond: bool, v: f64| if cond { f64::NAN } else { v };
+        let inflight = t.tcpi_unacked as i64 - t.tcpi_sacked as i64 - t.tcpi_lost as i64
+            + t.tcpi_retrans as i64;
+        let cca_state = match bbr {
+            Some(b) => b.mode(),
+            None if t.tcpi_snd_cwnd < t.tcpi_snd_ssthresh => "slow_start",
+            None => "cong_avoid",
+        };
+        Sample {
+            cwnd_pkts: t.tcpi_snd_cwnd as f64,
+            ssthresh_pkts: if t.tcpi_snd_ssthresh >= TCP_INFINITE_SSTHRESH {
+                f64::INFINITY
+            } else {
+                t.tcpi_snd_ssthresh as f64
+            },
+            inflight_pkts: inflight.max(0) as f64,
+            srtt_us: nan_if(t.tcpi_rtt == 0, t.tcpi_rtt as f64),
+            min_rtt_us: nan_if(
+                t.tcpi_min_rtt == 0 || t.tcpi_min_rtt == u32::MAX,
+                t.tcpi_min_rtt as f64,
+            ),
+            rto_us: t.tcpi_rto as f64,
+            pacing_rate_bps: nan_if(
+                t.tcpi_pacing_rate == 0 || t.tcpi_pacing_rate == u64::MAX,
+                t.tcpi_pacing_rate as f64 * 8.0,
+            ),
+            delivery_rate_bps: t.tcpi_delivery_rate as f64 * 8.0,
+            retrans_pkts: t.tcpi_total_retrans as u64,
+            ca_state: ca_state_name(t.tcpi_ca_state),
+            cca_state,
+            bbr,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_the_uapi_header() {
+        // Offsets from include/uapi/linux/tcp.h on x86_64 (pahole of struct tcp_info).
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_rto), 8);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_snd_cwnd), 80);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_total_retrans), 100);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_pacing_rate), 104);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_min_rtt), 148);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_delivery_rate), 160);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_snd_wnd), 228);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_total_rto), 240);
+        assert_eq!(std::mem::size_of::<TcpInfo>(), 248);
+    }
+
+    #[test]
+    fn gains_are_linux_constants() {
+        assert_eq!(BBR_HIGH_GAIN, 739);
+        assert_eq!(BBR_DRAIN_GAIN, 88);
+        assert_eq!(BBR_CWND_GAIN, 512);
+    }
+
+    fn bbr(pacing: u32, cwnd: u32) -> BbrInfo {
+        BbrInfo {
+            bw_bytes_per_sec: 0,
+            min_rtt_us: 0,
+            pacing_gain: pacing,
+            cwnd_gain: cwnd,
+        }
+    }
+
+    #[test]
+    fn bbr_mode_from_gains() {
+        assert_eq!(bbr(739, 739).mode(), "STARTUP");
+        assert_eq!(bbr(88, 739).mode(), "DRAIN");
+        for g in [320, 192, 256] {
+            assert_eq!(bbr(g, 512).mode(), "PROBE_BW");
+        }
+        assert_eq!(bbr(256, 256).mode(), "PROBE_RTT");
+        assert_eq!(bbr(100, 100).mode(), "unknown");
+    }
+
+    #[test]
+    fn bbr_info_decodes_split_bandwidth() {
+        let mut b = Vec::new();
+        for v in [0x0000_0001u32, 0x0000_0002, 40_123, 320, 512] {
+            b.extend_from_slice(&v.to_ne_bytes());
+        }
+        let i = BbrInfo::parse(&b).unwrap();
+        assert_eq!(i.bw_bytes_per_sec, (2u64 << 32) | 1);
+        assert_eq!(i.min_rtt_us, 40_123);
+        assert_eq!(BbrInfo::parse(&b[..19]), None);
+    }
+
+    #[test]
+    fn sample_maps_units_and_flight_size() {
+        let t = TcpInfo {
+            tcpi_ca_state: 3,
+            tcpi_snd_cwnd: 100,
+            tcpi_snd_ssthresh: 70,
+            tcpi_unacked: 120,
+            tcpi_sacked: 30,
+            tcpi_lost: 10,
+            tcpi_retrans: 4,
+            tcpi_rtt: 41_000,
+            tcpi_min_rtt: 40_300,
+            tcpi_pacing_rate: 6_000_000,
+            tcpi_delivery_rate: 6_000_000,
+            tcpi_total_retrans: 17,
+            ..TcpInfo::default()
+        };
+        let s = Sample::from_info(&t, None);
+        assert_eq!(s.inflight_pkts, 84.0); // 120 - 30 - 10 + 4
+        assert_eq!(s.pacing_rate_bps, 48e6);
+        assert_eq!(s.ca_state, "Recovery");
+        assert_eq!(s.cca_state, "cong_avoid");
+        assert_eq!(s.retrans_pkts, 17);
+        let fresh = TcpInfo {
+            tcpi_snd_cwnd: 10,
+            tcpi_snd_ssthresh: TCP_INFINITE_SSTHRESH,
+            tcpi_min_rtt: u32::MAX,
+            tcpi_pacing_rate: u64::MAX,
+            ..TcpInfo::default()
+        };
+        let s = Sample::from_info(&fresh, None);
+        assert!(s.ssthresh_pkts.is_infinite());
+        assert!(s.srtt_us.is_nan() && s.min_rtt_us.is_nan() && s.pacing_rate_bps.is_nan());
+        assert_eq!(s.cca_state, "slow_start");
+    }
+}

@@ -1,0 +1,602 @@
+"""The kernel backend: a scenario on the real Linux TCP stack (docs/kernel.md).
+
+Every host (a node that is a flow endpoint) becomes a network namespace with one TUN device;
+the Rust emulator (crates/ccfair-emu, exposed as ``ccfair._core.Emulation``) holds every TUN
+device in one forwarder thread that drives the simulator's own link model against the wall
+clock, and runs ccfair's bulk sender and receiver of each flow as threads inside the host
+namespaces. This module checks that a scenario can run on this kernel, creates and removes
+the namespaces, keeps the record that lets a later start remove what a crash left behind,
+and turns the emulator's self-checks into flags on the run.
+
+Everything ccfair creates carries the prefix ``ccf`` and the run's tag (the first 8 hex
+digits of the run id): namespaces ``ccf-<tag>-<i>-<node>``, TUN devices ``ccf<tag>-<i>``
+(inside those namespaces), threads ``ccf<tag>-fw`` / ``-s<flow>`` / ``-r<flow>``. Nothing
+else is ever touched.
+
+Example:
+    >>> parse_cca_list("reno cubic bbr\\n")
+    ['reno', 'cubic', 'bbr']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccfair import _core
+from ccfair.errors import SpecError, show
+
+__all__ = [
+    "KernelError",
+    "Terminated",
+    "Bounds",
+    "available_ccas",
+    "kernel_hz",
+    "check_scenario",
+    "preflight",
+    "cleanup",
+    "run_kernel",
+    "parse_cca_list",
+]
+
+#: Where a run records what it creates, so that a later start can remove what a crash left.
+#: A tmpfs: it disappears at reboot together with the namespaces it describes.
+STATE_DIR = Path(os.environ.get("CCFAIR_STATE_DIR", "/run/ccfair"))
+NETNS_DIR = Path("/run/netns")
+#: Names of ccfair's namespaces: ``ccf-<tag>-<host index>-<node name>``.
+NETNS_RE = re.compile(r"^ccf-([0-9a-f]{8})-\d+(?:-[A-Za-z0-9_.]*)?$")
+#: Hosts get /32 addresses in this prefix, routed through their TUN device. The addresses
+#: exist only inside ccfair's namespaces.
+PREFIX = "10.200.0.0/16"
+#: Receiver port of flow i: BASE_PORT + i.
+BASE_PORT = 20000
+#: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c).
+LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
+
+
+class KernelError(RuntimeError):
+    """The kernel backend cannot run here, or a run failed. The message is one line."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived during a kernel run (raised so that cleanup runs, like Ctrl-C).
+
+    Attributes:
+        signum: the signal number (``signal.SIGTERM``).
+    """
+
+    def __init__(self, signum: int) -> None:
+        """Record the signal."""
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Limits a kernel run must stay within to count as reliable (docs/kernel.md).
+
+    Example:
+        >>> Bounds().lateness_p99_us
+        500.0
+    """
+
+    #: 99th percentile of the forwarder's lateness (actual minus scheduled time of every
+    #: packet event).
+    lateness_p99_us: float = 500.0
+    #: 99.9th percentile of the lateness.
+    lateness_p999_us: float = 2000.0
+    #: CPU time of the forwarder thread over wall time.
+    forwarder_cpu: float = 0.8
+    #: Achieved over configured rate of every link direction busy for at least
+    #: ``rate_min_busy_s`` seconds.
+    rate_ratio: float = 0.99
+    rate_min_busy_s: float = 1.0
+    #: Sampling grid points missed by senders and receivers, as a fraction of all.
+    missed_samples: float = 0.01
+
+
+# --------------------------------------------------------------------------------------------
+# What this kernel offers
+
+
+def parse_cca_list(text: str) -> list[str]:
+    """Names in ``net.ipv4.tcp_available_congestion_control`` (space separated).
+
+    Example:
+        >>> parse_cca_list("reno cubic")
+        ['reno', 'cubic']
+    """
+    return text.split()
+
+
+def available_ccas() -> list[str]:
+    """Congestion controls this kernel offers (tcp(7): tcp_available_congestion_control).
+
+    Example:
+        >>> "reno" in available_ccas()  # doctest: +SKIP
+        True
+    """
+    try:
+        text = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text()
+    except OSError:
+        return []
+    return parse_cca_list(text)
+
+
+def kernel_hz() -> int | None:
+    """The running kernel's ``CONFIG_HZ`` (from /proc/config.gz or /boot/config-RELEASE), or
+    None when the configuration is not readable.
+
+    Example:
+        >>> kernel_hz() in (None, 100, 250, 300, 1000)
+        True
+    """
+    text = None
+    with contextlib.suppress(OSError):
+        text = gzip.open("/proc/config.gz", "rt").read()
+    if text is None:
+        with contextlib.suppress(OSError):
+            text = Path(f"/boot/config-{os.uname().release}").read_text()
+    if text is None:
+        return None
+    m = re.search(r"^CONFIG_HZ=(\d+)$", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------------------------
+# Scenario checks (before anything starts)
+
+#: TCP options the kernel backend can apply, and how: (where, sysctl or route attribute,
+#: value mapping). "sender" = the namespace of the flow's source, "both" = both endpoints.
+_SYSCTL_OPTIONS: dict[str, tuple[str, str, Any]] = {
+    "sack": ("both", "net/ipv4/tcp_sack", lambda v: "1" if v else "0"),
+    "frto": ("sender", "net/ipv4/tcp_frto", lambda v: "2" if v else "0"),
+    "reordering": ("sender", "net/ipv4/tcp_reordering", str),
+    "min_rtt_wlen_s": ("sender", "net/ipv4/tcp_min_rtt_wlen", str),
+    "pacing_ss_ratio": ("sender", "net/ipv4/tcp_pacing_ss_ratio", str),
+    "pacing_ca_ratio": ("sender", "net/ipv4/tcp_pacing_ca_ratio", str),
+    # Documentation/networking/ip-sysctl.rst: tcp_early_retrans 3 enables TLP, 0 disables;
+    # tcp_recovery bit 0x1 is RACK.
+    "tlp": ("sender", "net/ipv4/tcp_early_retrans", lambda v: "3" if v else "0"),
+    "rack": ("sender", "net/ipv4/tcp_recovery", lambda v: "1" if v else "0"),
+}
+_ROUTE_OPTIONS: dict[str, tuple[str, Any]] = {
+    "init_cwnd": ("initcwnd", str),
+    "rto_min_ms": ("rto_min", lambda v: f"{v}ms"),
+}
+
+
+def _tcp_defaults() -> dict[str, Any]:
+    return json.loads(_core.normalize_tcp("{}"))
+
+
+def _cca_defaults(name: str) -> dict[str, Any]:
+    return json.loads(_core.normalize_cca(name, "{}"))
+
+
+def check_scenario(resolved: Any, *, offered: list[str] | None = None) -> None:
+    """Raise :class:`SpecError` if the kernel backend cannot run ``resolved`` as written:
+    an algorithm this kernel lacks, a modification of an algorithm (non-default
+    ``cca_params``), or a TCP option Linux offers no per-namespace setting for.
+
+    Example:
+        >>> from ccfair.spec import dumbbell
+        >>> check_scenario(dumbbell(1, "copa").resolve(), offered=["reno", "cubic"])
+        Traceback (most recent call last):
+        ...
+        ccfair.errors.SpecError: flows[0].cca: "copa" is not available on the kernel \
+backend; this kernel offers: reno, cubic
+    """
+    offered = available_ccas() if offered is None else offered
+    offers = f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'}"
+    spec = resolved.engine_spec
+    sc = resolved.scenario
+    tcp_defaults = _tcp_defaults()
+    hz = kernel_hz()
+    sender_settings: dict[int, dict[str, tuple[str, Any]]] = {}
+    for i, f in enumerate(spec["flows"]):
+        cca = f["cca"]
+        linux = LINUX_NAME.get(cca)
+        if linux is None or linux not in offered:
+            raise SpecError(
+                f"flows[{i}].cca", cca, f"is not available on the kernel backend; {offers}"
+            )
+        defaults = _cca_defaults(cca)
+        for key, value in f["cca_params"].items():
+            if defaults.get(key) != value:
+                raise SpecError(
+                    f"flows[{i}].cca_params.{key}",
+                    value,
+                    f"is a modification of {cca} that Linux's {linux} does not have (default "
+                    f"{show(defaults.get(key))}); the kernel backend runs this kernel's own "
+                    f"algorithms unmodified; {offers}",
+                )
+        explicit = {**sc.tcp, **sc.flows[i].tcp}
+        for key, value in f["tcp"].items():
+            where = "tcp" if key in sc.tcp and key not in sc.flows[i].tcp else f"flows[{i}].tcp"
+            if key == "hz":
+                if key in explicit and hz is not None and value != hz:
+                    raise SpecError(
+                        f"{where}.hz",
+                        value,
+                        f"differs from this kernel's HZ ({hz}); the kernel backend runs at "
+                        "the kernel's own HZ (leave hz out)",
+                    )
+                continue
+            if value == tcp_defaults.get(key):
+                continue
+            if key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS:
+                settings = sender_settings.setdefault(f["src"], {})
+                if key in settings and settings[key][1] != value:
+                    raise SpecError(
+                        f"{where}.{key}",
+                        value,
+                        f"differs from {settings[key][0]} = {show(settings[key][1])}; flows "
+                        "sending from one host share its kernel settings",
+                    )
+                settings[key] = (f"flows[{i}].tcp.{key}", value)
+                continue
+            supported = ", ".join(sorted([*_SYSCTL_OPTIONS, *_ROUTE_OPTIONS]))
+            raise SpecError(
+                f"{where}.{key}",
+                value,
+                f"cannot be applied on the kernel backend (Linux has no per-namespace setting "
+                f"for it; default {show(tcp_defaults.get(key))}); settable: {supported}",
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Environment
+
+
+def preflight() -> None:
+    """Raise :class:`KernelError` unless this process can run the kernel backend: root
+    (namespaces and TUN devices need CAP_SYS_ADMIN and CAP_NET_ADMIN), /dev/net/tun and
+    iproute2's ``ip``.
+
+    Example:
+        >>> preflight()  # doctest: +SKIP
+    """
+    if os.geteuid() != 0:
+        raise KernelError(
+            "the kernel backend needs root (it creates network namespaces and TUN devices); "
+            'run as root, or use backend = "sim"'
+        )
+    if not Path("/dev/net/tun").exists():
+        raise KernelError("the kernel backend needs /dev/net/tun (CONFIG_TUN); it is missing")
+    if shutil.which("ip") is None:
+        raise KernelError("the kernel backend needs iproute2's `ip` command; it is not on PATH")
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise KernelError(f"ip {' '.join(args)}: {proc.stderr.strip() or proc.returncode}")
+    return proc
+
+
+def list_netns() -> list[str]:
+    """Names of the network namespaces bound under /run/netns (as ``ip netns list``)."""
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir())
+
+
+def _proc_start_time(pid: int) -> int | None:
+    """Start time of a process (proc(5) /proc/PID/stat field 22), to tell a live owner from
+    a recycled pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may contain spaces; fields after it follow the last ')'.
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
+
+
+def _owner_alive(state: Mapping[str, Any]) -> bool:
+    pid = state.get("pid")
+    return isinstance(pid, int) and _proc_start_time(pid) == state.get("start_time")
+
+
+def _delete_netns(name: str) -> None:
+    if not NETNS_RE.match(name):  # pragma: no cover - callers only pass ccfair's names
+        raise KernelError(f"refusing to delete namespace {name!r}: not a ccfair namespace")
+    _ip("netns", "del", name, check=False)
+
+
+def _read_state(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def cleanup(*, include_live: bool = False) -> list[str]:
+    """Remove what crashed kernel runs left behind; return the namespaces removed.
+
+    A namespace is removed when its name is a ccfair name (``ccf-<tag>-...``) and the process
+    that created it is gone (its record in ``STATE_DIR`` names a dead process, or there is
+    no record). Records of dead runs are removed with them. Namespaces of live runs are kept
+    unless ``include_live``. Nothing else is touched. Runs at the start of every kernel run
+    and as ``ccfair cleanup``.
+
+    Example:
+        >>> cleanup()  # doctest: +SKIP
+        []
+    """
+    live_tags: set[str] = set()
+    removed: list[str] = []
+    if STATE_DIR.is_dir():
+        for path in sorted(STATE_DIR.glob("*.json")):
+            state = _read_state(path)
+            tag = path.stem
+            if state is not None and _owner_alive(state) and not include_live:
+                live_tags.add(tag)
+                continue
+            for name in (state or {}).get("netns", []):
+                if NETNS_RE.match(name) and name in list_netns():
+                    _delete_netns(name)
+                    removed.append(name)
+            with contextlib.suppress(OSError):
+                path.unlink()
+    for name in list_netns():
+        m = NETNS_RE.match(name)
+        if m and m.group(1) not in live_tags:
+            _delete_netns(name)
+            removed.append(name)
+    return removed
+
+
+# --------------------------------------------------------------------------------------------
+# One run
+
+
+@dataclass
+class _Plan:
+    tag: str
+    netns: list[str]
+    config: dict[str, Any]
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.]", "_", name)[:24]
+
+
+def _host_buffer_bytes(resolved: Any, node: int) -> int:
+    """The largest window a flow touching ``node`` can need: BDP of its bottleneck plus every
+    buffer on its path, in bytes; socket buffer maxima get four times that."""
+    spec = resolved.engine_spec
+    need = 0
+    for i, f in enumerate(spec["flows"]):
+        if node not in (f["src"], f["dst"]):
+            continue
+        info = resolved.flows[i]
+        bdp = info.bottleneck_rate_bps * info.base_rtt_ns / 8e9
+        buffers = sum(spec["links"][ch // 2]["buffer_pkts"] * 1500 for ch in f["path"])
+        need = max(need, int(bdp + buffers))
+    return min(max(4 * need, 8 << 20), 1 << 30)
+
+
+def _plan(resolved: Any, run_id: str) -> _Plan:
+    spec = resolved.engine_spec
+    tag = run_id[:8]
+    endpoints = sorted({f["src"] for f in spec["flows"]} | {f["dst"] for f in spec["flows"]})
+    if len(endpoints) > 999:
+        raise KernelError(f"{len(endpoints)} hosts; the kernel backend supports at most 999")
+    tcp_defaults = _tcp_defaults()
+    hosts = []
+    netns = []
+    for i, node in enumerate(endpoints):
+        name = f"ccf-{tag}-{i}-{_safe(spec['nodes'][node])}"
+        n = i + 1
+        buf = _host_buffer_bytes(resolved, node)
+        sysctls = [
+            ("net/ipv6/conf/all/disable_ipv6", "1"),
+            ("net/ipv6/conf/default/disable_ipv6", "1"),
+            ("net/ipv4/tcp_no_metrics_save", "1"),
+            ("net/ipv4/tcp_rmem", f"4096 131072 {buf}"),
+            ("net/ipv4/tcp_wmem", f"4096 16384 {buf}"),
+        ]
+        route_options: list[str] = []
+        applied: dict[str, str] = {}
+        for f in spec["flows"]:
+            role = "sender" if f["src"] == node else "receiver" if f["dst"] == node else None
+            if role is None:
+                continue
+            for key, value in f["tcp"].items():
+                if key in _SYSCTL_OPTIONS:
+                    where, path, conv = _SYSCTL_OPTIONS[key]
+                    if role == "sender" or where == "both":
+                        applied.setdefault(path, conv(value))
+                elif key in _ROUTE_OPTIONS and role == "sender":
+                    if value != tcp_defaults.get(key) and key not in applied:
+                        attr, conv = _ROUTE_OPTIONS[key]
+                        applied[key] = conv(value)
+                        route_options += [attr, conv(value)]
+        sysctls += [(k, v) for k, v in applied.items() if k.startswith("net/")]
+        hosts.append(
+            {
+                "node": node,
+                "netns": name,
+                "tun": f"ccf{tag}-{i}",
+                "addr": f"10.200.{n >> 8}.{n & 255}",
+                "route": PREFIX,
+                "route_options": route_options,
+                "sysctls": sysctls,
+            }
+        )
+        netns.append(name)
+    flows = [
+        {"port": BASE_PORT + i, "kernel_cca": LINUX_NAME[f["cca"]]}
+        for i, f in enumerate(spec["flows"])
+    ]
+    config = {"tag": tag, "spec": spec, "hosts": hosts, "flows": flows}
+    return _Plan(tag=tag, netns=netns, config=config, hosts=hosts)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While a run executes, SIGTERM raises :class:`Terminated` (Ctrl-C already raises
+    KeyboardInterrupt), so that cleanup runs. Only the main thread can install handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM while removing what a run created; they act right after."""
+    mask = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _host_tx_drops(hosts: list[dict[str, Any]]) -> int:
+    """Packets the hosts' TUN devices dropped on their way to the forwarder (its queue
+    overflowed): must be 0, else losses happened outside the link model."""
+    total = 0
+    for h in hosts:
+        proc = _ip("-n", h["netns"], "-s", "-j", "link", "show", "dev", h["tun"], check=False)
+        with contextlib.suppress(ValueError, IndexError, KeyError, TypeError):
+            total += int(json.loads(proc.stdout)[0]["stats64"]["tx"]["dropped"])
+    return total
+
+
+def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run a resolved scenario on this kernel; return the tables (as the simulator's
+    ``_core.run`` returns them) and the self-check record.
+
+    Raises :class:`KernelError` when the environment cannot run it or the run fails,
+    ``KeyboardInterrupt`` / :class:`Terminated` on SIGINT / SIGTERM. Whatever happens, the
+    namespaces are removed before this returns (and by the next start after a SIGKILL).
+    """
+    preflight()
+    cleanup()
+    plan = _plan(resolved, run_id)
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    state_path = STATE_DIR / f"{plan.tag}.json"
+    existing = _read_state(state_path)
+    if existing is not None and _owner_alive(existing):
+        raise KernelError(
+            f"run {run_id} is already executing in process {existing['pid']} (tag {plan.tag})"
+        )
+    state = {
+        "tag": plan.tag,
+        "run_id": run_id,
+        "pid": os.getpid(),
+        "start_time": _proc_start_time(os.getpid()),
+        "netns": plan.netns,
+        "created": time.time(),
+    }
+    tmp = state_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, state_path)
+    emu = None
+    with _signals_raise():
+        try:
+            for name in plan.netns:
+                _ip("netns", "add", name)
+            emu = _core.Emulation(json.dumps(plan.config))
+            raw = emu.run()
+            selfcheck = json.loads(raw.pop("selfcheck"))
+            selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
+            selfcheck["expected_samples"] = _expected_samples(resolved.engine_spec)
+            selfcheck["kernel_hz"] = kernel_hz()
+            selfcheck["namespaces"] = plan.netns
+            return raw, selfcheck
+        except RuntimeError as exc:
+            raise KernelError(f"kernel run failed: {exc}") from None
+        finally:
+            with _signals_deferred():
+                if emu is not None:
+                    emu.close()
+                for name in plan.netns:
+                    _delete_netns(name)
+                with contextlib.suppress(OSError):
+                    state_path.unlink()
+
+
+def _expected_samples(spec: Mapping[str, Any]) -> int:
+    """Grid points the senders and receivers should have sampled (as the simulator does:
+    every k x interval <= duration, senders from their flow's start)."""
+    iv, dur = spec["sample_interval_ns"], spec["duration_ns"]
+    last = dur // iv
+    total = 0
+    for f in spec["flows"]:
+        first = max(1, -(-f["start_ns"] // iv))
+        total += max(0, last - first + 1) + last
+    return total
+
+
+def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]:
+    """The self-check bounds a run exceeded, one short sentence each (empty: reliable).
+
+    Example:
+        >>> assess({"forwarder": {"lateness": {"p99_us": 900.0, "p999_us": 1000.0},
+        ...     "cpu_frac": 0.1, "rates": []}, "missed_samples": 0, "host_tx_drops": 0})
+        ['forwarder lateness p99 900 us > 500 us']
+    """
+    flags = []
+    fwd = selfcheck["forwarder"]
+    late = fwd["lateness"]
+    if _gt(late.get("p99_us"), bounds.lateness_p99_us):
+        flags.append(
+            f"forwarder lateness p99 {late['p99_us']:.0f} us > {bounds.lateness_p99_us:.0f} us"
+        )
+    if _gt(late.get("p999_us"), bounds.lateness_p999_us):
+        flags.append(
+            f"forwarder lateness p99.9 {late['p999_us']:.0f} us > {bounds.lateness_p999_us:.0f} us"
+        )
+    if _gt(fwd.get("cpu_frac"), bounds.forwarder_cpu):
+        flags.append(f"forwarder CPU {fwd['cpu_frac']:.0%} > {bounds.forwarder_cpu:.0%}")
+    ratio = rate_ratio_min(selfcheck, bounds)
+    if ratio is not None and ratio < bounds.rate_ratio:
+        flags.append(f"achieved link rate {ratio:.2%} of configured < {bounds.rate_ratio:.0%}")
+    expected = selfcheck.get("expected_samples") or 0
+    missed = selfcheck.get("missed_samples", 0)
+    if expected and missed / expected > bounds.missed_samples:
+        flags.append(f"{missed} of {expected} sampling points missed")
+    if selfcheck.get("host_tx_drops", 0):
+        flags.append(f"{selfcheck['host_tx_drops']} packets dropped by host TUN queues")
+    if fwd.get("write_errors", 0):
+        flags.append(f"{fwd['write_errors']} failed writes to TUN devices")
+    return flags
+
+
+def rate_ratio_min(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> float | None:
+    """Lowest achieved/configured rate over link directions busy long enough to judge."""
+    ratios = [
+        r["achieved_bps"] / r["rate_bps"]
+        for r in selfcheck["forwarder"].get("rates", [])
+        if r["busy_s"] >= bounds.rate_min_busy_s and r["achieved_bps"] is not None
+    ]
+    return min(ratios) if ratios else None
+
+
+def _gt(value: Any, bound: float) -> bool:
+    return isinstance(value, int | float) and value == value and value > bound
