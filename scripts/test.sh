@@ -18,4 +18,5 @@ cargo test --workspace --exclude ccfair-py --quiet
 step "Python: lints and tests"
 python3 -m ruff check python tests
 python3 -m ruff format --check python tests
-python3 -m pytest -q
+# -rs lists every skipped test with its reason (e.g. the kernel backend without root).
+python3 -m pytest -q -rs

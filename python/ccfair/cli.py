@@ -1,7 +1,9 @@
 """The ``ccfair`` command.
 
-Exit status: 0 on success, 2 on bad input (scenario, arguments, results directory), with a
-one-line message naming the field and value and no traceback; 1 on an internal error.
+Exit status: 0 on success, 2 on bad input (scenario, arguments, results directory) or when
+the kernel backend cannot run here (not root, a missing kernel feature), with a one-line
+message naming the field and value and no traceback; 1 on an internal error; 128 + the
+signal number after SIGINT or SIGTERM (a kernel run cleans up first).
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import NoReturn
 
 from ccfair import _core
 from ccfair.errors import SpecError
+from ccfair.kernel import KernelError
 from ccfair.results import ResultsError
+
+#: Exit status after SIGINT (128 + 2), as shells report it.
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,15 +48,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
             # A new duration invalidates a measurement window given for the old one.
             data.pop("measure", None)
         sc = Scenario.from_dict(data)
+    backend = args.backend or sc.backend or "sim"
+    if backend == "kernel":
+        from ccfair import kernel
+
+        # Reject what this kernel cannot run, and a missing privilege, before saying
+        # anything runs (api.run checks again).
+        kernel.check_scenario(sc.resolve())
+        kernel.preflight()
     if not args.quiet:
-        print(f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links)...", flush=True)
-    result = run(sc, backend=args.backend)
+        where = (
+            f" on the kernel backend, in real time ({sc.duration / 1e9:g} s)"
+            if backend == "kernel"
+            else ""
+        )
+        print(
+            f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links){where}...",
+            flush=True,
+        )
+    result = run(sc, backend=backend)
     if args.out is not None:
         result.save(args.out)
     if args.json:
         print(result.flows.to_json(orient="records"))
     elif not args.quiet:
         print(result.format_summary())
+    if not result.reliable and (args.json or args.quiet):
+        print(f"warning: {result.format_selfcheck()}", file=sys.stderr)
         if args.out is not None:
             print(f"results: {args.out} (run {result.run_id})")
     return 0
@@ -83,6 +107,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cleanup(args: argparse.Namespace) -> int:
+    from ccfair import kernel
+
+    missing = kernel.missing_capabilities()
+    if missing:
+        raise kernel.KernelError(
+            f"ccfair cleanup needs root (it removes network namespaces); this process lacks "
+            f"{' and '.join(missing)}"
+        )
+    removed = kernel.cleanup()
+    for name in removed:
+        print(f"removed namespace {name}")
+    print(f"{len(removed)} leftover namespace(s) removed")
+    return 0
+
+
 def _cmd_ccas(args: argparse.Namespace) -> int:
     for name in _core.known_ccas():
         params = json.loads(_core.normalize_cca(name, "{}"))
@@ -106,7 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a scenario (default: the built-in dumbbell)")
     r.add_argument("scenario", nargs="?", help="scenario TOML file")
     r.add_argument("--out", help="results directory to write Parquet tables into")
-    r.add_argument("--backend", default="sim", choices=["sim"], help="execution backend")
+    r.add_argument(
+        "--backend",
+        choices=["sim", "kernel"],
+        help="execution backend (default: the scenario's backend field, else sim); "
+        "kernel runs on real Linux TCP in network namespaces, needs root (docs/kernel.md)",
+    )
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--duration", help='override the duration, e.g. "10s"')
     r.add_argument("--json", action="store_true", help="print the per-flow table as JSON")
@@ -117,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("scenario", nargs="+")
     c.add_argument("--engine", action="store_true", help="print the engine's resolved spec")
     c.set_defaults(func=_cmd_check)
+
+    k = sub.add_parser(
+        "cleanup",
+        help="remove network namespaces left by kernel runs that crashed (needs root)",
+    )
+    k.set_defaults(func=_cmd_cleanup)
 
     a = sub.add_parser("ccas", help="list congestion control algorithms and their parameters")
     a.set_defaults(func=_cmd_ccas)
@@ -140,9 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", 2)
+        print(f"interrupted (signal {signum}); cleaned up", file=sys.stderr)
+        return 128 + signum
+    except KernelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001 - the CLI must not dump tracebacks on users
         if args.debug:
             raise

@@ -105,6 +105,8 @@ class Bounds:
     rate_min_busy_s: float = 1.0
     #: Sampling grid points missed by senders and receivers, as a fraction of all.
     missed_samples: float = 0.01
+    #: 99th percentile of the senders' sampling lateness (sample time minus grid point).
+    sampling_p99_us: float = 2000.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,7 +207,9 @@ backend; this kernel offers: reno, cubic
     sc = resolved.scenario
     tcp_defaults = _tcp_defaults()
     hz = kernel_hz()
-    sender_settings: dict[int, dict[str, tuple[str, Any]]] = {}
+    # (host, setting) -> (field that set it, value): one kernel per host, so flows that
+    # share a host must agree on its settings.
+    host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
     for i, f in enumerate(spec["flows"]):
         cca = f["cca"]
         linux = LINUX_NAME.get(cca)
@@ -235,18 +239,20 @@ backend; this kernel offers: reno, cubic
                         "the kernel's own HZ (leave hz out)",
                     )
                 continue
-            if value == tcp_defaults.get(key):
-                continue
             if key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS:
-                settings = sender_settings.setdefault(f["src"], {})
-                if key in settings and settings[key][1] != value:
-                    raise SpecError(
-                        f"{where}.{key}",
-                        value,
-                        f"differs from {settings[key][0]} = {show(settings[key][1])}; flows "
-                        "sending from one host share its kernel settings",
-                    )
-                settings[key] = (f"flows[{i}].tcp.{key}", value)
+                both = key in _SYSCTL_OPTIONS and _SYSCTL_OPTIONS[key][0] == "both"
+                for node in (f["src"], f["dst"]) if both else (f["src"],):
+                    seen = host_settings.setdefault((node, key), (f"{where}.{key}", value))
+                    if seen[1] != value:
+                        raise SpecError(
+                            f"{where}.{key}",
+                            value,
+                            f"differs from {seen[0]} = {show(seen[1])} on host "
+                            f"{show(spec['nodes'][node])}; flows that share a host share its "
+                            "kernel settings",
+                        )
+                continue
+            if value == tcp_defaults.get(key):
                 continue
             supported = ", ".join(sorted([*_SYSCTL_OPTIONS, *_ROUTE_OPTIONS]))
             raise SpecError(
@@ -269,15 +275,39 @@ def preflight() -> None:
     Example:
         >>> preflight()  # doctest: +SKIP
     """
-    if os.geteuid() != 0:
+    missing = missing_capabilities()
+    if missing:
         raise KernelError(
             "the kernel backend needs root (it creates network namespaces and TUN devices); "
-            'run as root, or use backend = "sim"'
+            f"this process lacks {' and '.join(missing)}; run as root, or use "
+            'backend = "sim"'
         )
     if not Path("/dev/net/tun").exists():
         raise KernelError("the kernel backend needs /dev/net/tun (CONFIG_TUN); it is missing")
     if shutil.which("ip") is None:
         raise KernelError("the kernel backend needs iproute2's `ip` command; it is not on PATH")
+
+
+#: capability(7) numbers (include/uapi/linux/capability.h) the kernel backend needs.
+_CAPABILITIES = {"CAP_NET_ADMIN": 12, "CAP_SYS_ADMIN": 21}
+
+
+def missing_capabilities(status: str | None = None) -> list[str]:
+    """Capabilities the kernel backend needs that this process's effective set lacks
+    (``CapEff`` of /proc/self/status, proc(5)).
+
+    Example:
+        >>> missing_capabilities("CapEff:\t0000000000001000\n")
+        ['CAP_SYS_ADMIN']
+    """
+    if status is None:
+        try:
+            status = Path("/proc/self/status").read_text()
+        except OSError:
+            return list(_CAPABILITIES)
+    m = re.search(r"^CapEff:\s*([0-9a-fA-F]+)$", status, re.MULTILINE)
+    eff = int(m.group(1), 16) if m else 0
+    return [name for name, bit in _CAPABILITIES.items() if not eff >> bit & 1]
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -577,6 +607,11 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
     ratio = rate_ratio_min(selfcheck, bounds)
     if ratio is not None and ratio < bounds.rate_ratio:
         flags.append(f"achieved link rate {ratio:.2%} of configured < {bounds.rate_ratio:.0%}")
+    sampling = selfcheck.get("sampling_lateness", {})
+    if _gt(sampling.get("p99_us"), bounds.sampling_p99_us):
+        flags.append(
+            f"sampling lateness p99 {sampling['p99_us']:.0f} us > {bounds.sampling_p99_us:.0f} us"
+        )
     expected = selfcheck.get("expected_samples") or 0
     missed = selfcheck.get("missed_samples", 0)
     if expected and missed / expected > bounds.missed_samples:

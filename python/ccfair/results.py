@@ -118,6 +118,8 @@ class RunResult:
             f"Jain index {self.jain_index():.4f}   total goodput "
             f"{self.flows['goodput_mbps'].sum():.3f} Mbit/s   wall {run['wall_time_s']:.2f} s",
         ]
+        if run["backend"] == "kernel":
+            lines.append(self.format_selfcheck())
         busiest = self.link_summary.sort_values("utilisation", ascending=False).head(1)
         if len(busiest):
             b = busiest.iloc[0]
@@ -127,6 +129,30 @@ class RunResult:
                 f"mean sojourn {b['mean_sojourn_us'] / 1e3:.2f} ms"
             )
         return "\n".join(lines)
+
+    @property
+    def reliable(self) -> bool:
+        """False when a kernel run exceeded a self-check bound (see ``runs.flags``)."""
+        return bool(self.runs["reliable"].iloc[0])
+
+    def format_selfcheck(self) -> str:
+        """One line on the kernel backend's self-checks, and why a run is flagged.
+
+        Example:
+            >>> r.format_selfcheck()  # doctest: +SKIP
+            'self-check ok: lateness p50/p99/p99.9 16/42/68 us, forwarder CPU 40%, ...'
+        """
+        run = self.runs.iloc[0]
+        text = (
+            f"lateness p50/p99/p99.9 {run['emu_lateness_p50_us']:.0f}/"
+            f"{run['emu_lateness_p99_us']:.0f}/{run['emu_lateness_p999_us']:.0f} us, "
+            f"forwarder CPU {run['emu_cpu_frac']:.0%}, "
+            f"slowest link {run['emu_rate_ratio_min']:.2%} of its rate, "
+            f"missed samples {run['emu_missed_samples']:.0f}"
+        )
+        if run["reliable"]:
+            return f"self-check ok: {text}"
+        return f"UNRELIABLE RUN: {run['flags']} ({text})"
 
     def save(self, results_dir: str | os.PathLike[str]) -> Path:
         """Write this run into ``results_dir`` atomically; returns the directory.
@@ -249,6 +275,9 @@ def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> di
             "emu_process_cpu_frac": num((selfcheck or {}).get("process_cpu_frac")),
             "emu_rate_ratio_min": min(rates) if rates else nan,
             "emu_missed_samples": num((selfcheck or {}).get("missed_samples")),
+            "emu_sampling_p99_us": num(
+                (selfcheck or {}).get("sampling_lateness", {}).get("p99_us")
+            ),
             "emu_host_tx_drops": num((selfcheck or {}).get("host_tx_drops")),
             "kernel_hz": num((selfcheck or {}).get("kernel_hz")),
             "selfcheck_json": json.dumps(selfcheck, sort_keys=True) if selfcheck else "",

@@ -61,6 +61,11 @@ pub struct FlowConfig {
 pub struct EmuOptions {
     /// `SCHED_FIFO` priority of the forwarder thread; 0 keeps the ordinary scheduler.
     pub realtime_priority: u32,
+    /// `SCHED_FIFO` priority of the sender and receiver threads (below the forwarder's, so
+    /// it preempts them); 0 keeps the ordinary scheduler. They block in poll between
+    /// writes and samples, so they never hold a CPU for long, but other load on the
+    /// machine (e.g. a compiler) cannot delay their samples.
+    pub traffic_priority: u32,
     /// Timer slack of the forwarder, sender and receiver threads (ns).
     pub timer_slack_ns: u64,
     /// The forwarder busy-waits instead of sleeping when the next event is this close (ns).
@@ -76,6 +81,7 @@ impl Default for EmuOptions {
     fn default() -> Self {
         EmuOptions {
             realtime_priority: 10,
+            traffic_priority: 5,
             timer_slack_ns: 1,
             spin_ns: 0,
             connect_timeout_ms: 10_000,

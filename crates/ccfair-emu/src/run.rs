@@ -22,6 +22,7 @@ use ccfair_sim::world::{EngineStats, RunResult};
 
 use crate::config::{EmuConfig, HostConfig};
 use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
+use crate::lateness::{Histogram, Summary};
 use crate::sys;
 use crate::traffic::{self, Progress, ReceiverOut, ReceiverPlan, SenderOut, SenderPlan, Timeline};
 
@@ -42,6 +43,9 @@ pub struct SelfCheck {
     /// Sender and receiver grid points skipped because a thread was late by a whole
     /// sampling interval or more.
     pub missed_samples: u64,
+    /// Lateness of the senders' TCP_INFO samples: time taken minus grid point t0 + k x
+    /// interval.
+    pub sampling_lateness: Summary,
     /// The Linux congestion control each flow's socket ran (read back from the socket).
     pub kernel_ccas: Vec<String>,
     /// Wall time from t = 0 to the end of the run (s).
@@ -197,6 +201,7 @@ impl Emulation {
                 thread_name: format!("ccf{tag}-r{i}"),
                 listen: SocketAddrV4::new(host.addr, cfg.flows[i].port),
                 timer_slack_ns: opts.timer_slack_ns,
+                priority: opts.traffic_priority,
                 accept_timeout_ns: connect_timeout_ns + 1_000_000_000,
             };
             let (c, t) = (ctl.clone(), tx.clone());
@@ -242,6 +247,7 @@ impl Emulation {
                 stop_ns: f.stop_ns,
                 size_bytes: f.size_bytes,
                 timer_slack_ns: opts.timer_slack_ns,
+                priority: opts.traffic_priority,
                 connect_timeout_ns,
             };
             let (c, t) = (ctl.clone(), tx.clone());
@@ -286,10 +292,17 @@ impl Emulation {
         };
         let missed = s_out.iter().map(|s| s.missed_samples).sum::<u64>()
             + r_out.iter().map(|r| r.missed_ticks).sum::<u64>();
+        let mut sampling = Histogram::default();
+        for s in &s_out {
+            for smp in &s.samples {
+                sampling.record(smp.t_ns.saturating_sub(smp.k * spec.sample_interval_ns));
+            }
+        }
         let selfcheck = SelfCheck {
             forwarder: report.stats.clone(),
             process_cpu_frac,
             missed_samples: missed,
+            sampling_lateness: sampling.summary(),
             kernel_ccas: cfg.flows.iter().map(|f| f.kernel_cca.clone()).collect(),
             wall_s,
             setup_s,

@@ -54,6 +54,7 @@ pub struct SenderPlan {
     pub stop_ns: Option<u64>,
     pub size_bytes: Option<u64>,
     pub timer_slack_ns: u64,
+    pub priority: u32,
     pub connect_timeout_ns: u64,
 }
 
@@ -64,6 +65,7 @@ pub struct ReceiverPlan {
     pub thread_name: String,
     pub listen: SocketAddrV4,
     pub timer_slack_ns: u64,
+    pub priority: u32,
     pub accept_timeout_ns: u64,
 }
 
@@ -127,9 +129,13 @@ fn wait_t0(ctl: &Control) -> Result<u64, String> {
     }
 }
 
-fn enter(netns: &str, thread_name: &str, slack_ns: u64) -> Result<(), String> {
+fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result<(), String> {
     sys::set_thread_name(thread_name);
     let _ = sys::set_timer_slack(slack_ns);
+    if priority > 0 {
+        // Best effort: without CAP_SYS_NICE the thread keeps the ordinary scheduler.
+        let _ = sys::set_fifo(priority);
+    }
     let path = Path::new("/run/netns").join(netns);
     sys::enter_netns(&path).map_err(|e| format!("entering namespace {netns}: {e}"))
 }
@@ -196,7 +202,12 @@ pub fn receiver(
     progress: mpsc::Sender<Progress>,
 ) -> Result<ReceiverOut, String> {
     let setup = || -> Result<TcpStream, String> {
-        enter(&plan.netns, &plan.thread_name, plan.timer_slack_ns)?;
+        enter(
+            &plan.netns,
+            &plan.thread_name,
+            plan.timer_slack_ns,
+            plan.priority,
+        )?;
         let listener = TcpListener::bind(plan.listen)
             .map_err(|e| format!("flows[{}]: listen on {}: {e}", plan.flow, plan.listen))?;
         listener
@@ -321,7 +332,12 @@ pub fn sender(
 ) -> Result<SenderOut, String> {
     let f = plan.flow;
     let setup = || -> Result<TcpStream, String> {
-        enter(&plan.netns, &plan.thread_name, plan.timer_slack_ns)?;
+        enter(
+            &plan.netns,
+            &plan.thread_name,
+            plan.timer_slack_ns,
+            plan.priority,
+        )?;
         let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| {
             format!(
                 "flows[{f}].cca: the kernel refused TCP_CONGESTION {:?}: {e}",
