@@ -13,6 +13,7 @@ pub mod registry;
 pub mod rng;
 pub mod sock;
 
+pub mod bbr;
 pub mod reno;
 
 pub use registry::{build, known_algorithms, normalize_params, CcaError};

@@ -8,12 +8,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bbr::{Bbr, BbrParams};
 use crate::reno::{Reno, RenoParams};
 use crate::CongestionControl;
 
 /// Names accepted in `flows[].cca.name`.
 pub fn known_algorithms() -> &'static [&'static str] {
-    &["reno"]
+    &["reno", "bbr"]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +50,14 @@ fn parse<P: DeserializeOwned + Serialize>(params: &Value) -> Result<(P, Value), 
     Ok((p, normalized))
 }
 
+/// BBR's table, range-checked and with the profile's defaults resolved (so that results
+/// record e.g. whether extra_acked ran).
+fn parse_bbr(params: &Value) -> Result<BbrParams, CcaError> {
+    let (p, _) = parse::<BbrParams>(params)?;
+    p.validate().map_err(CcaError::BadParams)?;
+    Ok(p.resolved())
+}
+
 /// Build an algorithm. `seed` feeds the algorithm's own randomness (derived by the caller
 /// from the scenario seed and the flow id).
 pub fn build(
@@ -56,11 +65,14 @@ pub fn build(
     params: &Value,
     seed: u64,
 ) -> Result<Box<dyn CongestionControl>, CcaError> {
-    let _ = seed;
     match name {
         "reno" => {
             let (p, _) = parse::<RenoParams>(params)?;
             Ok(Box::new(Reno::new(&p)))
+        }
+        "bbr" => {
+            let p = parse_bbr(params)?;
+            Ok(Box::new(Bbr::new(&p, seed)))
         }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }
@@ -70,6 +82,10 @@ pub fn build(
 pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
     match name {
         "reno" => parse::<RenoParams>(params).map(|(_, v)| v),
+        "bbr" => {
+            let p = parse_bbr(params)?;
+            serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))
+        }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }
 }
