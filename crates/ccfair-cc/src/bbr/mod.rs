@@ -6,12 +6,15 @@
 //! `tcp_bbr.c` function it follows. Deviations from Linux are options in [`BbrParams`]; the
 //! only structural one is that counters which Linux keeps in u32 or narrower bit fields
 //! (`rtt_cnt`, `delivered`, `extra_acked`) are u64/u32 here and never wrap.
+//!
+//! On top of stock BBRv1 sit the two RTprop modifications of cca-spec 6.3 (forced expire
+//! and RTprop update), both off by default; see [`Bbr::rtprop_modification`].
 
 pub mod params;
 #[cfg(test)]
 mod tests;
 
-pub use params::{BbrParams, Profile, TsoModel};
+pub use params::{BbrParams, Profile, RtpropAction, RtpropTrigger, TsoModel};
 
 use crate::minmax::MinMax;
 use crate::rng::Rng;
@@ -102,16 +105,33 @@ impl Mode {
     }
 }
 
+/// What the RTprop modification did on an ACK.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Modification {
+    None,
+    /// The min-RTT filter is treated as expired (forced expire).
+    ForcedExpiry,
+    /// min_rtt was rewritten (RTprop update).
+    Updated,
+}
+
 /// Counters for the per-flow summary.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BbrCounters {
     /// Entries into PROBE_RTT, whatever their cause.
     pub probe_rtt_entries: u64,
+    /// Forced expiries: ACKs on which the modification declared the min-RTT filter expired
+    /// although the 10 s window had not run out.
+    pub forced_expiries: u64,
+    /// PROBE_RTT entries caused by a forced expiry (a subset of `probe_rtt_entries`).
+    pub forced_probe_rtt_entries: u64,
+    /// RTprop updates applied by the modification.
+    pub rtprop_updates: u64,
     /// Times the long-term (policer) bandwidth was engaged.
     pub lt_bw_engagements: u64,
 }
 
-/// BBRv1 state: the fields of Linux `struct bbr`, plus counters.
+/// BBRv1 state: the fields of Linux `struct bbr`, plus the modification and counters.
 #[derive(Debug)]
 pub struct Bbr {
     params: BbrParams,
@@ -168,6 +188,8 @@ pub struct Bbr {
     extra_acked_win_rtts: u32,
     extra_acked_win_idx: usize,
 
+    /// Round in which the RTprop modification last fired (for `trigger_once_per_round`).
+    last_trigger_round: Option<u64>,
     counters: BbrCounters,
 }
 
@@ -221,6 +243,7 @@ impl Bbr {
             ack_epoch_acked: 0,
             extra_acked_win_rtts: 0,
             extra_acked_win_idx: 0,
+            last_trigger_round: None,
             counters: BbrCounters::default(),
         }
     }
@@ -799,6 +822,58 @@ impl Bbr {
         self.reset_mode(tp);
     }
 
+    /// The RTprop modification (cca-spec 6.3 a and a2), evaluated in `bbr_update_min_rtt`
+    /// before the expiry test.
+    ///
+    /// Trigger: `rs.rtt_us > rate_th x min_rtt_us` (strictly), or with `rtt_ratio_or_loss`
+    /// also `rs.losses > 0`; at most once per round if `trigger_once_per_round`. Skipped
+    /// while the stock filter has expired anyway (the regular expiry then runs as is).
+    fn rtprop_modification(
+        &mut self,
+        tp: &TcpSock,
+        rs: &RateSample,
+        stock_expired: bool,
+    ) -> Modification {
+        let p = &self.params;
+        if p.rtprop_trigger == RtpropTrigger::Off || stock_expired {
+            return Modification::None;
+        }
+        let ratio = rs.rtt_us >= 0
+            && self.min_rtt_us != u32::MAX
+            && rs.rtt_us as f64 > p.rate_th * self.min_rtt_us as f64;
+        let loss = p.rtprop_trigger == RtpropTrigger::RttRatioOrLoss && rs.losses > 0;
+        if !(ratio || loss) {
+            return Modification::None;
+        }
+        if p.trigger_once_per_round && self.last_trigger_round == Some(self.rtt_cnt) {
+            return Modification::None;
+        }
+        match p.rtprop_action {
+            RtpropAction::Expire => {
+                self.last_trigger_round = Some(self.rtt_cnt);
+                self.counters.forced_expiries += 1;
+                Modification::ForcedExpiry
+            }
+            RtpropAction::Update => {
+                // The update needs a sample above RTprop: a loss-triggered ACK may carry no
+                // sample, or a new minimum, which the stock filter takes as usual.
+                if rs.rtt_us < 0 || rs.rtt_us <= self.min_rtt_us as i64 {
+                    return Modification::None;
+                }
+                self.last_trigger_round = Some(self.rtt_cnt);
+                // RTprop <- a x RTT + (1 - a) x RTprop, to the nearest µs.
+                let a = p.update_gain_a;
+                let v = a * rs.rtt_us as f64 + (1.0 - a) * self.min_rtt_us as f64;
+                self.min_rtt_us = v.round().clamp(0.0, (u32::MAX - 1) as f64) as u32;
+                if p.update_refresh_stamp {
+                    self.min_rtt_stamp = tp.jiffies();
+                }
+                self.counters.rtprop_updates += 1;
+                Modification::Updated
+            }
+        }
+    }
+
     /// `bbr_update_min_rtt`: min-RTT filter, its expiry, and PROBE_RTT.
     ///
     /// Expiry (no new minimum for `min_rtt_win_sec`) does two things on the same ACK: the
@@ -806,9 +881,15 @@ impl Bbr {
     /// delayed), and BBR enters PROBE_RTT.
     fn update_min_rtt(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         let now = tp.jiffies();
-        let filter_expired = now > self.min_rtt_stamp + self.min_rtt_win_jiffies(tp);
+        let stock_expired = now > self.min_rtt_stamp + self.min_rtt_win_jiffies(tp);
+        let modification = self.rtprop_modification(tp, rs, stock_expired);
+        let forced = modification == Modification::ForcedExpiry;
+        let filter_expired = stock_expired || forced;
 
-        if rs.rtt_us >= 0
+        // (An RTprop update has consumed this sample: with a = 1 the stock test below would
+        // otherwise see rtt <= min_rtt and refresh the stamp, which is an option.)
+        if modification != Modification::Updated
+            && rs.rtt_us >= 0
             && (rs.rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))
         {
             self.min_rtt_us = rs.rtt_us.min(u32::MAX as i64 - 1) as u32;
@@ -824,6 +905,9 @@ impl Bbr {
             self.save_cwnd(tp); // to restore it on exit
             self.probe_rtt_done_stamp = None;
             self.counters.probe_rtt_entries += 1;
+            if forced {
+                self.counters.forced_probe_rtt_entries += 1;
+            }
         }
 
         if self.mode == Mode::ProbeRtt {

@@ -1,6 +1,7 @@
-//! BBR's parameter table: the Linux constants ccfair exposes (cca-spec 8.1).
+//! BBR's parameter table: the Linux constants ccfair exposes (cca-spec 8.1) and the two
+//! RTprop modifications of cca-spec 6.3 (forced expire, RTprop update).
 //!
-//! Every default is Linux `tcp_bbr.c` (v5.x).
+//! Every default is Linux `tcp_bbr.c` (v5.x) with both modifications off.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,32 @@ pub enum TsoModel {
     None,
 }
 
+/// When the RTprop modification fires (cca-spec 6.3 a, a2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtpropTrigger {
+    /// Stock BBRv1.
+    #[default]
+    Off,
+    /// `rs.rtt_us > rate_th x min_rtt_us`.
+    RttRatio,
+    /// The ratio test, or any ACK that marks packets lost (`rs.losses > 0`).
+    RttRatioOrLoss,
+}
+
+/// What the RTprop modification does when it fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtpropAction {
+    /// Forced expire (Sasaki/Ogawa et al., CANDAR 2020): behave as if the min-RTT filter had
+    /// expired on this ACK. The current sample becomes min_rtt and BBR enters PROBE_RTT.
+    #[default]
+    Expire,
+    /// RTprop update (Katsumata, Ogawa & Yamaguchi):
+    /// `min_rtt <- a x rtt + (1 - a) x min_rtt`, with no PROBE_RTT and no cwnd cut.
+    Update,
+}
+
 /// Parameters of `"bbr"`. Unknown keys are rejected; missing keys take the defaults below.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -54,6 +81,18 @@ pub struct BbrParams {
     pub bw_rtts: u32,
     /// `bbr_cwnd_gain` of PROBE_BW as a real number (Linux 2.0 = 512/256); rounded to 1/256.
     pub cwnd_gain: f64,
+    /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`).
+    pub rtprop_trigger: RtpropTrigger,
+    /// Threshold of the ratio RTT / RTprop above which the trigger fires (strictly above).
+    pub rate_th: f64,
+    /// RTprop modification action (`expire` or `update`).
+    pub rtprop_action: RtpropAction,
+    /// Weight `a` of the RTprop update: 1 adopts the sample, 0.5 takes the midpoint.
+    pub update_gain_a: f64,
+    /// The RTprop update also refreshes `min_rtt_stamp` (which postpones the regular expiry).
+    pub update_refresh_stamp: bool,
+    /// The trigger fires at most once per packet-timed round.
+    pub trigger_once_per_round: bool,
 }
 
 impl Default for BbrParams {
@@ -68,6 +107,12 @@ impl Default for BbrParams {
             probe_rtt_ms: 200,
             bw_rtts: 10,
             cwnd_gain: 2.0,
+            rtprop_trigger: RtpropTrigger::Off,
+            rate_th: 2.0,
+            rtprop_action: RtpropAction::Expire,
+            update_gain_a: 1.0,
+            update_refresh_stamp: false,
+            trigger_once_per_round: false,
         }
     }
 }
@@ -99,6 +144,18 @@ impl BbrParams {
             return Err(format!(
                 "cwnd_gain: {} is outside [1/256, 16]",
                 self.cwnd_gain
+            ));
+        }
+        if !(self.rate_th.is_finite() && self.rate_th >= 1.0) {
+            return Err(format!(
+                "rate_th: {} must be a finite ratio >= 1",
+                self.rate_th
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.update_gain_a) {
+            return Err(format!(
+                "update_gain_a: {} is outside [0, 1]",
+                self.update_gain_a
             ));
         }
         Ok(())

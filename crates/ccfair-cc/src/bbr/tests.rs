@@ -1053,6 +1053,212 @@ fn extra_acked_raises_the_cwnd_target_and_is_off_in_linux_4_9() {
     assert_eq!(with, even(200 + extra + 3 * tso) + phase0);
 }
 
+// ------------------------------------------------------------------------- modifications
+
+fn modified(trigger: RtpropTrigger, action: RtpropAction, a: f64) -> BbrParams {
+    BbrParams {
+        rtprop_trigger: trigger,
+        rtprop_action: action,
+        rate_th: 2.0,
+        update_gain_a: a,
+        ..BbrParams::default()
+    }
+}
+
+/// One mid-round ACK with this RTT sample (and losses).
+fn sample(h: &mut H, rtt_us: i64, losses: u32) {
+    h.ack(Ack {
+        rtt_us,
+        losses,
+        new_round: Some(false),
+        ..Ack::default()
+    });
+}
+
+#[test]
+fn triggers_fire_only_strictly_above_rate_th() {
+    for action in [RtpropAction::Expire, RtpropAction::Update] {
+        let mut h = H::steady(modified(RtpropTrigger::RttRatio, action, 1.0), 10_500);
+        for rtt in [10_000, 15_000, 19_999, 20_000] {
+            sample(&mut h, rtt, 0);
+        }
+        assert_eq!(h.bbr.counters, BbrCounters::default(), "{action:?}");
+        assert_eq!(h.bbr.min_rtt_us, 10_000);
+        assert_eq!(h.bbr.mode, Mode::ProbeBw);
+        sample(&mut h, 20_001, 0);
+        let c = h.bbr.counters;
+        assert_eq!(c.forced_expiries + c.rtprop_updates, 1, "{action:?}");
+        assert_eq!(h.bbr.min_rtt_us, 20_001);
+    }
+    // Off: stock BBR whatever the ratio.
+    let mut h = H::steady(BbrParams::default(), 10_500);
+    sample(&mut h, 1_000_000, 5);
+    assert_eq!(h.bbr.counters, BbrCounters::default());
+    assert_eq!(h.bbr.min_rtt_us, 10_000);
+}
+
+#[test]
+fn forced_expire_enters_probe_rtt_with_the_current_sample_as_rtprop() {
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Expire, 1.0),
+        10_500,
+    );
+    let cwnd0 = h.tp.snd_cwnd;
+    sample(&mut h, 25_000, 0);
+    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
+    assert!(h.tp.snd_cwnd <= 4);
+    assert_eq!(h.bbr.prior_cwnd, cwnd0);
+    assert_eq!(h.bbr.min_rtt_us, 25_000);
+    assert_eq!(h.bbr.min_rtt_stamp, h.tp.jiffies());
+    let c = h.bbr.counters;
+    assert_eq!(
+        (
+            c.forced_expiries,
+            c.probe_rtt_entries,
+            c.forced_probe_rtt_entries
+        ),
+        (1, 1, 1)
+    );
+    // PROBE_RTT runs as usual and re-measures RTprop.
+    pipe_until(&mut h, 10_000, 1_000, |h| h.bbr.mode != Mode::ProbeRtt);
+    assert_eq!(h.bbr.min_rtt_us, 10_000);
+    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    assert_eq!(h.tp.snd_cwnd, (cwnd0 + 10).min(target(&h)));
+    // A second trigger is a second PROBE_RTT, visible in the counters.
+    sample(&mut h, 20_001, 0);
+    let c = h.bbr.counters;
+    assert_eq!(
+        (
+            c.forced_expiries,
+            c.probe_rtt_entries,
+            c.forced_probe_rtt_entries
+        ),
+        (2, 2, 2)
+    );
+}
+
+#[test]
+fn forced_expire_on_loss_variant() {
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Expire, 1.0),
+        10_500,
+    );
+    sample(&mut h, 10_500, 3);
+    assert_eq!(h.bbr.mode, Mode::ProbeBw, "rtt_ratio ignores losses");
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatioOrLoss, RtpropAction::Expire, 1.0),
+        10_500,
+    );
+    sample(&mut h, 10_500, 0);
+    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    sample(&mut h, 10_600, 1);
+    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
+    assert_eq!(h.bbr.min_rtt_us, 10_600);
+    assert_eq!(h.bbr.counters.forced_expiries, 1);
+}
+
+#[test]
+fn rtprop_update_matches_the_formula_for_a_1_and_a_half() {
+    let cases: [(f64, i64, u32); 4] = [
+        (1.0, 30_000, 30_000),
+        (1.0, 20_001, 20_001),
+        (0.5, 30_000, 20_000),
+        (0.5, 30_001, 20_001), // 20000.5 rounds half away from zero
+    ];
+    for (a, rtt, expect) in cases {
+        let mut h = H::steady(
+            modified(RtpropTrigger::RttRatio, RtpropAction::Update, a),
+            10_500,
+        );
+        let cwnd0 = h.tp.snd_cwnd;
+        sample(&mut h, rtt, 0);
+        assert_eq!(h.bbr.min_rtt_us, expect, "a = {a}, rtt = {rtt}");
+        assert_eq!(h.bbr.min_rtt_stamp, 1, "stamp kept by default");
+        assert_eq!(h.bbr.mode, Mode::ProbeBw, "no PROBE_RTT");
+        assert!(h.tp.snd_cwnd >= cwnd0, "no cwnd cut");
+        let c = h.bbr.counters;
+        assert_eq!(
+            (c.rtprop_updates, c.probe_rtt_entries, c.forced_expiries),
+            (1, 0, 0)
+        );
+    }
+    // a = 0 keeps RTprop; the update still counts as fired.
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.0),
+        10_500,
+    );
+    sample(&mut h, 50_000, 0);
+    assert_eq!(h.bbr.min_rtt_us, 10_000);
+    // The larger RTprop raises the cwnd target: 2 x bw x 20 ms.
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.5),
+        10_500,
+    );
+    sample(&mut h, 30_000, 0);
+    assert_eq!(h.bbr.bdp(h.bbr.bw(), CWND_GAIN), 400);
+}
+
+#[test]
+fn rtprop_update_stamp_refresh_is_an_option_and_expiry_keeps_its_schedule() {
+    let mut p = modified(RtpropTrigger::RttRatio, RtpropAction::Update, 1.0);
+    p.update_refresh_stamp = true;
+    let mut h = H::steady(p, 10_500);
+    sample(&mut h, 30_000, 0);
+    assert_eq!(h.bbr.min_rtt_stamp, h.tp.jiffies());
+
+    // Default: the regular expiry still comes 10 s after the last genuine refresh (later
+    // samples stay between RTprop and rate_th x RTprop).
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Update, 1.0),
+        10_500,
+    );
+    sample(&mut h, 30_000, 0);
+    assert_eq!(h.bbr.min_rtt_stamp, 1);
+    pipe_until(&mut h, 35_000, 20_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    assert_eq!(h.tp.jiffies(), 10_002);
+    assert_eq!(h.bbr.counters.probe_rtt_entries, 1);
+    assert_eq!(h.bbr.counters.forced_probe_rtt_entries, 0);
+}
+
+#[test]
+fn rtprop_update_on_loss_uses_the_current_sample() {
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatioOrLoss, RtpropAction::Update, 0.5),
+        10_500,
+    );
+    sample(&mut h, 12_000, 2);
+    assert_eq!(h.bbr.min_rtt_us, 11_000);
+    // A loss ACK without an RTT sample has nothing to update with.
+    sample(&mut h, -1, 2);
+    assert_eq!(h.bbr.min_rtt_us, 11_000);
+    assert_eq!(h.bbr.counters.rtprop_updates, 1);
+}
+
+#[test]
+fn trigger_once_per_round_limits_firing() {
+    let mut p = modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.5);
+    p.trigger_once_per_round = true;
+    let mut h = H::steady(p, 10_500);
+    sample(&mut h, 30_000, 0); // 10000 -> 20000
+    sample(&mut h, 50_000, 0); // same round: suppressed
+    assert_eq!(h.bbr.min_rtt_us, 20_000);
+    h.ack(Ack {
+        rtt_us: 50_000,
+        new_round: Some(true),
+        ..Ack::default()
+    }); // next round: 20000 -> 35000
+    assert_eq!(h.bbr.min_rtt_us, 35_000);
+    assert_eq!(h.bbr.counters.rtprop_updates, 2);
+    // Without the limit both fire.
+    let mut h = H::steady(
+        modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.5),
+        10_500,
+    );
+    sample(&mut h, 30_000, 0);
+    sample(&mut h, 50_000, 0);
+    assert_eq!(h.bbr.min_rtt_us, 35_000);
+}
+
 // ------------------------------------------------------------------------- registry
 
 #[test]
@@ -1066,14 +1272,25 @@ fn registry_builds_bbr_and_records_resolved_params() {
     assert_eq!(v["profile"], "linux-5.x");
     assert_eq!(v["extra_acked"], true);
     assert_eq!(v["tso_model"], "linux");
+    assert_eq!(v["rtprop_trigger"], "off");
     let v = crate::normalize_params("bbr", &json!({"profile": "linux-4.9"})).unwrap();
     assert_eq!(v["extra_acked"], false);
+    let v = crate::normalize_params(
+        "bbr",
+        &json!({"rtprop_trigger": "rtt_ratio_or_loss", "rtprop_action": "update",
+                "rate_th": 2.0, "update_gain_a": 0.5}),
+    )
+    .unwrap();
+    assert_eq!(v["rtprop_action"], "update");
+    assert_eq!(v["update_gain_a"], 0.5);
     // Round trip.
     assert_eq!(crate::normalize_params("bbr", &v).unwrap(), v);
 
     for (bad, key) in [
         (json!({"rate_thresh": 2}), "rate_thresh"),
         (json!({"fixed_start_phase": 8}), "fixed_start_phase"),
+        (json!({"update_gain_a": 1.5}), "update_gain_a"),
+        (json!({"rate_th": 0.5}), "rate_th"),
         (json!({"bw_rtts": 0}), "bw_rtts"),
         (json!({"profile": "linux-6.1"}), "linux-6.1"),
     ] {
@@ -1098,6 +1315,16 @@ fn invariants_hold_on_random_ack_streams() {
                 Profile::Linux5x
             } else {
                 Profile::Linux49
+            },
+            rtprop_trigger: [
+                RtpropTrigger::Off,
+                RtpropTrigger::RttRatio,
+                RtpropTrigger::RttRatioOrLoss,
+            ][(seed % 3) as usize],
+            rtprop_action: if seed % 4 < 2 {
+                RtpropAction::Expire
+            } else {
+                RtpropAction::Update
             },
             min_rtt_win_sec: 1 + (seed % 3) as u32,
             ..BbrParams::default()
