@@ -1077,4 +1077,55 @@ impl CongestionControl for Bbr {
     fn state_name(&self, _tp: &TcpSock) -> &'static str {
         self.mode.as_str()
     }
+
+    /// BBR's model for the time series. Rates are payload bit/s (as `bbr_get_info` reports
+    /// them, x8); the RTprop is NaN before the first RTT sample; flags are 0/1.
+    fn sample_metrics(&self, tp: &TcpSock, out: &mut Vec<(&'static str, f64)>) {
+        let rtprop = if self.min_rtt_us == u32::MAX {
+            f64::NAN
+        } else {
+            self.min_rtt_us as f64
+        };
+        let flag = |b: bool| if b { 1.0 } else { 0.0 };
+        out.extend_from_slice(&[
+            (
+                "bbr_btl_bw_bps",
+                Self::bw_to_bits_per_sec(self.bw(), tp.mss),
+            ),
+            (
+                "bbr_max_bw_bps",
+                Self::bw_to_bits_per_sec(self.max_bw(), tp.mss),
+            ),
+            ("bbr_rtprop_us", rtprop),
+            ("bbr_pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),
+            ("bbr_cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64),
+            ("bbr_cycle_idx", self.cycle_idx as f64),
+            ("bbr_round_cnt", self.rtt_cnt as f64),
+            ("bbr_full_bw_reached", flag(self.full_bw_reached)),
+            ("bbr_lt_sampling", flag(self.lt_is_sampling)),
+            ("bbr_lt_use_bw", flag(self.lt_use_bw)),
+            (
+                "bbr_lt_bw_bps",
+                Self::bw_to_bits_per_sec(self.lt_bw, tp.mss),
+            ),
+            ("bbr_extra_acked_pkts", self.extra_acked() as f64),
+            ("bbr_packet_conservation", flag(self.packet_conservation)),
+        ]);
+    }
+
+    /// Per-flow counters (see [`BbrCounters`]).
+    fn summary_counters(&self, _tp: &TcpSock, out: &mut Vec<(&'static str, f64)>) {
+        let c = &self.counters;
+        out.extend_from_slice(&[
+            ("bbr_probe_rtt_entries", c.probe_rtt_entries as f64),
+            ("bbr_forced_expiries", c.forced_expiries as f64),
+            (
+                "bbr_forced_probe_rtt_entries",
+                c.forced_probe_rtt_entries as f64,
+            ),
+            ("bbr_rtprop_updates", c.rtprop_updates as f64),
+            ("bbr_lt_bw_engagements", c.lt_bw_engagements as f64),
+            ("bbr_rounds", self.rtt_cnt as f64),
+        ]);
+    }
 }

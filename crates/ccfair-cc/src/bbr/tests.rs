@@ -1259,6 +1259,62 @@ fn trigger_once_per_round_limits_firing() {
     assert_eq!(h.bbr.min_rtt_us, 35_000);
 }
 
+// ------------------------------------------------------------------------- observability
+
+#[test]
+fn metrics_and_counters_have_stable_names() {
+    let mut h = H::new(BbrParams::default());
+    let names = |h: &H| {
+        let mut v = Vec::new();
+        h.bbr.sample_metrics(&h.tp, &mut v);
+        v
+    };
+    let before = names(&h);
+    assert!(before
+        .iter()
+        .any(|(n, v)| *n == "bbr_rtprop_us" && v.is_nan()));
+    h.pipe(300, 10_500);
+    let after = names(&h);
+    let keys = |v: &[(&str, f64)]| v.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+    assert_eq!(keys(&before), keys(&after));
+    let get = |n: &str| after.iter().find(|(k, _)| *k == n).unwrap().1;
+    // 10 pkt/ms of 1448 B = 115.84 Mbit/s, within the 2^-24 truncation.
+    assert!((get("bbr_btl_bw_bps") - 115.84e6).abs() < 1e4);
+    assert_eq!(get("bbr_rtprop_us"), 10_500.0);
+    assert_eq!(get("bbr_cwnd_gain"), 2.0);
+    assert_eq!(get("bbr_full_bw_reached"), 1.0);
+    assert_eq!(h.bbr.state_name(&h.tp), "PROBE_BW");
+    for k in [
+        "bbr_max_bw_bps",
+        "bbr_pacing_gain",
+        "bbr_cycle_idx",
+        "bbr_lt_use_bw",
+        "bbr_lt_bw_bps",
+        "bbr_extra_acked_pkts",
+    ] {
+        assert!(after.iter().any(|(n, _)| *n == k), "{k}");
+    }
+    let mut c = Vec::new();
+    h.bbr.summary_counters(&h.tp, &mut c);
+    for k in [
+        "bbr_probe_rtt_entries",
+        "bbr_forced_expiries",
+        "bbr_rtprop_updates",
+        "bbr_lt_bw_engagements",
+    ] {
+        assert!(c.iter().any(|(n, _)| *n == k), "{k}");
+    }
+}
+
+#[test]
+fn state_names_are_linux_mode_names() {
+    let names: Vec<_> = [Mode::Startup, Mode::Drain, Mode::ProbeBw, Mode::ProbeRtt]
+        .iter()
+        .map(|m| m.as_str())
+        .collect();
+    assert_eq!(names, ["STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"]);
+}
+
 // ------------------------------------------------------------------------- registry
 
 #[test]
