@@ -633,6 +633,29 @@ fn probe_rtt_every_min_rtt_window_for_200ms_and_a_round_at_4_packets() {
 }
 
 #[test]
+fn probe_rtt_timing_in_jiffies_at_hz_250() {
+    // Jiffies of 4 ms: the window is 2500 jiffies, PROBE_RTT 50 jiffies (msecs_to_jiffies).
+    let mut tp = TcpSock::new(MSS, 10, 250);
+    let mut bbr = Bbr::new(&BbrParams::default(), 3);
+    bbr.init(&mut tp);
+    let mut h = H {
+        bbr,
+        tp,
+        hist: vec![(0, 0)],
+    };
+    h.pipe(1, 10_000);
+    assert_eq!(h.bbr.min_rtt_stamp, 0);
+    pipe_until(&mut h, 10_500, 20_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    assert_eq!(h.tp.jiffies(), 2_501);
+    assert_eq!(h.now_us(), 10_004_000);
+    h.pipe(1, 10_000);
+    let armed = h.tp.jiffies();
+    assert_eq!(h.bbr.probe_rtt_done_stamp, Some(armed + 50));
+    pipe_until(&mut h, 10_000, 1_000, |h| h.bbr.mode != Mode::ProbeRtt);
+    assert_eq!(h.tp.jiffies(), armed + 51);
+}
+
+#[test]
 fn probe_rtt_waits_for_a_round_longer_than_200ms() {
     let mut h = H::steady(BbrParams::default(), 10_500);
     h.bbr.min_rtt_stamp = 0;
