@@ -1,5 +1,29 @@
-"""ccfair: a congestion-control fairness lab."""
+"""ccfair: a congestion-control fairness lab.
+
+Example:
+    >>> import ccfair
+    >>> result = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
+    >>> sorted(result.flows.columns)[:3]
+    ['acks_dropped', 'acks_sent', 'base_rtt_ms']
+"""
 
 from ccfair import _core
+from ccfair.api import default_scenario, run
+from ccfair.errors import SpecError
+from ccfair.results import RunResult, jain_index, load, load_table
+from ccfair.spec import Scenario, dumbbell, parking_lot
 
 __version__ = _core.__version__
+
+__all__ = [
+    "RunResult",
+    "Scenario",
+    "SpecError",
+    "default_scenario",
+    "dumbbell",
+    "jain_index",
+    "load",
+    "load_table",
+    "parking_lot",
+    "run",
+]

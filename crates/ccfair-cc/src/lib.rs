@@ -14,6 +14,7 @@ pub mod rng;
 pub mod sock;
 
 pub mod bbr;
+pub mod cubic;
 pub mod reno;
 
 pub use registry::{build, known_algorithms, normalize_params, CcaError};

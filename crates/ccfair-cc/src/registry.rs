@@ -9,12 +9,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bbr::{Bbr, BbrParams};
+use crate::cubic::{Cubic, CubicParams};
 use crate::reno::{Reno, RenoParams};
 use crate::CongestionControl;
 
 /// Names accepted in `flows[].cca.name`.
 pub fn known_algorithms() -> &'static [&'static str] {
-    &["reno", "bbr"]
+    &["reno", "cubic", "bbr"]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,10 +51,37 @@ fn parse<P: DeserializeOwned + Serialize>(params: &Value) -> Result<(P, Value), 
     Ok((p, normalized))
 }
 
+/// `serde_json::from_value` does not say which key had the wrong type. Find it by parsing
+/// each key alone (the tables default every field), and name it in the error.
+fn blame_key<P: DeserializeOwned>(params: &Value, err: CcaError) -> CcaError {
+    if let Value::Object(map) = params {
+        for (key, value) in map {
+            let one = Value::Object([(key.clone(), value.clone())].into_iter().collect());
+            if let Err(e) = serde_json::from_value::<P>(one) {
+                let msg = e.to_string();
+                return CcaError::BadParams(if msg.contains(key.as_str()) {
+                    msg
+                } else {
+                    format!("parameter `{key}`: {msg}")
+                });
+            }
+        }
+    }
+    err
+}
+
+/// CUBIC's table: serde checks keys and types, [`CubicParams::validate`] the ranges.
+fn parse_cubic(params: &Value) -> Result<(CubicParams, Value), CcaError> {
+    let (p, normalized) =
+        parse::<CubicParams>(params).map_err(|e| blame_key::<CubicParams>(params, e))?;
+    p.validate().map_err(CcaError::BadParams)?;
+    Ok((p, normalized))
+}
+
 /// BBR's table, range-checked and with the profile's defaults resolved (so that results
 /// record e.g. whether extra_acked ran).
 fn parse_bbr(params: &Value) -> Result<BbrParams, CcaError> {
-    let (p, _) = parse::<BbrParams>(params)?;
+    let (p, _) = parse::<BbrParams>(params).map_err(|e| blame_key::<BbrParams>(params, e))?;
     p.validate().map_err(CcaError::BadParams)?;
     Ok(p.resolved())
 }
@@ -70,6 +98,10 @@ pub fn build(
             let (p, _) = parse::<RenoParams>(params)?;
             Ok(Box::new(Reno::new(&p)))
         }
+        "cubic" => {
+            let (p, _) = parse_cubic(params)?;
+            Ok(Box::new(Cubic::new(&p)))
+        }
         "bbr" => {
             let p = parse_bbr(params)?;
             Ok(Box::new(Bbr::new(&p, seed)))
@@ -82,6 +114,7 @@ pub fn build(
 pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
     match name {
         "reno" => parse::<RenoParams>(params).map(|(_, v)| v),
+        "cubic" => parse_cubic(params).map(|(_, v)| v),
         "bbr" => {
             let p = parse_bbr(params)?;
             serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))
@@ -99,6 +132,56 @@ mod tests {
     fn unknown_algorithm_lists_known() {
         let e = build("vegas", &Value::Null, 0).err().unwrap();
         assert!(e.to_string().contains("vegas") && e.to_string().contains("reno"));
+    }
+
+    #[test]
+    fn cubic_builds_with_linux_defaults() {
+        let cc = build("cubic", &json!({}), 0).unwrap();
+        assert_eq!(cc.name(), "cubic");
+        assert!(known_algorithms().contains(&"cubic"));
+        let cc = build("cubic", &Value::Null, 0).unwrap();
+        assert_eq!(cc.name(), "cubic");
+    }
+
+    #[test]
+    fn cubic_unknown_parameter_is_named() {
+        let e = build("cubic", &json!({"betta": 717}), 0).err().unwrap();
+        assert!(matches!(e, CcaError::BadParams(_)));
+        assert!(e.to_string().contains("betta"), "{e}");
+    }
+
+    #[test]
+    fn cubic_bad_values_are_named() {
+        for (key, bad) in [
+            ("beta", json!(1024)),
+            ("bic_scale", json!(0)),
+            ("hystart_detect", json!(4)),
+            ("hystart_ack_delta_us", json!(1u64 << 31)),
+            ("hystart", json!("yes")),
+            ("beta", json!(-1)),
+        ] {
+            let e = normalize_params("cubic", &json!({ key: bad })).unwrap_err();
+            assert!(e.to_string().contains(key), "{key}: {e}");
+            assert!(build("cubic", &json!({ key: bad }), 0).is_err(), "{key}");
+        }
+    }
+
+    #[test]
+    fn cubic_normalized_params_list_every_key_with_linux_defaults() {
+        let v = normalize_params("cubic", &json!({"beta": 819})).unwrap();
+        let expected = json!({
+            "beta": 819,
+            "bic_scale": 41,
+            "fast_convergence": true,
+            "tcp_friendliness": true,
+            "initial_ssthresh": 0,
+            "hystart": true,
+            "hystart_detect": 3,
+            "hystart_low_window": 16,
+            "hystart_ack_delta_us": 2000,
+            "exact_cbrt": false,
+        });
+        assert_eq!(v, expected);
     }
 
     #[test]

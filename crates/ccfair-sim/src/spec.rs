@@ -141,6 +141,39 @@ impl Default for TcpOptions {
     }
 }
 
+impl TcpOptions {
+    /// Range checks; the message starts with the option's name.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("mss", self.mss as u64),
+            ("init_cwnd", self.init_cwnd as u64),
+            ("hz", self.hz as u64),
+            ("rto_min_ms", self.rto_min_ms as u64),
+            ("rto_init_ms", self.rto_init_ms as u64),
+            ("delack_ms", self.delack_ms as u64),
+            ("reordering", self.reordering as u64),
+            ("pacing_ss_ratio", self.pacing_ss_ratio as u64),
+            ("pacing_ca_ratio", self.pacing_ca_ratio as u64),
+            ("min_rtt_wlen_s", self.min_rtt_wlen_s as u64),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(format!("{name}: 0 must be > 0"));
+            }
+        }
+        if self.mss + DATA_HEADER_BYTES > 65_535 {
+            return Err(format!("mss: {} makes packets above 65535 bytes", self.mss));
+        }
+        if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
+            return Err(format!("hz: {} must divide 1e9 and be at most 1e6", self.hz));
+        }
+        if self.reordering > 300 {
+            return Err(format!("reordering: {} above tcp_max_reordering (300)", self.reordering));
+        }
+        Ok(())
+    }
+}
+
 /// Bytes on the wire of a full data segment: IPv4 (20) + TCP (20) + timestamps option (12)
 /// + payload. With MSS 1448 this is 1500 B.
 pub const DATA_HEADER_BYTES: u32 = 52;
@@ -160,8 +193,7 @@ impl RunSpec {
         if self.sample_interval_ns == 0 {
             return Err("sample_interval_ns: must be > 0".into());
         }
-        if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns
-        {
+        if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns {
             return Err(format!(
                 "measure window [{}, {}) ns: must be non-empty and within the duration {} ns",
                 self.measure_start_ns, self.measure_end_ns, self.duration_ns
@@ -170,7 +202,10 @@ impl RunSpec {
         let n_nodes = self.nodes.len();
         for (i, l) in self.links.iter().enumerate() {
             if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
-                return Err(format!("links[{i}] ({}): bad endpoints {} {}", l.name, l.a, l.b));
+                return Err(format!(
+                    "links[{i}] ({}): bad endpoints {} {}",
+                    l.name, l.a, l.b
+                ));
             }
             if l.rate_bps == 0 {
                 return Err(format!("links[{i}].rate_bps: must be > 0"));
@@ -216,12 +251,9 @@ impl RunSpec {
             if f.start_ns >= self.duration_ns {
                 return Err(format!("flows[{i}].start_ns: beyond the duration"));
             }
-            if f.tcp.mss == 0 || f.tcp.init_cwnd == 0 || f.tcp.hz == 0 {
-                return Err(format!("flows[{i}].tcp: mss, init_cwnd and hz must be > 0"));
-            }
-            if f.tcp.hz > 1_000_000 || 1_000_000_000 % f.tcp.hz as u64 != 0 {
-                return Err(format!("flows[{i}].tcp.hz: {} must divide 1e9", f.tcp.hz));
-            }
+            f.tcp
+                .validate()
+                .map_err(|e| format!("flows[{i}].tcp.{e}"))?;
         }
         Ok(())
     }

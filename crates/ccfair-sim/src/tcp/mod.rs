@@ -1,0 +1,5 @@
+//! The Linux-like TCP substrate: one sender and one receiver per flow.
+
+pub mod receiver;
+pub mod rtt;
+pub mod sender;

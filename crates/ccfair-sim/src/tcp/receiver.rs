@@ -1,0 +1,482 @@
+//! The Linux receiver: what `tcp_data_queue`, `tcp_event_data_recv` and
+//! `__tcp_ack_snd_check` (net/ipv4/tcp_input.c) decide about ACKs.
+//!
+//! - Quick-ACK mode for the first `quickacks` (16) ACKs, and again after a gap longer than the
+//!   RTO or on duplicate data (`tcp_incr_quickack`, `tcp_enter_quickack_mode`).
+//! - Otherwise an immediate ACK once more than one full segment arrived since the last ACK
+//!   (`rcv_nxt - rcv_wup > rcv_mss`), i.e. one ACK per two full segments, else the delayed-ACK
+//!   timer (`tcp_send_delayed_ack`, `ato` from `tcp_event_data_recv`, 40 ms in bulk transfer).
+//! - An immediate ACK when in-order data empties the out-of-order queue (RFC 5681 4.2).
+//! - Out-of-order data: the first 3 ACKs for one `rcv_nxt` are immediate, later ones are
+//!   compressed (`tcp_comp_sack_delay_ns` 1 ms or 5% of the RTT, `tcp_comp_sack_nr` 44).
+//! - SACK blocks in recency order (`tcp_sack_new_ofo_skb`, `tcp_sack_extend`), a D-SACK
+//!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
+
+use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
+
+/// `TCP_NUM_SACKS`: blocks the receiver remembers.
+const NUM_SACKS: usize = 4;
+/// `TCP_FASTRETRANS_THRESH`: immediate dupacks before SACK compression.
+const FASTRETRANS_THRESH: u32 = 3;
+/// `sysctl_tcp_comp_sack_nr`.
+const COMP_SACK_NR: u32 = 44;
+/// `sysctl_tcp_comp_sack_delay_ns`.
+const COMP_SACK_DELAY_NS: u64 = 1_000_000;
+
+pub struct Receiver {
+    flow: u32,
+    jiffy_ns: u64,
+    quickacks_max: u32,
+    ato_min_jiffies: u64,
+    rto_init_jiffies: u64,
+    pub rcv_nxt: u64,
+    /// `rcv_nxt` when the last ACK was sent.
+    rcv_wup: u64,
+    /// Out-of-order data as sorted disjoint segment ranges.
+    ofo: Vec<SackBlock>,
+    /// SACK blocks in recency order (`tp->selective_acks`).
+    sacks: [SackBlock; NUM_SACKS],
+    n_sacks: usize,
+    dsack: Option<SackBlock>,
+    /// `icsk_ack.quick`.
+    quick: u32,
+    /// `icsk_ack.ato` in jiffies; 0 before the first data packet.
+    ato_jiffies: u64,
+    lrcvtime_ns: u64,
+    /// `ICSK_ACK_NOW`.
+    ack_now: bool,
+    /// Delayed-ACK timer deadline.
+    pub delack_at: Option<u64>,
+    /// SACK compression state (`tp->compressed_ack`, `dup_ack_counter`).
+    compressed_ack: u32,
+    compressed_ack_rcv_nxt: u64,
+    dup_ack_counter: u32,
+    pub comp_sack_at: Option<u64>,
+    /// `tp->rx_opt.ts_recent`: TSval to echo.
+    ts_recent: u32,
+    /// Receiver RTT estimate from timestamps (`rcv_rtt_est`), µs x8; 0 = none.
+    rcv_rtt_us8: u64,
+    /// Payload bytes delivered in order to the application.
+    pub delivered_bytes: u64,
+    pub data_pkts_received: u64,
+    pub dup_pkts_received: u64,
+    pub acks_sent: u64,
+    /// Time the last in-order byte arrived (flow completion).
+    pub last_delivery_ns: u64,
+}
+
+impl Receiver {
+    pub fn new(flow: u32, opts: &TcpOptions) -> Self {
+        let jiffy_ns = 1_000_000_000 / opts.hz as u64;
+        let ms_to_jiffies = |ms: u32| (ms as u64 * 1_000_000).div_ceil(jiffy_ns);
+        Receiver {
+            flow,
+            jiffy_ns,
+            quickacks_max: opts.quickacks,
+            ato_min_jiffies: ms_to_jiffies(opts.delack_ms).max(1),
+            rto_init_jiffies: ms_to_jiffies(opts.rto_init_ms),
+            rcv_nxt: 0,
+            rcv_wup: 0,
+            ofo: Vec::with_capacity(8),
+            sacks: [SackBlock::default(); NUM_SACKS],
+            n_sacks: 0,
+            dsack: None,
+            quick: 0,
+            ato_jiffies: 0,
+            lrcvtime_ns: 0,
+            ack_now: false,
+            delack_at: None,
+            compressed_ack: 0,
+            compressed_ack_rcv_nxt: u64::MAX,
+            dup_ack_counter: 0,
+            comp_sack_at: None,
+            ts_recent: 0,
+            rcv_rtt_us8: 0,
+            delivered_bytes: 0,
+            data_pkts_received: 0,
+            dup_pkts_received: 0,
+            acks_sent: 0,
+            last_delivery_ns: 0,
+        }
+    }
+
+    fn now_ticks(now: u64) -> u32 {
+        (now / 1_000_000) as u32 + 1
+    }
+
+    /// `tcp_incr_quickack`: the initial receive window allows 16 quick ACKs.
+    fn incr_quickack(&mut self) {
+        self.quick = self.quick.max(self.quickacks_max);
+    }
+
+    /// Handle a data segment; ACKs to send go to `out`.
+    pub fn on_data(
+        &mut self,
+        now: u64,
+        pkt: &Packet,
+        seg_bytes: impl Fn(u64) -> u32,
+        out: &mut Vec<Packet>,
+    ) {
+        self.data_pkts_received += 1;
+        let seq = pkt.seq;
+        let end = seq + 1;
+        // tcp_rcv_rtt_measure_ts: the segment echoes one of our ACK timestamps.
+        if pkt.tsecr != 0 {
+            let ticks = Self::now_ticks(now).wrapping_sub(pkt.tsecr).max(1) as u64;
+            let sample_us = ticks * 1_000;
+            self.rcv_rtt_us8 = if self.rcv_rtt_us8 == 0 {
+                sample_us << 3
+            } else {
+                // EWMA with gain 1/8, as tcp_rcv_rtt_update without win_dep.
+                (self.rcv_rtt_us8 - (self.rcv_rtt_us8 >> 3)) + sample_us
+            };
+        }
+        // tcp_replace_ts_recent: only segments covering the last ACK point update ts_recent.
+        if seq <= self.rcv_wup {
+            self.ts_recent = pkt.tsval;
+        }
+
+        if end <= self.rcv_nxt || self.ofo.iter().any(|b| b.start <= seq && seq < b.end) {
+            // Duplicate: D-SACK and quick-ACK mode (tcp_data_queue, "A retransmit").
+            self.dup_pkts_received += 1;
+            self.dsack = Some(SackBlock { start: seq, end });
+            self.incr_quickack();
+            self.send_ack(now, out);
+            return;
+        }
+
+        self.event_data_recv(now);
+        if seq == self.rcv_nxt {
+            self.rcv_nxt = end;
+            self.delivered_bytes += seg_bytes(seq) as u64;
+            self.last_delivery_ns = now;
+            let had_ofo = !self.ofo.is_empty();
+            // tcp_ofo_queue: pull now-contiguous out-of-order data.
+            while let Some(first) = self.ofo.first().copied() {
+                if first.start > self.rcv_nxt {
+                    break;
+                }
+                for s in self.rcv_nxt.max(first.start)..first.end {
+                    self.delivered_bytes += seg_bytes(s) as u64;
+                }
+                self.rcv_nxt = self.rcv_nxt.max(first.end);
+                self.ofo.remove(0);
+            }
+            // tcp_sack_remove: drop blocks now below rcv_nxt.
+            self.remove_acked_sacks();
+            if had_ofo && self.ofo.is_empty() {
+                self.ack_now = true;
+            }
+            self.ack_snd_check(now, false, out);
+        } else {
+            self.insert_ofo(seq, end);
+            self.ack_snd_check(now, true, out);
+        }
+    }
+
+    /// `tcp_event_data_recv`: the delayed-ACK engine's `ato` and quick-ACK re-arming.
+    fn event_data_recv(&mut self, now: u64) {
+        if self.ato_jiffies == 0 {
+            self.incr_quickack();
+            self.ato_jiffies = self.ato_min_jiffies;
+        } else {
+            let m = (now - self.lrcvtime_ns) / self.jiffy_ns;
+            if m <= self.ato_min_jiffies / 2 {
+                self.ato_jiffies = (self.ato_jiffies >> 1) + self.ato_min_jiffies / 2;
+            } else if m < self.ato_jiffies {
+                self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_init_jiffies);
+            } else if m > self.rto_init_jiffies {
+                self.incr_quickack();
+            }
+        }
+        self.lrcvtime_ns = now;
+    }
+
+    fn insert_ofo(&mut self, seq: u64, end: u64) {
+        // Sorted interval insert with merge.
+        let pos = self.ofo.partition_point(|b| b.end < seq);
+        if pos < self.ofo.len() && self.ofo[pos].start <= end {
+            self.ofo[pos].start = self.ofo[pos].start.min(seq);
+            self.ofo[pos].end = self.ofo[pos].end.max(end);
+            if pos + 1 < self.ofo.len() && self.ofo[pos + 1].start <= self.ofo[pos].end {
+                self.ofo[pos].end = self.ofo[pos + 1].end;
+                self.ofo.remove(pos + 1);
+            }
+        } else {
+            self.ofo.insert(pos, SackBlock { start: seq, end });
+        }
+        // tcp_sack_new_ofo_skb: extend a block (and move it first) or add a new first block.
+        let mut hit = None;
+        for i in 0..self.n_sacks {
+            let b = &mut self.sacks[i];
+            if b.end == seq || b.start == end {
+                b.start = b.start.min(seq);
+                b.end = b.end.max(end);
+                hit = Some(i);
+                break;
+            }
+        }
+        match hit {
+            Some(i) => {
+                self.sacks[..=i].rotate_right(1);
+                // tcp_sack_maybe_coalesce: merge blocks that now touch the first one.
+                let mut j = 1;
+                while j < self.n_sacks {
+                    let (a, b) = (self.sacks[0], self.sacks[j]);
+                    if b.start <= a.end && a.start <= b.end {
+                        self.sacks[0].start = a.start.min(b.start);
+                        self.sacks[0].end = a.end.max(b.end);
+                        self.sacks.copy_within(j + 1..self.n_sacks, j);
+                        self.n_sacks -= 1;
+                    } else {
+                        j += 1;
+                    }
+                }
+            }
+            None => {
+                if self.n_sacks == NUM_SACKS {
+                    self.n_sacks -= 1;
+                }
+                self.sacks.copy_within(0..self.n_sacks, 1);
+                self.sacks[0] = SackBlock { start: seq, end };
+                self.n_sacks += 1;
+            }
+        }
+    }
+
+    fn remove_acked_sacks(&mut self) {
+        let rcv_nxt = self.rcv_nxt;
+        let mut k = 0;
+        for i in 0..self.n_sacks {
+            if self.sacks[i].end > rcv_nxt {
+                self.sacks[k] = self.sacks[i];
+                k += 1;
+            }
+        }
+        self.n_sacks = k;
+    }
+
+    /// `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, now: u64, ofo_possible: bool, out: &mut Vec<Packet>) {
+        if self.rcv_nxt - self.rcv_wup > 1 || self.quick > 0 || self.ack_now {
+            self.send_ack(now, out);
+            return;
+        }
+        if !ofo_possible || self.ofo.is_empty() {
+            self.send_delayed_ack(now, out);
+            return;
+        }
+        if self.compressed_ack >= COMP_SACK_NR {
+            self.send_ack(now, out);
+            return;
+        }
+        if self.compressed_ack_rcv_nxt != self.rcv_nxt {
+            self.compressed_ack_rcv_nxt = self.rcv_nxt;
+            self.dup_ack_counter = 0;
+        }
+        if self.dup_ack_counter < FASTRETRANS_THRESH {
+            self.dup_ack_counter += 1;
+            self.send_ack(now, out);
+            return;
+        }
+        self.compressed_ack += 1;
+        if self.comp_sack_at.is_some() {
+            return;
+        }
+        // 5% of the RTT estimate, at most 1 ms.
+        let rtt_ns = (self.rcv_rtt_us8 >> 3) * 1_000;
+        let delay = if rtt_ns == 0 {
+            COMP_SACK_DELAY_NS
+        } else {
+            COMP_SACK_DELAY_NS.min(rtt_ns / 20)
+        };
+        self.comp_sack_at = Some(now + delay);
+    }
+
+    /// `tcp_send_delayed_ack`.
+    fn send_delayed_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
+        // ato > TCP_DELACK_MIN only after slow arrivals; bound it by HZ/2 (no RTT estimate
+        // on a pure receiver is used by Linux here beyond srtt, which a receiver lacks).
+        let ato = self.ato_jiffies.min(self.jiffy_per_sec() / 2).max(1);
+        let mut timeout = now + ato * self.jiffy_ns;
+        if let Some(old) = self.delack_at {
+            // If the delack timer is about to expire, send the ACK now.
+            if old <= now + (ato >> 2) * self.jiffy_ns {
+                self.send_ack(now, out);
+                return;
+            }
+            timeout = timeout.min(old);
+        }
+        self.delack_at = Some(timeout);
+    }
+
+    fn jiffy_per_sec(&self) -> u64 {
+        1_000_000_000 / self.jiffy_ns
+    }
+
+    /// Delayed-ACK or SACK-compression timer fired.
+    pub fn on_timer(&mut self, now: u64, out: &mut Vec<Packet>) {
+        let due = |t: Option<u64>| t.is_some_and(|t| t <= now);
+        if due(self.delack_at) || due(self.comp_sack_at) {
+            self.send_ack(now, out);
+        }
+    }
+
+    /// `tcp_send_ack` + `tcp_event_ack_sent`.
+    fn send_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
+        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let mut n = 0;
+        if let Some(d) = self.dsack.take() {
+            sack[0] = d;
+            n = 1;
+        }
+        for b in &self.sacks[..self.n_sacks] {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            sack[n] = *b;
+            n += 1;
+        }
+        let wire = ACK_BYTES
+            + if n > 0 {
+                SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * n as u32
+            } else {
+                0
+            };
+        out.push(Packet {
+            flow: self.flow,
+            kind: Kind::Ack,
+            hop: 0,
+            wire_bytes: wire,
+            seq: self.rcv_nxt,
+            payload_bytes: 0,
+            tsval: Self::now_ticks(now),
+            tsecr: self.ts_recent,
+            n_sack: n as u8,
+            sack,
+        });
+        self.acks_sent += 1;
+        self.rcv_wup = self.rcv_nxt;
+        self.ack_now = false;
+        self.delack_at = None;
+        self.comp_sack_at = None;
+        self.compressed_ack = 0;
+        // tcp_dec_quickack_mode.
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato_jiffies = self.ato_min_jiffies;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(seq: u64) -> Packet {
+        Packet {
+            flow: 0,
+            kind: Kind::Data,
+            hop: 0,
+            wire_bytes: 1500,
+            seq,
+            payload_bytes: 1448,
+            tsval: 1,
+            tsecr: 0,
+            n_sack: 0,
+            sack: [SackBlock::default(); 3],
+        }
+    }
+
+    fn rx() -> Receiver {
+        Receiver::new(0, &TcpOptions::default())
+    }
+
+    /// cca-spec 8.3.8: 16 immediate ACKs at connection start, then one ACK per 2 full segments,
+    /// and a lone segment is ACKed 40 ms later.
+    #[test]
+    fn delayed_ack_pattern() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        let mut t = 0;
+        for s in 0..16 {
+            r.on_data(t, &data(s), |_| 1448, &mut out);
+            t += 100_000;
+        }
+        assert_eq!(out.len(), 16, "quick-ACK mode acks every segment");
+        out.clear();
+        for s in 16..36 {
+            r.on_data(t, &data(s), |_| 1448, &mut out);
+            t += 100_000;
+        }
+        assert_eq!(out.len(), 10, "then one ACK per two segments");
+        assert!(out.iter().all(|a| a.seq % 2 == 0));
+        out.clear();
+        r.on_data(t, &data(36), |_| 1448, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(r.delack_at, Some(t + 40_000_000));
+        r.on_timer(t + 40_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].seq, 37);
+    }
+
+    #[test]
+    fn out_of_order_gets_immediate_sack_then_compression() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        for s in 0..20 {
+            r.on_data(0, &data(s), |_| 1448, &mut out);
+        }
+        out.clear();
+        // Segment 20 lost; 21..=25 arrive.
+        for s in 21..26 {
+            r.on_data(1_000, &data(s), |_| 1448, &mut out);
+        }
+        assert_eq!(out.len(), 3, "first 3 dupacks immediate, then compressed");
+        let last = out.last().unwrap();
+        assert_eq!(last.seq, 20);
+        assert_eq!(last.sack_blocks(), &[SackBlock { start: 21, end: 24 }]);
+        assert!(r.comp_sack_at.is_some());
+        out.clear();
+        // Filling the hole empties the ofo queue: immediate ACK, cumulative.
+        r.on_data(2_000, &data(20), |_| 1448, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].seq, 26);
+        assert_eq!(out[0].n_sack, 0);
+        assert_eq!(r.delivered_bytes, 26 * 1448);
+    }
+
+    #[test]
+    fn duplicate_gets_dsack_first() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        for s in 0..20 {
+            r.on_data(0, &data(s), |_| 1448, &mut out);
+        }
+        r.on_data(0, &data(30), |_| 1448, &mut out);
+        out.clear();
+        r.on_data(0, &data(5), |_| 1448, &mut out);
+        assert_eq!(out.len(), 1);
+        let blocks = out[0].sack_blocks();
+        assert_eq!(blocks[0], SackBlock { start: 5, end: 6 });
+        assert_eq!(blocks[1], SackBlock { start: 30, end: 31 });
+    }
+
+    #[test]
+    fn sack_blocks_most_recent_first_at_most_three() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        for s in [2u64, 4, 6, 8, 10] {
+            r.on_data(0, &data(s), |_| 1448, &mut out);
+        }
+        let last = out.last().unwrap();
+        assert_eq!(last.n_sack, 3);
+        assert_eq!(last.sack[0].start, 10);
+        assert_eq!(last.sack[1].start, 8);
+        assert_eq!(last.sack[2].start, 6);
+        assert_eq!(last.wire_bytes, 52 + 4 + 24);
+    }
+}

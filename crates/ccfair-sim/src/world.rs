@@ -1,0 +1,685 @@
+//! The simulation: channels, flows and the event loop, plus what is recorded.
+//!
+//! Determinism: all state changes happen in event order (time, then insertion order); all
+//! randomness comes from streams derived from (scenario seed, entity id).
+
+use ccfair_cc::rng::derive_seed;
+
+use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
+use crate::link::{Channel, ChannelCounters, ChannelWake};
+use crate::packet::{Kind, Packet};
+use crate::spec::RunSpec;
+use crate::table::{ColumnData, SparseColumns, Table};
+use crate::tcp::receiver::Receiver;
+use crate::tcp::sender::Sender;
+
+/// Seed stream tags, so that flows and links draw from independent streams.
+const STREAM_FLOW: u64 = 1;
+const STREAM_CHANNEL: u64 = 2;
+const NOT_SCHEDULED: u64 = u64::MAX;
+
+struct Flow {
+    sender: Sender,
+    receiver: Receiver,
+    path: Vec<u32>,
+    ack_path: Vec<u32>,
+    start_ns: u64,
+    scheduled: [u64; N_TIMER_KINDS],
+    data_dropped: u64,
+    acks_dropped: u64,
+    acks_received: u64,
+    bytes_at_measure_start: u64,
+    bytes_at_measure_end: Option<u64>,
+    bytes_at_last_sample: u64,
+}
+
+/// Engine counters of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineStats {
+    pub events: u64,
+    /// Packets that finished serialisation on a channel (one per packet per hop).
+    pub packet_hops: u64,
+    pub peak_heap_len: usize,
+}
+
+pub struct RunResult {
+    /// Per-flow summary (one row per flow).
+    pub flows: Table,
+    /// Per-flow counters of the algorithm, long format (flow, name, value).
+    pub flow_counters: Table,
+    /// Per-flow time series.
+    pub timeseries: Table,
+    /// Per-channel time series.
+    pub links: Table,
+    /// Per-channel summary (one row per link direction).
+    pub link_summary: Table,
+    pub stats: EngineStats,
+}
+
+#[derive(Default)]
+struct FlowSeries {
+    t_ns: Vec<u64>,
+    flow: Vec<u64>,
+    cwnd: Vec<f64>,
+    ssthresh: Vec<f64>,
+    inflight: Vec<f64>,
+    srtt_us: Vec<f64>,
+    min_rtt_us: Vec<f64>,
+    rto_us: Vec<f64>,
+    pacing_rate_bps: Vec<f64>,
+    delivery_rate_bps: Vec<f64>,
+    goodput_bps: Vec<f64>,
+    retrans: Vec<u64>,
+    ca_state: Vec<&'static str>,
+    cca_state: Vec<&'static str>,
+    extra: SparseColumns,
+}
+
+#[derive(Default)]
+struct LinkSeries {
+    t_ns: Vec<u64>,
+    link: Vec<u64>,
+    direction: Vec<&'static str>,
+    queue_pkts: Vec<u64>,
+    queue_bytes: Vec<u64>,
+    drops: Vec<u64>,
+    utilisation: Vec<f64>,
+}
+
+pub struct Simulation {
+    spec: RunSpec,
+    now: u64,
+    queue: EventQueue,
+    channels: Vec<Channel>,
+    flows: Vec<Flow>,
+    out: Vec<Packet>,
+    stats: EngineStats,
+    fseries: FlowSeries,
+    lseries: LinkSeries,
+    last_sample_ns: u64,
+    last_channel_counters: Vec<ChannelCounters>,
+    measure_start_counters: Vec<ChannelCounters>,
+    measure_end_counters: Option<Vec<ChannelCounters>>,
+    metric_buf: Vec<(&'static str, f64)>,
+}
+
+impl Simulation {
+    /// Build a simulation from a resolved spec. Errors name the offending field.
+    pub fn new(spec: RunSpec) -> Result<Self, String> {
+        spec.check()?;
+        let mut channels = Vec::with_capacity(spec.links.len() * 2);
+        for (i, l) in spec.links.iter().enumerate() {
+            for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
+                let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
+                channels.push(Channel::new(
+                    l.rate_bps,
+                    l.delay_ns,
+                    l.buffer_pkts,
+                    loss,
+                    seed,
+                ));
+            }
+        }
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (i, f) in spec.flows.iter().enumerate() {
+            let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
+            let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
+                .map_err(|e| format!("flows[{i}].cca: {e}"))?;
+            flows.push(Flow {
+                sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
+                receiver: Receiver::new(i as u32, &f.tcp),
+                path: f.path.iter().map(|&c| c as u32).collect(),
+                ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
+                start_ns: f.start_ns,
+                scheduled: [NOT_SCHEDULED; N_TIMER_KINDS],
+                data_dropped: 0,
+                acks_dropped: 0,
+                acks_received: 0,
+                bytes_at_measure_start: 0,
+                bytes_at_measure_end: None,
+                bytes_at_last_sample: 0,
+            });
+        }
+        let n_ch = channels.len();
+        Ok(Simulation {
+            spec,
+            now: 0,
+            queue: EventQueue::default(),
+            channels,
+            flows,
+            out: Vec::with_capacity(64),
+            stats: EngineStats::default(),
+            fseries: FlowSeries::default(),
+            lseries: LinkSeries::default(),
+            last_sample_ns: 0,
+            last_channel_counters: vec![ChannelCounters::default(); n_ch],
+            measure_start_counters: vec![ChannelCounters::default(); n_ch],
+            measure_end_counters: None,
+            metric_buf: Vec::with_capacity(16),
+        })
+    }
+
+    /// Run to the end of the scenario.
+    pub fn run(mut self) -> RunResult {
+        let duration = self.spec.duration_ns;
+        for (i, f) in self.spec.flows.iter().enumerate() {
+            self.queue.push(f.start_ns, Event::FlowStart(i as u32));
+            if let Some(stop) = f.stop_ns {
+                self.queue.push(stop, Event::FlowStop(i as u32));
+            }
+        }
+        self.queue
+            .push(self.spec.measure_start_ns, Event::MeasureStart);
+        self.queue.push(self.spec.measure_end_ns, Event::MeasureEnd);
+        self.queue
+            .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
+        while let Some(t) = self.queue.peek_time() {
+            if t > duration {
+                break;
+            }
+            let (t, ev) = self.queue.pop().expect("peeked");
+            self.now = t;
+            self.stats.events += 1;
+            self.handle(ev);
+            self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
+        }
+        self.now = duration;
+        self.finish()
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::ChannelTxDone(ch) => self.channel_tx_done(ch),
+            Event::ChannelArrival(ch) => self.channel_arrival(ch),
+            Event::FlowStart(f) => {
+                let now = self.now;
+                self.flows[f as usize].sender.start(now, &mut self.out);
+                self.after_flow_call(f);
+            }
+            Event::FlowStop(f) => self.flows[f as usize].sender.stop_app(),
+            Event::FlowTimer(f, kind) => self.flow_timer(f, kind),
+            Event::Sample => {
+                self.sample();
+                let next = self.now + self.spec.sample_interval_ns;
+                if next <= self.spec.duration_ns {
+                    self.queue.push(next, Event::Sample);
+                }
+            }
+            Event::MeasureStart => {
+                for f in &mut self.flows {
+                    f.bytes_at_measure_start = f.receiver.delivered_bytes;
+                }
+                self.measure_start_counters = self.channels.iter().map(|c| c.counters).collect();
+            }
+            Event::MeasureEnd => {
+                for f in &mut self.flows {
+                    f.bytes_at_measure_end = Some(f.receiver.delivered_bytes);
+                }
+                self.measure_end_counters =
+                    Some(self.channels.iter().map(|c| c.counters).collect());
+            }
+        }
+    }
+
+    fn schedule_channel(&mut self, ch: u32, wake: ChannelWake) {
+        if let Some(t) = wake.tx_done_at {
+            self.queue.push(t, Event::ChannelTxDone(ch));
+        }
+        if let Some(t) = wake.arrival_at {
+            self.queue.push(t, Event::ChannelArrival(ch));
+        }
+    }
+
+    /// Put a packet on the channel at its current hop.
+    fn forward(&mut self, pkt: Packet) {
+        let flow = &self.flows[pkt.flow as usize];
+        let path = match pkt.kind {
+            Kind::Data => &flow.path,
+            Kind::Ack => &flow.ack_path,
+        };
+        let ch = path[pkt.hop as usize];
+        match self.channels[ch as usize].enqueue(self.now, pkt) {
+            Ok(wake) => self.schedule_channel(ch, wake),
+            Err(p) => self.count_drop(&p),
+        }
+    }
+
+    fn count_drop(&mut self, p: &Packet) {
+        let f = &mut self.flows[p.flow as usize];
+        match p.kind {
+            Kind::Data => f.data_dropped += 1,
+            Kind::Ack => f.acks_dropped += 1,
+        }
+    }
+
+    fn channel_tx_done(&mut self, ch: u32) {
+        self.stats.packet_hops += 1;
+        let (wake, lost) = self.channels[ch as usize].tx_done(self.now);
+        if let Some(p) = lost {
+            self.count_drop(&p);
+        }
+        self.schedule_channel(ch, wake);
+    }
+
+    fn channel_arrival(&mut self, ch: u32) {
+        let (mut pkt, next) = self.channels[ch as usize].arrival();
+        if let Some(t) = next {
+            self.queue.push(t, Event::ChannelArrival(ch));
+        }
+        let f = pkt.flow;
+        let flow = &mut self.flows[f as usize];
+        let path_len = match pkt.kind {
+            Kind::Data => flow.path.len(),
+            Kind::Ack => flow.ack_path.len(),
+        };
+        if (pkt.hop as usize) + 1 < path_len {
+            pkt.hop += 1;
+            self.forward(pkt);
+            return;
+        }
+        let now = self.now;
+        match pkt.kind {
+            Kind::Data => {
+                let Flow {
+                    sender, receiver, ..
+                } = flow;
+                receiver.on_data(now, &pkt, |s| sender.seg_bytes(s), &mut self.out);
+            }
+            Kind::Ack => {
+                flow.acks_received += 1;
+                flow.sender.on_ack(now, &pkt, &mut self.out);
+            }
+        }
+        self.after_flow_call(f);
+    }
+
+    fn flow_timer(&mut self, f: u32, kind: TimerKind) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        if flow.scheduled[kind as usize] == now {
+            flow.scheduled[kind as usize] = NOT_SCHEDULED;
+        }
+        let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
+        match kind {
+            TimerKind::Xmit => {
+                if due(flow.sender.xmit_timer_deadline()) {
+                    flow.sender.on_xmit_timer(now, &mut self.out);
+                }
+            }
+            TimerKind::Pacing => {
+                if due(flow.sender.pacing_deadline()) {
+                    flow.sender.on_pacing_timer(now, &mut self.out);
+                }
+            }
+            TimerKind::Delack | TimerKind::CompSack => {
+                if due(flow.receiver.delack_at) || due(flow.receiver.comp_sack_at) {
+                    flow.receiver.on_timer(now, &mut self.out);
+                }
+            }
+        }
+        self.after_flow_call(f);
+    }
+
+    /// Send what the flow produced and (re)schedule its timers.
+    fn after_flow_call(&mut self, f: u32) {
+        // Packets leave in the order the flow produced them.
+        let n = self.out.len();
+        for i in 0..n {
+            let pkt = self.out[i];
+            self.forward(pkt);
+        }
+        self.out.clear();
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let deadlines = [
+            (TimerKind::Xmit, flow.sender.xmit_timer_deadline()),
+            (TimerKind::Pacing, flow.sender.pacing_deadline()),
+            (TimerKind::Delack, flow.receiver.delack_at),
+            (TimerKind::CompSack, flow.receiver.comp_sack_at),
+        ];
+        for (kind, deadline) in deadlines {
+            if let Some(t) = deadline {
+                let t = t.max(now);
+                let slot = &mut flow.scheduled[kind as usize];
+                if *slot == NOT_SCHEDULED || *slot > t {
+                    *slot = t;
+                    self.queue.push(t, Event::FlowTimer(f, kind));
+                }
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let dt = now - self.last_sample_ns;
+        let s = &mut self.fseries;
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if !f.sender.started {
+                f.bytes_at_last_sample = f.receiver.delivered_bytes;
+                continue;
+            }
+            let tp = &f.sender.tp;
+            s.t_ns.push(now);
+            s.flow.push(i as u64);
+            s.cwnd.push(tp.snd_cwnd as f64);
+            s.ssthresh.push(
+                if tp.snd_ssthresh >= ccfair_cc::sock::TCP_INFINITE_SSTHRESH {
+                    f64::INFINITY
+                } else {
+                    tp.snd_ssthresh as f64
+                },
+            );
+            s.inflight.push(tp.packets_in_flight() as f64);
+            let srtt = f.sender.srtt_us();
+            s.srtt_us
+                .push(if srtt == 0 { f64::NAN } else { srtt as f64 });
+            s.min_rtt_us.push(if tp.min_rtt_us == u32::MAX {
+                f64::NAN
+            } else {
+                tp.min_rtt_us as f64
+            });
+            s.rto_us.push(f.sender.rto_us() as f64);
+            let pr = tp.pacing_rate_bps;
+            s.pacing_rate_bps.push(if pr == 0 || pr == u64::MAX {
+                f64::NAN
+            } else {
+                pr as f64 * 8.0
+            });
+            s.delivery_rate_bps.push(f.sender.delivery_rate_bps() * 8.0);
+            let bytes = f.receiver.delivered_bytes - f.bytes_at_last_sample;
+            f.bytes_at_last_sample = f.receiver.delivered_bytes;
+            s.goodput_bps.push(if dt > 0 {
+                bytes as f64 * 8e9 / dt as f64
+            } else {
+                0.0
+            });
+            s.retrans.push(f.sender.stats.retrans_pkts);
+            s.ca_state.push(tp.ca_state.as_str());
+            s.cca_state.push(f.sender.cc.state_name(tp));
+            s.extra.new_row();
+            self.metric_buf.clear();
+            f.sender.cc.sample_metrics(tp, &mut self.metric_buf);
+            for &(name, v) in &self.metric_buf {
+                s.extra.set(name, v);
+            }
+        }
+        let l = &mut self.lseries;
+        for (ch, c) in self.channels.iter().enumerate() {
+            let prev = &self.last_channel_counters[ch];
+            l.t_ns.push(now);
+            l.link.push((ch / 2) as u64);
+            l.direction.push(if ch % 2 == 0 { "ab" } else { "ba" });
+            l.queue_pkts.push(c.occupancy_pkts() as u64);
+            l.queue_bytes.push(c.occupancy_bytes());
+            l.drops.push(
+                c.counters.drops_queue + c.counters.drops_random
+                    - prev.drops_queue
+                    - prev.drops_random,
+            );
+            let bits = (c.counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
+            l.utilisation.push(if dt > 0 {
+                bits / (c.rate_bps as f64 * dt as f64 / 1e9)
+            } else {
+                0.0
+            });
+        }
+        for (ch, c) in self.channels.iter().enumerate() {
+            self.last_channel_counters[ch] = c.counters;
+        }
+        self.last_sample_ns = now;
+    }
+
+    /// Per flow: (data sent, received, dropped, in network), (acks sent, received, dropped,
+    /// in network). Conservation requires sent = received + dropped + in network.
+    pub fn conservation(&self) -> Vec<([u64; 4], [u64; 4])> {
+        let mut in_net = vec![(0u64, 0u64); self.flows.len()];
+        for c in &self.channels {
+            for p in c.held_packets() {
+                match p.kind {
+                    Kind::Data => in_net[p.flow as usize].0 += 1,
+                    Kind::Ack => in_net[p.flow as usize].1 += 1,
+                }
+            }
+        }
+        self.flows
+            .iter()
+            .zip(in_net)
+            .map(|(f, (d, a))| {
+                (
+                    [
+                        f.sender.stats.data_pkts_sent,
+                        f.receiver.data_pkts_received,
+                        f.data_dropped,
+                        d,
+                    ],
+                    [f.receiver.acks_sent, f.acks_received, f.acks_dropped, a],
+                )
+            })
+            .collect()
+    }
+
+    fn finish(self) -> RunResult {
+        let cons = self.conservation();
+        let cons_ref = &cons;
+        for (i, (d, a)) in cons.iter().enumerate() {
+            debug_assert_eq!(
+                d[0],
+                d[1] + d[2] + d[3],
+                "data conservation, flow {i}: {d:?}"
+            );
+            debug_assert_eq!(
+                a[0],
+                a[1] + a[2] + a[3],
+                "ack conservation, flow {i}: {a:?}"
+            );
+        }
+        let window_ns = (self.spec.measure_end_ns - self.spec.measure_start_ns) as f64;
+        let end_counters = self
+            .measure_end_counters
+            .clone()
+            .unwrap_or_else(|| self.channels.iter().map(|c| c.counters).collect());
+
+        // Per-flow summary.
+        let mut flows = Table::default();
+        let n = self.flows.len();
+        let mut col_u = |name: &str, f: &dyn Fn(usize, &Flow) -> u64| {
+            flows.push(
+                name,
+                ColumnData::U64(
+                    self.flows
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| f(i, x))
+                        .collect(),
+                ),
+            )
+        };
+        col_u("flow", &|i, _| i as u64);
+        col_u("bytes_delivered", &|_, f| f.receiver.delivered_bytes);
+        col_u("bytes_in_window", &|_, f| {
+            f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes) - f.bytes_at_measure_start
+        });
+        col_u("data_pkts_sent", &|_, f| f.sender.stats.data_pkts_sent);
+        col_u("retrans_pkts", &|_, f| f.sender.stats.retrans_pkts);
+        col_u("rto_count", &|_, f| f.sender.stats.rto_count);
+        col_u("tlp_count", &|_, f| f.sender.stats.tlp_count);
+        col_u("recoveries", &|_, f| f.sender.stats.recoveries);
+        col_u("undo_count", &|_, f| f.sender.stats.undo_count);
+        col_u("data_pkts_dropped", &|_, f| f.data_dropped);
+        col_u("data_pkts_received", &|_, f| f.receiver.data_pkts_received);
+        col_u("data_pkts_in_network", &|i, _| cons_ref[i].0[3]);
+        col_u("acks_sent", &|_, f| f.receiver.acks_sent);
+        col_u("acks_dropped", &|_, f| f.acks_dropped);
+        let goodput: Vec<f64> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let b = f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes)
+                    - f.bytes_at_measure_start;
+                b as f64 * 8e9 / window_ns
+            })
+            .collect();
+        flows.push("goodput_bps", ColumnData::F64(goodput));
+        flows.push(
+            "rtt_mean_us",
+            ColumnData::F64(
+                self.flows
+                    .iter()
+                    .map(|f| {
+                        let s = &f.sender.stats;
+                        if s.rtt_samples == 0 {
+                            f64::NAN
+                        } else {
+                            s.rtt_sum_us as f64 / s.rtt_samples as f64
+                        }
+                    })
+                    .collect(),
+            ),
+        );
+        flows.push(
+            "rtt_min_us",
+            ColumnData::F64(
+                self.flows
+                    .iter()
+                    .map(|f| match f.sender.stats.rtt_min_us {
+                        u64::MAX => f64::NAN,
+                        v => v as f64,
+                    })
+                    .collect(),
+            ),
+        );
+        flows.push(
+            "completion_time_s",
+            ColumnData::F64(
+                self.flows
+                    .iter()
+                    .map(|f| match f.sender.completed_ns {
+                        Some(t) => (t - f.start_ns) as f64 / 1e9,
+                        None => f64::NAN,
+                    })
+                    .collect(),
+            ),
+        );
+        debug_assert_eq!(flows.n_rows(), n);
+
+        // Algorithm counters, long format.
+        let mut fc_flow = Vec::new();
+        let mut fc_name = Vec::new();
+        let mut fc_value = Vec::new();
+        let mut buf = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            buf.clear();
+            f.sender.cc.summary_counters(&f.sender.tp, &mut buf);
+            for &(name, v) in &buf {
+                fc_flow.push(i as u64);
+                fc_name.push(name);
+                fc_value.push(v);
+            }
+        }
+        let mut flow_counters = Table::default();
+        flow_counters.push("flow", ColumnData::U64(fc_flow));
+        flow_counters.push("name", ColumnData::Str(fc_name));
+        flow_counters.push("value", ColumnData::F64(fc_value));
+
+        // Per-flow time series.
+        let s = self.fseries;
+        let mut ts = Table::default();
+        ts.push("t_ns", ColumnData::U64(s.t_ns));
+        ts.push("flow", ColumnData::U64(s.flow));
+        ts.push("cwnd_pkts", ColumnData::F64(s.cwnd));
+        ts.push("ssthresh_pkts", ColumnData::F64(s.ssthresh));
+        ts.push("inflight_pkts", ColumnData::F64(s.inflight));
+        ts.push("srtt_us", ColumnData::F64(s.srtt_us));
+        ts.push("min_rtt_us", ColumnData::F64(s.min_rtt_us));
+        ts.push("rto_us", ColumnData::F64(s.rto_us));
+        ts.push("pacing_rate_bps", ColumnData::F64(s.pacing_rate_bps));
+        ts.push("delivery_rate_bps", ColumnData::F64(s.delivery_rate_bps));
+        ts.push("goodput_bps", ColumnData::F64(s.goodput_bps));
+        ts.push("retrans_pkts", ColumnData::U64(s.retrans));
+        ts.push("ca_state", ColumnData::Str(s.ca_state));
+        ts.push("cca_state", ColumnData::Str(s.cca_state));
+        for (name, col) in s.extra.into_columns() {
+            ts.push(name, ColumnData::F64(col));
+        }
+
+        // Per-channel time series.
+        let l = self.lseries;
+        let mut links = Table::default();
+        links.push("t_ns", ColumnData::U64(l.t_ns));
+        links.push("link", ColumnData::U64(l.link));
+        links.push("direction", ColumnData::Str(l.direction));
+        links.push("queue_pkts", ColumnData::U64(l.queue_pkts));
+        links.push("queue_bytes", ColumnData::U64(l.queue_bytes));
+        links.push("drops", ColumnData::U64(l.drops));
+        links.push("utilisation", ColumnData::F64(l.utilisation));
+
+        // Per-channel summary over the measurement window.
+        let mut ls = Table::default();
+        let nch = self.channels.len();
+        let start = &self.measure_start_counters;
+        let end = &end_counters;
+        let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
+            (0..nch).map(|i| f(&end[i]) - f(&start[i])).collect()
+        };
+        ls.push(
+            "link",
+            ColumnData::U64((0..nch).map(|c| (c / 2) as u64).collect()),
+        );
+        ls.push(
+            "direction",
+            ColumnData::Str(
+                (0..nch)
+                    .map(|c| if c % 2 == 0 { "ab" } else { "ba" })
+                    .collect(),
+            ),
+        );
+        let tx_bytes = diff(&|c| c.tx_bytes);
+        let tx_pkts = diff(&|c| c.tx_pkts);
+        let sojourn = diff(&|c| c.sojourn_ns_sum);
+        ls.push(
+            "utilisation",
+            ColumnData::F64(
+                (0..nch)
+                    .map(|i| {
+                        tx_bytes[i] as f64 * 8.0
+                            / (self.channels[i].rate_bps as f64 * window_ns / 1e9)
+                    })
+                    .collect(),
+            ),
+        );
+        ls.push(
+            "mean_sojourn_us",
+            ColumnData::F64(
+                (0..nch)
+                    .map(|i| {
+                        if tx_pkts[i] == 0 {
+                            f64::NAN
+                        } else {
+                            sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
+                        }
+                    })
+                    .collect(),
+            ),
+        );
+        ls.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
+        ls.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
+        ls.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
+        ls.push("tx_pkts", ColumnData::U64(tx_pkts));
+        ls.push("tx_bytes", ColumnData::U64(tx_bytes));
+
+        RunResult {
+            flows,
+            flow_counters,
+            timeseries: ts,
+            links,
+            link_summary: ls,
+            stats: self.stats,
+        }
+    }
+}
+
+/// Parse a resolved spec from JSON and run it.
+pub fn run_json(spec_json: &str) -> Result<RunResult, String> {
+    let spec: RunSpec = serde_json::from_str(spec_json).map_err(|e| format!("run spec: {e}"))?;
+    Ok(Simulation::new(spec)?.run())
+}

@@ -1,0 +1,111 @@
+//! Test helpers: resolved specs for small topologies (the user-facing builders live in
+//! Python; these only serve the engine's own tests).
+#![allow(dead_code)]
+
+use ccfair_sim::spec::{FlowSpec, LinkSpec, RunSpec, TcpOptions};
+use ccfair_sim::table::Table;
+use serde_json::Value;
+
+pub const MS: u64 = 1_000_000;
+pub const S: u64 = 1_000_000_000;
+
+/// Dumbbell: senders 0..n, switch n (s1), switch n+1 (s2), receivers n+2..2n+2.
+/// Access links 1 Gbit/s with `access_delay_ns`, bottleneck `rate_bps`, `delay_ns`.
+/// Flow i's data path: access i (a->b), bottleneck (a->b), receiver access (b->a reversed).
+pub fn dumbbell(
+    ccas: &[(&str, Value)],
+    rate_bps: u64,
+    delay_ns: u64,
+    buffer_pkts: u32,
+    duration_ns: u64,
+) -> RunSpec {
+    let n = ccas.len();
+    let mut nodes = Vec::new();
+    for i in 0..n {
+        nodes.push(format!("h{}", i + 1));
+    }
+    nodes.push("s1".into());
+    nodes.push("s2".into());
+    for i in 0..n {
+        nodes.push(format!("h{}", n + i + 1));
+    }
+    let s1 = n;
+    let s2 = n + 1;
+    let mut links = Vec::new();
+    // links 0..n: sender access (h_i -> s1); link n: bottleneck; n+1..2n+1: receiver access (s2 -> r).
+    for i in 0..n {
+        links.push(link(&format!("a{i}"), i, s1, 1_000_000_000, MS, 1000));
+    }
+    links.push(link("bottleneck", s1, s2, rate_bps, delay_ns, buffer_pkts));
+    for i in 0..n {
+        links.push(link(
+            &format!("r{i}"),
+            s2,
+            n + 2 + i,
+            1_000_000_000,
+            MS,
+            1000,
+        ));
+    }
+    let flows = ccas
+        .iter()
+        .enumerate()
+        .map(|(i, (cca, params))| {
+            let a = 2 * i; // a->b of access link i
+            let b = 2 * n; // bottleneck a->b
+            let r = 2 * (n + 1 + i); // receiver access a->b
+            FlowSpec {
+                name: format!("flow{}", i + 1),
+                src: i,
+                dst: n + 2 + i,
+                path: vec![a, b, r],
+                ack_path: vec![r + 1, b + 1, a + 1],
+                cca: cca.to_string(),
+                cca_params: params.clone(),
+                start_ns: 0,
+                stop_ns: None,
+                size_bytes: None,
+                tcp: TcpOptions::default(),
+            }
+        })
+        .collect();
+    RunSpec {
+        duration_ns,
+        seed: 1,
+        sample_interval_ns: 10 * MS,
+        measure_start_ns: 0,
+        measure_end_ns: duration_ns,
+        nodes,
+        links,
+        flows,
+    }
+}
+
+pub fn link(name: &str, a: usize, b: usize, rate_bps: u64, delay_ns: u64, buffer: u32) -> LinkSpec {
+    LinkSpec {
+        name: name.into(),
+        a,
+        b,
+        rate_bps,
+        delay_ns,
+        buffer_pkts: buffer,
+        loss_ab: 0.0,
+        loss_ba: 0.0,
+    }
+}
+
+/// BDP in packets of 1500 B for a dumbbell with 1 ms access links.
+pub fn bdp_pkts(rate_bps: u64, delay_ns: u64) -> f64 {
+    let rtt_ns = 2 * (MS + delay_ns + MS);
+    rate_bps as f64 * rtt_ns as f64 / 1e9 / 8.0 / 1500.0
+}
+
+pub fn goodput(t: &Table) -> Vec<f64> {
+    t.f64("goodput_bps").unwrap().to_vec()
+}
+
+pub fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    s * s / (x.len() as f64 * s2)
+}

@@ -1,0 +1,134 @@
+//! End-to-end checks of the TCP substrate on small topologies.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+use ccfair_sim::Simulation;
+
+#[test]
+fn single_reno_flow_fills_the_pipe() {
+    let rate = 50_000_000;
+    let delay = 18 * MS;
+    let bdp = bdp_pkts(rate, delay).round() as u32;
+    let spec = dumbbell(&[("reno", json!({}))], rate, delay, bdp, 30 * S);
+    let r = Simulation::new(spec).unwrap().run();
+    let g = goodput(&r.flows)[0];
+    let ceiling = rate as f64 * 1448.0 / 1500.0;
+    eprintln!(
+        "reno goodput {:.3} Mbit/s = {:.2}% of ceiling",
+        g / 1e6,
+        100.0 * g / ceiling
+    );
+    assert!(g >= 0.95 * ceiling, "goodput {g} < 95% of {ceiling}");
+    assert!(g <= ceiling * 1.0001);
+}
+
+fn with_loss(mut spec: ccfair_sim::spec::RunSpec, p: f64) -> ccfair_sim::spec::RunSpec {
+    let n = spec.flows.len();
+    spec.links[n].loss_ab = p; // the bottleneck, data direction
+    spec
+}
+
+#[test]
+fn same_seed_gives_identical_tables() {
+    let mk = || {
+        let s = dumbbell(&[("reno", json!({})), ("reno", json!({}))], 20_000_000, 10 * MS, 50, 10 * S);
+        with_loss(s, 0.005)
+    };
+    let a = Simulation::new(mk()).unwrap().run();
+    let b = Simulation::new(mk()).unwrap().run();
+    assert!(a.flows.identical(&b.flows));
+    assert!(a.timeseries.identical(&b.timeseries));
+    assert!(a.links.identical(&b.links));
+    assert!(a.link_summary.identical(&b.link_summary));
+    assert!(a.timeseries.n_rows() > 0);
+}
+
+#[test]
+fn different_seeds_differ_where_randomness_is_used() {
+    let mk = |seed| {
+        let mut s = dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 10 * S);
+        s.seed = seed;
+        with_loss(s, 0.005)
+    };
+    let a = Simulation::new(mk(1)).unwrap().run();
+    let b = Simulation::new(mk(2)).unwrap().run();
+    assert_ne!(a.flows.u64("retrans_pkts"), b.flows.u64("retrans_pkts"));
+    // Without random loss nothing is random: seeds give identical results.
+    let mut c = dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 5 * S);
+    let mut d = c.clone();
+    c.seed = 1;
+    d.seed = 2;
+    let (rc, rd) = (Simulation::new(c).unwrap().run(), Simulation::new(d).unwrap().run());
+    assert!(rc.flows.identical(&rd.flows));
+}
+
+#[test]
+fn adding_an_unrelated_flow_does_not_perturb_random_streams() {
+    let mut a = dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 5 * S);
+    a.links[1].loss_ab = 0.01; // the bottleneck
+    let mut b = a.clone();
+    // A second, disjoint network with its own lossy link and flow.
+    let x = b.nodes.len();
+    b.nodes.push("x".into());
+    b.nodes.push("y".into());
+    b.links.push(link("xy", x, x + 1, 10_000_000, 5 * MS, 20));
+    let ch = 2 * (b.links.len() - 1);
+    b.links.last_mut().unwrap().loss_ab = 0.02;
+    let mut f = b.flows[0].clone();
+    f.name = "other".into();
+    f.src = x;
+    f.dst = x + 1;
+    f.path = vec![ch];
+    f.ack_path = vec![ch + 1];
+    b.flows.push(f);
+    let ra = Simulation::new(a).unwrap().run();
+    let rb = Simulation::new(b).unwrap().run();
+    let first = |t: &ccfair_sim::table::Table| t.u64("retrans_pkts").unwrap()[0];
+    assert!(first(&ra.flows) > 0, "random loss drops packets of flow 0");
+    assert_eq!(first(&ra.flows), first(&rb.flows));
+    assert_eq!(goodput(&ra.flows)[0].to_bits(), goodput(&rb.flows)[0].to_bits());
+    assert!(rb.flows.u64("retrans_pkts").unwrap()[1] > 0);
+}
+
+#[test]
+fn packets_are_conserved_and_queues_stay_within_buffers() {
+    let rate = 20_000_000;
+    let s = with_loss(
+        dumbbell(&[("reno", json!({})), ("reno", json!({})), ("reno", json!({}))], rate, 5 * MS, 8, 10 * S),
+        0.01,
+    );
+    let buffers: Vec<u32> = s.links.iter().map(|l| l.buffer_pkts).collect();
+    let r = Simulation::new(s).unwrap().run();
+    let f = &r.flows;
+    let sent = f.u64("data_pkts_sent").unwrap();
+    let recv = f.u64("data_pkts_received").unwrap();
+    let drop = f.u64("data_pkts_dropped").unwrap();
+    let net = f.u64("data_pkts_in_network").unwrap();
+    for i in 0..sent.len() {
+        assert_eq!(sent[i], recv[i] + drop[i] + net[i], "flow {i}");
+        assert!(drop[i] > 0, "the shallow buffer and random loss drop packets");
+    }
+    let q = r.links.u64("queue_pkts").unwrap();
+    let link = r.links.u64("link").unwrap();
+    for (qi, li) in q.iter().zip(link) {
+        assert!(*qi <= buffers[*li as usize] as u64);
+    }
+    assert!(q.iter().any(|&x| x == 8), "the bottleneck queue reaches its buffer");
+}
+
+#[test]
+fn two_reno_flows_with_equal_rtt_share_fairly_over_120s() {
+    let rate = 50_000_000;
+    let delay = 18 * MS;
+    let bdp = bdp_pkts(rate, delay).round() as u32;
+    let spec = dumbbell(&[("reno", json!({})), ("reno", json!({}))], rate, delay, bdp, 120 * S);
+    let r = Simulation::new(spec).unwrap().run();
+    let g = goodput(&r.flows);
+    let j = jain(&g);
+    eprintln!("reno x2: {:?} Mbit/s, Jain {j:.4}", g.iter().map(|x| x / 1e6).collect::<Vec<_>>());
+    assert!(j >= 0.95, "Jain {j}");
+    let total: f64 = g.iter().sum();
+    assert!(total >= 0.95 * rate as f64 * 1448.0 / 1500.0);
+}

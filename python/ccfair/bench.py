@@ -1,0 +1,109 @@
+"""Whole-run benchmarks of the simulator (``ccfair bench``).
+
+Each case runs in a fresh subprocess so that its peak memory is its own. Reported: wall
+time, simulated seconds per wall second, packet-hops per second (a packet finishing
+serialisation on one link is one packet-hop) and peak resident memory, next to the target
+of the issue that set it; speed is a ratio measured in this run, never a pass/fail in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    description: str
+    target_wall_s: float
+    target_mem_mb: float | None
+
+
+CASES = [
+    Case("dumbbell-cubic", "dumbbell, 2 CUBIC, 50 Mbit/s, RTT 40 ms, 2 BDP, 60 s", 0.3, None),
+    Case("parking-lot-10hop-cubic", "10-hop parking lot, 11 CUBIC, D 18 ms, alpha 2, 60 s", 3.0, 100),
+]
+
+
+def scenario_for(name: str, duration: str) -> Any:
+    """The scenario of a benchmark case."""
+    from ccfair.spec import dumbbell, parking_lot
+
+    if name == "dumbbell-cubic":
+        return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
+    if name == "parking-lot-10hop-cubic":
+        return parking_lot(10, "cubic", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
+    raise ValueError(f"case: unknown benchmark {name!r}")
+
+
+def _child(name: str, duration: str) -> None:
+    from ccfair import _core
+
+    resolved = scenario_for(name, duration).resolve()
+    spec = resolved.engine_json
+    t0 = time.perf_counter()
+    raw = _core.run(spec)
+    wall = time.perf_counter() - t0
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "sim_s": resolved.engine_spec["duration_ns"] / 1e9,
+                "packet_hops": raw["engine"]["packet_hops"],
+                "events": raw["engine"]["events"],
+                "peak_mb": peak_kb / 1024,
+            }
+        )
+    )
+
+
+def run_case(name: str, duration: str) -> dict[str, Any]:
+    """Run one case in a subprocess and return its measurements."""
+    out = subprocess.run(
+        [sys.executable, "-m", "ccfair.bench", "--child", name, duration],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(quick: bool = False, cases: list[str] | None = None) -> int:
+    """Run the benchmark cases and print a table; returns an exit status."""
+    duration = "5s" if quick else "60s"
+    selected = [c for c in CASES if cases is None or c.name in cases]
+    unknown = set(cases or []) - {c.name for c in CASES}
+    if unknown:
+        print(f"error: --case: unknown {sorted(unknown)}; known: {[c.name for c in CASES]}")
+        return 2
+    print(f"{'case':28s} {'wall s':>8s} {'sim/wall':>9s} {'Mhops/s':>8s} {'peak MB':>8s}  target")
+    for case in selected:
+        m = run_case(case.name, duration)
+        target = f"<= {case.target_wall_s} s"
+        if case.target_mem_mb:
+            target += f", < {case.target_mem_mb} MB"
+        if not quick:
+            ok = m["wall_s"] <= case.target_wall_s and (
+                case.target_mem_mb is None or m["peak_mb"] < case.target_mem_mb
+            )
+            target += " (met)" if ok else " (NOT met)"
+        print(
+            f"{case.name:28s} {m['wall_s']:8.3f} {m['sim_s'] / m['wall_s']:9.1f} "
+            f"{m['packet_hops'] / m['wall_s'] / 1e6:8.2f} {m['peak_mb']:8.1f}  {target}"
+        )
+        print(f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--child":
+        _child(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(main(quick="--quick" in sys.argv))

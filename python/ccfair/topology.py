@@ -1,0 +1,155 @@
+"""Graph arithmetic of a scenario: channels, shortest-path routing and BDP.
+
+Pure functions over node and link indices; :mod:`ccfair.spec` turns user names into indices,
+calls these, and turns failures into :class:`ccfair.errors.SpecError`.
+
+Channels: link ``i`` between nodes ``a`` and ``b`` has channel ``2*i`` carrying packets from
+``a`` to ``b`` and channel ``2*i + 1`` carrying packets from ``b`` to ``a`` (the engine's
+convention, crates/ccfair-sim/src/spec.rs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+__all__ = [
+    "PACKET_BYTES",
+    "Graph",
+    "ack_channels",
+    "bdp_packets",
+    "buffer_packets",
+]
+
+#: Bytes on the wire of a full packet, the unit of buffers and BDPs (EXPERIMENTS.md).
+PACKET_BYTES = 1500
+
+
+@dataclass(frozen=True)
+class Graph:
+    """Nodes ``0..n_nodes-1`` joined by full-duplex links ``ends[i] = (a, b)``.
+
+    Example:
+        >>> g = Graph(3, [(0, 1), (1, 2)])
+        >>> g.shortest_path(0, 2), g.channels([0, 1, 2])
+        ([0, 1, 2], [0, 2])
+    """
+
+    n_nodes: int
+    ends: Sequence[tuple[int, int]]
+
+    @cached_property
+    def _adjacency(self) -> list[list[tuple[int, int]]]:
+        adjacency: list[list[tuple[int, int]]] = [[] for _ in range(self.n_nodes)]
+        for i, (a, b) in enumerate(self.ends):
+            adjacency[a].append((b, 2 * i))
+            adjacency[b].append((a, 2 * i + 1))
+        return adjacency
+
+    @cached_property
+    def _channel_of(self) -> dict[tuple[int, int], int]:
+        out: dict[tuple[int, int], int] = {}
+        for i, (a, b) in enumerate(self.ends):
+            out.setdefault((a, b), 2 * i)
+            out.setdefault((b, a), 2 * i + 1)
+        return out
+
+    def neighbours(self, node: int) -> list[tuple[int, int]]:
+        """``(neighbour, channel from node to neighbour)`` in link declaration order.
+
+        Example:
+            >>> Graph(3, [(0, 1), (2, 1)]).neighbours(1)
+            [(0, 1), (2, 3)]
+        """
+        return list(self._adjacency[node])
+
+    def channel(self, frm: int, to: int) -> int | None:
+        """The channel carrying packets from ``frm`` to adjacent ``to`` (first link in
+        declaration order), or None if they are not adjacent.
+
+        Example:
+            >>> g = Graph(3, [(0, 1), (2, 1)])
+            >>> g.channel(1, 2), g.channel(0, 2)
+            (3, None)
+        """
+        return self._channel_of.get((frm, to))
+
+    def shortest_path(self, src: int, dst: int) -> list[int] | None:
+        """Fewest-hop node path from ``src`` to ``dst``, or None if unreachable.
+
+        Breadth-first search that visits each node's neighbours in link declaration order,
+        so among equal-length paths the one using earlier-declared links wins.
+
+        Example (a square 0-1-3 / 0-2-3; link 0-1 is declared first):
+            >>> Graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)]).shortest_path(0, 3)
+            [0, 1, 3]
+        """
+        adjacency = self._adjacency
+        parent: dict[int, int] = {src: src}
+        queue = deque([src])
+        while queue:
+            node = queue.popleft()
+            if node == dst:
+                break
+            for nxt, _ in adjacency[node]:
+                if nxt not in parent:
+                    parent[nxt] = node
+                    queue.append(nxt)
+        if dst not in parent:
+            return None
+        path = [dst]
+        while path[-1] != src:
+            path.append(parent[path[-1]])
+        return path[::-1]
+
+    def channels(self, node_path: Sequence[int]) -> list[int]:
+        """Channel ids crossed by a node path (consecutive nodes must be adjacent).
+
+        Example:
+            >>> Graph(3, [(0, 1), (2, 1)]).channels([0, 1, 2])
+            [0, 3]
+        """
+        out = []
+        for frm, to in zip(node_path, node_path[1:], strict=False):
+            ch = self.channel(frm, to)
+            if ch is None:
+                raise ValueError(f"nodes {frm} and {to} are not adjacent")
+            out.append(ch)
+        return out
+
+
+def ack_channels(data_channels: Sequence[int]) -> list[int]:
+    """The ACK path of a data path: the same links in reverse order, opposite direction.
+
+    Example:
+        >>> ack_channels([0, 2, 5])
+        [4, 3, 1]
+    """
+    return [ch ^ 1 for ch in reversed(data_channels)]
+
+
+def bdp_packets(rate_bps: int, rtt_ns: int) -> Fraction:
+    """Bandwidth-delay product in 1500-byte packets, exactly:
+    ``rate x rtt / (8 x 1500)``.
+
+    Example (EXPERIMENTS.md: 50 Mbit/s, RTT 8 ms):
+        >>> float(bdp_packets(50_000_000, 8_000_000))
+        33.333333333333336
+    """
+    return Fraction(rate_bps * rtt_ns, 8 * PACKET_BYTES * 1_000_000_000)
+
+
+def buffer_packets(alpha: float, bdp: Fraction) -> int:
+    """``alpha x BDP`` rounded to the nearest whole packet (halves up), at least 1.
+
+    Example:
+        >>> buffer_packets(2.0, bdp_packets(50_000_000, 8_000_000))
+        67
+        >>> buffer_packets(0.5, bdp_packets(50_000_000, 40_000_000))
+        83
+    """
+    return max(1, math.floor(Fraction(alpha) * bdp + Fraction(1, 2)))

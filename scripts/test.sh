@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install everything ccfair needs and run all tests: the README's second command, and what CI
+# runs (.ci/run). Works on a fresh machine with Rust, Python 3.11 and pip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "Python package (builds the Rust extension) and test tools"
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+
+step "Rust: format, lints, tests"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# ccfair-py is a Python extension module: it is tested through pytest, not linked by cargo.
+cargo test --workspace --exclude ccfair-py --quiet
+
+step "Python: lints and tests"
+python3 -m ruff check python tests
+python3 -m ruff format --check python tests
+python3 -m pytest -q

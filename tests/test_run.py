@@ -1,0 +1,119 @@
+"""The run path end to end: scenario -> engine -> tables -> Parquet -> CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import ccfair
+from ccfair.results import finished_run_ids
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def small(**kw):
+    args = dict(bottleneck_delay="5ms", buffer_bdp=1.0, duration="4s")
+    args.update(kw)
+    return ccfair.dumbbell(2, "reno", **args)
+
+
+def test_result_tables_have_the_documented_columns():
+    r = ccfair.run(small())
+    for col in ["run_id", "flow", "name", "cca", "goodput_bps", "goodput_mbps", "share",
+                "retrans_pkts", "rtt_mean_us", "rtt_min_us", "bytes_in_window"]:
+        assert col in r.flows.columns, col
+    for col in ["t_s", "flow", "flow_name", "cwnd_pkts", "inflight_pkts", "srtt_us",
+                "min_rtt_us", "pacing_rate_bps", "delivery_rate_bps", "goodput_bps",
+                "ca_state", "cca_state"]:
+        assert col in r.timeseries.columns, col
+    for col in ["t_s", "link", "link_name", "direction", "queue_pkts", "queue_bytes",
+                "drops", "utilisation"]:
+        assert col in r.links.columns, col
+    assert r.flows["share"].sum() == pytest.approx(1.0)
+    # Samples every 10 ms for 4 s, per flow.
+    assert len(r.timeseries) == 2 * 400
+    assert r.runs.loc[0, "git_revision"]
+    assert json.loads(r.runs.loc[0, "spec_json"])["duration"] == "4s"
+
+
+def test_goodput_matches_bytes_over_window():
+    r = ccfair.run(small(measure=("1s", "4s")))
+    f = r.flows
+    assert (f["goodput_bps"] == f["bytes_in_window"] * 8 / 3.0).all()
+    # The window excludes the first second: fewer bytes than delivered in total.
+    assert (f["bytes_in_window"] < f["bytes_delivered"]).all()
+
+
+def test_same_spec_and_seed_give_identical_tables():
+    a, b = ccfair.run(small(bottleneck_loss=0.01)), ccfair.run(small(bottleneck_loss=0.01))
+    assert a.run_id == b.run_id
+    pd.testing.assert_frame_equal(a.flows, b.flows)
+    pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
+    pd.testing.assert_frame_equal(a.links, b.links)
+    c = ccfair.run(small(bottleneck_loss=0.01, seed=2))
+    assert c.run_id != a.run_id
+    assert not c.flows["retrans_pkts"].equals(a.flows["retrans_pkts"])
+
+
+def test_save_and_load_round_trip(tmp_path):
+    r = ccfair.run(small())
+    r.save(tmp_path)
+    assert finished_run_ids(tmp_path) == [r.run_id]
+    back = ccfair.load(tmp_path)
+    pd.testing.assert_frame_equal(back.flows, r.flows)
+    pd.testing.assert_frame_equal(back.timeseries, r.timeseries, check_categorical=False)
+    assert not list(tmp_path.rglob("*.tmp")), "no temporary files left behind"
+    # One call loads a table of the whole directory.
+    assert len(pd.read_parquet(tmp_path / "flows")) == 2
+
+
+def test_load_rejects_a_directory_without_runs(tmp_path):
+    with pytest.raises(ccfair.results.ResultsError, match="no finished runs"):
+        ccfair.load(tmp_path)
+
+
+def cli(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "ccfair.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_cli_runs_a_toml_and_writes_parquet(tmp_path):
+    out = tmp_path / "res"
+    p = cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--duration", "3s", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "Jain index" in p.stdout and "goodput_Mbps" in p.stdout
+    assert len(finished_run_ids(out)) == 1
+
+
+@pytest.mark.parametrize(
+    "toml, path",
+    [
+        ('duration = "1s"\nbogus = 1\n', "bogus"),
+        ('duration = "1s"\n[[links]]\nbetween = ["a", "b"]\nrate = 0\n', "links[0].rate"),
+    ],
+)
+def test_cli_bad_spec_exits_2_with_one_line(tmp_path, toml, path):
+    f = tmp_path / "bad.toml"
+    f.write_text(toml)
+    p = cli("run", str(f))
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and path in lines[0], p.stderr
+
+
+def test_cli_bad_argument_exits_2():
+    p = cli("run", "--seed", "notanumber")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_cli_check_reports_buffers_in_packets_and_bdp():
+    p = cli("check", str(ROOT / "scenarios" / "dumbbell.toml"))
+    assert p.returncode == 0, p.stderr
+    assert "x BDP" in p.stdout and "pkt" in p.stdout
