@@ -888,9 +888,14 @@ impl Bbr {
 
         // (An RTprop update has consumed this sample: with a = 1 the stock test below would
         // otherwise see rtt <= min_rtt and refresh the stamp, which is an option.)
+        let new_min = if self.params.min_rtt_refresh_on_equal == Some(true) {
+            rs.rtt_us <= self.min_rtt_us as i64
+        } else {
+            rs.rtt_us < self.min_rtt_us as i64
+        };
         if modification != Modification::Updated
             && rs.rtt_us >= 0
-            && (rs.rtt_us <= self.min_rtt_us as i64 || (filter_expired && !rs.is_ack_delayed))
+            && (new_min || (filter_expired && !rs.is_ack_delayed))
         {
             self.min_rtt_us = rs.rtt_us.min(u32::MAX as i64 - 1) as u32;
             self.min_rtt_stamp = now;

@@ -70,6 +70,11 @@ pub struct BbrParams {
     /// ACK-aggregation cwnd (`bbr_extra_acked_gain` = 1.0 when on, 0 when off). `null` takes
     /// the profile's value; the normalised table records the resolved boolean.
     pub extra_acked: Option<bool>,
+    /// Whether an RTT sample equal to min_rtt refreshes the min-RTT stamp (postponing
+    /// PROBE_RTT). Linux had `rtt <= min_rtt` until the 2020 fix "tcp: only postpone PROBE_RTT
+    /// if RTT is < current min_rtt estimate" (v5.10 and stable kernels), `<` since. `null`
+    /// takes the profile's value: false for `linux-5.x`, true for `linux-4.9`.
+    pub min_rtt_refresh_on_equal: Option<bool>,
     /// PROBE_BW starts in this phase (0..=7) instead of a random one of {0, 2..7}.
     pub fixed_start_phase: Option<u8>,
     /// `bbr_min_rtt_win_sec`: min-RTT filter window and PROBE_RTT period, seconds.
@@ -102,6 +107,7 @@ impl Default for BbrParams {
             tso_model: TsoModel::Linux,
             lt_bw: true,
             extra_acked: None,
+            min_rtt_refresh_on_equal: None,
             fixed_start_phase: None,
             min_rtt_win_sec: 10,
             probe_rtt_ms: 200,
@@ -122,6 +128,9 @@ impl BbrParams {
     pub fn resolved(mut self) -> Self {
         if self.extra_acked.is_none() {
             self.extra_acked = Some(self.profile == Profile::Linux5x);
+        }
+        if self.min_rtt_refresh_on_equal.is_none() {
+            self.min_rtt_refresh_on_equal = Some(self.profile == Profile::Linux49);
         }
         self
     }
