@@ -25,6 +25,20 @@ pub struct ChannelCounters {
     pub sojourn_ns_sum: u64,
 }
 
+/// What a channel needs to know about what it carries: the size on the wire. The simulator
+/// moves its own [`Packet`] values; the kernel backend's forwarder (crates/ccfair-emu) moves
+/// handles to real IP packets, so both share one link model.
+pub trait OnWire: Copy {
+    /// Bytes on the wire (IP packet size).
+    fn wire_bytes(&self) -> u32;
+}
+
+impl OnWire for Packet {
+    fn wire_bytes(&self) -> u32 {
+        self.wire_bytes
+    }
+}
+
 /// A packet accepted by the buffer and not yet fully serialised.
 #[derive(Clone, Copy, Debug)]
 struct Backlogged {
@@ -35,14 +49,14 @@ struct Backlogged {
 
 /// What became of a packet offered to a channel.
 #[derive(Debug)]
-pub enum Enqueued {
+pub enum Enqueued<P = Packet> {
     /// Accepted; it reaches the far end at its time. `Some(t)`: the pipe was empty, so the
     /// engine must schedule an arrival at `t`.
     Accepted(Option<u64>),
     /// Dropped by the full drop-tail buffer.
-    BufferFull(Packet),
+    BufferFull(P),
     /// Accepted and serialised, then lost on the wire (random loss).
-    LostOnWire(Packet),
+    LostOnWire(P),
 }
 
 /// One direction of a link.
@@ -51,7 +65,7 @@ pub enum Enqueued {
 /// accepted: max(now, previous departure) + serialisation time. The channel therefore needs
 /// no event per departure; it keeps the departure times of accepted packets and counts as
 /// "in the buffer" those whose departure lies in the future (`advance` retires the others).
-pub struct Channel {
+pub struct Channel<P: OnWire = Packet> {
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub buffer_pkts: u32,
@@ -62,11 +76,11 @@ pub struct Channel {
     last_departure_ns: u64,
     /// Accepted packets not lost, with their arrival time at the far end (FIFO: constant
     /// delay after in-order departures).
-    pipe: VecDeque<(u64, Packet)>,
+    pipe: VecDeque<(u64, P)>,
     counters: ChannelCounters,
 }
 
-impl Channel {
+impl<P: OnWire> Channel<P> {
     pub fn new(rate_bps: u64, delay_ns: u64, buffer_pkts: u32, loss_prob: f64, seed: u64) -> Self {
         Channel {
             rate_bps,
@@ -117,21 +131,22 @@ impl Channel {
     }
 
     /// Offer a packet at time `now`.
-    pub fn enqueue(&mut self, now: u64, pkt: Packet) -> Enqueued {
+    pub fn enqueue(&mut self, now: u64, pkt: P) -> Enqueued<P> {
         self.advance(now);
         self.counters.arrivals += 1;
         if self.backlog.len() >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
             return Enqueued::BufferFull(pkt);
         }
-        let departure = now.max(self.last_departure_ns) + self.serialisation_ns(pkt.wire_bytes);
+        let bytes = pkt.wire_bytes();
+        let departure = now.max(self.last_departure_ns) + self.serialisation_ns(bytes);
         self.last_departure_ns = departure;
         self.backlog.push_back(Backlogged {
             enqueued_ns: now,
             departure_ns: departure,
-            wire_bytes: pkt.wire_bytes,
+            wire_bytes: bytes,
         });
-        self.backlog_bytes += pkt.wire_bytes as u64;
+        self.backlog_bytes += bytes as u64;
         debug_assert!(self.backlog.len() <= self.buffer_pkts as usize);
         // Random loss happens on the wire: the packet still takes its serialisation time.
         if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
@@ -145,13 +160,13 @@ impl Channel {
     }
 
     /// The head of the pipe reached the far end. Returns it and the time of the next arrival.
-    pub fn arrival(&mut self) -> (Packet, Option<u64>) {
+    pub fn arrival(&mut self) -> (P, Option<u64>) {
         let (_, pkt) = self.pipe.pop_front().expect("arrival on an empty pipe");
         (pkt, self.pipe.front().map(|&(t, _)| t))
     }
 
     /// Packets accepted and not yet delivered (queued, in service or propagating).
-    pub fn held_packets(&self) -> impl Iterator<Item = &Packet> {
+    pub fn held_packets(&self) -> impl Iterator<Item = &P> {
         self.pipe.iter().map(|(_, p)| p)
     }
 }
@@ -176,7 +191,7 @@ mod tests {
         }
     }
 
-    fn arrival_of(e: Enqueued) -> Option<u64> {
+    fn arrival_of(e: Enqueued<Packet>) -> Option<u64> {
         match e {
             Enqueued::Accepted(t) => t,
             other => panic!("not accepted: {other:?}"),
@@ -185,13 +200,13 @@ mod tests {
 
     #[test]
     fn serialisation_of_1500_bytes_at_50_mbps_is_240_us() {
-        let ch = Channel::new(50_000_000, 0, 10, 0.0, 1);
+        let ch: Channel = Channel::new(50_000_000, 0, 10, 0.0, 1);
         assert_eq!(ch.serialisation_ns(1500), 240_000);
     }
 
     #[test]
     fn buffer_counts_packet_in_service() {
-        let mut ch = Channel::new(1_000_000, 0, 2, 0.0, 1);
+        let mut ch: Channel = Channel::new(1_000_000, 0, 2, 0.0, 1);
         assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::Accepted(_))); // in service
         assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::Accepted(_))); // waiting
         assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::BufferFull(_))); // full
@@ -208,7 +223,7 @@ mod tests {
 
     #[test]
     fn fifo_with_delay() {
-        let mut ch = Channel::new(12_000_000, 5_000, 10, 0.0, 1); // 1 ms per 1500 B
+        let mut ch: Channel = Channel::new(12_000_000, 5_000, 10, 0.0, 1); // 1 ms per 1500 B
         assert_eq!(arrival_of(ch.enqueue(0, pkt(1500))), Some(1_005_000));
         assert_eq!(arrival_of(ch.enqueue(0, pkt(1500))), None); // pipe already scheduled
         let (_, next) = ch.arrival();
@@ -229,7 +244,7 @@ mod tests {
 
     #[test]
     fn random_loss_rate_matches_probability() {
-        let mut ch = Channel::new(1_000_000_000, 0, 100_000, 0.1, 42);
+        let mut ch: Channel = Channel::new(1_000_000_000, 0, 100_000, 0.1, 42);
         let mut t = 0;
         for _ in 0..20_000 {
             ch.enqueue(t, pkt(100));

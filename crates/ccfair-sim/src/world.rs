@@ -13,9 +13,10 @@ use crate::table::{ColumnData, SparseColumns, Table};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
 
-/// Seed stream tags, so that flows and links draw from independent streams.
-const STREAM_FLOW: u64 = 1;
-const STREAM_CHANNEL: u64 = 2;
+/// Seed stream tags, so that flows and links draw from independent streams (public: the
+/// kernel backend's forwarder draws a channel's random losses from the same stream).
+pub const STREAM_FLOW: u64 = 1;
+pub const STREAM_CHANNEL: u64 = 2;
 const NOT_SCHEDULED: u64 = u64::MAX;
 
 struct Flow {
@@ -126,7 +127,7 @@ pub struct Simulation {
     spec: RunSpec,
     now: u64,
     queue: EventQueue,
-    channels: Vec<Channel>,
+    channels: Vec<Channel<Packet>>,
     flows: Vec<Flow>,
     out: Vec<Packet>,
     stats: EngineStats,
