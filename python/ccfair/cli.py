@@ -67,16 +67,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
             flush=True,
         )
     result = run(sc, backend=backend)
-    if args.out is not None:
-        result.save(args.out)
+    out = None if args.no_save else args.out
+    if out is not None:
+        result.save(out)
     if args.json:
         print(result.flows.to_json(orient="records"))
     elif not args.quiet:
         print(result.format_summary())
+        if out is not None:
+            print(f"results: {out}/ (run {result.run_id}; pandas.read_parquet('{out}/flows'))")
     if not result.reliable and (args.json or args.quiet):
         print(f"warning: {result.format_selfcheck()}", file=sys.stderr)
-        if args.out is not None:
-            print(f"results: {args.out} (run {result.run_id})")
     return 0
 
 
@@ -145,7 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a scenario (default: the built-in dumbbell)")
     r.add_argument("scenario", nargs="?", help="scenario TOML file")
-    r.add_argument("--out", help="results directory to write Parquet tables into")
+    r.add_argument(
+        "--out",
+        default="results",
+        help="results directory for the Parquet tables (default: results)",
+    )
+    r.add_argument("--no-save", action="store_true", help="print the summary only, write nothing")
     r.add_argument(
         "--backend",
         choices=["sim", "kernel"],

@@ -62,6 +62,11 @@ NETNS_RE = re.compile(r"^ccf-([0-9a-f]{8})-\d+(?:-[A-Za-z0-9_.]*)?$")
 PREFIX = "10.200.0.0/16"
 #: Receiver port of flow i: BASE_PORT + i.
 BASE_PORT = 20000
+#: A run whose handshakes were forwarded late (the machine stalled during setup) is set up
+#: again, at most this many times in all (the emulator's ``max_setup_lateness_us``).
+SETUP_ATTEMPTS = 3
+#: The emulator's error prefix for that case (crates/ccfair-emu/src/config.rs).
+SETUP_DISTURBED = "setup disturbed"
 #: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c).
 LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
 
@@ -107,6 +112,8 @@ class Bounds:
     missed_samples: float = 0.01
     #: 99th percentile of the senders' sampling lateness (sample time minus grid point).
     sampling_p99_us: float = 2000.0
+    #: Largest lateness of a handshake packet (its RTT sample enters Linux's min RTT).
+    setup_max_us: float = 1000.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,29 +553,49 @@ def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, An
     tmp = state_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(state))
     os.replace(tmp, state_path)
+    try:
+        with _signals_raise():
+            for attempt in range(1, SETUP_ATTEMPTS + 1):
+                # The last attempt runs whatever the handshakes saw; assess() flags it.
+                options = {} if attempt < SETUP_ATTEMPTS else {"max_setup_lateness_us": 0}
+                try:
+                    raw, selfcheck = _attempt(plan, options)
+                except KernelError as exc:
+                    if SETUP_DISTURBED in str(exc) and attempt < SETUP_ATTEMPTS:
+                        continue
+                    raise
+                selfcheck["setup_attempts"] = attempt
+                selfcheck["expected_samples"] = _expected_samples(resolved.engine_spec)
+                return raw, selfcheck
+    finally:
+        with contextlib.suppress(OSError):
+            state_path.unlink()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Create the namespaces, run once, remove them (whatever happens)."""
     emu = None
-    with _signals_raise():
-        try:
+    try:
+        for name in plan.netns:
+            _ip("netns", "add", name)
+        emu = _core.Emulation(json.dumps({**plan.config, "options": options}))
+        raw = emu.run()
+        selfcheck = json.loads(raw.pop("selfcheck"))
+        selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
+        selfcheck["kernel_hz"] = kernel_hz()
+        selfcheck["namespaces"] = plan.netns
+        return raw, selfcheck
+    except RuntimeError as exc:
+        if isinstance(exc, KernelError):
+            raise
+        raise KernelError(f"kernel run failed: {exc}") from None
+    finally:
+        with _signals_deferred():
+            if emu is not None:
+                emu.close()
             for name in plan.netns:
-                _ip("netns", "add", name)
-            emu = _core.Emulation(json.dumps(plan.config))
-            raw = emu.run()
-            selfcheck = json.loads(raw.pop("selfcheck"))
-            selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
-            selfcheck["expected_samples"] = _expected_samples(resolved.engine_spec)
-            selfcheck["kernel_hz"] = kernel_hz()
-            selfcheck["namespaces"] = plan.netns
-            return raw, selfcheck
-        except RuntimeError as exc:
-            raise KernelError(f"kernel run failed: {exc}") from None
-        finally:
-            with _signals_deferred():
-                if emu is not None:
-                    emu.close()
-                for name in plan.netns:
-                    _delete_netns(name)
-                with contextlib.suppress(OSError):
-                    state_path.unlink()
+                _delete_netns(name)
 
 
 def _expected_samples(spec: Mapping[str, Any]) -> int:
@@ -604,6 +631,12 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
         )
     if _gt(fwd.get("cpu_frac"), bounds.forwarder_cpu):
         flags.append(f"forwarder CPU {fwd['cpu_frac']:.0%} > {bounds.forwarder_cpu:.0%}")
+    setup = fwd.get("setup_lateness", {})
+    if _gt(setup.get("max_us"), bounds.setup_max_us):
+        flags.append(
+            f"a handshake packet was {setup['max_us']:.0f} us late (> "
+            f"{bounds.setup_max_us:.0f} us): Linux's min RTT may read high"
+        )
     ratio = rate_ratio_min(selfcheck, bounds)
     if ratio is not None and ratio < bounds.rate_ratio:
         flags.append(f"achieved link rate {ratio:.2%} of configured < {bounds.rate_ratio:.0%}")

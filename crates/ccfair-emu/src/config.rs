@@ -75,7 +75,15 @@ pub struct EmuOptions {
     /// Time between the last connection established and t = 0 of the run (ms), so that
     /// every thread has its start time before the first sample is due.
     pub start_margin_ms: u64,
+    /// Abort before t = 0 if a packet of the handshakes was forwarded later than this (us):
+    /// Linux takes an RTT sample from the handshake into its min RTT (and BBR's model), so
+    /// a delayed handshake biases the whole run. 0 disables the check. The Python backend
+    /// retries the setup when this happens (docs/kernel.md).
+    pub max_setup_lateness_us: u64,
 }
+
+/// Prefix of the error a run returns when it aborted because of a delayed handshake.
+pub const SETUP_DISTURBED: &str = "setup disturbed";
 
 impl Default for EmuOptions {
     fn default() -> Self {
@@ -86,6 +94,7 @@ impl Default for EmuOptions {
             spin_ns: 0,
             connect_timeout_ms: 10_000,
             start_margin_ms: 20,
+            max_setup_lateness_us: 1_000,
         }
     }
 }

@@ -12,9 +12,11 @@
 //! This is the Mahimahi idea (one emulator process per link) generalised to any topology
 //! with one event heap for all hops.
 //!
-//! Model time is `CLOCK_MONOTONIC` in ns. Events run in time order and never early; the
-//! difference between the wall clock and an event's scheduled time is its lateness, which
-//! the forwarder records (`lateness`) as its main self-check.
+//! Model time is `CLOCK_MONOTONIC` in ns. A channel fixes a packet's departure when it
+//! accepts it, so the only packet events are arrivals at the far end of a channel. Events run
+//! in time order and never early; the difference between the wall clock and an event's
+//! scheduled time is its lateness, which the forwarder records (`lateness`) as its main
+//! self-check.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -24,7 +26,7 @@ use std::sync::Mutex;
 
 use ccfair_cc::rng::derive_seed;
 use ccfair_sim::event::{Event, EventQueue};
-use ccfair_sim::link::{Channel, ChannelCounters, ChannelWake, OnWire};
+use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use ccfair_sim::table::{ColumnData, Table};
 use ccfair_sim::world::STREAM_CHANNEL;
 use serde::Serialize;
@@ -48,6 +50,8 @@ pub struct Control {
     t0: AtomicU64,
     /// The first error of a worker thread (which also stops the others).
     failure: Mutex<Option<String>>,
+    /// Largest lateness of a packet event before t = 0 (the handshakes), in ns.
+    setup_late_max_ns: AtomicU64,
 }
 
 impl Control {
@@ -79,6 +83,10 @@ impl Control {
 
     pub fn set_t0(&self, t0: u64) {
         self.t0.store(t0, Ordering::SeqCst);
+    }
+
+    pub fn setup_late_max_ns(&self) -> u64 {
+        self.setup_late_max_ns.load(Ordering::SeqCst)
     }
 
     pub fn t0(&self) -> Option<u64> {
@@ -129,10 +137,11 @@ pub struct FlowCounts {
     pub acks_dropped: u64,
 }
 
-/// Achieved service rate of a channel on the wall clock. Over every busy period (the
-/// channel serialising back to back) after t = 0, the bytes that left after the first
-/// departure, over the wall-clock time between the first and last departure. Equal to the
-/// configured rate when the forwarder keeps up; lower when it falls behind its schedule.
+/// Achieved rate of a channel on the wall clock. Packets the channel serialised back to back
+/// reach the far end exactly one serialisation time apart in model time; over every such
+/// pair after t = 0, the bytes of the second packet over the wall-clock time between the two
+/// arrivals as the forwarder executed them. Equal to the configured rate when the forwarder
+/// keeps up; lower when it falls behind its schedule.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct ChannelRate {
     pub link: usize,
@@ -143,14 +152,11 @@ pub struct ChannelRate {
     pub achieved_bps: f64,
 }
 
+/// The last arrival executed on a channel: model time and wall-clock time.
 #[derive(Clone, Copy, Default)]
-struct BusyPeriod {
-    active: bool,
-    first_t: u64,
-    first_wall: u64,
-    last_t: u64,
-    last_wall: u64,
-    bytes: u64,
+struct LastArrival {
+    t: u64,
+    wall: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -172,10 +178,13 @@ pub struct ForwarderReport {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ForwarderStats {
-    /// Lateness of every packet event (end of serialisation, arrival at a hop) after t = 0.
+    /// Lateness of every packet event (arrival at the far end of a channel) after t = 0.
     pub lateness: Summary,
     /// Lateness of the writes to the receiving host's TUN device (the last hop).
     pub delivery_lateness: Summary,
+    /// Lateness of packet events before t = 0: the connections' handshakes, whose RTT
+    /// samples enter Linux's min RTT.
+    pub setup_lateness: Summary,
     /// CPU time of the forwarder thread over the run's wall time. Includes the kernel's
     /// own receive processing of the packets it writes (TCP runs in the writer's context).
     pub cpu_frac: f64,
@@ -224,7 +233,9 @@ pub struct Forwarder {
     counts: Vec<FlowCounts>,
     late_all: Histogram,
     late_delivery: Histogram,
-    busy: Vec<BusyPeriod>,
+    late_setup: Histogram,
+    setup_late_max_ns: u64,
+    last_arrival: Vec<Option<LastArrival>>,
     rate_acc: Vec<RateAcc>,
     last_counters: Vec<ChannelCounters>,
     measure_start_counters: Vec<ChannelCounters>,
@@ -290,7 +301,9 @@ impl Forwarder {
             counts: vec![FlowCounts::default(); spec.flows.len()],
             late_all: Histogram::default(),
             late_delivery: Histogram::default(),
-            busy: vec![BusyPeriod::default(); n_ch],
+            late_setup: Histogram::default(),
+            setup_late_max_ns: 0,
+            last_arrival: vec![None; n_ch],
             rate_acc: vec![RateAcc::default(); n_ch],
             last_counters: vec![ChannelCounters::default(); n_ch],
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
@@ -327,6 +340,11 @@ impl Forwarder {
             if self.finished {
                 break;
             }
+            if self.t0.is_none() {
+                // The driver checks the handshakes' lateness before it fixes t0.
+                ctl.setup_late_max_ns
+                    .fetch_max(self.setup_late_max_ns, Ordering::SeqCst);
+            }
             let timeout = match self.queue.peek_time() {
                 Some(t) => t.saturating_sub(sys::monotonic_ns()).min(MAX_SLEEP_NS),
                 None => MAX_SLEEP_NS,
@@ -357,8 +375,19 @@ impl Forwarder {
         self.queue
             .push(t0 + self.measure_start_ns, Event::MeasureStart);
         self.queue.push(t0 + self.measure_end_ns, Event::MeasureEnd);
-        self.last_counters = self.channels.iter().map(|c| c.counters).collect();
+        self.last_counters = self.counters_at(t0);
         self.measure_start_counters = self.last_counters.clone();
+    }
+
+    /// Every channel's counters at model time `t` (packets that departed by then count).
+    fn counters_at(&mut self, t: u64) -> Vec<ChannelCounters> {
+        self.channels
+            .iter_mut()
+            .map(|c| {
+                c.advance(t);
+                c.counters()
+            })
+            .collect()
     }
 
     fn in_run(&self, t: u64) -> bool {
@@ -384,26 +413,18 @@ impl Forwarder {
             self.stats.events += 1;
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len() + 1);
             match ev {
-                Event::ChannelTxDone(ch) => {
-                    self.record_late(t, now);
-                    self.tx_done(ch as usize, t, now);
-                }
                 Event::ChannelArrival(ch) => {
                     self.record_late(t, now);
                     let (pkt, next) = self.channels[ch as usize].arrival();
                     if let Some(n) = next {
                         self.queue.push(n, Event::ChannelArrival(ch));
                     }
+                    self.account_rate(ch as usize, t, now, pkt.bytes);
                     self.advance(t, now, pkt);
                 }
                 Event::Sample => self.sample(t),
-                Event::MeasureStart => {
-                    self.measure_start_counters = self.channels.iter().map(|c| c.counters).collect()
-                }
-                Event::MeasureEnd => {
-                    self.measure_end_counters =
-                        Some(self.channels.iter().map(|c| c.counters).collect())
-                }
+                Event::MeasureStart => self.measure_start_counters = self.counters_at(t),
+                Event::MeasureEnd => self.measure_end_counters = Some(self.counters_at(t)),
                 other => unreachable!("the forwarder never schedules {other:?}"),
             }
         }
@@ -417,57 +438,26 @@ impl Forwarder {
     fn record_late(&mut self, t: u64, now: u64) {
         if self.in_run(t) {
             self.late_all.record(now.saturating_sub(t));
+        } else {
+            let late = now.saturating_sub(t);
+            self.late_setup.record(late);
+            self.setup_late_max_ns = self.setup_late_max_ns.max(late);
         }
     }
 
-    fn schedule(&mut self, ch: usize, wake: ChannelWake) {
-        if let Some(t) = wake.tx_done_at {
-            self.queue.push(t, Event::ChannelTxDone(ch as u32));
-        }
-        if let Some(t) = wake.arrival_at {
-            self.queue.push(t, Event::ChannelArrival(ch as u32));
-        }
-    }
-
-    fn tx_done(&mut self, ch: usize, t: u64, now: u64) {
-        self.stats.packet_hops += 1;
-        let before = self.channels[ch].counters.tx_bytes;
-        let (wake, lost) = self.channels[ch].tx_done(t);
-        let bytes = self.channels[ch].counters.tx_bytes - before;
+    /// Back-to-back arrivals measure the achieved rate (see [`ChannelRate`]).
+    fn account_rate(&mut self, ch: usize, t: u64, now: u64, bytes: u32) {
         let in_run = self.in_run(t);
-        self.account_busy(ch, t, now, bytes, in_run);
-        if let Some(p) = lost {
-            self.drop_pkt(p);
-        }
-        self.schedule(ch, wake);
-    }
-
-    fn account_busy(&mut self, ch: usize, t: u64, now: u64, bytes: u64, in_run: bool) {
-        let still_busy = self.channels[ch].occupancy_pkts() > 0;
-        let b = &mut self.busy[ch];
-        if in_run {
-            if b.active {
-                b.bytes += bytes;
-                b.last_t = t;
-                b.last_wall = now;
-            } else {
-                *b = BusyPeriod {
-                    active: true,
-                    first_t: t,
-                    first_wall: now,
-                    last_t: t,
-                    last_wall: now,
-                    bytes: 0,
-                };
+        let ser = self.channels[ch].serialisation_ns(bytes);
+        if let Some(prev) = self.last_arrival[ch] {
+            if in_run && self.in_run(prev.t) && t - prev.t == ser {
+                let acc = &mut self.rate_acc[ch];
+                acc.model_ns += ser;
+                acc.wall_ns += now.saturating_sub(prev.wall);
+                acc.bytes += bytes as u64;
             }
         }
-        if !still_busy && b.active {
-            let acc = &mut self.rate_acc[ch];
-            acc.model_ns += b.last_t - b.first_t;
-            acc.wall_ns += b.last_wall.saturating_sub(b.first_wall);
-            acc.bytes += b.bytes;
-            b.active = false;
-        }
+        self.last_arrival[ch] = Some(LastArrival { t, wall: now });
     }
 
     /// A packet reached the far end of a channel at model time `t`: next hop, or the host.
@@ -510,8 +500,17 @@ impl Forwarder {
 
     fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
         match self.channels[ch].enqueue(t, pkt) {
-            Ok(wake) => self.schedule(ch, wake),
-            Err(p) => self.drop_pkt(p),
+            Enqueued::Accepted(at) => {
+                self.stats.packet_hops += 1;
+                if let Some(at) = at {
+                    self.queue.push(at, Event::ChannelArrival(ch as u32));
+                }
+            }
+            Enqueued::LostOnWire(p) => {
+                self.stats.packet_hops += 1;
+                self.drop_pkt(p);
+            }
+            Enqueued::BufferFull(p) => self.drop_pkt(p),
         }
     }
 
@@ -612,24 +611,24 @@ impl Forwarder {
     fn sample(&mut self, t: u64) {
         let t0 = self.t0.expect("samples start at t0");
         let dt = self.sample_interval_ns.min(t - t0).max(1);
+        let now_counters = self.counters_at(t);
         let s = &mut self.series;
         for (ch, c) in self.channels.iter().enumerate() {
             let prev = &self.last_counters[ch];
+            let counters = &now_counters[ch];
             s.t_ns.push(t - t0);
             s.link.push((ch / 2) as u64);
             s.direction.push(direction(ch));
             s.queue_pkts.push(c.occupancy_pkts() as u64);
             s.queue_bytes.push(c.occupancy_bytes());
             s.drops.push(
-                c.counters.drops_queue + c.counters.drops_random
-                    - prev.drops_queue
-                    - prev.drops_random,
+                counters.drops_queue + counters.drops_random - prev.drops_queue - prev.drops_random,
             );
-            let bits = (c.counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
+            let bits = (counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
             s.utilisation
                 .push(bits / (c.rate_bps as f64 * dt as f64 / 1e9));
         }
-        self.last_counters = self.channels.iter().map(|c| c.counters).collect();
+        self.last_counters = now_counters;
         self.next_sample_k += 1;
         let next = self.next_sample_k * self.sample_interval_ns;
         if next <= self.duration_ns {
@@ -646,18 +645,9 @@ impl Forwarder {
             self.stats.cpu_frac =
                 sys::thread_cpu_ns().saturating_sub(self.cpu_at_t0) as f64 / wall as f64;
         }
-        // Close busy periods still open at the end.
-        for ch in 0..self.channels.len() {
-            let b = self.busy[ch];
-            if b.active {
-                let acc = &mut self.rate_acc[ch];
-                acc.model_ns += b.last_t - b.first_t;
-                acc.wall_ns += b.last_wall.saturating_sub(b.first_wall);
-                acc.bytes += b.bytes;
-            }
-        }
         self.stats.lateness = self.late_all.summary();
         self.stats.delivery_lateness = self.late_delivery.summary();
+        self.stats.setup_lateness = self.late_setup.summary();
         self.stats.rates = self
             .channels
             .iter()
@@ -678,7 +668,7 @@ impl Forwarder {
             })
             .collect();
 
-        // Packets still held by channels, per flow.
+        // Packets still held by channels (queued, in service or propagating), per flow.
         let mut in_network = vec![(0u64, 0u64); self.routes.len()];
         for c in &self.channels {
             for p in c.held_packets() {
@@ -712,17 +702,14 @@ impl Forwarder {
 
     /// Per channel over the measurement window, with the simulator's columns plus the
     /// achieved rate (`achieved_rate_bps`, `busy_s`).
-    fn link_summary(&self) -> Table {
+    fn link_summary(&mut self) -> Table {
         let n = self.channels.len();
-        let start = &self.measure_start_counters;
-        let end_owned;
-        let end = match &self.measure_end_counters {
+        let end = match self.measure_end_counters.clone() {
             Some(e) => e,
-            None => {
-                end_owned = self.channels.iter().map(|c| c.counters).collect::<Vec<_>>();
-                &end_owned
-            }
+            None => self.counters_at(self.end_time().unwrap_or(0)),
         };
+        let start = &self.measure_start_counters;
+        let end = &end;
         let window_ns = (self.measure_end_ns - self.measure_start_ns) as f64;
         let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
             (0..n).map(|i| f(&end[i]) - f(&start[i])).collect()

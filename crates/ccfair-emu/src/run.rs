@@ -20,7 +20,7 @@ use serde::Serialize;
 use ccfair_sim::table::{ColumnData, SparseColumns, Table};
 use ccfair_sim::world::{EngineStats, RunResult};
 
-use crate::config::{EmuConfig, HostConfig};
+use crate::config::{EmuConfig, HostConfig, SETUP_DISTURBED};
 use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
@@ -264,6 +264,16 @@ impl Emulation {
         wait("the connections", 2 * n, &|p| {
             matches!(p, Progress::Connected(_) | Progress::Accepted(_))
         })?;
+        // Let the forwarder publish what it saw, then judge the handshakes.
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let late_us = ctl.setup_late_max_ns() / 1_000;
+        if opts.max_setup_lateness_us > 0 && late_us > opts.max_setup_lateness_us {
+            return Err(format!(
+                "{SETUP_DISTURBED}: a handshake packet was forwarded {late_us} us late (bound \
+                 {} us); Linux's min RTT would read high",
+                opts.max_setup_lateness_us
+            ));
+        }
         let setup_s = (sys::monotonic_ns() - self.setup_started) as f64 / 1e9;
         let t0 = sys::monotonic_ns() + opts.start_margin_ms * 1_000_000;
         let cpu0 = sys::process_cpu_ns();
