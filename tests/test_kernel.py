@@ -126,6 +126,36 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
 
 
 @pytest.mark.kernel
+def test_bbr_against_cubic_at_half_a_bdp_records_both_flows(kernel_backend):
+    """BBR vs CUBIC, 50 Mbit/s, RTT 40 ms, 0.5 BDP: both flows run and are recorded; BBR's
+    own model (TCP_CC_INFO) is in the simulator's columns."""
+    sc = ccfair.dumbbell(2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=0.5)
+    sc = Scenario.from_dict({**sc.to_dict(), "duration": "12s"})
+    r = ccfair.run(sc, backend="kernel")
+    f = r.flows.set_index("name")
+    assert (f["goodput_bps"] > 0.5e6).all(), f["goodput_bps"]
+    assert f["goodput_bps"].sum() >= 0.9 * 50e6 * PAYLOAD
+    ts = r.timeseries
+    bbr = ts[ts["flow_name"] == "flow1"]
+    cubic = ts[ts["flow_name"] == "flow2"]
+    assert len(bbr) == len(cubic) == 1200
+    assert set(bbr["cca_state"]) <= {"STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"}
+    assert {"STARTUP", "PROBE_BW"} <= set(bbr["cca_state"])
+    late = bbr[bbr["t_s"] > 2.0]
+    assert (late["bbr_btl_bw_bps"] > 0).all() and (late["bbr_btl_bw_bps"] < 1.1 * 50e6).all()
+    # RTprop: the 40 ms path, plus at most the buffer's 20 ms once the 10 s min-RTT window
+    # expires and PROBE_RTT measures with CUBIC's queue present. Linux may take it from a
+    # timestamp-based (1 ms granular) sample, hence the 39 ms floor.
+    rtprop = late["bbr_rtprop_us"]
+    assert (rtprop >= 39_000).all() and (rtprop <= 61_000).all(), rtprop.describe()
+    assert set(late["bbr_pacing_gain"]) <= {0.75, 1.0, 1.25, 2.88671875, 88 / 256}
+    assert late["pacing_rate_bps"].notna().all()
+    assert cubic["bbr_btl_bw_bps"].isna().all()
+    assert set(cubic["cca_state"]) <= {"slow_start", "cong_avoid"}
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+
+
+@pytest.mark.kernel
 def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
     """Same tables and columns (and dtypes) as the simulator; Parquet round trip."""
     sc = one_link("3s")
@@ -200,6 +230,13 @@ def test_rejects_a_modified_algorithm_and_unsettable_tcp_options():
         )
     assert e.value.path == "flows[0].cca_params.beta"
     assert "modification of cubic" in str(e.value) and "offers: reno, cubic, bbr" in str(e.value)
+    with pytest.raises(ccfair.SpecError) as e:
+        kernel.check_scenario(
+            ccfair.dumbbell(1, "bbr", cca_params={"rtprop_trigger": "rtt_ratio"}).resolve(),
+            offered=["reno", "cubic", "bbr"],
+        )
+    assert e.value.path == "flows[0].cca_params.rtprop_trigger"
+    assert "modification of bbr" in str(e.value)
     with pytest.raises(ccfair.SpecError) as e:
         kernel.check_scenario(
             ccfair.dumbbell(1, "cubic", tcp={"delack_ms": 10}).resolve(), offered=["cubic"]
