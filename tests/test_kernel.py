@@ -32,30 +32,6 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
 PAYLOAD = 1448 / 1500
 
 
-def _unavailable() -> str | None:
-    missing = kernel.missing_capabilities()
-    if missing:
-        return f"needs root: this process lacks {' and '.join(missing)}"
-    if not Path("/dev/net/tun").exists():
-        return "needs /dev/net/tun (CONFIG_TUN)"
-    if shutil.which("ip") is None:
-        return "needs iproute2's ip command"
-    lacking = {"reno", "cubic", "bbr"} - set(kernel.available_ccas())
-    if lacking:
-        return f"needs the kernel congestion controls {', '.join(sorted(lacking))}"
-    return None
-
-
-@pytest.fixture
-def kernel_backend() -> None:
-    """Fail (in CI) or skip (elsewhere) naming the capability the kernel backend lacks."""
-    reason = _unavailable()
-    if reason is not None:
-        if os.environ.get("CCFAIR_REQUIRE_KERNEL") == "1":
-            pytest.fail(f"kernel backend {reason}")
-        pytest.skip(f"kernel backend {reason}")
-
-
 def tag_of(sc: Scenario) -> str:
     return run_id_of(sc.resolve().normalized, "kernel")[:8]
 
@@ -476,3 +452,27 @@ def test_capabilities_and_hz_parsing():
         "CAP_SYS_ADMIN",
     ]
     assert kernel.kernel_hz() in (None, 100, 250, 300, 1000)
+
+
+def test_cleanup_spares_a_run_that_starts_while_it_looks(tmp_path, monkeypatch):
+    """A run writes its record, then creates namespaces; a cleanup that read the records
+    just before must still not delete them. Dead runs' namespaces and unrecorded ones go."""
+    monkeypatch.setattr(kernel, "STATE_DIR", tmp_path)
+    me = {"pid": os.getpid(), "start_time": kernel._proc_start_time(os.getpid())}
+    dead = {"pid": 2**22 + 1, "start_time": 1, "netns": ["ccf-deadbeef-0-h1"]}
+    (tmp_path / "deadbeef.json").write_text(json.dumps(dead))
+    names = ["ccf-deadbeef-0-h1", "ccf-0badcafe-0-h1", "ccf-12345678-0-h1", "ccf-decoy-1"]
+
+    def listing() -> list[str]:
+        # The new run 12345678 records itself after cleanup read the records.
+        (tmp_path / "12345678.json").write_text(json.dumps({**me, "netns": [names[2]]}))
+        return [n for n in names if n not in deleted]
+
+    deleted: list[str] = []
+    monkeypatch.setattr(kernel, "list_netns", listing)
+    monkeypatch.setattr(kernel, "_delete_netns", deleted.append)
+    removed = kernel.cleanup()
+    assert sorted(removed) == ["ccf-0badcafe-0-h1", "ccf-deadbeef-0-h1"]
+    assert sorted(deleted) == sorted(removed)
+    assert not (tmp_path / "deadbeef.json").exists()
+    assert (tmp_path / "12345678.json").exists()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -109,3 +112,82 @@ def run(
         selfcheck=selfcheck,
         flags=flags,
     )
+
+
+def run_many(
+    scenarios: Sequence[Scenario | dict[str, Any] | str | os.PathLike[str]],
+    *,
+    backend: str | None = None,
+    jobs: int = 1,
+    on_result: Callable[[int, RunResult], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> list[RunResult]:
+    """Run several scenarios; return their results in order.
+
+    Kernel runs happen in real time, by default one at a time. ``jobs`` > 1 runs that many
+    at once (threads: the runs release the GIL), which only helps when the machine has
+    cores to spare: the forwarder of each run needs a core's worth of prompt wake-ups.
+    If any run then exceeds its lateness or CPU bounds, ``warn`` (default: stderr) says
+    so and suggests ``jobs = 1``. Ctrl-C or SIGTERM stops every run, each removes its
+    namespaces, and the interrupt propagates.
+
+    Example:
+        >>> rs = run_many([ccfair.dumbbell(1, "reno", duration="2s")] * 2)  # doctest: +SKIP
+    """
+    from ccfair import kernel
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise SpecError("jobs", jobs, "is not a positive integer number of parallel runs")
+    scs = [as_scenario(s) for s in scenarios]
+    if backend not in (None, *BACKENDS):
+        raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
+    say = warn or (lambda m: print(f"warning: {m}", file=sys.stderr))
+    # Everything is checked before anything runs.
+    for sc in scs:
+        if (backend or sc.backend or "sim") == "kernel":
+            kernel.check_scenario(sc.resolve())
+            kernel.preflight()
+    results: list[RunResult | None] = [None] * len(scs)
+    with kernel.signals_raise(), ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending: dict[Future[RunResult], int] = {}
+        try:
+            for i, sc in enumerate(scs):
+                pending[pool.submit(run, sc, backend=backend)] = i
+                while len(pending) >= jobs:
+                    _collect(pending, results, on_result, FIRST_COMPLETED)
+            while pending:
+                _collect(pending, results, on_result, FIRST_COMPLETED)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            kernel.stop_all()
+            wait(list(pending))
+            raise
+    out = [r for r in results if r is not None]
+    if jobs > 1:
+        late = [
+            r
+            for r in out
+            if any(f.startswith(kernel.LATENESS_FLAGS) for f in r.runs.iloc[0]["flags"].split("; "))
+        ]
+        if late:
+            say(
+                f"{len(late)} of {len(out)} kernel runs with {jobs} parallel jobs exceeded their "
+                f"lateness or CPU bounds: this machine has no cores to spare for them "
+                f"({os.cpu_count()} CPUs); rerun with jobs = 1"
+            )
+    return out
+
+
+def _collect(
+    pending: dict[Future[RunResult], int],
+    results: list[RunResult | None],
+    on_result: Callable[[int, RunResult], None] | None,
+    when: str,
+) -> None:
+    done, _ = wait(list(pending), return_when=when)
+    for fut in done:
+        i = pending.pop(fut)
+        results[i] = fut.result()
+        if on_result is not None:
+            on_result(i, results[i])

@@ -124,6 +124,27 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from ccfair.validate import validate
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(message, flush=True)
+
+    v = validate(
+        args.inputs,
+        out=args.out,
+        jobs=args.jobs,
+        duration=args.duration,
+        match_hz=not args.no_match_hz,
+        progress=progress,
+    )
+    if not args.quiet:
+        print(v.format_table())
+        print(f"report: {args.out}/validate.md  figures: {args.out}/figures/")
+    return 0
+
+
 def _cmd_ccas(args: argparse.Namespace) -> int:
     for name in _core.known_ccas():
         params = json.loads(_core.normalize_cca(name, "{}"))
@@ -174,6 +195,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove network namespaces left by kernel runs that crashed (needs root)",
     )
     k.set_defaults(func=_cmd_cleanup)
+
+    v = sub.add_parser(
+        "validate",
+        help="run scenarios on the simulator and on real Linux TCP, and compare (needs root)",
+        description="Fidelity check: every scenario runs on both backends; the per-flow "
+        "goodput and share differences, overlaid cwnd and RTT time series and a report "
+        "section are written to --out (docs/kernel.md).",
+    )
+    v.add_argument("inputs", nargs="+", metavar="SCENARIO", help="scenario TOML files")
+    v.add_argument("--out", default="validation", help="output directory (default: validation)")
+    v.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="kernel runs at once (default 1; more only with cores to spare)",
+    )
+    v.add_argument("--duration", help='override every scenario\'s duration, e.g. "20s"')
+    v.add_argument(
+        "--no-match-hz",
+        action="store_true",
+        help="run the simulator at the scenario's hz instead of the kernel's HZ",
+    )
+    v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    v.set_defaults(func=_cmd_validate)
 
     a = sub.add_parser("ccas", help="list congestion control algorithms and their parameters")
     a.set_defaults(func=_cmd_ccas)

@@ -49,6 +49,8 @@ __all__ = [
     "cleanup",
     "run_kernel",
     "parse_cca_list",
+    "stop_all",
+    "LATENESS_FLAGS",
 ]
 
 #: Where a run records what it creates, so that a later start can remove what a crash left.
@@ -390,9 +392,15 @@ def cleanup(*, include_live: bool = False) -> list[str]:
                 path.unlink()
     for name in list_netns():
         m = NETNS_RE.match(name)
-        if m and m.group(1) not in live_tags:
-            _delete_netns(name)
-            removed.append(name)
+        if not m or m.group(1) in live_tags:
+            continue
+        # A run writes its record before it creates namespaces, so a run that started after
+        # the records were read above has one now: look again before deleting.
+        state = _read_state(STATE_DIR / f"{m.group(1)}.json")
+        if state is not None and _owner_alive(state) and not include_live:
+            continue
+        _delete_netns(name)
+        removed.append(name)
     return removed
 
 
@@ -485,6 +493,13 @@ def _plan(resolved: Any, run_id: str) -> _Plan:
 
 
 @contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Public form of :func:`_signals_raise` for drivers of several runs (``run_many``)."""
+    with _signals_raise():
+        yield
+
+
+@contextlib.contextmanager
 def _signals_raise() -> Iterator[None]:
     """While a run executes, SIGTERM raises :class:`Terminated` (Ctrl-C already raises
     KeyboardInterrupt), so that cleanup runs. Only the main thread can install handlers."""
@@ -495,7 +510,12 @@ def _signals_raise() -> Iterator[None]:
     def handler(signum: int, frame: Any) -> None:
         raise Terminated(signum)
 
-    old = signal.signal(signal.SIGTERM, handler)
+    old = signal.getsignal(signal.SIGTERM)
+    if getattr(old, "_ccfair", False):  # already raising (an outer driver installed it)
+        yield
+        return
+    handler._ccfair = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
@@ -573,6 +593,23 @@ def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, An
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: Emulations running in this process, so that :func:`stop_all` can reach runs executing in
+#: worker threads (only the main thread receives signals).
+_ACTIVE: set[Any] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Ask every kernel run of this process to stop; each then removes what it created.
+
+    Example:
+        >>> stop_all()  # nothing running: nothing happens
+    """
+    with _ACTIVE_LOCK:
+        for emu in _ACTIVE:
+            emu.stop()
+
+
 def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Create the namespaces, run once, remove them (whatever happens)."""
     emu = None
@@ -580,6 +617,8 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
         for name in plan.netns:
             _ip("netns", "add", name)
         emu = _core.Emulation(json.dumps({**plan.config, "options": options}))
+        with _ACTIVE_LOCK:
+            _ACTIVE.add(emu)
         raw = emu.run()
         selfcheck = json.loads(raw.pop("selfcheck"))
         selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
@@ -593,6 +632,8 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
     finally:
         with _signals_deferred():
             if emu is not None:
+                with _ACTIVE_LOCK:
+                    _ACTIVE.discard(emu)
                 emu.close()
             for name in plan.netns:
                 _delete_netns(name)
@@ -608,6 +649,10 @@ def _expected_samples(spec: Mapping[str, Any]) -> int:
         first = max(1, -(-f["start_ns"] // iv))
         total += max(0, last - first + 1) + last
     return total
+
+
+#: Flags that say the machine could not keep up (as opposed to, e.g., a host queue drop).
+LATENESS_FLAGS = ("forwarder lateness", "forwarder CPU", "achieved link rate", "sampling")
 
 
 def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]:

@@ -354,11 +354,22 @@ impl Forwarder {
             if ready == 0 {
                 continue;
             }
+            let mut broken = None;
             for (host, pfd) in pollfds.iter_mut().enumerate() {
                 if pfd.revents & libc::POLLIN != 0 {
                     self.read_host(host);
+                } else if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                    broken = Some(host);
                 }
                 pfd.revents = 0;
+            }
+            if let Some(host) = broken {
+                // The device went away under the run (its namespace was deleted?): polling
+                // it again would return at once, forever.
+                ctl.fail(format!(
+                    "the TUN device of host {host} failed during the run"
+                ));
+                break;
             }
         }
         self.finish()

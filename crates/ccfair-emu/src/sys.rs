@@ -7,7 +7,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::net::{SocketAddrV4, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
@@ -316,21 +316,4 @@ pub fn bbr_info(fd: RawFd) -> io::Result<Option<BbrInfo>> {
     let mut buf = [0u8; 64];
     let n = getsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CC_INFO, &mut buf)?;
     Ok(BbrInfo::parse(&buf[..n]))
-}
-
-/// Is the calling process privileged enough to create namespaces' devices? (effective uid 0)
-pub fn is_root() -> bool {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Linux thread id of the calling thread.
-pub fn gettid() -> i32 {
-    // SAFETY: gettid(2) has no arguments and cannot fail.
-    unsafe { libc::gettid() }
-}
-
-/// The loopback IPv4 address of nothing: used to build a listener address.
-pub fn any_v4(port: u16) -> SocketAddrV4 {
-    SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)
 }

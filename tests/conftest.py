@@ -1,0 +1,34 @@
+"""Shared fixtures: the kernel backend's availability (tests/test_kernel.py, test_validate.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from ccfair import kernel
+
+
+def _unavailable() -> str | None:
+    missing = kernel.missing_capabilities()
+    if missing:
+        return f"needs root: this process lacks {' and '.join(missing)}"
+    if not Path("/dev/net/tun").exists():
+        return "needs /dev/net/tun (CONFIG_TUN)"
+    if shutil.which("ip") is None:
+        return "needs iproute2's ip command"
+    lacking = {"reno", "cubic", "bbr"} - set(kernel.available_ccas())
+    if lacking:
+        return f"needs the kernel congestion controls {', '.join(sorted(lacking))}"
+    return None
+
+
+@pytest.fixture
+def kernel_backend() -> None:
+    """Fail (in CI) or skip (elsewhere) naming the capability the kernel backend lacks."""
+    reason = _unavailable()
+    if reason is not None:
+        if os.environ.get("CCFAIR_REQUIRE_KERNEL") == "1":
+            pytest.fail(f"kernel backend {reason}")
+        pytest.skip(f"kernel backend {reason}")
