@@ -172,6 +172,28 @@ def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
 
 
+@pytest.mark.kernel
+def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
+    """22 hosts, 10 bottlenecks in series: the main flow's handshake and data cross all ten
+    (min RTT of its 364 ms path), each cross flow only its own link. At 10 Mbit/s per link,
+    because at 50 Mbit/s (0.5 Gbit/s through one forwarder) a 2-vCPU machine exceeds the
+    lateness bounds (docs/kernel.md)."""
+    sc = ccfair.parking_lot(
+        10, "cubic", "cubic", rate="10Mbit/s", delay="18ms", buffer_bdp=1.0, duration="8s"
+    )
+    r = ccfair.run(sc, backend="kernel")
+    f = r.flows.set_index("name")
+    resolved = sc.resolve()
+    assert len(f) == 11
+    for name in f.index:
+        base_us = resolved.flow(name).base_rtt_ns / 1e3
+        assert base_us <= f.loc[name, "rtt_min_us"] <= base_us + 2_000, name
+    cross = f.drop(index="main")["goodput_bps"]
+    assert (cross > 0.85 * 10e6 * PAYLOAD).all(), cross
+    assert f.loc["main", "goodput_bps"] > 0
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+
+
 # --------------------------------------------------------------------------------------------
 # What the kernel cannot run, and who may run it
 
