@@ -498,3 +498,28 @@ def test_cleanup_spares_a_run_that_starts_while_it_looks(tmp_path, monkeypatch):
     assert sorted(deleted) == sorted(removed)
     assert not (tmp_path / "deadbeef.json").exists()
     assert (tmp_path / "12345678.json").exists()
+
+
+@pytest.mark.kernel
+def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backend):
+    from ccfair.api import run_many
+
+    scs = [one_link("3s", cca="cubic"), one_link("3s", cca="bbr")]
+    warnings: list[str] = []
+    done: list[int] = []
+    rs = run_many(
+        scs,
+        backend="kernel",
+        jobs=2,
+        on_result=lambda i, r: done.append(i),
+        warn=warnings.append,
+    )
+    assert [r.flows.iloc[0]["cca"] for r in rs] == ["cubic", "bbr"]
+    assert sorted(done) == [0, 1]
+    assert all(r.flows.iloc[0]["goodput_bps"] > 10e6 for r in rs)
+    late = [r for r in rs if any(k in r.runs.iloc[0]["flags"] for k in kernel.LATENESS_FLAGS)]
+    assert bool(warnings) == bool(late), (warnings, [r.runs.iloc[0]["flags"] for r in rs])
+    for sc in scs:
+        assert_nothing_left(tag_of(sc))
+    with pytest.raises(ccfair.SpecError, match="jobs"):
+        run_many(scs, backend="kernel", jobs=0)

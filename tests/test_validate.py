@@ -105,3 +105,15 @@ def test_validate_writes_table_figures_and_report(kernel_backend, tmp_path):
     report = (out / "validate.md").read_text()
     assert "### Share of each algorithm" in report and "figures/pair_timeseries.png" in report
     assert os.path.exists(out / "validate_points.csv")
+
+
+@pytest.mark.parametrize("module", ["ccfair.kernel", "ccfair.validate"])
+def test_docstring_examples_run(module, monkeypatch, tmp_path):
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, extraglobs={"ccfair": ccfair})
+    assert result.failed == 0
+    assert result.attempted > 0

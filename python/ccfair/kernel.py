@@ -306,7 +306,7 @@ def missing_capabilities(status: str | None = None) -> list[str]:
     (``CapEff`` of /proc/self/status, proc(5)).
 
     Example:
-        >>> missing_capabilities("CapEff:\t0000000000001000\n")
+        >>> missing_capabilities("CapEff:\\t0000000000001000\\n")
         ['CAP_SYS_ADMIN']
     """
     if status is None:
