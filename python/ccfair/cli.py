@@ -96,6 +96,48 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(quick=args.quick, cases=args.case)
 
 
+def _sweep_exit(outcome: object) -> int:
+    """Exit status of a sweep: 0 complete, 130 interrupted, 1 if runs failed."""
+    if getattr(outcome, "interrupted", False):
+        print(
+            "interrupted: finished runs are kept; rerun the same command to run the rest",
+            file=sys.stderr,
+        )
+        return 130
+    failed = getattr(outcome, "failed", {})
+    if failed:
+        print(
+            f"error: {len(failed)} run(s) failed; rerun to retry them. First: "
+            f"{next(iter(failed.items()))[0]}: {next(iter(failed.values()))}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ccfair.executor import run_sweep
+    from ccfair.sweep import Sweep
+
+    sweep = Sweep.from_toml(args.spec)
+    if args.dry_run:
+        points = sweep.expand()
+        ids = dict.fromkeys(p.run_id for p in points)
+        for p in points:
+            extra = f"  baseline={p.baseline}" if p.baseline else ""
+            params = "  ".join(f"{k}={v}" for k, v in p.params.items())
+            print(f"{p.index:5d}  {p.run_id}  rep={p.rep} seed={p.seed}  {params}{extra}")
+        print(f"{len(points)} points, {len(ids)} distinct runs (hash {sweep.spec_hash()})")
+        return 0
+    out = args.out or f"results/{sweep.name}"
+    outcome = run_sweep(
+        sweep, out, workers=args.workers, cluster=args.cluster, progress=not args.quiet
+    )
+    if not args.quiet:
+        print(f"sweep {sweep.name!r}: {outcome.summary()}")
+    return _sweep_exit(outcome)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ccfair`` command."""
     p = _Parser(prog="ccfair", description="Congestion-control fairness lab.")
@@ -125,6 +167,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     b.add_argument("--case", action="append", help="run only this case (repeatable)")
     b.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser(
+        "sweep",
+        help="run every point of a sweep spec (resumable; local processes or a Dask cluster)",
+    )
+    s.add_argument("spec", help="sweep spec TOML file (see docs/experiments.md)")
+    s.add_argument("--out", help="results directory (default: results/<sweep name>)")
+    s.add_argument("--workers", type=int, help="local worker processes (default: cores)")
+    s.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
+    s.add_argument("--dry-run", action="store_true", help="list the points and run ids only")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    s.set_defaults(func=_cmd_sweep)
     return p
 
 
