@@ -146,3 +146,18 @@ def test_cli_check_reports_buffers_in_packets_and_bdp():
     p = cli("check", str(ROOT / "scenarios" / "dumbbell.toml"))
     assert p.returncode == 0, p.stderr
     assert "x BDP" in p.stdout and "pkt" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["ccfair", "ccfair.api", "ccfair.results"],
+)
+def test_docstring_examples_run(module, monkeypatch, tmp_path):
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, extraglobs={"ccfair": ccfair})
+    assert result.failed == 0
+    assert result.attempted > 0

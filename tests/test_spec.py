@@ -714,7 +714,10 @@ def test_custom_graph_file():
 
 def run_cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "ccfair.spec", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "ccfair", "check", *args],
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 

@@ -19,8 +19,9 @@ BACKENDS = ("sim",)
 
 
 def default_scenario() -> Scenario:
-    """The built-in scenario of ``ccfair run`` without arguments: two CUBIC flows on a
-    50 Mbit/s dumbbell with 18 ms bottleneck delay (40 ms RTT) and a 2 BDP buffer, 30 s.
+    """The built-in scenario of ``ccfair run`` without arguments: BBR against CUBIC on a
+    50 Mbit/s dumbbell with 18 ms bottleneck delay (40 ms RTT) and a 2 BDP buffer, 30 s
+    (the Harada dumbbell at D = 18 ms, alpha = 2).
 
     Example:
         >>> default_scenario().resolve().link("bottleneck").buffer_pkts
@@ -28,12 +29,12 @@ def default_scenario() -> Scenario:
     """
     return dumbbell(
         2,
-        ["cubic", "cubic"],
+        ["bbr", "cubic"],
         bottleneck_rate="50Mbit/s",
         bottleneck_delay="18ms",
         buffer_bdp=2.0,
         duration="30s",
-        name="default-cubic-dumbbell",
+        name="default-bbr-vs-cubic",
     )
 
 

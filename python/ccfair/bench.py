@@ -28,9 +28,21 @@ class Case:
 
 
 CASES = [
+    Case(
+        "dumbbell-bbr-vs-cubic",
+        "dumbbell, BBR vs CUBIC, 50 Mbit/s, RTT 40 ms, 2 BDP, 60 s",
+        0.3,
+        None,
+    ),
     Case("dumbbell-cubic", "dumbbell, 2 CUBIC, 50 Mbit/s, RTT 40 ms, 2 BDP, 60 s", 0.3, None),
     Case(
         "parking-lot-10hop-cubic", "10-hop parking lot, 11 CUBIC, D 18 ms, alpha 2, 60 s", 3.0, 100
+    ),
+    Case(
+        "parking-lot-10hop-bbr-main",
+        "10-hop parking lot, BBR main flow, 10 CUBIC cross flows, D 18 ms, alpha 2, 60 s",
+        3.0,
+        100,
     ),
 ]
 
@@ -41,6 +53,12 @@ def scenario_for(name: str, duration: str) -> Any:
 
     if name == "dumbbell-cubic":
         return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
+    if name == "dumbbell-bbr-vs-cubic":
+        return dumbbell(
+            2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration
+        )
+    if name == "parking-lot-10hop-bbr-main":
+        return parking_lot(10, "bbr", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
     if name == "parking-lot-10hop-cubic":
         return parking_lot(10, "cubic", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
     raise ValueError(f"case: unknown benchmark {name!r}")

@@ -71,7 +71,7 @@ class RunResult:
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
-        >>> round(r.flows["share"].sum(), 6)
+        >>> float(round(r.flows["share"].sum(), 6))
         1.0
     """
 

@@ -30,13 +30,11 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import math
 import os
 import re
-import sys
 import tomllib
 import typing
 from collections.abc import Mapping, Sequence
@@ -1508,46 +1506,3 @@ def parking_lot(
     if tcp:
         spec["tcp"] = dict(tcp)
     return Scenario.from_dict(spec)
-
-
-# --------------------------------------------------------------------------------------------
-# Command line: python -m ccfair.spec FILE
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Validate scenario files and print their normalised record (or engine spec).
-
-    Returns 0 when every file is valid, 2 when one is not (the error is printed on stderr as
-    one line, ``error: FILE: PATH: MESSAGE``, without a traceback).
-
-    Example:
-        $ python -m ccfair.spec scenarios/dumbbell.toml --engine
-    """
-    parser = argparse.ArgumentParser(
-        prog="python -m ccfair.spec", description="Validate and resolve scenario files."
-    )
-    parser.add_argument("files", nargs="+", help="scenario TOML files")
-    parser.add_argument(
-        "--engine",
-        action="store_true",
-        help="print the engine's resolved run spec instead of the record",
-    )
-    parser.add_argument("--quiet", "-q", action="store_true", help="print nothing when valid")
-    args = parser.parse_args(argv)
-    for path in args.files:
-        try:
-            resolved = Scenario.from_toml(path).resolve()
-        except SpecError as exc:
-            print(f"error: {path}: {exc}", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-        if not args.quiet:
-            out = resolved.engine_spec if args.engine else resolved.normalized
-            print(json.dumps(out, indent=2))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

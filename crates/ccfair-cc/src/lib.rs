@@ -13,6 +13,7 @@ pub mod registry;
 pub mod rng;
 pub mod sock;
 
+pub mod bbr;
 pub mod copa;
 pub mod cubic;
 pub mod reno;

@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::bbr::{Bbr, BbrParams};
 use crate::copa::{Copa, CopaParams};
 use crate::cubic::{Cubic, CubicParams};
 use crate::reno::{Reno, RenoParams};
@@ -15,7 +16,7 @@ use crate::CongestionControl;
 
 /// Names accepted in `flows[].cca.name`.
 pub fn known_algorithms() -> &'static [&'static str] {
-    &["reno", "cubic", "copa"]
+    &["reno", "cubic", "copa", "bbr"]
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +79,14 @@ fn parse_cubic(params: &Value) -> Result<(CubicParams, Value), CcaError> {
     Ok((p, normalized))
 }
 
+/// BBR's table, range-checked and with the profile's defaults resolved (so that results
+/// record e.g. whether extra_acked ran).
+fn parse_bbr(params: &Value) -> Result<BbrParams, CcaError> {
+    let (p, _) = parse::<BbrParams>(params).map_err(|e| blame_key::<BbrParams>(params, e))?;
+    p.validate().map_err(CcaError::BadParams)?;
+    Ok(p.resolved())
+}
+
 /// Build an algorithm. `seed` feeds the algorithm's own randomness (derived by the caller
 /// from the scenario seed and the flow id).
 pub fn build(
@@ -85,7 +94,6 @@ pub fn build(
     params: &Value,
     seed: u64,
 ) -> Result<Box<dyn CongestionControl>, CcaError> {
-    let _ = seed;
     match name {
         "reno" => {
             let (p, _) = parse::<RenoParams>(params)?;
@@ -98,6 +106,10 @@ pub fn build(
         "copa" => {
             let (p, _) = parse::<CopaParams>(params)?;
             Ok(Box::new(Copa::new(&p).map_err(CcaError::BadParams)?))
+        }
+        "bbr" => {
+            let p = parse_bbr(params)?;
+            Ok(Box::new(Bbr::new(&p, seed)))
         }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }
@@ -113,6 +125,10 @@ pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
             let (p, _) = parse::<CopaParams>(params)?;
             let full = p.normalized().map_err(CcaError::BadParams)?;
             serde_json::to_value(full).map_err(|e| CcaError::BadParams(e.to_string()))
+        }
+        "bbr" => {
+            let p = parse_bbr(params)?;
+            serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))
         }
         _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
     }

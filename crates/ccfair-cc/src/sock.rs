@@ -133,6 +133,9 @@ pub struct TcpSock {
     /// Time of the last data transmission (`tp->lsndtime`), ns. Updated after
     /// `CA_EVENT_TX_START` is delivered, as in `tcp_event_data_sent`.
     pub lsndtime_ns: u64,
+    /// `INITIAL_JIFFIES`: jiffies at time 0 (Linux: 300 s before wrap-around, so that 0 never
+    /// means "now" early in a connection; modules use 0 as "unset").
+    pub initial_jiffies: u64,
 }
 
 /// Linux starts `jiffies` 300 s before wrap-around (`INITIAL_JIFFIES`), so a jiffies value
@@ -172,6 +175,7 @@ impl TcpSock {
             wstamp_ns: 0,
             is_paced: false,
             lsndtime_ns: 0,
+            initial_jiffies: INITIAL_JIFFIES_S * hz as u64,
         }
     }
 
@@ -186,7 +190,7 @@ impl TcpSock {
 
     /// Jiffies at simulation time `t_ns`, on the same scale as [`TcpSock::jiffies`].
     pub fn ns_to_jiffies(&self, t_ns: u64) -> u64 {
-        t_ns / (1_000_000_000 / self.hz as u64) + INITIAL_JIFFIES_S * self.hz as u64
+        t_ns / (1_000_000_000 / self.hz as u64) + self.initial_jiffies
     }
 
     /// `usecs_to_jiffies` (rounds up, as Linux does).

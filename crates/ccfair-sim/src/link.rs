@@ -25,30 +25,62 @@ pub struct ChannelCounters {
     pub sojourn_ns_sum: u64,
 }
 
-pub struct Channel {
+/// What a channel needs to know about what it carries: the size on the wire. The simulator
+/// moves its own [`Packet`] values; the kernel backend's forwarder (crates/ccfair-emu) moves
+/// handles to real IP packets, so both share one link model.
+pub trait OnWire: Copy {
+    /// Bytes on the wire (IP packet size).
+    fn wire_bytes(&self) -> u32;
+}
+
+impl OnWire for Packet {
+    fn wire_bytes(&self) -> u32 {
+        self.wire_bytes
+    }
+}
+
+/// A packet accepted by the buffer and not yet fully serialised.
+#[derive(Clone, Copy, Debug)]
+struct Backlogged {
+    enqueued_ns: u64,
+    departure_ns: u64,
+    wire_bytes: u32,
+}
+
+/// What became of a packet offered to a channel.
+#[derive(Debug)]
+pub enum Enqueued<P = Packet> {
+    /// Accepted; it reaches the far end at its time. `Some(t)`: the pipe was empty, so the
+    /// engine must schedule an arrival at `t`.
+    Accepted(Option<u64>),
+    /// Dropped by the full drop-tail buffer.
+    BufferFull(P),
+    /// Accepted and serialised, then lost on the wire (random loss).
+    LostOnWire(P),
+}
+
+/// One direction of a link.
+///
+/// Service is FIFO at a constant rate, so a packet's departure time is known when it is
+/// accepted: max(now, previous departure) + serialisation time. The channel therefore needs
+/// no event per departure; it keeps the departure times of accepted packets and counts as
+/// "in the buffer" those whose departure lies in the future (`advance` retires the others).
+pub struct Channel<P: OnWire = Packet> {
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub buffer_pkts: u32,
     pub loss_prob: f64,
     rng: Rng,
-    /// Waiting and in-service packets (the front is in service when `busy`), with their
-    /// arrival time at this channel.
-    queue: VecDeque<(u64, Packet)>,
-    queue_bytes: u64,
-    busy: bool,
-    /// Packets propagating, with their arrival time at the far end (FIFO: constant delay).
-    pipe: VecDeque<(u64, Packet)>,
-    pub counters: ChannelCounters,
+    backlog: VecDeque<Backlogged>,
+    backlog_bytes: u64,
+    last_departure_ns: u64,
+    /// Accepted packets not lost, with their arrival time at the far end (FIFO: constant
+    /// delay after in-order departures).
+    pipe: VecDeque<(u64, P)>,
+    counters: ChannelCounters,
 }
 
-/// What the engine must schedule after a channel operation.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct ChannelWake {
-    pub tx_done_at: Option<u64>,
-    pub arrival_at: Option<u64>,
-}
-
-impl Channel {
+impl<P: OnWire> Channel<P> {
     pub fn new(rate_bps: u64, delay_ns: u64, buffer_pkts: u32, loss_prob: f64, seed: u64) -> Self {
         Channel {
             rate_bps,
@@ -56,9 +88,9 @@ impl Channel {
             buffer_pkts,
             loss_prob,
             rng: Rng::new(seed),
-            queue: VecDeque::with_capacity(buffer_pkts.min(4096) as usize),
-            queue_bytes: 0,
-            busy: false,
+            backlog: VecDeque::with_capacity(buffer_pkts.min(4096) as usize),
+            backlog_bytes: 0,
+            last_departure_ns: 0,
             pipe: VecDeque::new(),
             counters: ChannelCounters::default(),
         }
@@ -70,77 +102,72 @@ impl Channel {
         ((bits + self.rate_bps as u128 / 2) / self.rate_bps as u128) as u64
     }
 
-    /// Packets queued, counting the one in service.
+    /// Retire packets whose serialisation finished by `now` (counters, occupancy).
+    pub fn advance(&mut self, now: u64) {
+        while let Some(b) = self.backlog.front() {
+            if b.departure_ns > now {
+                break;
+            }
+            self.backlog_bytes -= b.wire_bytes as u64;
+            self.counters.tx_pkts += 1;
+            self.counters.tx_bytes += b.wire_bytes as u64;
+            self.counters.sojourn_ns_sum += b.departure_ns - b.enqueued_ns;
+            self.backlog.pop_front();
+        }
+    }
+
+    /// Packets in the buffer at the last `advance`, counting the one in service.
     pub fn occupancy_pkts(&self) -> usize {
-        self.queue.len()
+        self.backlog.len()
     }
 
     pub fn occupancy_bytes(&self) -> u64 {
-        self.queue_bytes
+        self.backlog_bytes
     }
 
-    pub fn in_pipe(&self) -> usize {
-        self.pipe.len()
+    /// Counters as of the last `advance`.
+    pub fn counters(&self) -> ChannelCounters {
+        self.counters
     }
 
-    /// Offer a packet. Returns `Err(packet)` when the drop-tail buffer is full.
-    pub fn enqueue(&mut self, now: u64, pkt: Packet) -> Result<ChannelWake, Packet> {
+    /// Offer a packet at time `now`.
+    pub fn enqueue(&mut self, now: u64, pkt: P) -> Enqueued<P> {
+        self.advance(now);
         self.counters.arrivals += 1;
-        if self.queue.len() >= self.buffer_pkts as usize {
+        if self.backlog.len() >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
-            return Err(pkt);
+            return Enqueued::BufferFull(pkt);
         }
-        self.queue_bytes += pkt.wire_bytes as u64;
-        self.queue.push_back((now, pkt));
-        debug_assert!(self.queue.len() <= self.buffer_pkts as usize);
-        let mut wake = ChannelWake::default();
-        if !self.busy {
-            self.busy = true;
-            wake.tx_done_at = Some(now + self.serialisation_ns(pkt.wire_bytes));
-        }
-        Ok(wake)
-    }
-
-    /// The packet in service finished serialising. Returns the next wake-ups and, if the
-    /// packet was lost on the wire, the lost packet.
-    pub fn tx_done(&mut self, now: u64) -> (ChannelWake, Option<Packet>) {
-        let (arrived_at, pkt) = self.queue.pop_front().expect("tx_done on an idle channel");
-        self.queue_bytes -= pkt.wire_bytes as u64;
-        self.counters.tx_pkts += 1;
-        self.counters.tx_bytes += pkt.wire_bytes as u64;
-        self.counters.sojourn_ns_sum += now - arrived_at;
-        let mut wake = ChannelWake::default();
-        let mut lost = None;
+        let bytes = pkt.wire_bytes();
+        let departure = now.max(self.last_departure_ns) + self.serialisation_ns(bytes);
+        self.last_departure_ns = departure;
+        self.backlog.push_back(Backlogged {
+            enqueued_ns: now,
+            departure_ns: departure,
+            wire_bytes: bytes,
+        });
+        self.backlog_bytes += bytes as u64;
+        debug_assert!(self.backlog.len() <= self.buffer_pkts as usize);
+        // Random loss happens on the wire: the packet still takes its serialisation time.
         if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
             self.counters.drops_random += 1;
-            lost = Some(pkt);
-        } else {
-            let at = now + self.delay_ns;
-            if self.pipe.is_empty() {
-                wake.arrival_at = Some(at);
-            }
-            self.pipe.push_back((at, pkt));
+            return Enqueued::LostOnWire(pkt);
         }
-        if let Some(&(_, next)) = self.queue.front() {
-            wake.tx_done_at = Some(now + self.serialisation_ns(next.wire_bytes));
-        } else {
-            self.busy = false;
-        }
-        (wake, lost)
+        let at = departure + self.delay_ns;
+        let was_empty = self.pipe.is_empty();
+        self.pipe.push_back((at, pkt));
+        Enqueued::Accepted(was_empty.then_some(at))
     }
 
     /// The head of the pipe reached the far end. Returns it and the time of the next arrival.
-    pub fn arrival(&mut self) -> (Packet, Option<u64>) {
+    pub fn arrival(&mut self) -> (P, Option<u64>) {
         let (_, pkt) = self.pipe.pop_front().expect("arrival on an empty pipe");
         (pkt, self.pipe.front().map(|&(t, _)| t))
     }
 
-    /// Iterate over packets held (queued, in service, propagating), for conservation checks.
-    pub fn held_packets(&self) -> impl Iterator<Item = &Packet> {
-        self.queue
-            .iter()
-            .map(|(_, p)| p)
-            .chain(self.pipe.iter().map(|(_, p)| p))
+    /// Packets accepted and not yet delivered (queued, in service or propagating).
+    pub fn held_packets(&self) -> impl Iterator<Item = &P> {
+        self.pipe.iter().map(|(_, p)| p)
     }
 }
 
@@ -164,48 +191,66 @@ mod tests {
         }
     }
 
+    fn arrival_of(e: Enqueued<Packet>) -> Option<u64> {
+        match e {
+            Enqueued::Accepted(t) => t,
+            other => panic!("not accepted: {other:?}"),
+        }
+    }
+
     #[test]
     fn serialisation_of_1500_bytes_at_50_mbps_is_240_us() {
-        let ch = Channel::new(50_000_000, 0, 10, 0.0, 1);
+        let ch: Channel = Channel::new(50_000_000, 0, 10, 0.0, 1);
         assert_eq!(ch.serialisation_ns(1500), 240_000);
     }
 
     #[test]
     fn buffer_counts_packet_in_service() {
-        let mut ch = Channel::new(1_000_000, 0, 2, 0.0, 1);
-        assert!(ch.enqueue(0, pkt(1500)).is_ok()); // in service
-        assert!(ch.enqueue(0, pkt(1500)).is_ok()); // waiting
-        assert!(ch.enqueue(0, pkt(1500)).is_err()); // buffer of 2 is full
-        assert_eq!(ch.counters.drops_queue, 1);
+        let mut ch: Channel = Channel::new(1_000_000, 0, 2, 0.0, 1);
+        assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::Accepted(_))); // in service
+        assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::Accepted(_))); // waiting
+        assert!(matches!(ch.enqueue(0, pkt(1500)), Enqueued::BufferFull(_))); // full
+        assert_eq!(ch.counters().drops_queue, 1);
         assert_eq!(ch.occupancy_pkts(), 2);
+        // 1500 B at 1 Mbit/s = 12 ms: after the first departure there is room again.
+        assert!(matches!(
+            ch.enqueue(12_000_000, pkt(1500)),
+            Enqueued::Accepted(_)
+        ));
+        assert_eq!(ch.occupancy_pkts(), 2);
+        assert_eq!(ch.counters().tx_pkts, 1);
     }
 
     #[test]
     fn fifo_with_delay() {
-        let mut ch = Channel::new(12_000_000, 5_000, 10, 0.0, 1); // 1 ms per 1500 B
-        let w = ch.enqueue(0, pkt(1500)).unwrap();
-        assert_eq!(w.tx_done_at, Some(1_000_000));
-        ch.enqueue(0, pkt(1500)).unwrap();
-        let (w, lost) = ch.tx_done(1_000_000);
-        assert!(lost.is_none());
-        assert_eq!(w.arrival_at, Some(1_005_000));
-        assert_eq!(w.tx_done_at, Some(2_000_000));
-        let (w, _) = ch.tx_done(2_000_000);
-        assert_eq!(w.arrival_at, None); // pipe already scheduled
+        let mut ch: Channel = Channel::new(12_000_000, 5_000, 10, 0.0, 1); // 1 ms per 1500 B
+        assert_eq!(arrival_of(ch.enqueue(0, pkt(1500))), Some(1_005_000));
+        assert_eq!(arrival_of(ch.enqueue(0, pkt(1500))), None); // pipe already scheduled
         let (_, next) = ch.arrival();
         assert_eq!(next, Some(2_005_000));
+        // An idle channel serves at once.
+        ch.arrival();
+        assert_eq!(
+            arrival_of(ch.enqueue(10_000_000, pkt(1500))),
+            Some(11_005_000)
+        );
+        ch.advance(11_000_000);
+        assert_eq!(ch.counters().tx_pkts, 3);
+        assert_eq!(
+            ch.counters().sojourn_ns_sum,
+            1_000_000 + 2_000_000 + 1_000_000
+        );
     }
 
     #[test]
     fn random_loss_rate_matches_probability() {
-        let mut ch = Channel::new(1_000_000_000, 0, 100_000, 0.1, 42);
+        let mut ch: Channel = Channel::new(1_000_000_000, 0, 100_000, 0.1, 42);
         let mut t = 0;
         for _ in 0..20_000 {
-            ch.enqueue(t, pkt(100)).unwrap();
+            ch.enqueue(t, pkt(100));
             t += 1_000;
-            ch.tx_done(t);
         }
-        let lost = ch.counters.drops_random as f64 / 20_000.0;
+        let lost = ch.counters().drops_random as f64 / 20_000.0;
         assert!((lost - 0.1).abs() < 0.01, "{lost}");
     }
 }

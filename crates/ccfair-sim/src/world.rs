@@ -6,16 +6,17 @@
 use ccfair_cc::rng::derive_seed;
 
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
-use crate::link::{Channel, ChannelCounters, ChannelWake};
+use crate::link::{Channel, ChannelCounters, Enqueued};
 use crate::packet::{Kind, Packet};
 use crate::spec::RunSpec;
 use crate::table::{ColumnData, SparseColumns, Table};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
 
-/// Seed stream tags, so that flows and links draw from independent streams.
-const STREAM_FLOW: u64 = 1;
-const STREAM_CHANNEL: u64 = 2;
+/// Seed stream tags, so that flows and links draw from independent streams (public: the
+/// kernel backend's forwarder draws a channel's random losses from the same stream).
+pub const STREAM_FLOW: u64 = 1;
+pub const STREAM_CHANNEL: u64 = 2;
 const NOT_SCHEDULED: u64 = u64::MAX;
 
 struct Flow {
@@ -126,7 +127,7 @@ pub struct Simulation {
     spec: RunSpec,
     now: u64,
     queue: EventQueue,
-    channels: Vec<Channel>,
+    channels: Vec<Channel<Packet>>,
     flows: Vec<Flow>,
     out: Vec<Packet>,
     stats: EngineStats,
@@ -143,6 +144,13 @@ impl Simulation {
     /// Build a simulation from a resolved spec. Errors name the offending field.
     pub fn new(spec: RunSpec) -> Result<Self, String> {
         spec.check()?;
+        let max_id = crate::event::MAX_EVENT_ID as usize;
+        if spec.flows.len() > max_id || 2 * spec.links.len() > max_id {
+            return Err(format!(
+                "flows/links: at most {max_id} flows and {} links are supported",
+                max_id / 2
+            ));
+        }
         let mut channels = Vec::with_capacity(spec.links.len() * 2);
         for (i, l) in spec.links.iter().enumerate() {
             for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
@@ -228,7 +236,6 @@ impl Simulation {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::ChannelTxDone(ch) => self.channel_tx_done(ch),
             Event::ChannelArrival(ch) => self.channel_arrival(ch),
             Event::FlowStart(f) => {
                 let now = self.now;
@@ -248,25 +255,27 @@ impl Simulation {
                 for f in &mut self.flows {
                     f.bytes_at_measure_start = f.receiver.delivered_bytes;
                 }
-                self.measure_start_counters = self.channels.iter().map(|c| c.counters).collect();
+                self.measure_start_counters = self.channel_counters();
             }
             Event::MeasureEnd => {
                 for f in &mut self.flows {
                     f.bytes_at_measure_end = Some(f.receiver.delivered_bytes);
                 }
-                self.measure_end_counters =
-                    Some(self.channels.iter().map(|c| c.counters).collect());
+                self.measure_end_counters = Some(self.channel_counters());
             }
         }
     }
 
-    fn schedule_channel(&mut self, ch: u32, wake: ChannelWake) {
-        if let Some(t) = wake.tx_done_at {
-            self.queue.push(t, Event::ChannelTxDone(ch));
-        }
-        if let Some(t) = wake.arrival_at {
-            self.queue.push(t, Event::ChannelArrival(ch));
-        }
+    /// Counters of every channel as of now.
+    fn channel_counters(&mut self) -> Vec<ChannelCounters> {
+        let now = self.now;
+        self.channels
+            .iter_mut()
+            .map(|c| {
+                c.advance(now);
+                c.counters()
+            })
+            .collect()
     }
 
     /// Put a packet on the channel at its current hop.
@@ -278,8 +287,9 @@ impl Simulation {
         };
         let ch = path[pkt.hop as usize];
         match self.channels[ch as usize].enqueue(self.now, pkt) {
-            Ok(wake) => self.schedule_channel(ch, wake),
-            Err(p) => self.count_drop(&p),
+            Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
+            Enqueued::Accepted(None) => {}
+            Enqueued::BufferFull(p) | Enqueued::LostOnWire(p) => self.count_drop(&p),
         }
     }
 
@@ -289,15 +299,6 @@ impl Simulation {
             Kind::Data => f.data_dropped += 1,
             Kind::Ack => f.acks_dropped += 1,
         }
-    }
-
-    fn channel_tx_done(&mut self, ch: u32) {
-        self.stats.packet_hops += 1;
-        let (wake, lost) = self.channels[ch as usize].tx_done(self.now);
-        if let Some(p) = lost {
-            self.count_drop(&p);
-        }
-        self.schedule_channel(ch, wake);
     }
 
     fn channel_arrival(&mut self, ch: u32) {
@@ -443,7 +444,9 @@ impl Simulation {
             }
         }
         let l = &mut self.lseries;
-        for (ch, c) in self.channels.iter().enumerate() {
+        for (ch, c) in self.channels.iter_mut().enumerate() {
+            c.advance(now);
+            let counters = c.counters();
             let prev = &self.last_channel_counters[ch];
             l.t_ns.push(now);
             l.link.push((ch / 2) as u64);
@@ -451,11 +454,9 @@ impl Simulation {
             l.queue_pkts.push(c.occupancy_pkts() as u64);
             l.queue_bytes.push(c.occupancy_bytes());
             l.drops.push(
-                c.counters.drops_queue + c.counters.drops_random
-                    - prev.drops_queue
-                    - prev.drops_random,
+                counters.drops_queue + counters.drops_random - prev.drops_queue - prev.drops_random,
             );
-            let bits = (c.counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
+            let bits = (counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
             l.utilisation.push(if dt > 0 {
                 bits / (c.rate_bps as f64 * dt as f64 / 1e9)
             } else {
@@ -463,7 +464,7 @@ impl Simulation {
             });
         }
         for (ch, c) in self.channels.iter().enumerate() {
-            self.last_channel_counters[ch] = c.counters;
+            self.last_channel_counters[ch] = c.counters();
         }
         self.last_sample_ns = now;
     }
@@ -497,7 +498,9 @@ impl Simulation {
             .collect()
     }
 
-    fn finish(self) -> RunResult {
+    fn finish(mut self) -> RunResult {
+        let final_counters = self.channel_counters();
+        self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
         let cons = self.conservation();
         let cons_ref = &cons;
         for (i, (d, a)) in cons.iter().enumerate() {
@@ -513,10 +516,7 @@ impl Simulation {
             );
         }
         let window_ns = (self.spec.measure_end_ns - self.spec.measure_start_ns) as f64;
-        let end_counters = self
-            .measure_end_counters
-            .clone()
-            .unwrap_or_else(|| self.channels.iter().map(|c| c.counters).collect());
+        let end_counters = self.measure_end_counters.clone().unwrap_or(final_counters);
 
         // Per-flow summary.
         let mut flows = Table::default();

@@ -1,0 +1,847 @@
+//! The Linux TCP sender: the ACK path of `tcp_ack` (net/ipv4/tcp_input.c), the SACK
+//! scoreboard, RACK loss detection (tcp_recovery.c), PRR, RTO and TLP (tcp_timer.c,
+//! tcp_output.c), the delivery-rate sampler (tcp_rate.c) and EDT pacing.
+//!
+//! Function names in comments are Linux's; the code follows their order of operations so
+//! that congestion control modules see the same hook sequence as in the kernel.
+//! Sequence numbers count segments. What is not modelled is listed in docs/fidelity.md.
+
+mod rack;
+mod rate;
+mod recovery;
+mod scoreboard;
+mod timers;
+
+use std::collections::VecDeque;
+
+use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
+
+use crate::packet::{Kind, Packet, SackBlock};
+use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
+use crate::tcp::rtt::{RttEstimator, RTO_MAX_US};
+
+// Scoreboard tag bits (`TCP_SKB_CB(skb)->sacked`).
+const SACKED: u8 = 0x01; // TCPCB_SACKED_ACKED
+const SACKED_RETRANS: u8 = 0x02; // TCPCB_SACKED_RETRANS: retransmit in flight
+const LOST: u8 = 0x04; // TCPCB_LOST
+const EVER_RETRANS: u8 = 0x08; // TCPCB_EVER_RETRANS
+const RETRANS: u8 = SACKED_RETRANS | EVER_RETRANS; // TCPCB_RETRANS
+
+// tcp_ack flags (subset of FLAG_* in tcp_input.c).
+const FLAG_DATA: u32 = 0x01;
+const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
+const FLAG_DATA_ACKED: u32 = 0x04;
+const FLAG_RETRANS_DATA_ACKED: u32 = 0x08;
+const FLAG_DATA_SACKED: u32 = 0x20;
+const FLAG_ECE: u32 = 0x40;
+const FLAG_LOST_RETRANS: u32 = 0x80;
+const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
+const FLAG_DSACKING_ACK: u32 = 0x800;
+const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
+const FLAG_ACK_MAYBE_DELAYED: u32 = 0x10000;
+const FLAG_DSACK_TLP: u32 = 0x20000;
+const FLAG_WIN_UPDATE: u32 = 0x02;
+const FLAG_ACKED: u32 = FLAG_DATA_ACKED;
+const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
+const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
+
+/// `TCP_TIMEOUT_MIN_US`.
+const TIMEOUT_MIN_US: u64 = 2_000;
+/// `TCP_RACK_RECOVERY_THRESH`.
+const RACK_RECOVERY_THRESH: u8 = 16;
+/// `sysctl_tcp_max_reordering`.
+const MAX_REORDERING: u32 = 300;
+const NONE: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    Retrans,
+    LossProbe,
+    ReoTimeout,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rexmit {
+    None,
+    Lost,
+    New,
+}
+
+/// Per-segment state of the retransmission queue (the skb control block).
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    /// Time of the latest (re)transmission (`skb->skb_mstamp_ns`).
+    tx_ns: u64,
+    /// Rate-sampler snapshots (`TCP_SKB_CB(skb)->tx`).
+    delivered: u64,
+    delivered_mstamp_ns: u64,
+    first_tx_mstamp_ns: u64,
+    is_app_limited: bool,
+    /// `tx.delivered_mstamp != 0`: not yet counted by the rate sampler.
+    rate_pending: bool,
+    flags: u8,
+    /// Time-sorted list of segments in flight (`tsorted_sent_queue`).
+    ts_prev: u64,
+    ts_next: u64,
+    in_ts: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    mstamp_ns: u64,
+    end_seq: u64,
+    rtt_us: u64,
+    advanced: bool,
+    reo_wnd_steps: u32,
+    dsack_seen: bool,
+    last_delivered: u64,
+    reo_wnd_persist: u8,
+}
+
+/// Per-ACK scratch state (`struct tcp_sacktag_state` + the rate sample under construction).
+#[derive(Default)]
+struct AckState {
+    reord: u64,
+    first_sackt_ns: Option<u64>,
+    last_sackt_ns: u64,
+    rs_prior_set: bool,
+    rs_last_end_seq: u64,
+    rs: RateSample,
+    rs_prior_mstamp_set: bool,
+}
+
+/// Counters for the per-flow summary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SenderStats {
+    pub data_pkts_sent: u64,
+    pub retrans_pkts: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+    pub recoveries: u64,
+    pub undo_count: u64,
+    pub rtt_sum_us: u64,
+    pub rtt_samples: u64,
+    pub rtt_min_us: u64,
+}
+
+pub struct Sender {
+    pub tp: TcpSock,
+    pub cc: Box<dyn CongestionControl>,
+    flow: u32,
+    opts: TcpOptions,
+    jiffy_ns: u64,
+    paced: bool,
+    /// Segments the application has written: `snd_nxt` may not pass it.
+    app_end: u64,
+    /// Payload of the last segment when the flow has a byte count.
+    last_seg_bytes: u32,
+    total_bytes: Option<u64>,
+
+    segs: VecDeque<Seg>,
+    ts_head: u64,
+    ts_tail: u64,
+
+    rtt: RttEstimator,
+    rto_jiffies: u64,
+    backoff: u32,
+    retransmits: u32,
+
+    high_seq: u64,
+    undo_marker: Option<u64>,
+    undo_retrans: i64,
+    prior_ssthresh: u32,
+    retrans_stamp_ticks: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    reordering: u32,
+    reord_seen: u32,
+    /// End of the highest SACKed segment (`tcp_highest_sack_seq`); `snd_una` when none.
+    highest_sack_end: u64,
+    retransmit_hint: u64,
+    rack: Rack,
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
+    frto: bool,
+    cwnd_usage_seq: u64,
+    /// Blocks of the previous ACK (`recv_sack_cache`), to tag only what is new.
+    sack_cache: [SackBlock; 3],
+    n_sack_cache: usize,
+    /// `tp->rx_opt.rcv_tsecr` of the ACK being processed, and the TSval to echo.
+    rcv_tsecr: u32,
+    ts_recent: u32,
+    /// `tp->rate_delivered`, `rate_interval_us`: the last delivery-rate sample (tcp_info).
+    rate_delivered: u64,
+    rate_interval_us: u64,
+    data_segs_out: u64,
+    /// `tp->first_tx_mstamp`: send time of the packet that started the current rate interval.
+    first_tx_mstamp_ns: u64,
+    acks_processed: u64,
+
+    xmit_timer: Option<(u64, XmitTimer)>,
+    pacing_wake: Option<u64>,
+    pub stats: SenderStats,
+    /// Time when the last byte of a finite flow was acknowledged.
+    pub completed_ns: Option<u64>,
+    pub started: bool,
+}
+
+fn ticks(now_ns: u64) -> u32 {
+    // TCP timestamps in ms (Linux's default `tcp_time_stamp`), offset so that 0 means "none".
+    (now_ns / 1_000_000) as u32 + 1
+}
+
+/// `tcp_skb_sent_after`.
+fn sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+impl Sender {
+    pub fn new(
+        flow: u32,
+        opts: &TcpOptions,
+        cc: Box<dyn CongestionControl>,
+        size_bytes: Option<u64>,
+    ) -> Self {
+        let jiffy_ns = 1_000_000_000 / opts.hz as u64;
+        let mut tp = TcpSock::new(opts.mss, opts.init_cwnd, opts.hz);
+        let paced = cc.wants_pacing() || opts.fq_pacing;
+        tp.is_paced = paced;
+        let (app_end, last_seg_bytes) = match size_bytes {
+            Some(b) => {
+                let segs = b.div_ceil(opts.mss as u64);
+                let last = (b - (segs - 1) * opts.mss as u64) as u32;
+                (segs, last)
+            }
+            None => (u64::MAX, opts.mss),
+        };
+        let rto_init_jiffies = (opts.rto_init_ms as u64 * 1_000_000).div_ceil(jiffy_ns);
+        Sender {
+            tp,
+            cc,
+            flow,
+            opts: opts.clone(),
+            jiffy_ns,
+            paced,
+            app_end,
+            last_seg_bytes,
+            total_bytes: size_bytes,
+            segs: VecDeque::with_capacity(1024),
+            ts_head: NONE,
+            ts_tail: NONE,
+            rtt: RttEstimator::new(
+                opts.rto_min_ms as u64 * 1_000,
+                opts.min_rtt_wlen_s as u64 * opts.hz as u64,
+            ),
+            rto_jiffies: rto_init_jiffies,
+            backoff: 0,
+            retransmits: 0,
+            high_seq: 0,
+            undo_marker: None,
+            undo_retrans: 0,
+            prior_ssthresh: 0,
+            retrans_stamp_ticks: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            reordering: opts.reordering,
+            reord_seen: 0,
+            highest_sack_end: 0,
+            retransmit_hint: 0,
+            rack: Rack {
+                reo_wnd_steps: 1,
+                ..Rack::default()
+            },
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            frto: false,
+            cwnd_usage_seq: 0,
+            sack_cache: [SackBlock::default(); 3],
+            n_sack_cache: 0,
+            rcv_tsecr: 0,
+            ts_recent: 0,
+            rate_delivered: 0,
+            rate_interval_us: 0,
+            data_segs_out: 0,
+            first_tx_mstamp_ns: 0,
+            acks_processed: 0,
+            xmit_timer: None,
+            pacing_wake: None,
+            stats: SenderStats {
+                rtt_min_us: u64::MAX,
+                ..SenderStats::default()
+            },
+            completed_ns: None,
+            started: false,
+        }
+    }
+
+    pub fn xmit_timer_deadline(&self) -> Option<u64> {
+        self.xmit_timer.map(|(t, _)| t)
+    }
+
+    pub fn pacing_deadline(&self) -> Option<u64> {
+        self.pacing_wake
+    }
+
+    pub fn srtt_us(&self) -> u64 {
+        self.rtt.srtt_us()
+    }
+
+    pub fn rto_us(&self) -> u64 {
+        self.rto_jiffies * self.jiffy_ns / 1_000
+    }
+
+    /// `tcpi_delivery_rate`: payload bytes per second of the last rate sample.
+    pub fn delivery_rate_bps(&self) -> f64 {
+        if self.rate_interval_us == 0 {
+            return 0.0;
+        }
+        self.rate_delivered as f64 * self.tp.mss as f64 * 1e6 / self.rate_interval_us as f64
+    }
+
+    pub fn bytes_acked(&self) -> u64 {
+        self.seg_bytes_upto(self.tp.snd_una)
+    }
+
+    fn seg_bytes_upto(&self, seq: u64) -> u64 {
+        let full = seq * self.opts.mss as u64;
+        match self.total_bytes {
+            Some(b) => full.min(b),
+            None => full,
+        }
+    }
+
+    /// Payload of segment `seq`.
+    pub fn seg_bytes(&self, seq: u64) -> u32 {
+        if self.total_bytes.is_some() && seq + 1 == self.app_end {
+            self.last_seg_bytes
+        } else {
+            self.opts.mss
+        }
+    }
+
+    fn seg(&self, seq: u64) -> &Seg {
+        &self.segs[(seq - self.tp.snd_una) as usize]
+    }
+
+    fn seg_mut(&mut self, seq: u64) -> &mut Seg {
+        let i = (seq - self.tp.snd_una) as usize;
+        &mut self.segs[i]
+    }
+
+    fn has_new_data(&self) -> bool {
+        self.tp.snd_nxt < self.app_end
+    }
+
+    fn set_now(&mut self, now: u64) {
+        self.tp.now_ns = now;
+    }
+
+    fn now_jiffies(&self) -> u64 {
+        self.tp.now_ns / self.jiffy_ns
+    }
+
+    fn usecs_to_jiffies(&self, us: u64) -> u64 {
+        (us * 1_000).div_ceil(self.jiffy_ns)
+    }
+
+    /// `tcp_set_ca_state`.
+    fn set_ca_state(&mut self, state: CaState) {
+        self.cc.set_state(&mut self.tp, state);
+        self.tp.ca_state = state;
+    }
+
+    fn pacing_blocked(&mut self) -> bool {
+        if !self.paced || self.tp.wstamp_ns <= self.tp.now_ns {
+            return false;
+        }
+        self.pacing_wake = Some(self.tp.wstamp_ns);
+        true
+    }
+
+    /// `tcp_update_skb_after_send`: EDT pacing of the next packet.
+    fn update_wstamp_after_send(&mut self, payload: u32) {
+        let prior = self.tp.wstamp_ns;
+        self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
+        let rate = self.tp.pacing_rate_bytes_per_sec;
+        // Like sch_fq, the first 10 segments are not paced.
+        if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
+            let mut len_ns = payload as u64 * 1_000_000_000 / rate;
+            let credit = self.tp.wstamp_ns - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.tp.wstamp_ns += len_ns;
+        }
+    }
+
+    /// Emit segment `seq` (`__tcp_transmit_skb` + `tcp_rate_skb_sent`).
+    fn transmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
+        let now = self.tp.now_ns;
+        if self.tp.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+        }
+        if self.tp.packets_out == 0 {
+            self.tp.delivered_mstamp_ns = now;
+            self.first_tx_mstamp_ns = now;
+        }
+        let snapshot = (
+            self.tp.delivered,
+            self.tp.delivered_mstamp_ns,
+            self.first_tx_mstamp_ns,
+            self.tp.app_limited != 0,
+        );
+        {
+            let s = self.seg_mut(seq);
+            s.tx_ns = now;
+            s.delivered = snapshot.0;
+            s.delivered_mstamp_ns = snapshot.1;
+            s.first_tx_mstamp_ns = snapshot.2;
+            s.is_app_limited = snapshot.3;
+            s.rate_pending = true;
+        }
+        self.ts_push_tail(seq);
+        let payload = self.seg_bytes(seq);
+        self.update_wstamp_after_send(payload);
+        self.tp.lsndtime_ns = now;
+        self.data_segs_out += 1;
+        self.stats.data_pkts_sent += 1;
+        if self.tp.in_cwnd_reduction() {
+            self.prr_out += 1;
+        }
+        out.push(Packet {
+            flow: self.flow,
+            kind: Kind::Data,
+            hop: 0,
+            wire_bytes: payload + DATA_HEADER_BYTES,
+            seq,
+            payload_bytes: payload,
+            tsval: ticks(now),
+            tsecr: self.ts_recent,
+            n_sack: 0,
+            sack: [SackBlock::default(); 3],
+        });
+    }
+
+    /// Send new segment `snd_nxt` (`tcp_event_new_data_sent`).
+    fn send_new(&mut self, out: &mut Vec<Packet>) {
+        let seq = self.tp.snd_nxt;
+        self.segs.push_back(Seg {
+            tx_ns: 0,
+            delivered: 0,
+            delivered_mstamp_ns: 0,
+            first_tx_mstamp_ns: 0,
+            is_app_limited: false,
+            rate_pending: false,
+            flags: 0,
+            ts_prev: NONE,
+            ts_next: NONE,
+            in_ts: false,
+        });
+        self.transmit(seq, out);
+        let prior_packets = self.tp.packets_out;
+        self.tp.snd_nxt += 1;
+        self.tp.packets_out += 1;
+        if prior_packets == 0 || self.pending() == Some(XmitTimer::LossProbe) {
+            self.rearm_rto();
+        }
+    }
+
+    /// `tcp_retransmit_skb`.
+    fn retransmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
+        self.transmit(seq, out);
+        self.seg_mut(seq).flags |= RETRANS;
+        self.tp.retrans_out += 1;
+        self.stats.retrans_pkts += 1;
+        if self.retrans_stamp_ticks == 0 {
+            self.retrans_stamp_ticks = ticks(self.tp.now_ns);
+        }
+        if self.undo_retrans < 0 {
+            self.undo_retrans = 0;
+        }
+        self.undo_retrans += 1;
+    }
+
+    /// `tcp_xmit_retransmit_queue`.
+    fn xmit_retransmit_queue(&mut self, out: &mut Vec<Packet>) {
+        if self.tp.packets_out == 0 {
+            return;
+        }
+        let mut seq = self.retransmit_hint.max(self.tp.snd_una);
+        let mut rearm = false;
+        while seq < self.tp.snd_nxt {
+            if self.pacing_blocked() {
+                break;
+            }
+            self.retransmit_hint = seq;
+            if self.tp.snd_cwnd <= self.tp.packets_in_flight() {
+                break;
+            }
+            if self.tp.retrans_out >= self.tp.lost_out {
+                break;
+            }
+            let flags = self.seg(seq).flags;
+            if flags & LOST == 0 || flags & (SACKED | SACKED_RETRANS) != 0 {
+                seq += 1;
+                continue;
+            }
+            self.retransmit(seq, out);
+            if seq == self.tp.snd_una && self.pending() != Some(XmitTimer::ReoTimeout) {
+                rearm = true;
+            }
+            seq += 1;
+        }
+        if rearm {
+            self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
+        }
+    }
+
+    /// `tcp_write_xmit` for new data, then `tcp_cwnd_validate`.
+    fn write_xmit(&mut self, out: &mut Vec<Packet>, probe: bool) -> u32 {
+        let mut sent = 0;
+        let mut cwnd_limited = false;
+        while self.has_new_data() {
+            if !probe && self.pacing_blocked() {
+                break;
+            }
+            if self.opts.rcv_buf_bytes > 0
+                && (self.tp.snd_nxt - self.tp.snd_una) * self.opts.mss as u64
+                    >= self.opts.rcv_buf_bytes
+            {
+                break;
+            }
+            if self.tp.packets_in_flight() >= self.tp.snd_cwnd && !(probe && sent == 0) {
+                cwnd_limited = true;
+                break;
+            }
+            self.send_new(out);
+            sent += 1;
+            if probe {
+                break;
+            }
+        }
+        if sent > 0 && !probe {
+            self.schedule_loss_probe(false);
+        }
+        cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if sent > 0 || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        if !self.has_new_data() {
+            self.rate_check_app_limited();
+        }
+        sent
+    }
+
+    /// `tcp_cwnd_validate`.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if self.tp.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.tp.is_cwnd_limited && self.tp.packets_out > self.tp.max_packets_out)
+        {
+            self.tp.is_cwnd_limited = is_cwnd_limited;
+            self.tp.max_packets_out = self.tp.packets_out;
+            self.cwnd_usage_seq = self.tp.snd_nxt;
+        }
+    }
+
+    /// Retransmissions (if asked) then new data, as after an ACK or a pacing wake-up.
+    fn push(&mut self, rexmit: Rexmit, out: &mut Vec<Packet>) {
+        self.pacing_wake = None;
+        match rexmit {
+            Rexmit::None => {}
+            Rexmit::New => {
+                // F-RTO step 2b: send new data first.
+                self.write_xmit(out, false);
+                if self.tp.snd_nxt > self.high_seq {
+                    return;
+                }
+                self.frto = false;
+                self.xmit_retransmit_queue(out);
+            }
+            Rexmit::Lost => self.xmit_retransmit_queue(out),
+        }
+        self.write_xmit(out, false);
+    }
+
+    /// Connection start: the handshake is not simulated (data starts at `start`).
+    pub fn start(&mut self, now: u64, out: &mut Vec<Packet>) {
+        self.set_now(now);
+        self.started = true;
+        self.tp.snd_cwnd = self.opts.init_cwnd;
+        self.cc.init(&mut self.tp);
+        if !self.cc.has_cong_control() {
+            self.update_pacing_rate();
+        }
+        self.push(Rexmit::None, out);
+    }
+
+    /// The application stops writing: no new segments after what was already sent.
+    pub fn stop_app(&mut self) {
+        self.app_end = self.app_end.min(self.tp.snd_nxt);
+    }
+
+    /// Pacing timer fired (`tcp_pace_kick` -> `tcp_tsq_write`).
+    pub fn on_pacing_timer(&mut self, now: u64, out: &mut Vec<Packet>) {
+        self.set_now(now);
+        self.pacing_wake = None;
+        let rexmit = if self.tp.lost_out > self.tp.retrans_out
+            && self.tp.snd_cwnd > self.tp.packets_in_flight()
+        {
+            Rexmit::Lost
+        } else {
+            Rexmit::None
+        };
+        self.push(rexmit, out);
+    }
+
+    /// The retransmission / loss-probe / reordering timer fired.
+    pub fn on_xmit_timer(&mut self, now: u64, out: &mut Vec<Packet>) {
+        self.set_now(now);
+        let Some((deadline, kind)) = self.xmit_timer else {
+            return;
+        };
+        if deadline > now {
+            return;
+        }
+        match kind {
+            XmitTimer::Retrans => {
+                self.xmit_timer = None;
+                self.retransmit_timer(out);
+            }
+            XmitTimer::LossProbe => self.send_loss_probe(out),
+            XmitTimer::ReoTimeout => self.rack_reo_timeout(out),
+        }
+        self.write_xmit(out, false);
+    }
+
+    /// `tcp_update_pacing_rate` (fq pacing of loss-based algorithms).
+    fn update_pacing_rate(&mut self) {
+        let srtt8 = self.rtt.srtt_us8;
+        if srtt8 == 0 {
+            self.tp.pacing_rate_bytes_per_sec = u64::MAX;
+            return;
+        }
+        let ratio = if self.tp.snd_cwnd < self.tp.snd_ssthresh / 2 {
+            self.opts.pacing_ss_ratio
+        } else {
+            self.opts.pacing_ca_ratio
+        } as u64;
+        let cwnd = self.tp.snd_cwnd.max(self.tp.packets_out) as u64;
+        // mss * cwnd / srtt * ratio/100, with srtt in µs x8.
+        let rate = self.tp.mss as u64 * (1_000_000 / 100 * 8) * ratio * cwnd / srtt8;
+        self.tp.pacing_rate_bytes_per_sec = rate.min(self.tp.max_pacing_rate_bytes_per_sec);
+    }
+
+    /// An ACK arrived (`tcp_ack`).
+    pub fn on_ack(&mut self, now: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        self.set_now(now);
+        let ack = pkt.seq;
+        let prior_snd_una = self.tp.snd_una;
+        if ack > self.tp.snd_nxt {
+            return; // acks data we never sent
+        }
+        if pkt.tsval != 0 {
+            self.ts_recent = pkt.tsval;
+        }
+        self.rcv_tsecr = pkt.tsecr;
+        let mut st = AckState {
+            reord: self.tp.snd_nxt,
+            ..AckState::default()
+        };
+        let mut flag = 0u32;
+        if ack < prior_snd_una {
+            // Old ACK: only SACK information (e.g. D-SACK) is processed.
+            if pkt.n_sack > 0 {
+                self.sacktag(pkt, prior_snd_una, &mut st, &mut flag);
+            }
+            return;
+        }
+        let prior_fack = self.highest_sack_end.max(prior_snd_una);
+        let prior_packets = self.tp.packets_out;
+        let prior_delivered = self.tp.delivered;
+        let prior_lost = self.tp.lost;
+        st.rs.prior_in_flight = self.tp.packets_in_flight();
+        st.rs.rtt_us = -1;
+        if ack > prior_snd_una {
+            flag |= FLAG_SND_UNA_ADVANCED;
+            self.retransmits = 0;
+        }
+        if pkt.n_sack > 0 {
+            self.sacktag(pkt, prior_snd_una, &mut st, &mut flag);
+        }
+        let mut rexmit = Rexmit::None;
+        if prior_packets > 0 {
+            self.clean_rtx_queue(ack, prior_fack, prior_snd_una, &mut st, &mut flag);
+            let (rs, set) = (st.rs, st.rs_prior_set);
+            self.rack_update_reo_wnd(&rs, set);
+            if let Some(tlp_high) = self.tlp_high_seq {
+                self.process_tlp_ack(ack, tlp_high, flag);
+            }
+            if self.ack_is_dubious(flag) {
+                let num_dupack =
+                    if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DSACKING_ACK) == 0 {
+                        1
+                    } else {
+                        0
+                    };
+                self.fastretrans_alert(prior_snd_una, num_dupack, &mut flag, &mut rexmit);
+            }
+            if flag & FLAG_SET_XMIT_TIMER != 0 {
+                self.set_xmit_timer();
+            }
+        }
+        let delivered = (self.tp.delivered - prior_delivered) as u32;
+        let lost = (self.tp.lost - prior_lost) as u32;
+        st.rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
+        self.rate_gen(delivered, lost, &mut st);
+        let rs = st.rs;
+        self.cong_control(ack, delivered, flag, &rs);
+        self.push(rexmit, out);
+        if self.total_bytes.is_some()
+            && self.completed_ns.is_none()
+            && self.tp.snd_una >= self.app_end
+        {
+            self.completed_ns = Some(now);
+        }
+        self.check_invariants();
+    }
+
+    /// `tcp_ack_is_dubious`.
+    fn ack_is_dubious(&self, flag: u32) -> bool {
+        flag & FLAG_NOT_DUP == 0 || flag & FLAG_CA_ALERT != 0 || self.tp.ca_state != CaState::Open
+    }
+
+    /// `tcp_cong_control`.
+    fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.tp, rs);
+            return;
+        }
+        if self.tp.in_cwnd_reduction() {
+            self.cwnd_reduction(acked_sacked, rs.losses, flag);
+        } else if self.may_raise_cwnd(flag) {
+            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+        }
+        // Linux computes sk_pacing_rate for every such flow (tcpi_pacing_rate reports it,
+        // CUBIC's HyStart reads it); it only paces when fq_pacing is on.
+        self.update_pacing_rate();
+    }
+
+    /// `tcp_may_raise_cwnd`.
+    fn may_raise_cwnd(&self, flag: u32) -> bool {
+        if self.reordering > self.opts.reordering {
+            return flag & (FLAG_ACKED | FLAG_DATA_SACKED) != 0;
+        }
+        flag & FLAG_DATA_ACKED != 0
+    }
+
+    /// Invariants of cca-spec 8.2, checked in debug builds.
+    fn check_invariants(&mut self) {
+        self.acks_processed += 1;
+        // The full scoreboard scan is O(window): do it on every 16th ACK.
+        if cfg!(debug_assertions) && self.acks_processed.is_multiple_of(16) {
+            let tp = &self.tp;
+            debug_assert!(
+                tp.sacked_out + tp.lost_out <= tp.packets_out,
+                "sacked {} + lost {} > packets_out {}",
+                tp.sacked_out,
+                tp.lost_out,
+                tp.packets_out
+            );
+            debug_assert_eq!(tp.packets_out as u64, tp.snd_nxt - tp.snd_una);
+            debug_assert_eq!(self.segs.len() as u64, tp.snd_nxt - tp.snd_una);
+            let (mut s, mut l, mut r) = (0, 0, 0);
+            for seg in &self.segs {
+                s += (seg.flags & SACKED != 0) as u32;
+                l += (seg.flags & LOST != 0) as u32;
+                r += (seg.flags & SACKED_RETRANS != 0) as u32;
+            }
+            debug_assert_eq!(s, tp.sacked_out, "sacked_out");
+            debug_assert_eq!(l, tp.lost_out, "lost_out");
+            debug_assert_eq!(r, tp.retrans_out, "retrans_out");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ccfair_cc::reno::{Reno, RenoParams};
+
+    fn sender(opts: TcpOptions) -> Sender {
+        Sender::new(0, &opts, Box::new(Reno::new(&RenoParams {})), None)
+    }
+
+    /// cca-spec 8.3.9 and `tcp_retransmit_timer`: with no RTT sample the RTO is 1 s, and it
+    /// doubles on each consecutive expiry while the head is retransmitted each time.
+    #[test]
+    fn rto_backs_off_exponentially_without_acks() {
+        let mut s = sender(TcpOptions {
+            tlp: false,
+            ..TcpOptions::default()
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        assert_eq!(out.len(), 10, "initial window of 10 segments");
+        let mut expiries = Vec::new();
+        for _ in 0..4 {
+            let t = s.xmit_timer_deadline().unwrap();
+            expiries.push(t);
+            out.clear();
+            s.on_xmit_timer(t, &mut out);
+            assert_eq!(out.len(), 1, "one retransmission of the head per RTO");
+            assert_eq!(out[0].seq, 0);
+            assert_eq!(s.tp.snd_cwnd, 1);
+            assert_eq!(s.tp.ca_state, CaState::Loss);
+        }
+        let gaps: Vec<u64> = expiries.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(expiries[0], 1_000_000_000);
+        assert_eq!(gaps, vec![2_000_000_000, 4_000_000_000, 8_000_000_000]);
+        assert_eq!(s.stats.rto_count, 4);
+    }
+
+    /// With TLP on, the first timer is a loss probe that retransmits the last segment.
+    #[test]
+    fn tail_loss_probe_retransmits_last_segment() {
+        let mut s = sender(TcpOptions::default());
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.stop_app();
+        let t = s.xmit_timer_deadline().unwrap();
+        out.clear();
+        s.on_xmit_timer(t, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].seq, 9, "probe retransmits the highest segment");
+        assert_eq!(s.stats.tlp_count, 1);
+        assert_eq!(s.tp.ca_state, CaState::Open, "a probe is not a loss");
+    }
+
+    /// cca-spec 8.3.7: PRR with prior_cwnd 20, ssthresh 10 and ACKs of one packet sends
+    /// ceil(10 * prr_delivered / 20) - prr_out while in flight exceeds ssthresh: about one
+    /// packet per two delivered.
+    #[test]
+    fn prr_proportional_reduction() {
+        let mut s = sender(TcpOptions::default());
+        s.tp.prior_cwnd = 20;
+        s.tp.snd_ssthresh = 10;
+        s.tp.ca_state = CaState::Recovery;
+        // 19 packets out, one lost: in flight 18 after the first ACK's accounting.
+        s.tp.packets_out = 19;
+        s.tp.lost_out = 1;
+        let mut sent_total = 0i64;
+        let mut cwnds = Vec::new();
+        for delivered in 1..=8u32 {
+            s.tp.sacked_out = delivered;
+            s.cwnd_reduction(1, 0, 0);
+            let in_flight = s.tp.packets_in_flight() as i64;
+            let sndcnt = s.tp.snd_cwnd as i64 - in_flight;
+            let expect = ((10 * delivered as i64) + 19) / 20 - sent_total;
+            let expect = expect.max(if sent_total > 0 { 0 } else { 1 });
+            assert_eq!(sndcnt, expect, "ACK {delivered}");
+            // The sender transmits what PRR allows.
+            s.prr_out += sndcnt as u32;
+            s.tp.packets_out += sndcnt as u32;
+            sent_total += sndcnt;
+            cwnds.push(s.tp.snd_cwnd);
+        }
+        assert_eq!(sent_total, 4, "4 sent for 8 delivered: {cwnds:?}");
+    }
+}

@@ -1,0 +1,391 @@
+//! The congestion state machine of net/ipv4/tcp_input.c: `tcp_fastretrans_alert`, recovery
+//! entry and exit, PRR (`tcp_cwnd_reduction`), the RTO loss state (`tcp_enter_loss`), F-RTO
+//! (`tcp_process_loss`), TLP ACK processing and undo of spurious reductions.
+
+use super::*;
+
+impl Sender {
+    /// `tcp_init_undo`.
+    pub(super) fn init_undo(&mut self) {
+        self.undo_marker = Some(self.tp.snd_una);
+        self.undo_retrans = if self.tp.retrans_out > 0 {
+            self.tp.retrans_out as i64
+        } else {
+            -1
+        };
+    }
+
+    /// `tcp_current_ssthresh`.
+    pub(super) fn current_ssthresh(&self) -> u32 {
+        if self.tp.in_cwnd_reduction() {
+            self.tp.snd_ssthresh
+        } else {
+            self.tp
+                .snd_ssthresh
+                .max((self.tp.snd_cwnd >> 1) + (self.tp.snd_cwnd >> 2))
+        }
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    pub(super) fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.tp.snd_nxt;
+        self.tlp_high_seq = None;
+        self.tp.snd_cwnd_cnt = 0;
+        self.tp.prior_cwnd = self.tp.snd_cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+    }
+
+    /// `tcp_end_cwnd_reduction`.
+    pub(super) fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.tp.snd_ssthresh < ccfair_cc::sock::TCP_INFINITE_SSTHRESH
+            && (self.tp.ca_state == CaState::Cwr || self.undo_marker.is_some())
+        {
+            self.tp.snd_cwnd = self.tp.snd_ssthresh;
+        }
+        self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+    }
+
+    /// `tcp_enter_recovery`.
+    pub(super) fn enter_recovery(&mut self) {
+        self.stats.recoveries += 1;
+        self.prior_ssthresh = 0;
+        self.init_undo();
+        if !self.tp.in_cwnd_reduction() {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.init_cwnd_reduction();
+        }
+        self.set_ca_state(CaState::Recovery);
+    }
+
+    /// `tcp_any_retrans_done`.
+    pub(super) fn any_retrans_done(&self) -> bool {
+        self.tp.retrans_out > 0
+            || self
+                .segs
+                .front()
+                .is_some_and(|s| s.flags & EVER_RETRANS != 0)
+    }
+
+    /// `tcp_try_keep_open`.
+    pub(super) fn try_keep_open(&mut self) {
+        let state = if self.tp.sacked_out + self.tp.lost_out > 0 || self.any_retrans_done() {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        if self.tp.ca_state != state {
+            self.set_ca_state(state);
+            self.high_seq = self.tp.snd_nxt;
+        }
+    }
+
+    /// `tcp_try_to_open`.
+    pub(super) fn try_to_open(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp_ticks = 0;
+        }
+        if self.tp.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    /// `tcp_packet_delayed`: the ACK echoes a timestamp older than our first retransmission.
+    pub(super) fn packet_delayed(&self) -> bool {
+        self.retrans_stamp_ticks != 0
+            && self.rcv_tsecr != 0
+            && (self.rcv_tsecr.wrapping_sub(self.retrans_stamp_ticks) as i32) < 0
+    }
+
+    /// `tcp_may_undo`.
+    pub(super) fn may_undo(&self) -> bool {
+        self.opts.undo
+            && self.undo_marker.is_some()
+            && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// `tcp_undo_cwnd_reduction`.
+    pub(super) fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        self.stats.undo_count += 1;
+        if unmark_loss {
+            for s in self.segs.iter_mut() {
+                s.flags &= !LOST;
+            }
+            self.tp.lost_out = 0;
+            self.retransmit_hint = self.tp.snd_una;
+        }
+        if self.prior_ssthresh != 0 {
+            self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
+            if self.prior_ssthresh > self.tp.snd_ssthresh {
+                self.tp.snd_ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.undo_marker = None;
+        self.rack.advanced = true;
+    }
+
+    /// `tcp_try_undo_recovery`. Returns true to hold the state (never for SACK flows).
+    pub(super) fn try_undo_recovery(&mut self) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(false);
+        } else if self.rack.reo_wnd_persist > 0 {
+            self.rack.reo_wnd_persist -= 1;
+        }
+        self.set_ca_state(CaState::Open);
+        false
+    }
+
+    /// `tcp_try_undo_dsack`.
+    pub(super) fn try_undo_dsack(&mut self) -> bool {
+        if self.opts.undo && self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.rack.reo_wnd_persist = (self.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_partial`.
+    pub(super) fn try_undo_partial(&mut self, prior_snd_una: u64) -> bool {
+        if self.opts.undo && self.undo_marker.is_some() && self.packet_delayed() {
+            self.check_sack_reordering(prior_snd_una, 1);
+            if self.tp.retrans_out > 0 {
+                return true;
+            }
+            if !self.any_retrans_done() {
+                self.retrans_stamp_ticks = 0;
+            }
+            self.undo_cwnd_reduction(true);
+            self.try_keep_open();
+        }
+        false
+    }
+
+    /// `tcp_try_undo_loss`.
+    pub(super) fn try_undo_loss(&mut self, frto_undo: bool) -> bool {
+        if (frto_undo && self.opts.undo) || self.may_undo() {
+            self.undo_cwnd_reduction(true);
+            self.retransmits = 0;
+            self.set_ca_state(CaState::Open);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_enter_loss`.
+    pub(super) fn enter_loss(&mut self) {
+        let new_recovery = self.tp.ca_state < CaState::Recovery;
+        self.timeout_mark_lost();
+        if self.tp.ca_state <= CaState::Disorder
+            || self.high_seq <= self.tp.snd_una
+            || (self.tp.ca_state == CaState::Loss && self.retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.tp.prior_cwnd = self.tp.snd_cwnd;
+            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+            self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
+            self.init_undo();
+        }
+        self.tp.snd_cwnd = self.tp.packets_in_flight() + 1;
+        self.tp.snd_cwnd_cnt = 0;
+        if self.tp.ca_state <= CaState::Disorder && self.tp.sacked_out >= self.opts.reordering {
+            self.reordering = self.reordering.min(self.opts.reordering);
+        }
+        self.set_ca_state(CaState::Loss);
+        self.high_seq = self.tp.snd_nxt;
+        self.tlp_high_seq = None;
+        self.frto = self.opts.frto && (new_recovery || self.retransmits > 0);
+    }
+
+    /// `tcp_timeout_mark_lost`.
+    pub(super) fn timeout_mark_lost(&mut self) {
+        let head = self.tp.snd_una;
+        for seq in head..self.tp.snd_nxt {
+            if seq != head {
+                let s = self.seg(seq);
+                let elapsed = (self.tp.now_ns - s.tx_ns) / 1_000;
+                // Don't mark recently sent ones lost yet (RACK, reo_wnd 0).
+                if s.flags & SACKED == 0 && self.rack.rtt_us > elapsed {
+                    continue;
+                }
+            }
+            self.mark_lost(seq);
+        }
+        self.retransmit_hint = self.tp.snd_una;
+    }
+
+    /// `tcp_cwnd_reduction` (PRR, RFC 6937 as Linux implements it).
+    pub(super) fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, flag: u32) {
+        if newly_acked_sacked == 0 || self.tp.prior_cwnd == 0 {
+            return;
+        }
+        let in_flight = self.tp.packets_in_flight() as i64;
+        let delta = self.tp.snd_ssthresh as i64 - in_flight;
+        self.prr_delivered += newly_acked_sacked;
+        let mut sndcnt: i64;
+        if delta < 0 {
+            let dividend = self.tp.snd_ssthresh as u64 * self.prr_delivered as u64
+                + self.tp.prior_cwnd as u64
+                - 1;
+            sndcnt = (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
+        } else {
+            sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            if flag & FLAG_SND_UNA_ADVANCED != 0 && newly_lost == 0 {
+                sndcnt += 1;
+            }
+            sndcnt = sndcnt.min(delta);
+        }
+        // Force a fast retransmit upon entering fast recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.tp.snd_cwnd = (in_flight + sndcnt) as u32;
+    }
+
+    /// `tcp_process_tlp_ack`.
+    pub(super) fn process_tlp_ack(&mut self, ack: u64, tlp_high: u64, flag: u32) {
+        if ack < tlp_high {
+            return;
+        }
+        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
+            self.tlp_high_seq = None;
+        } else if ack > tlp_high {
+            // The probe repaired a loss: reduce cwnd once (CWR).
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.try_keep_open();
+        } else if flag & (FLAG_SND_UNA_ADVANCED | FLAG_NOT_DUP | FLAG_DATA_SACKED) == 0 {
+            self.tlp_high_seq = None;
+        }
+    }
+
+    /// `tcp_fastretrans_alert`.
+    pub(super) fn fastretrans_alert(
+        &mut self,
+        prior_snd_una: u64,
+        num_dupack: u32,
+        flag: &mut u32,
+        rexmit: &mut Rexmit,
+    ) {
+        if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
+            self.tp.sacked_out = 0;
+        }
+        // D. Check state exit conditions.
+        if self.tp.ca_state == CaState::Open {
+            self.retrans_stamp_ticks = 0;
+        } else if self.tp.snd_una >= self.high_seq {
+            match self.tp.ca_state {
+                // CWR is held until something above high_seq is ACKed.
+                CaState::Cwr if self.tp.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_ca_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    if self.try_undo_recovery() {
+                        return;
+                    }
+                    self.end_cwnd_reduction();
+                }
+                _ => {}
+            }
+        }
+        // E. Process state.
+        let mut to_default = true;
+        match self.tp.ca_state {
+            CaState::Recovery => {
+                to_default = false;
+                if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(prior_snd_una) {
+                    return;
+                }
+                if self.try_undo_dsack() {
+                    self.try_keep_open();
+                }
+                self.identify_packet_loss(flag);
+                if self.tp.ca_state != CaState::Recovery {
+                    if !self.time_to_recover() {
+                        return;
+                    }
+                    self.enter_recovery();
+                }
+            }
+            CaState::Loss => {
+                if self.process_loss(*flag, num_dupack, rexmit) {
+                    return;
+                }
+                self.identify_packet_loss(flag);
+                if !(self.tp.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        if to_default {
+            if self.tp.ca_state <= CaState::Disorder {
+                self.try_undo_dsack();
+            }
+            self.identify_packet_loss(flag);
+            if !self.time_to_recover() {
+                self.try_to_open();
+                return;
+            }
+            self.enter_recovery();
+        }
+        *rexmit = Rexmit::Lost;
+    }
+
+    pub(super) fn time_to_recover(&self) -> bool {
+        self.tp.lost_out > 0
+    }
+
+    /// `tcp_identify_packet_loss`.
+    pub(super) fn identify_packet_loss(&mut self, flag: &mut u32) {
+        if self.tp.packets_out == 0 {
+            return;
+        }
+        let prior_retrans = self.tp.retrans_out;
+        if self.rack_mark_lost() {
+            *flag &= !FLAG_SET_XMIT_TIMER;
+        }
+        if prior_retrans > self.tp.retrans_out {
+            *flag |= FLAG_LOST_RETRANS;
+        }
+    }
+
+    /// `tcp_process_loss` (with F-RTO, RFC 5682). Returns true when the caller must return.
+    pub(super) fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) -> bool {
+        let recovered = self.tp.snd_una >= self.high_seq;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
+            return true;
+        }
+        if self.frto {
+            // Step 3.b: never-retransmitted data (s)acked: the timeout was spurious.
+            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
+                return true;
+            }
+            if self.tp.snd_nxt > self.high_seq {
+                // Step 3.a: the loss was real.
+                if flag & FLAG_DATA_SACKED != 0 || num_dupack > 0 {
+                    self.frto = false;
+                }
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
+                self.high_seq = self.tp.snd_nxt;
+                // Step 2.b: try to send new data (after cwnd is updated in tcp_ack).
+                if self.has_new_data() {
+                    *rexmit = Rexmit::New;
+                    return true;
+                }
+                self.frto = false;
+            }
+        }
+        if recovered {
+            self.try_undo_recovery();
+            return true;
+        }
+        *rexmit = Rexmit::Lost;
+        false
+    }
+}

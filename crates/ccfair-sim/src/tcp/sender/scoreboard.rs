@@ -1,0 +1,336 @@
+//! The retransmission queue's scoreboard: SACK tagging (`tcp_sacktag_write_queue`,
+//! `tcp_sacktag_one`), cumulative ACKs (`tcp_clean_rtx_queue`), loss marking
+//! (`tcp_mark_skb_lost`) and the time-sorted list of segments in flight.
+
+use super::*;
+
+impl Sender {
+    pub(super) fn ts_remove(&mut self, seq: u64) {
+        let (prev, next, in_ts) = {
+            let s = self.seg(seq);
+            (s.ts_prev, s.ts_next, s.in_ts)
+        };
+        if !in_ts {
+            return;
+        }
+        if prev == NONE {
+            self.ts_head = next;
+        } else {
+            self.seg_mut(prev).ts_next = next;
+        }
+        if next == NONE {
+            self.ts_tail = prev;
+        } else {
+            self.seg_mut(next).ts_prev = prev;
+        }
+        let s = self.seg_mut(seq);
+        s.in_ts = false;
+        s.ts_prev = NONE;
+        s.ts_next = NONE;
+    }
+
+    pub(super) fn ts_push_tail(&mut self, seq: u64) {
+        self.ts_remove(seq);
+        let tail = self.ts_tail;
+        {
+            let s = self.seg_mut(seq);
+            s.ts_prev = tail;
+            s.ts_next = NONE;
+            s.in_ts = true;
+        }
+        if tail == NONE {
+            self.ts_head = seq;
+        } else {
+            self.seg_mut(tail).ts_next = seq;
+        }
+        self.ts_tail = seq;
+    }
+
+    /// `tcp_check_sack_reordering`.
+    pub(super) fn check_sack_reordering(&mut self, low_seq: u64, _ts: u32) {
+        let fack = self.highest_sack_end.max(self.tp.snd_una);
+        if low_seq >= fack {
+            return;
+        }
+        let metric = (fack - low_seq) as u32;
+        if metric > self.reordering {
+            self.reordering = metric.min(MAX_REORDERING);
+        }
+        self.reord_seen += 1;
+    }
+
+    /// `tcp_mark_skb_lost`.
+    pub(super) fn mark_lost(&mut self, seq: u64) {
+        let flags = self.seg(seq).flags;
+        if flags & SACKED != 0 {
+            return;
+        }
+        if seq < self.retransmit_hint {
+            self.retransmit_hint = seq;
+        }
+        if flags & LOST != 0 {
+            if flags & SACKED_RETRANS != 0 {
+                // A retransmission lost again.
+                self.seg_mut(seq).flags &= !SACKED_RETRANS;
+                self.tp.retrans_out -= 1;
+                self.tp.lost += 1;
+            }
+        } else {
+            self.tp.lost_out += 1;
+            self.seg_mut(seq).flags |= LOST;
+            self.tp.lost += 1;
+        }
+    }
+
+    /// `tcp_sacktag_write_queue`, processing only the parts of blocks not seen in the
+    /// previous ACK (as Linux's `recv_sack_cache`).
+    pub(super) fn sacktag(
+        &mut self,
+        pkt: &Packet,
+        prior_snd_una: u64,
+        st: &mut AckState,
+        flag: &mut u32,
+    ) {
+        let blocks = pkt.sack_blocks();
+        let ack = pkt.seq;
+        // tcp_check_dsack.
+        let mut dsack = false;
+        if let Some(b0) = blocks.first() {
+            if b0.start < ack {
+                dsack = true;
+            } else if blocks.len() > 1 {
+                let b1 = blocks[1];
+                if b0.end <= b1.end && b0.start >= b1.start {
+                    dsack = true;
+                }
+            }
+        }
+        if dsack {
+            let b0 = blocks[0];
+            *flag |= FLAG_DSACKING_ACK;
+            self.rack.dsack_seen = true;
+            if self.tlp_high_seq.is_some_and(|h| b0.end == h) {
+                *flag |= FLAG_DSACK_TLP;
+            }
+            // D-SACK for already forgotten data: dumb counting.
+            if let Some(marker) = self.undo_marker {
+                if self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > marker {
+                    self.undo_retrans = (self.undo_retrans - (b0.end - b0.start) as i64).max(0);
+                }
+            }
+            let (s, e) = (b0.start.max(self.tp.snd_una), b0.end.min(self.tp.snd_nxt));
+            for seq in s..e {
+                self.sacktag_one(seq, true, st, flag);
+            }
+        }
+        let first = if dsack { 1 } else { 0 };
+        let mut sorted = [SackBlock::default(); 3];
+        let mut n = 0;
+        for b in &blocks[first..] {
+            // tcp_is_sackblock_valid.
+            if b.start >= b.end || b.end > self.tp.snd_nxt || b.end <= self.tp.snd_una {
+                continue;
+            }
+            sorted[n] = *b;
+            n += 1;
+        }
+        sorted[..n].sort_by_key(|b| b.start);
+        for b in &sorted[..n] {
+            let mut s = b.start.max(self.tp.snd_una);
+            while s < b.end {
+                // Skip the part already processed for the previous ACK.
+                if let Some(c) = self.sack_cache[..self.n_sack_cache]
+                    .iter()
+                    .find(|c| c.start <= s && s < c.end)
+                {
+                    s = c.end;
+                    continue;
+                }
+                let next_cached = self.sack_cache[..self.n_sack_cache]
+                    .iter()
+                    .filter(|c| c.start > s)
+                    .map(|c| c.start)
+                    .min()
+                    .unwrap_or(u64::MAX);
+                let e = b.end.min(next_cached);
+                for seq in s..e {
+                    self.sacktag_one(seq, false, st, flag);
+                }
+                s = e;
+            }
+        }
+        self.sack_cache[..n].copy_from_slice(&sorted[..n]);
+        self.n_sack_cache = n;
+    }
+
+    /// `tcp_sacktag_one` (+ the per-skb rate and tsorted bookkeeping of `tcp_sacktag_walk`).
+    pub(super) fn sacktag_one(
+        &mut self,
+        seq: u64,
+        dup_sack: bool,
+        st: &mut AckState,
+        flag: &mut u32,
+    ) {
+        let mut flags = self.seg(seq).flags;
+        if dup_sack && flags & RETRANS != 0 {
+            if let Some(marker) = self.undo_marker {
+                if self.undo_retrans > 0 && seq + 1 > marker {
+                    self.undo_retrans -= 1;
+                }
+            }
+            if flags & SACKED != 0 && seq < st.reord {
+                st.reord = seq;
+            }
+        }
+        if flags & SACKED == 0 {
+            let tx = self.seg(seq).tx_ns;
+            self.rack_advance(flags, seq + 1, tx);
+            if flags & SACKED_RETRANS != 0 {
+                if flags & LOST != 0 {
+                    flags &= !(LOST | SACKED_RETRANS);
+                    self.tp.lost_out -= 1;
+                    self.tp.retrans_out -= 1;
+                }
+            } else {
+                if flags & RETRANS == 0 {
+                    if seq < self.highest_sack_end && seq < st.reord {
+                        st.reord = seq;
+                    }
+                    if seq < self.high_seq {
+                        *flag |= FLAG_ORIG_SACK_ACKED;
+                    }
+                    if st.first_sackt_ns.is_none() {
+                        st.first_sackt_ns = Some(tx);
+                    }
+                    st.last_sackt_ns = tx;
+                }
+                if flags & LOST != 0 {
+                    flags &= !LOST;
+                    self.tp.lost_out -= 1;
+                }
+            }
+            flags |= SACKED;
+            *flag |= FLAG_DATA_SACKED;
+            self.tp.sacked_out += 1;
+            self.tp.delivered += 1;
+            if seq + 1 > self.highest_sack_end {
+                self.highest_sack_end = seq + 1;
+            }
+            self.seg_mut(seq).flags = flags;
+            self.rate_skb_delivered(seq, st);
+            self.ts_remove(seq);
+        }
+        if dup_sack && flags & SACKED_RETRANS != 0 {
+            flags &= !SACKED_RETRANS;
+            self.tp.retrans_out -= 1;
+        }
+        self.seg_mut(seq).flags = flags;
+    }
+
+    /// `tcp_clean_rtx_queue`.
+    pub(super) fn clean_rtx_queue(
+        &mut self,
+        ack: u64,
+        prior_fack: u64,
+        prior_snd_una: u64,
+        st: &mut AckState,
+        flag: &mut u32,
+    ) {
+        let now = self.tp.now_ns;
+        let prior_sacked = self.tp.sacked_out;
+        let mut pkts_acked = 0u32;
+        let mut first_ackt: Option<u64> = None;
+        let mut last_ackt = 0u64;
+        let mut reord = prior_fack;
+        let mut acked_bytes = 0u64;
+        while self.tp.snd_una < ack {
+            let seq = self.tp.snd_una;
+            let s = *self.seg(seq);
+            if s.flags & RETRANS != 0 {
+                if s.flags & SACKED_RETRANS != 0 {
+                    self.tp.retrans_out -= 1;
+                }
+                *flag |= FLAG_RETRANS_DATA_ACKED;
+            } else if s.flags & SACKED == 0 {
+                last_ackt = s.tx_ns;
+                if first_ackt.is_none() {
+                    first_ackt = Some(s.tx_ns);
+                }
+                if seq < reord {
+                    reord = seq;
+                }
+                if seq < self.high_seq {
+                    *flag |= FLAG_ORIG_SACK_ACKED;
+                }
+            }
+            if s.flags & SACKED != 0 {
+                self.tp.sacked_out -= 1;
+            } else {
+                self.tp.delivered += 1;
+                // tcp_skb_spurious_retrans: the ACK echoes the original transmission.
+                let spurious = s.flags & RETRANS != 0
+                    && self.rcv_tsecr != 0
+                    && (self.rcv_tsecr.wrapping_sub(ticks(s.tx_ns)) as i32) < 0;
+                if !spurious {
+                    self.rack_advance(s.flags, seq + 1, s.tx_ns);
+                }
+            }
+            if s.flags & LOST != 0 {
+                self.tp.lost_out -= 1;
+            }
+            self.tp.packets_out -= 1;
+            pkts_acked += 1;
+            acked_bytes += self.seg_bytes(seq) as u64;
+            self.rate_skb_delivered(seq, st);
+            self.ts_remove(seq);
+            self.segs.pop_front();
+            self.tp.snd_una += 1;
+            *flag |= FLAG_ACKED;
+        }
+        if self.highest_sack_end < self.tp.snd_una {
+            self.highest_sack_end = self.tp.snd_una;
+        }
+        if self.retransmit_hint < self.tp.snd_una {
+            self.retransmit_hint = self.tp.snd_una;
+        }
+        let mut seq_rtt_us: i64 = -1;
+        let mut ca_rtt_us: i64 = -1;
+        let mut sack_rtt_us: i64 = -1;
+        if let Some(first) = first_ackt {
+            if *flag & FLAG_RETRANS_DATA_ACKED == 0 {
+                seq_rtt_us = ((now - first) / 1_000) as i64;
+                ca_rtt_us = ((now - last_ackt) / 1_000) as i64;
+                if pkts_acked == 1
+                    && prior_sacked == 0
+                    && acked_bytes < self.opts.mss as u64
+                    && st.rs.prior_delivered + 1 == self.tp.delivered
+                    && *flag & FLAG_CA_ALERT == 0
+                {
+                    *flag |= FLAG_ACK_MAYBE_DELAYED;
+                }
+            }
+        }
+        if let Some(first) = st.first_sackt_ns {
+            sack_rtt_us = ((now - first) / 1_000) as i64;
+            ca_rtt_us = ((now - st.last_sackt_ns) / 1_000) as i64;
+        }
+        let rtt_update = self.ack_update_rtt(*flag, seq_rtt_us, sack_rtt_us, ca_rtt_us, st);
+        if *flag & FLAG_ACKED != 0 {
+            *flag |= FLAG_SET_XMIT_TIMER;
+            if reord < prior_fack {
+                self.check_sack_reordering(reord, 0);
+            }
+        } else if let Some(head) = self.segs.front() {
+            if rtt_update && sack_rtt_us >= 0 && sack_rtt_us as u64 > (now - head.tx_ns) / 1_000 {
+                *flag |= FLAG_SET_XMIT_TIMER;
+            }
+        }
+        let _ = prior_snd_una;
+        let sample = AckSample {
+            pkts_acked,
+            rtt_us: st.rs.rtt_us,
+            in_flight: self.tp.packets_in_flight(),
+        };
+        self.cc.pkts_acked(&mut self.tp, &sample);
+    }
+}
