@@ -138,6 +138,102 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return _sweep_exit(outcome)
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from ccfair.executor import run_sweep
+    from ccfair.presets import PRESETS, count_runs, get
+    from ccfair.report import write_report
+
+    if args.list or args.name is None:
+        if not args.list:
+            print("error: reproduce: give a preset NAME or --list", file=sys.stderr)
+            return 2
+        for p in PRESETS.values():
+            print(
+                f"{p.name:20s} {count_runs(p.full):4d} runs ({count_runs(p.quick)} with --quick)"
+                f"  {p.title}"
+            )
+            print(f"{'':20s} study: {p.study}")
+        return 0
+    preset = get(args.name)
+    sweep = preset.sweep(quick=args.quick, baselines=args.baselines)
+    out = args.out or f"results/{sweep.name}"
+    outcome = run_sweep(
+        sweep, out, workers=args.workers, cluster=args.cluster, progress=not args.quiet
+    )
+    if not args.quiet:
+        print(f"{preset.name}: {outcome.summary()}")
+    status = _sweep_exit(outcome)
+    if status != 0:
+        return status
+    log = (lambda msg: None) if args.quiet else None
+    path = write_report(out, log=log)
+    if not args.quiet:
+        print(f"report: {path}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ccfair.report import write_report
+
+    path = write_report(args.results, args.out, log=(lambda msg: None) if args.quiet else None)
+    print(path)
+    return 0
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ccfair.metrics import Results
+    from ccfair.models import model_table
+
+    res = Results(args.results)
+    if args.table == "points":
+        frame = res.points()
+    elif args.table == "flows":
+        frame = res.flows()
+        if not args.per_run:
+            frame = res.point_summary(
+                frame, ["goodput_mbps", "share", "rtt_mean_ms"], ["name", "cca"]
+            )
+    elif args.table == "ccas":
+        frame = res.ccas()
+        if not args.per_run:
+            frame = res.point_summary(frame, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+    elif args.table == "harm":
+        frame = res.harm()
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(
+                frame, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"]
+            )
+    elif args.table == "model":
+        frame = model_table(res)
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(frame, ["measured", "ware_simple", "ware_full", "x_bdp"])
+    else:
+        frame = res.runs()
+        if not args.per_run:
+            values = [
+                "goodput_mbps",
+                "jain",
+                *[c for c in frame.columns if c.startswith("share_")],
+                "utilisation",
+                "loss_rate",
+                "qdelay_ms",
+            ]
+            frame = res.point_summary(frame, values)
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+        print(f"{len(frame)} rows -> {args.csv}")
+    elif args.json:
+        print(frame.to_json(orient="records"))
+    else:
+        with pd.option_context(
+            "display.max_rows", None, "display.max_columns", None, "display.width", 200
+        ):
+            print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ccfair`` command."""
     p = _Parser(prog="ccfair", description="Congestion-control fairness lab.")
@@ -179,6 +275,38 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="list the points and run ids only")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
     s.set_defaults(func=_cmd_sweep)
+
+    rp = sub.add_parser(
+        "reproduce", help="run a published experiment (preset), then write figures and a report"
+    )
+    rp.add_argument("name", nargs="?", help="preset name (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the presets")
+    rp.add_argument("--quick", action="store_true", help="reduced grid, short runs (demo, CI)")
+    rp.add_argument("--baselines", action="store_true", help="add own-kind runs (for harm)")
+    rp.add_argument("--out", help="results directory (default: results/<name>[-quick])")
+    rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
+    rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
+    rp.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    rp.set_defaults(func=_cmd_reproduce)
+
+    rep = sub.add_parser("report", help="write the HTML report of a results directory")
+    rep.add_argument("results", help="results directory")
+    rep.add_argument("--out", help="report file (default: RESULTS/report.html)")
+    rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    rep.set_defaults(func=_cmd_report)
+
+    m = sub.add_parser("metrics", help="fairness metrics of a results directory")
+    m.add_argument("results", help="results directory")
+    m.add_argument(
+        "--table",
+        choices=["runs", "flows", "ccas", "harm", "model", "points"],
+        default="runs",
+        help="which table (default: run metrics per grid point)",
+    )
+    m.add_argument("--per-run", action="store_true", help="one row per run, no aggregation")
+    m.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
+    m.add_argument("--json", action="store_true", help="print JSON records")
+    m.set_defaults(func=_cmd_metrics)
     return p
 
 

@@ -249,6 +249,9 @@ class Results:
             frame = pd.DataFrame(
                 rows, columns=["index", "run_id", "rep", "seed", "baseline", *self.grid_keys]
             )
+            # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
+            for key in self.grid_keys:
+                frame[key] = pd.Series([r.get(key) for r in rows], index=frame.index, dtype=object)
         self._cache["points"] = frame
         return frame
 
@@ -405,7 +408,10 @@ class Results:
         by = [*self.grid_keys, "baseline", *(extra_keys or [])]
         data = frame.assign(baseline=frame["baseline"].fillna(""))
         data = data.sort_values("index", kind="stable")
-        return summarize(data, by, [v for v in values if v in data.columns])
+        out = summarize(data, by, [v for v in values if v in data.columns])
+        if len(out) and (out["baseline"] == "").all():
+            out = out.drop(columns=["baseline"])
+        return out
 
 
 _HARM_COLUMNS = [
