@@ -453,7 +453,9 @@ class Sweep:
         base = _base(data.get("base"), source)
         raw_grid = data.get("grid")
         if raw_grid is None:
-            raise SpecError("grid", None, "is missing; a sweep needs a [grid] of parameters")
+            raise SpecError(
+                "grid", None, "is missing; a sweep needs a [grid] of parameters", with_value=False
+            )
         if not isinstance(raw_grid, Mapping):
             raise SpecError("grid", raw_grid, "is not a table of parameter = [values]")
         if not raw_grid:
@@ -703,7 +705,12 @@ def _validated(doc: dict[str, Any], labels: Mapping[str, Any], rep: int) -> Scen
 
 def _base(raw: Any, source: str | None) -> dict[str, Any]:
     if raw is None:
-        raise SpecError("base", None, 'is missing; give [base] builder = "dumbbell" or a scenario')
+        raise SpecError(
+            "base",
+            None,
+            'is missing; give [base] builder = "dumbbell" or a scenario',
+            with_value=False,
+        )
     if isinstance(raw, str):
         raw = {"file": raw}
     if isinstance(raw, Scenario):
