@@ -328,6 +328,7 @@ def run_sweep(
     cluster: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    connect_timeout: float = 15.0,
 ) -> SweepOutcome:
     """Run every missing point of ``sweep`` into ``results_dir``; returns what was done.
 
@@ -355,45 +356,65 @@ def run_sweep(
         specs.setdefault(p.run_id, p.scenario.to_dict())
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise SpecError("--workers", workers, "is not a positive number of processes")
-
-    with _lock(root):
-        _claim(root, sweep, points)
-        _remove_temporaries(root)
-        finished = set(finished_run_ids(root))
-        recomputed = []
-        for rid in sorted(finished & specs.keys()):
-            problem = verify_run(root, rid)
-            if problem is not None:
-                say(f"run {rid}: damaged ({problem}); it will be computed again")
-                _remove_run(root, rid)
-                finished.discard(rid)
-                recomputed.append(rid)
-        missing = [rid for rid in specs if rid not in finished]
-        outcome = SweepOutcome(
-            results_dir=root,
-            total=len(specs),
-            already=len(specs) - len(missing),
-            recomputed=recomputed,
-        )
-        where = (
-            f"Dask cluster {cluster}"
-            if cluster
-            else f"{workers or os.cpu_count() or 1} local worker(s)"
-        )
-        say(
-            f"sweep {sweep.name!r} ({sweep.spec_hash()}): {len(specs)} runs, "
-            f"{outcome.already} finished, {len(missing)} to run on {where} -> {root}"
-        )
-        if missing:
-            bar = _Progress(len(missing), sweep.name, progress)
-            try:
-                if cluster:
-                    _run_dask(cluster, missing, specs, sweep.backend, root, outcome, bar, say)
-                else:
-                    _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say)
-            finally:
-                bar.close()
+    # Connect before touching the results directory: a wrong address changes nothing.
+    client = _connect(cluster, connect_timeout) if cluster else None
+    try:
+        with _lock(root):
+            outcome = _run_locked(sweep, root, points, specs, workers, client, progress, say)
+    finally:
+        if client is not None:
+            client.close()
     outcome.wall_s = time.perf_counter() - t0
+    return outcome
+
+
+def _run_locked(
+    sweep: Sweep,
+    root: Path,
+    points: list[Point],
+    specs: dict[str, dict[str, Any]],
+    workers: int | None,
+    client: Any,
+    progress: bool,
+    say: Callable[[str], None],
+) -> SweepOutcome:
+    """The part of :func:`run_sweep` done while holding the directory's lock."""
+    _claim(root, sweep, points)
+    _remove_temporaries(root)
+    finished = set(finished_run_ids(root))
+    recomputed = []
+    for rid in sorted(finished & specs.keys()):
+        problem = verify_run(root, rid)
+        if problem is not None:
+            say(f"run {rid}: damaged ({problem}); it will be computed again")
+            _remove_run(root, rid)
+            finished.discard(rid)
+            recomputed.append(rid)
+    missing = [rid for rid in specs if rid not in finished]
+    outcome = SweepOutcome(
+        results_dir=root,
+        total=len(specs),
+        already=len(specs) - len(missing),
+        recomputed=recomputed,
+    )
+    where = (
+        f"Dask cluster {client.scheduler.address}"
+        if client is not None
+        else f"{workers or os.cpu_count() or 1} local worker(s)"
+    )
+    say(
+        f"sweep {sweep.name!r} ({sweep.spec_hash()}): {len(specs)} runs, "
+        f"{outcome.already} finished, {len(missing)} to run on {where} -> {root}"
+    )
+    if missing:
+        bar = _Progress(len(missing), sweep.name, progress)
+        try:
+            if client is not None:
+                _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say)
+            else:
+                _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say)
+        finally:
+            bar.close()
     return outcome
 
 
@@ -535,8 +556,30 @@ def _run_local(
         sel.close()
 
 
+def _connect(address: str, timeout: float) -> Any:
+    """A Dask client of the scheduler at ``address`` with at least one worker."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SpecError(
+            "--cluster",
+            address,
+            "needs the dask distributed package: pip install 'ccfair[cluster]'",
+        ) from None
+    try:
+        client = Client(address, timeout=f"{timeout}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SpecError("--cluster", address, f"cannot be reached: {_one_line(exc)}") from None
+    try:
+        client.wait_for_workers(1, timeout=max(timeout, 60.0))
+    except TimeoutError:
+        client.close()
+        raise SpecError("--cluster", address, "has no workers (none joined within 60 s)") from None
+    return client
+
+
 def _run_dask(
-    address: str,
+    client: Any,
     missing: list[str],
     specs: dict[str, dict[str, Any]],
     backend: str,
@@ -545,54 +588,35 @@ def _run_dask(
     bar: _Progress,
     say: Callable[[str], None],
 ) -> None:
+    from distributed import as_completed
+
+    mine = _worker_versions()
+    for worker, version in client.run(_worker_versions).items():
+        if version != mine:
+            say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
+    futures = {
+        client.submit(
+            run_to_bytes, rid, specs[rid], backend, key=f"ccfair-run-{rid}", pure=False
+        ): rid
+        for rid in missing
+    }
     try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise SpecError(
-            "--cluster",
-            address,
-            "needs the dask distributed package: pip install 'ccfair[cluster]'",
-        ) from None
-    try:
-        client = Client(address, timeout="15s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SpecError("--cluster", address, f"cannot be reached: {_one_line(exc)}") from None
-    try:
-        try:
-            client.wait_for_workers(1, timeout=60)
-        except TimeoutError:
-            raise SpecError(
-                "--cluster", address, "has no workers (none joined within 60 s)"
-            ) from None
-        mine = _worker_versions()
-        for worker, version in client.run(_worker_versions).items():
-            if version != mine:
-                say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
-        futures = {
-            client.submit(
-                run_to_bytes, rid, specs[rid], backend, key=f"ccfair-run-{rid}", pure=False
-            ): rid
-            for rid in missing
-        }
-        try:
-            for fut in as_completed(list(futures)):
-                rid = futures[fut]
-                try:
-                    res = fut.result()
-                except Exception as exc:  # noqa: BLE001 - record and go on with the others
-                    outcome.failed[rid] = _one_line(exc)
-                    say(f"run {rid} failed: {outcome.failed[rid]}")
-                else:
-                    _save_bytes(root, rid, res["tables"])
-                    outcome.executed.append(rid)
-                bar.update()
-                fut.release()
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            say("\ninterrupted: cancelling the runs on the cluster")
-            client.cancel(list(futures))
-    finally:
-        client.close()
+        for fut in as_completed(list(futures)):
+            rid = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - record and go on with the others
+                outcome.failed[rid] = _one_line(exc)
+                say(f"run {rid} failed: {outcome.failed[rid]}")
+            else:
+                _save_bytes(root, rid, res["tables"])
+                outcome.executed.append(rid)
+            bar.update()
+            fut.release()
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        say("\ninterrupted: cancelling the runs on the cluster")
+        client.cancel(list(futures))
 
 
 if __name__ == "__main__":  # pragma: no cover - the worker entry point
