@@ -128,7 +128,7 @@ def test_sweep_on_a_dask_cluster_matches_the_local_sweep(cluster, tmp_path):
     # Resuming on the cluster runs nothing again.
     again = subprocess.run(
         [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(on_dask)]
-        + ["--cluster", cluster, "--quiet"],
+        + ["--cluster", cluster],
         capture_output=True,
         text=True,
         timeout=120,

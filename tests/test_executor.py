@@ -198,7 +198,7 @@ def test_kill_mid_sweep_loses_no_finished_run_and_resume_runs_only_the_rest(tmp_
     before = {rel: m for rel, m in mtimes(root).items() if any(rid in rel for rid in done)}
     assert len(before) == 5 * len(done)
 
-    out = cli("sweep", str(spec), "--out", str(root), "--workers", "2", "--quiet")
+    out = cli("sweep", str(spec), "--out", str(root), "--workers", "2")
     assert out.returncode == 0, out.stderr
     assert len(finished_run_ids(root)) == 10
     # Exactly the missing runs were executed; the finished ones were not touched.

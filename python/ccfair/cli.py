@@ -131,7 +131,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     out = args.out or f"results/{sweep.name}"
     outcome = run_sweep(
-        sweep, out, workers=args.workers, cluster=args.cluster, progress=not args.quiet
+        sweep,
+        out,
+        workers=args.workers,
+        cluster=args.cluster,
+        progress=not args.quiet,
+        log=(lambda msg: None) if args.quiet else None,
     )
     if not args.quiet:
         print(f"sweep {sweep.name!r}: {outcome.summary()}")
@@ -158,7 +163,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     sweep = preset.sweep(quick=args.quick, baselines=args.baselines)
     out = args.out or f"results/{sweep.name}"
     outcome = run_sweep(
-        sweep, out, workers=args.workers, cluster=args.cluster, progress=not args.quiet
+        sweep,
+        out,
+        workers=args.workers,
+        cluster=args.cluster,
+        progress=not args.quiet,
+        log=(lambda msg: None) if args.quiet else None,
     )
     if not args.quiet:
         print(f"{preset.name}: {outcome.summary()}")

@@ -263,7 +263,7 @@ class Results:
         flows = self.table("flows").copy()
         flows["rtt_mean_ms"] = flows["rtt_mean_us"] / 1e3
         flows["rtt_min_ms"] = flows["rtt_min_us"] / 1e3
-        return self.points().merge(flows, on="run_id", how="inner")
+        return self.points().merge(flows, on="run_id", how="inner", suffixes=("", "_of_run"))
 
     def runs(self) -> pd.DataFrame:
         """One row per point: grid labels, rep, and run metrics: ``goodput_mbps`` (all flows),
@@ -309,7 +309,9 @@ class Results:
                 row["buffer_pkts"] = float(sel["buffer_pkts"].mean())
                 row["buffer_bdp"] = float(sel["buffer_bdp"].mean())
             rows.append(row)
-        return self.points().merge(pd.DataFrame(rows), on="run_id", how="inner")
+        return self.points().merge(
+            pd.DataFrame(rows), on="run_id", how="inner", suffixes=("", "_of_run")
+        )
 
     def ccas(self) -> pd.DataFrame:
         """One row per point and algorithm: ``flows`` (count), ``goodput_mbps`` (sum over its
@@ -395,7 +397,9 @@ class Results:
                 )
         frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
         points = self.points()
-        return points[points["baseline"].isna()].merge(frame, on="run_id", how="inner")
+        return points[points["baseline"].isna()].merge(
+            frame, on="run_id", how="inner", suffixes=("", "_of_run")
+        )
 
     # ---- aggregation over repetitions -------------------------------------------------
 

@@ -178,4 +178,4 @@ def model_table(results: Results) -> pd.DataFrame:
         "ware_full",
     ]
     frame = pd.DataFrame(rows, columns=columns)
-    return results.points().merge(frame, on="run_id", how="inner")
+    return results.points().merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))

@@ -29,6 +29,7 @@ from ccfair.metrics import Results, bottlenecks
 
 __all__ = [
     "CCA_COLORS",
+    "bars",
     "heatmaps",
     "metric_vs_buffer",
     "model_vs_measured",
@@ -317,6 +318,69 @@ def metric_vs_buffer(
     for ax in axes[len(combos) :]:
         ax.set_visible(False)
     return [(name or f"{metric}-vs-{x}", fig)]
+
+
+def bars(
+    results: Results,
+    *,
+    value: str,
+    x: str,
+    hue: str | None = None,
+    panels: Sequence[str] = (),
+    cca: str | None = None,
+    ylabel: str | None = None,
+    name: str | None = None,
+) -> list[tuple[str, Figure]]:
+    """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
+    ``per_flow_mbps`` or ``share``) of algorithm ``cca`` over the grid key ``x``, one bar per
+    value of ``hue``, one panel per ``panels`` combination; error bars are 95% CIs."""
+    table = results.ccas()
+    table = table[table["baseline"].isna()]
+    if cca is not None:
+        table = table[table["cca"] == cca]
+    if table.empty:
+        return []
+    summary = results.point_summary(table, [value], ["cca"])
+    keys = [k for k in panels if k in summary.columns]
+    combos = (
+        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
+        if keys
+        else [()]
+    )
+    fig = Figure(figsize=(4.8 * len(combos), 3.4), layout="constrained")
+    axes = fig.subplots(1, len(combos), squeeze=False)[0]
+    xs = _order(summary[x], results.axes.get(x))
+    hues = _order(summary[hue], results.axes.get(hue)) if hue else [None]
+    width = 0.8 / len(hues)
+    for ax, combo in zip(axes, combos, strict=True):
+        sel = summary
+        for k, v in zip(keys, combo, strict=True):
+            sel = sel[sel[k] == v]
+        for i, h in enumerate(hues):
+            part = sel if h is None else sel[sel[hue] == h]
+            means, cis = [], []
+            for xv in xs:
+                row = part[part[x] == xv]
+                means.append(float(row[value].mean()) if len(row) else np.nan)
+                cis.append(float(row[f"{value}_ci95"].mean()) if len(row) else np.nan)
+            pos = np.arange(len(xs)) + (i - (len(hues) - 1) / 2) * width
+            ax.bar(
+                pos,
+                means,
+                width,
+                yerr=np.nan_to_num(cis),
+                capsize=2,
+                color=f"C{i}",
+                label=f"{hue}={h}" if hue else None,
+            )
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right")
+        ax.set_xlabel(x)
+        ax.set_ylabel(ylabel or value)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
+        if hue:
+            ax.legend(fontsize=8)
+    return [(name or f"{value}-by-{slug(x)}", fig)]
 
 
 # --------------------------------------------------------------------------------------------

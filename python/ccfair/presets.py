@@ -419,16 +419,19 @@ def _katsumata_figures(res: Results) -> FigureList:
     figs = [
         (
             n,
-            "BBR's share of goodput against CUBIC per variant and buffer (95% CI band).",
+            "Mean goodput of the BBR flow per variant, against CUBIC and alone, per buffer "
+            "(error bars: 95% CI over repetitions).",
             f,
         )
-        for n, f in plots.metric_vs_buffer(
+        for n, f in plots.bars(
             res,
-            metric="share_bbr",
-            lines="params.bbr",
+            value="per_flow_mbps",
+            x="params.bbr",
+            hue="alpha",
             panels=["ccas"],
-            ylabel="BBR share",
-            name="bbr-share-vs-alpha",
+            cca="bbr",
+            ylabel="BBR goodput [Mbit/s]",
+            name="bbr-goodput-by-variant",
         )
     ]
     pts = res.points()
