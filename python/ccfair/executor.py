@@ -80,7 +80,12 @@ class SweepOutcome:
         return not self.failed and not self.interrupted
 
     def summary(self) -> str:
-        """One line for terminals."""
+        """One line for terminals.
+
+        Example:
+            >>> SweepOutcome(Path("r"), total=2, already=1, executed=["a"]).summary()[:54]
+            '2 of 2 runs finished (1 executed now, 1 already there)'
+        """
         done = self.already + len(self.executed)
         state = "complete" if self.complete and done == self.total else "incomplete"
         return (

@@ -36,6 +36,7 @@ __all__ = [
     "save",
     "throughput_vs_buffer",
     "timeseries",
+    "timeseries_rows",
 ]
 
 #: One colour per algorithm (matplotlib's tab10 palette), the same in every figure.
@@ -75,7 +76,7 @@ def save(fig: Figure, out_dir: str | os.PathLike[str], name: str) -> list[Path]:
     ):
         path = out / f"{name}.{ext}"
         tmp = out / f".{name}.{os.getpid()}.{ext}"
-        fig.savefig(tmp, format=ext, bbox_inches="tight", **kwargs)
+        fig.savefig(tmp, format=ext, **kwargs)  # the figures use constrained layout
         os.replace(tmp, path)
         paths.append(path)
     return paths
@@ -484,6 +485,56 @@ def timeseries(
     axes[0].set_ylim(bottom=0)
     more = f" (first {len(shown)} of {len(names)} flows)" if len(shown) < len(names) else ""
     fig.suptitle((title or f"run {run_id}") + more, fontsize=10)
+    return fig
+
+
+def timeseries_rows(
+    results: Results,
+    runs: Sequence[tuple[str, str]],
+    *,
+    what: str = "goodput",
+    smooth_s: float = 0.5,
+    title: str | None = None,
+) -> Figure:
+    """One row per (label, run id), sharing the time axis, to compare runs: ``what`` is
+    ``"goodput"`` (each flow's goodput, moving average over ``smooth_s``) or ``"rtt"`` (each
+    flow's smoothed RTT, and BBR's RTprop estimate, dashed)."""
+    if what not in ("goodput", "rtt"):
+        raise ValueError(f"what: {what!r} is not 'goodput' or 'rtt'")
+    fig = Figure(figsize=(8.5, 1.6 * len(runs) + 0.8), layout="constrained")
+    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    specs = results.specs()
+    for ax, (label, rid) in zip(axes, runs, strict=True):
+        ts = results.run_tables(rid)["timeseries"]
+        ccas = {f["name"]: f["cca"] for f in specs[rid]["flows"]}
+        dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
+        window = max(1, round(smooth_s / dt)) if dt > 0 else 1
+        for name, cca in ccas.items():
+            f = ts[ts["flow_name"].astype(str) == name].sort_values("t_s")
+            t = f["t_s"].to_numpy()
+            color = cca_color(cca)
+            if what == "goodput":
+                y = _smooth(f["goodput_bps"].to_numpy() / 1e6, window)
+                ax.plot(t, y, color=color, lw=1, label=f"{name} ({cca})")
+            else:
+                ax.plot(t, f["srtt_us"] / 1e3, color=color, lw=1, label=f"{name} ({cca}) RTT")
+                if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+                    ax.plot(
+                        t,
+                        f["bbr_rtprop_us"] / 1e3,
+                        color=color,
+                        lw=1.3,
+                        ls="--",
+                        label=f"{name} RTprop",
+                    )
+        ax.set_title(label, fontsize=9, loc="left")
+        ax.set_ylabel("goodput [Mbit/s]" if what == "goodput" else "RTT [ms]")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper right", ncol=3)
+    axes[-1].set_xlabel("time [s]")
+    if title:
+        fig.suptitle(title, fontsize=10)
     return fig
 
 

@@ -437,22 +437,46 @@ def _katsumata_figures(res: Results) -> FigureList:
     pts = res.points()
     pts = pts[(pts["rep"] == 0) & pts["baseline"].isna()]
     alphas = list(dict.fromkeys(pts["alpha"])) if "alpha" in pts.columns else []
-    deep = max(alphas) if alphas else None
-    for ccas in dict.fromkeys(pts["ccas"]):
-        for variant in dict.fromkeys(pts["params.bbr"]):
-            sel = pts[(pts["ccas"] == ccas) & (pts["params.bbr"] == variant)]
-            if deep is not None:
-                sel = sel[sel["alpha"] == deep]
-            if len(sel):
-                label = f"{ccas}, {variant}, alpha={deep}"
-                fig = plots.timeseries(res, sel.iloc[0]["run_id"], title=label)
-                figs.append(
-                    (
-                        f"timeseries-{plots.slug(label)}",
-                        f"Throughput of the flows, BBR's RTprop and the RTT over time ({label}).",
-                        fig,
-                    )
-                )
+    if not alphas:
+        return figs
+    deep = max(alphas, key=float)
+    pts = pts[pts["alpha"] == deep]
+    variants = list(dict.fromkeys(pts["params.bbr"]))
+
+    def runs_of(ccas: str) -> list[tuple[str, str]]:
+        sel = pts[pts["ccas"] == ccas]
+        return [
+            (f"{v} (alpha={deep})", sel[sel["params.bbr"] == v].iloc[0]["run_id"])
+            for v in variants
+            if (sel["params.bbr"] == v).any()
+        ]
+
+    duel, alone = runs_of("bbr-vs-cubic"), runs_of("bbr-alone")
+    if duel:
+        figs.append(
+            (
+                "goodput-over-time-bbr-vs-cubic",
+                "Throughput over time of the BBR and the CUBIC flow, one row per BBR variant "
+                "(repetition 0).",
+                plots.timeseries_rows(res, duel, what="goodput"),
+            )
+        )
+        figs.append(
+            (
+                "rtprop-over-time-bbr-vs-cubic",
+                "BBR's RTprop estimate (dashed) and the flows' smoothed RTT over time, one row "
+                "per BBR variant.",
+                plots.timeseries_rows(res, duel, what="rtt"),
+            )
+        )
+    if alone:
+        figs.append(
+            (
+                "goodput-over-time-bbr-alone",
+                "Throughput over time of a single BBR flow, one row per variant.",
+                plots.timeseries_rows(res, alone, what="goodput"),
+            )
+        )
     return figs
 
 

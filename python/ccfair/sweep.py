@@ -626,7 +626,10 @@ class Sweep:
                         if brid in seen_baselines:
                             continue
                         seen_baselines.add(brid)
-                        baseline_points.append(Point(0, labels, rep, seed, cca, bsc, brid))
+                        blabels = dict(labels)
+                        if "ccas" in blabels:  # say what the baseline runs
+                            blabels["ccas"] = _label([f["cca"] for f in bdoc["flows"]])
+                        baseline_points.append(Point(0, blabels, rep, seed, cca, bsc, brid))
         if not points:
             raise SpecError(
                 "filters",
