@@ -251,3 +251,29 @@ def test_progress_bar_shows_counts_and_eta(tmp_path):
     assert "sweep 'p': 3 of 3 runs finished (3 executed now, 0 already there)" in out.stdout
     record = json.loads((tmp_path / "r" / "sweep.json").read_text())
     assert record["name"] == "p" and len(record["points"]) == 3
+
+
+def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_spec_text(6))
+    root = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    while not finished_run_ids(root):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    worker = int(children.read_text().split()[0])  # the sweep's only worker process
+    os.kill(worker, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "a worker process died" in err and "Traceback" not in err
+    assert len(finished_run_ids(root)) == 5  # the other runs went on in a new worker
+    out = cli("sweep", str(spec), "--out", str(root))
+    assert out.returncode == 0 and "5 finished, 1 to run" in out.stderr

@@ -310,3 +310,13 @@ def test_cli_dry_run_lists_points_without_running(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith("4 points, 4 distinct runs")
     assert not (tmp_path / "results").exists()
+
+
+def test_the_example_sweep_file_expands_with_its_baselines():
+    sw = Sweep.from_toml(ROOT / "scenarios" / "sweep_dumbbell.toml")
+    pts = sw.expand()
+    grid = [p for p in pts if p.baseline is None]
+    # 3 pairs x 2 delays x 4 buffers, minus 100 ms with alpha 0.5, x 2 repetitions.
+    assert len(grid) == (3 * 2 * 4 - 3) * 2
+    assert all(not (p.params["delay"] == "100ms" and p.params["alpha"] < 1) for p in grid)
+    assert {p.baseline for p in pts} - {None} == {"reno", "cubic", "bbr", "copa"}

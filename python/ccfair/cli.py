@@ -92,7 +92,10 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ccfair.bench import main as bench_main
+    from ccfair.bench import sweep_main
 
+    if args.sweep:
+        return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
     return bench_main(quick=args.quick, cases=args.case)
 
 
@@ -272,6 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     b.add_argument("--case", action="append", help="run only this case (repeatable)")
+    b.add_argument(
+        "--sweep",
+        action="append",
+        metavar="PRESET",
+        help="time a preset's whole sweep from scratch instead (repeatable), e.g. harada-dumbbell",
+    )
+    b.add_argument("--workers", type=int, help="local workers for --sweep (default: cores)")
     b.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser(

@@ -105,6 +105,10 @@ def read_sweep_record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | N
     """The ``sweep.json`` record of a results directory, or None if there is none.
 
     Raises :class:`ResultsError` if it exists but cannot be read.
+
+    Example:
+        >>> read_sweep_record("results/harada-dumbbell")["hash"]  # doctest: +SKIP
+        '2ab3890c117b3164'
     """
     path = Path(results_dir) / SWEEP_FILE
     if not path.exists():
@@ -196,6 +200,10 @@ def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
 
     Reads each table's Parquet footer (which a truncated or overwritten file lacks) and the
     ``runs`` row, which must name this run.
+
+    Example:
+        >>> verify_run("results/harada-dumbbell", "2bb67167608fdd8d")  # doctest: +SKIP
+        'flows/2bb67167608fdd8d.parquet is missing'
     """
     root = Path(results_dir)
     for table in (*TABLES, MARKER_TABLE):
@@ -516,6 +524,14 @@ def _run_local(
                     say(f"run {w.task} failed: {outcome.failed[w.task]}")
                     bar.update()
                     w.task = None
+                    # Replace it, within limits (a worker that cannot start must not loop).
+                    if queue and not outcome.interrupted and replacements[0] < 2 * n:
+                        replacements[0] += 1
+                        fresh = _Worker()
+                        pool.append(fresh)
+                        assert fresh.proc.stdout is not None
+                        sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+                        feed(fresh)
                 continue
             reply = json.loads(line)
             if reply["ok"]:
@@ -529,11 +545,15 @@ def _run_local(
     def busy() -> list[_Worker]:
         return [w for w in pool if w.task is not None]
 
+    replacements = [0]
+
     try:
         for w in pool:
             feed(w)
         while busy():
             step()
+        for rid in reversed(queue):  # left over only if workers kept dying
+            outcome.failed[rid] = "not run: worker processes kept dying"
     except KeyboardInterrupt:
         outcome.interrupted = True
         running = busy()

@@ -89,7 +89,15 @@ def ware_full_share(
 
 def ware_inputs(spec: dict[str, Any]) -> dict[str, Any] | None:
     """The model's inputs for a normalised spec, or None if it is not one BBR-vs-loss-based
-    bottleneck (every flow BBR, Reno or CUBIC, both kinds present, one shared bottleneck)."""
+    bottleneck (every flow BBR, Reno or CUBIC, both kinds present, one shared bottleneck).
+
+    Example:
+        >>> import ccfair
+        >>> spec = ccfair.dumbbell(2, ["cubic", "bbr"], buffer_bdp=2.0).resolve().normalized
+        >>> w = ware_inputs(spec)
+        >>> w["q_pkts"], round(w["x_bdp"], 3), w["n_bbr"], w["n_loss"]
+        (333.0, 1.998, 1, 1)
+    """
     flows = spec["flows"]
     ccas = [f["cca"] for f in flows]
     n_bbr = sum(c == "bbr" for c in ccas)

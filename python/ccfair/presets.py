@@ -564,7 +564,12 @@ def get(name: str) -> Preset:
 
 
 def count_runs(sweep_dict: dict[str, Any]) -> int:
-    """Runs of a preset's grid (product of the axes x repetitions), without validating it."""
+    """Runs of a preset's grid (product of the axes x repetitions), without validating it.
+
+    Example:
+        >>> count_runs(get("harada-dumbbell").full)
+        108
+    """
     n = sweep_dict.get("repetitions", 1)
     for values in sweep_dict["grid"].values():
         n *= len(values)

@@ -1036,7 +1036,14 @@ def _homogeneous(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def baseline_spec(normalized: Mapping[str, Any], cca: str) -> dict[str, Any] | None:
     """The normalised spec of the run that is ``normalized`` with every flow running ``cca``
-    (the parameters of its first ``cca`` flow): the harm baseline of ``cca``'s flows."""
+    (the parameters of its first ``cca`` flow): the harm baseline of ``cca``'s flows.
+
+    Example:
+        >>> import ccfair
+        >>> rec = ccfair.dumbbell(2, ["reno", "cubic"]).resolve().normalized
+        >>> [f["cca"] for f in baseline_spec(rec, "cubic")["flows"]]
+        ['cubic', 'cubic']
+    """
     flows = normalized.get("flows", [])
     mine = [f for f in flows if f.get("cca") == cca]
     if not mine:
