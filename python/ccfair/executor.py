@@ -470,8 +470,12 @@ class _Worker:
 def _worker_main() -> int:
     """The loop of a local worker process (see :class:`_Worker`)."""
     _worker_init()
-    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
-    sys.stdout = sys.stderr  # nothing else may write to the protocol stream
+    # Keep the protocol stream to ourselves: anything else writing to fd 1 (Python or the
+    # Rust engine) goes to stderr instead.
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         task = json.loads(line)
         try:

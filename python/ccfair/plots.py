@@ -252,7 +252,8 @@ def throughput_vs_buffer(
             ci = np.nan_to_num(line[f"{value}_ci95"].to_numpy(dtype=float))
             color = cca_color(str(cca))
             ax.plot(xv, mean, marker="o", ms=3.5, color=color, label=str(cca))
-            ax.fill_between(xv, mean - ci, mean + ci, color=color, alpha=0.2, linewidth=0)
+            lo = np.clip(mean - ci, 0, None)  # throughput is never negative
+            ax.fill_between(xv, lo, mean + ci, color=color, alpha=0.2, linewidth=0)
         _log2_axis(ax, summary[x])
         ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
         ax.set_ylabel(ylabel)
@@ -263,6 +264,10 @@ def throughput_vs_buffer(
     for ax in axes[len(combos) :]:
         ax.set_visible(False)
     return [("throughput-vs-buffer", fig)]
+
+
+#: Run metrics that live in [0, 1]: their axes and CI bands are kept there.
+_UNIT_INTERVAL = {"jain", "utilisation", "loss_rate"}
 
 
 def metric_vs_buffer(
@@ -276,11 +281,14 @@ def metric_vs_buffer(
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
     """A run metric (e.g. ``jain``, ``utilisation``, ``qdelay_ms``) against the buffer axis,
-    one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination."""
+    one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
+    Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
+    clipped to it."""
     runs = results.runs()
     runs = runs[runs["baseline"].isna()]
     if runs.empty or metric not in runs.columns:
         return []
+    bounded = metric in _UNIT_INTERVAL or metric.startswith("share_")
     summary = results.point_summary(runs, [metric])
     keys = [k for k in panels if k in summary.columns]
     combos = (
@@ -308,10 +316,15 @@ def metric_vs_buffer(
             ax.plot(
                 xv, mean, marker="o", ms=3.5, color=color, label=f"{lines}={lv}" if lines else None
             )
-            ax.fill_between(xv, mean - ci, mean + ci, color=color, alpha=0.2, linewidth=0)
+            lo, hi = mean - ci, mean + ci
+            if bounded:  # a CI of 2 repetitions can leave [0, 1]; the metric cannot
+                lo, hi = np.clip(lo, 0, 1), np.clip(hi, 0, 1)
+            ax.fill_between(xv, lo, hi, color=color, alpha=0.2, linewidth=0)
         _log2_axis(ax, summary[x])
         ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
         ax.set_ylabel(ylabel or metric)
+        if bounded:
+            ax.set_ylim(0, 1.03)
         ax.grid(alpha=0.3)
         ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
         if lines:
