@@ -248,3 +248,14 @@ def test_every_preset_reproduces_quickly_with_its_figures(name, tmp_path):
     for fig in embedded:
         assert (tmp_path / "figures" / f"{fig}.svg").exists()
     assert PRESETS[name].title in html.unescape(page)
+
+
+def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
+    rid = json.loads((harada / "sweep.json").read_text())["run_ids"][5]
+    out = cli("plot", str(harada), rid, "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / f"timeseries-{rid}.png").read_bytes()[:4] == b"\x89PNG"
+    assert ET.parse(tmp_path / f"timeseries-{rid}.svg").getroot().tag.endswith("svg")
+    out = cli("plot", str(harada), "0123456789abcdef", "--out", str(tmp_path))
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"error: {harada}: no finished run '0123456789abcdef'"

@@ -193,6 +193,32 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from ccfair import plots
+    from ccfair.metrics import Results
+    from ccfair.results import ResultsError
+
+    res = Results(args.results)
+    ids = res.run_ids if args.all else args.run_ids
+    if not ids:
+        print("error: plot: give RUN_ID... or --all", file=sys.stderr)
+        return 2
+    unknown = [r for r in ids if r not in set(res.run_ids)]
+    if unknown:
+        raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
+    out = args.out or res.root / "figures"
+    pts = res.points().drop_duplicates("run_id").set_index("run_id")
+    for i, rid in enumerate(ids, 1):
+        label = rid
+        if rid in pts.index and res.grid_keys:
+            row = pts.loc[rid]
+            label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
+        paths = plots.save(plots.timeseries(res, rid, title=label), out, f"timeseries-{rid}")
+        if not args.quiet:
+            print(f"[{i}/{len(ids)}] {paths[0]} (.svg)", flush=True)
+    return 0
+
+
 def _cmd_metrics(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -314,6 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", help="report file (default: RESULTS/report.html)")
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     rep.set_defaults(func=_cmd_report)
+
+    pl = sub.add_parser("plot", help="time-series figures of runs (PNG and SVG)")
+    pl.add_argument("results", help="results directory")
+    pl.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to plot")
+    pl.add_argument("--all", action="store_true", help="every finished run")
+    pl.add_argument("--out", help="figure directory (default: RESULTS/figures)")
+    pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    pl.set_defaults(func=_cmd_plot)
 
     m = sub.add_parser("metrics", help="fairness metrics of a results directory")
     m.add_argument("results", help="results directory")
