@@ -137,6 +137,16 @@ def test_cli_bad_spec_exits_2_with_one_line(tmp_path, toml, path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and path in lines[0], p.stderr
 
 
+def test_cli_saves_results_by_default(tmp_path):
+    p = cli("run", "--duration", "2s", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert len(finished_run_ids(tmp_path / "results")) == 1
+    assert "results/" in p.stdout
+    p = cli("run", "--duration", "2s", "--no-save", "--seed", "5", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert len(finished_run_ids(tmp_path / "results")) == 1
+
+
 def test_cli_bad_argument_exits_2():
     p = cli("run", "--seed", "notanumber")
     assert p.returncode == 2 and "Traceback" not in p.stderr

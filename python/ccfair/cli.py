@@ -45,14 +45,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links)...", flush=True)
     result = run(sc, backend=args.backend)
-    if args.out is not None:
-        result.save(args.out)
+    out = None if args.no_save else args.out
+    if out is not None:
+        result.save(out)
     if args.json:
         print(result.flows.to_json(orient="records"))
     elif not args.quiet:
         print(result.format_summary())
-        if args.out is not None:
-            print(f"results: {args.out} (run {result.run_id})")
+        if out is not None:
+            print(f"results: {out}/ (run {result.run_id}; pandas.read_parquet('{out}/flows'))")
     return 0
 
 
@@ -282,7 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a scenario (default: the built-in dumbbell)")
     r.add_argument("scenario", nargs="?", help="scenario TOML file")
-    r.add_argument("--out", help="results directory to write Parquet tables into")
+    r.add_argument(
+        "--out",
+        default="results",
+        help="results directory for the Parquet tables (default: results)",
+    )
+    r.add_argument("--no-save", action="store_true", help="print the summary only, write nothing")
     r.add_argument("--backend", default="sim", choices=["sim"], help="execution backend")
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--duration", help='override the duration, e.g. "10s"')

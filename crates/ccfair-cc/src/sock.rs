@@ -211,6 +211,11 @@ impl TcpSock {
 
     /// `tcp_is_cwnd_limited` (include/net/tcp.h).
     pub fn is_cwnd_limited(&self) -> bool {
+        // Linux 6.x checks the sticky flag first ("tcp: fix tcp_cwnd_validate() to not forget
+        // is_cwnd_limited", 2022).
+        if self.is_cwnd_limited {
+            return true;
+        }
         // "If in slow start, ensure cwnd grows to twice what was ACKed."
         if self.in_slow_start() {
             return self.snd_cwnd < 2 * self.max_packets_out;

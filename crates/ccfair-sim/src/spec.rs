@@ -254,6 +254,9 @@ impl RunSpec {
                     return Err(format!("flows[{i}].{what}: ends at node {at}, not {to}"));
                 }
             }
+            if f.size_bytes == Some(0) {
+                return Err(format!("flows[{i}].size_bytes: must be > 0"));
+            }
             if f.start_ns >= self.duration_ns {
                 return Err(format!("flows[{i}].start_ns: beyond the duration"));
             }

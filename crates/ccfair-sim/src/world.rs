@@ -171,7 +171,11 @@ impl Simulation {
                 .map_err(|e| format!("flows[{i}].cca: {e}"))?;
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
-                receiver: Receiver::new(i as u32, &f.tcp),
+                receiver: Receiver::new(i as u32, &f.tcp, {
+                    let delay = |ch: &usize| spec.links[ch / 2].delay_ns;
+                    f.path.iter().map(delay).sum::<u64>()
+                        + f.ack_path.iter().map(delay).sum::<u64>()
+                }),
                 path: f.path.iter().map(|&c| c as u32).collect(),
                 ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
                 start_ns: f.start_ns,

@@ -29,7 +29,11 @@ pub struct Receiver {
     jiffy_ns: u64,
     quickacks_max: u32,
     ato_min_jiffies: u64,
-    rto_init_jiffies: u64,
+    /// The receiver's `icsk_rto` and `srtt_us`: set once by the handshake RTT sample (a pure
+    /// receiver takes no other RTT sample); the handshake is not simulated, so the path's
+    /// round-trip propagation time stands in for it.
+    rto_jiffies: u64,
+    srtt_jiffies: u64,
     pub rcv_nxt: u64,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
@@ -67,15 +71,19 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    pub fn new(flow: u32, opts: &TcpOptions) -> Self {
+    pub fn new(flow: u32, opts: &TcpOptions, base_rtt_ns: u64) -> Self {
         let jiffy_ns = 1_000_000_000 / opts.hz as u64;
         let ms_to_jiffies = |ms: u32| (ms as u64 * 1_000_000).div_ceil(jiffy_ns);
+        // tcp_rtt_estimator on the first sample: RTO = rtt + max(2 rtt, rto_min).
+        let rto_min_ns = opts.rto_min_ms as u64 * 1_000_000;
+        let rto_ns = base_rtt_ns + (2 * base_rtt_ns).max(rto_min_ns);
         Receiver {
             flow,
             jiffy_ns,
             quickacks_max: opts.quickacks,
             ato_min_jiffies: ms_to_jiffies(opts.delack_ms).max(1),
-            rto_init_jiffies: ms_to_jiffies(opts.rto_init_ms),
+            rto_jiffies: rto_ns.div_ceil(jiffy_ns),
+            srtt_jiffies: base_rtt_ns.div_ceil(jiffy_ns),
             rcv_nxt: 0,
             rcv_wup: 0,
             ofo: Vec::with_capacity(8),
@@ -110,6 +118,12 @@ impl Receiver {
         self.quick = self.quick.max(self.quickacks_max);
     }
 
+    /// `tcp_enter_quickack_mode`.
+    fn enter_quickack_mode(&mut self) {
+        self.incr_quickack();
+        self.ato_jiffies = self.ato_min_jiffies;
+    }
+
     /// Handle a data segment; ACKs to send go to `out`.
     pub fn on_data(
         &mut self,
@@ -137,17 +151,27 @@ impl Receiver {
             self.ts_recent = pkt.tsval;
         }
 
-        if end <= self.rcv_nxt || self.ofo.iter().any(|b| b.start <= seq && seq < b.end) {
-            // Duplicate: D-SACK and quick-ACK mode (tcp_data_queue, "A retransmit").
+        if end <= self.rcv_nxt {
+            // Old data (tcp_data_queue, "A retransmit"): D-SACK, quick-ACK mode, ACK now.
             self.dup_pkts_received += 1;
             self.dsack = Some(SackBlock { start: seq, end });
-            self.incr_quickack();
+            self.enter_quickack_mode();
             self.send_ack(now, out);
             return;
         }
+        if self.ofo.iter().any(|b| b.start <= seq && seq < b.end) {
+            // Already queued out of order (tcp_data_queue_ofo, "All the bits are present"):
+            // D-SACK, its SACK block moves first, and the ACK takes the out-of-order path.
+            self.dup_pkts_received += 1;
+            self.dsack = Some(SackBlock { start: seq, end });
+            self.sack_new_ofo(seq, end);
+            self.ack_snd_check(now, true, out);
+            return;
+        }
 
-        self.event_data_recv(now);
         if seq == self.rcv_nxt {
+            // tcp_event_data_recv runs on the in-order path only.
+            self.event_data_recv(now);
             self.rcv_nxt = end;
             self.delivered_bytes += seg_bytes(seq) as u64;
             self.last_delivery_ns = now;
@@ -168,7 +192,9 @@ impl Receiver {
             if had_ofo && self.ofo.is_empty() {
                 self.ack_now = true;
             }
-            self.ack_snd_check(now, false, out);
+            // tcp_ack_snd_check -> __tcp_ack_snd_check(sk, 1): with holes left, an advance
+            // of rcv_nxt is ACKed at once (SACK compression path, new rcv_nxt).
+            self.ack_snd_check(now, true, out);
         } else {
             self.insert_ofo(seq, end);
             self.ack_snd_check(now, true, out);
@@ -185,8 +211,8 @@ impl Receiver {
             if m <= self.ato_min_jiffies / 2 {
                 self.ato_jiffies = (self.ato_jiffies >> 1) + self.ato_min_jiffies / 2;
             } else if m < self.ato_jiffies {
-                self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_init_jiffies);
-            } else if m > self.rto_init_jiffies {
+                self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_jiffies);
+            } else if m > self.rto_jiffies {
                 self.incr_quickack();
             }
         }
@@ -206,11 +232,16 @@ impl Receiver {
         } else {
             self.ofo.insert(pos, SackBlock { start: seq, end });
         }
-        // tcp_sack_new_ofo_skb: extend a block (and move it first) or add a new first block.
+        self.sack_new_ofo(seq, end);
+    }
+
+    /// `tcp_sack_new_ofo_skb`: extend an overlapping or adjacent block (`tcp_sack_extend`)
+    /// and move it first, or add a new first block.
+    fn sack_new_ofo(&mut self, seq: u64, end: u64) {
         let mut hit = None;
         for i in 0..self.n_sacks {
             let b = &mut self.sacks[i];
-            if b.end == seq || b.start == end {
+            if seq <= b.end && b.start <= end {
                 b.start = b.start.min(seq);
                 b.end = b.end.max(end);
                 hit = Some(i);
@@ -296,9 +327,15 @@ impl Receiver {
 
     /// `tcp_send_delayed_ack`.
     fn send_delayed_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
-        // ato > TCP_DELACK_MIN only after slow arrivals; bound it by HZ/2 (no RTT estimate
-        // on a pure receiver is used by Linux here beyond srtt, which a receiver lacks).
-        let ato = self.ato_jiffies.min(self.jiffy_per_sec() / 2).max(1);
+        let mut ato = self.ato_jiffies.max(1);
+        if ato > self.ato_min_jiffies {
+            // Slow arrivals: bound by HZ/2 and by the RTT estimate (at least TCP_DELACK_MIN).
+            let max_ato =
+                (self.jiffy_per_sec() / 2).min(self.srtt_jiffies.max(self.ato_min_jiffies));
+            ato = ato.min(max_ato);
+        }
+        // icsk_delack_max = TCP_DELACK_MAX (200 ms).
+        ato = ato.min((200_000_000u64).div_ceil(self.jiffy_ns));
         let mut timeout = now + ato * self.jiffy_ns;
         if let Some(old) = self.delack_at {
             // If the delack timer is about to expire, send the ACK now.
@@ -318,7 +355,11 @@ impl Receiver {
     /// Delayed-ACK or SACK-compression timer fired.
     pub fn on_timer(&mut self, now: u64, out: &mut Vec<Packet>) {
         let due = |t: Option<u64>| t.is_some_and(|t| t <= now);
-        if due(self.delack_at) || due(self.comp_sack_at) {
+        if due(self.delack_at) {
+            // tcp_delack_timer_handler: "Delayed ACK missed: inflate ATO."
+            self.ato_jiffies = (self.ato_jiffies << 1).min(self.rto_jiffies);
+            self.send_ack(now, out);
+        } else if due(self.comp_sack_at) {
             self.send_ack(now, out);
         }
     }
@@ -392,7 +433,7 @@ mod tests {
     }
 
     fn rx() -> Receiver {
-        Receiver::new(0, &TcpOptions::default())
+        Receiver::new(0, &TcpOptions::default(), 40_000_000)
     }
 
     /// cca-spec 8.3.8: 16 immediate ACKs at connection start, then one ACK per 2 full segments,
@@ -472,11 +513,86 @@ mod tests {
         for s in [2u64, 4, 6, 8, 10] {
             r.on_data(0, &data(s), |_| 1448, &mut out);
         }
+        // Out-of-order data does not start quick-ACK mode: 3 immediate dupacks, then the
+        // rest waits for the SACK compression timer (1 ms without an RTT estimate).
+        assert_eq!(out.len(), 3);
+        let t = r.comp_sack_at.expect("compressed ACK pending");
+        assert_eq!(t, 1_000_000);
+        r.on_timer(t, &mut out);
+        assert_eq!(out.len(), 4);
         let last = out.last().unwrap();
         assert_eq!(last.n_sack, 3);
         assert_eq!(last.sack[0].start, 10);
         assert_eq!(last.sack[1].start, 8);
         assert_eq!(last.sack[2].start, 6);
         assert_eq!(last.wire_bytes, 52 + 4 + 24);
+    }
+
+    fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
+        for s in 0..20 {
+            r.on_data(0, &data(s), |_| 1448, out);
+        }
+        out.clear();
+        20
+    }
+
+    /// __tcp_ack_snd_check(sk, 1): while holes remain, every advance of rcv_nxt is ACKed at
+    /// once (a retransmission filling part of a hole is not held 40 ms).
+    #[test]
+    fn in_order_data_with_holes_left_is_acked_at_once() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        let next = past_quickacks(&mut r, &mut out);
+        // next and next+1 lost; next+2.. arrive.
+        for s in next + 2..next + 5 {
+            r.on_data(1_000, &data(s), |_| 1448, &mut out);
+        }
+        out.clear();
+        r.on_data(2_000, &data(next), |_| 1448, &mut out);
+        assert_eq!(out.len(), 1, "immediate ACK");
+        assert_eq!(out[0].seq, next + 1);
+        assert_eq!(out[0].sack[0].start, next + 2);
+    }
+
+    /// An out-of-order duplicate gets a D-SACK but does not enter quick-ACK mode
+    /// (tcp_data_queue_ofo); old data does (tcp_enter_quickack_mode).
+    #[test]
+    fn only_old_duplicates_enter_quickack_mode() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        let next = past_quickacks(&mut r, &mut out);
+        r.on_data(1_000, &data(next + 3), |_| 1448, &mut out);
+        r.on_data(1_000, &data(next + 3), |_| 1448, &mut out);
+        assert_eq!(r.quick, 0);
+        assert_eq!(
+            out.last().unwrap().sack[0],
+            SackBlock {
+                start: next + 3,
+                end: next + 4
+            }
+        );
+        r.on_data(1_000, &data(2), |_| 1448, &mut out);
+        assert_eq!(r.quick, 15, "16 quick ACKs, one used by this ACK");
+    }
+
+    /// tcp_event_data_recv: a gap longer than the receiver's RTO (handshake RTT + max(2 RTT,
+    /// 200 ms) = 240 ms on a 40 ms path) re-arms quick-ACK mode.
+    #[test]
+    fn a_long_gap_rearms_quickack() {
+        let mut r = rx();
+        let mut out = Vec::new();
+        let next = past_quickacks(&mut r, &mut out);
+        r.on_data(0, &data(next), |_| 1448, &mut out);
+        out.clear();
+        r.on_data(300_000_000, &data(next + 1), |_| 1448, &mut out);
+        assert_eq!(out.len(), 1, "lone segment after 300 ms is ACKed at once");
+        assert!(r.quick > 0);
+        // A 200 ms gap (below the RTO) does not.
+        let mut r = rx();
+        let next = past_quickacks(&mut r, &mut out);
+        r.on_data(0, &data(next), |_| 1448, &mut out);
+        out.clear();
+        r.on_data(200_000_000, &data(next + 1), |_| 1448, &mut out);
+        assert_eq!(r.quick, 0);
     }
 }

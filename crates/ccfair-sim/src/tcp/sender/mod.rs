@@ -399,9 +399,10 @@ impl Sender {
         }
         self.ts_push_tail(seq);
         let payload = self.seg_bytes(seq);
+        // __tcp_transmit_skb counts the segment before tcp_update_skb_after_send.
+        self.data_segs_out += 1;
         self.update_wstamp_after_send(payload);
         self.tp.lsndtime_ns = now;
-        self.data_segs_out += 1;
         self.stats.data_pkts_sent += 1;
         if self.tp.in_cwnd_reduction() {
             self.prr_out += 1;
@@ -498,7 +499,8 @@ impl Sender {
         let mut sent = 0;
         let mut cwnd_limited = false;
         while self.has_new_data() {
-            if !probe && self.pacing_blocked() {
+            // tcp_write_xmit checks pacing for loss probes too (push_one = 2).
+            if self.pacing_blocked() {
                 break;
             }
             if self.opts.rcv_buf_bytes > 0
@@ -524,9 +526,9 @@ impl Sender {
         if sent > 0 || cwnd_limited {
             self.cwnd_validate(cwnd_limited);
         }
-        if !self.has_new_data() {
-            self.rate_check_app_limited();
-        }
+        // tcp_rate_check_app_limited runs when the application writes (tcp_sendmsg); our
+        // applications write everything up front (or forever), so only BBR's PROBE_RTT
+        // marks samples app-limited, as in Linux for such applications.
         sent
     }
 
@@ -609,7 +611,7 @@ impl Sender {
             XmitTimer::LossProbe => self.send_loss_probe(out),
             XmitTimer::ReoTimeout => self.rack_reo_timeout(out),
         }
-        self.write_xmit(out, false);
+        // New data waits for the next ACK: Linux's timer handlers only retransmit (or probe).
     }
 
     /// `tcp_update_pacing_rate` (fq pacing of loss-based algorithms).
@@ -667,8 +669,21 @@ impl Sender {
         if pkt.n_sack > 0 {
             self.sacktag(pkt, prior_snd_una, &mut st, &mut flag);
         }
+        if prior_packets == 0 {
+            // tcp_ack's no_queue: a D-SACK may undo, a loss probe may be settled; no rate
+            // sample and no congestion control.
+            if flag & FLAG_DSACKING_ACK != 0 {
+                let mut ignored = Rexmit::None;
+                self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut ignored);
+            }
+            if let Some(tlp_high) = self.tlp_high_seq {
+                self.process_tlp_ack(ack, tlp_high, flag);
+            }
+            self.push(Rexmit::None, out);
+            return;
+        }
         let mut rexmit = Rexmit::None;
-        if prior_packets > 0 {
+        {
             self.clean_rtx_queue(ack, prior_fack, prior_snd_una, &mut st, &mut flag);
             let (rs, set) = (st.rs, st.rs_prior_set);
             self.rack_update_reo_wnd(&rs, set);
@@ -843,5 +858,132 @@ mod tests {
             cwnds.push(s.tp.snd_cwnd);
         }
         assert_eq!(sent_total, 4, "4 sent for 8 delivered: {cwnds:?}");
+    }
+
+    fn ack(seq: u64, sacks: &[(u64, u64)], tsecr: u32) -> Packet {
+        let mut sack = [SackBlock::default(); 3];
+        for (i, &(s, e)) in sacks.iter().enumerate() {
+            sack[i] = SackBlock { start: s, end: e };
+        }
+        Packet {
+            flow: 0,
+            kind: Kind::Ack,
+            hop: 0,
+            wire_bytes: 52,
+            seq,
+            payload_bytes: 0,
+            tsval: 1,
+            tsecr,
+            n_sack: sacks.len() as u8,
+            sack,
+        }
+    }
+
+    /// End of tcp_sacktag_write_queue: a never-retransmitted segment SACKed below the highest
+    /// SACK is reordering (reord_seen, reordering raised to the distance).
+    #[test]
+    fn sack_below_the_highest_sack_is_reordering() {
+        let mut s = sender(TcpOptions::default());
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        let t = 40_000_000;
+        s.on_ack(t, &ack(0, &[(8, 9)], 1), &mut out);
+        assert_eq!(s.reord_seen, 0);
+        s.on_ack(t, &ack(0, &[(2, 3), (8, 9)], 1), &mut out);
+        assert_eq!(s.reord_seen, 1);
+        // metric = fack (9, end of the highest SACK) - low_seq (2) = 7 segments.
+        assert_eq!(s.reordering, 7);
+    }
+
+    /// tcp_dsack_seen: a D-SACK of a loss probe with no reordering seen does not widen RACK's
+    /// window, and the duplicate counts as delivered.
+    #[test]
+    fn dsack_of_a_probe_counts_as_delivered_and_keeps_reo_wnd() {
+        let mut s = sender(TcpOptions::default());
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        s.stop_app();
+        let t = s.xmit_timer_deadline().unwrap();
+        out.clear();
+        s.on_xmit_timer(t, &mut out);
+        assert_eq!(out[0].seq, 9, "probe retransmits the last segment");
+        let t2 = t + 40_000_000;
+        s.on_ack(t2, &ack(10, &[], 1), &mut out);
+        let before = s.tp.delivered;
+        s.on_ack(t2 + 1_000_000, &ack(10, &[(9, 10)], 1), &mut out);
+        assert!(!s.rack.dsack_seen);
+        assert_eq!(s.tp.delivered, before + 1);
+        assert_eq!(s.rack.reo_wnd_steps, 1);
+    }
+
+    /// tcp_fastretrans_alert in Loss: loss detection and the state's exit run on the ACK that
+    /// ends the loss episode, so SACKed data above a hole leaves the flow in Disorder with a
+    /// RACK reordering timer, not in Open.
+    #[test]
+    fn loss_state_exit_runs_rack_on_the_same_ack() {
+        let mut s = sender(TcpOptions {
+            tlp: false,
+            frto: false,
+            ..TcpOptions::default()
+        });
+        let mut out = Vec::new();
+        s.start(0, &mut out);
+        let t = s.xmit_timer_deadline().unwrap();
+        out.clear();
+        s.on_xmit_timer(t, &mut out); // RTO: retransmit 0
+        let mut now = t + 40_000_000;
+        for una in [1u64, 3, 7] {
+            out.clear();
+            s.on_ack(now, &ack(una, &[], ticks(now - 40_000_000)), &mut out);
+            now += 40_000_000;
+        }
+        let nxt = s.tp.snd_nxt;
+        assert!(nxt > 11);
+        out.clear();
+        s.on_ack(
+            now,
+            &ack(10, &[(11, nxt)], ticks(now - 40_000_000)),
+            &mut out,
+        );
+        assert_eq!(s.tp.ca_state, CaState::Disorder);
+        assert_eq!(s.pending(), Some(XmitTimer::ReoTimeout));
+    }
+
+    #[test]
+    fn zero_byte_flows_are_rejected_before_the_engine() {
+        let spec = crate::spec::FlowSpec {
+            name: "f".into(),
+            src: 0,
+            dst: 1,
+            path: vec![0],
+            ack_path: vec![1],
+            cca: "reno".into(),
+            cca_params: serde_json::Value::Null,
+            start_ns: 0,
+            stop_ns: None,
+            size_bytes: Some(0),
+            tcp: TcpOptions::default(),
+        };
+        let run = crate::spec::RunSpec {
+            duration_ns: 1_000_000_000,
+            seed: 1,
+            sample_interval_ns: 10_000_000,
+            measure_start_ns: 0,
+            measure_end_ns: 1_000_000_000,
+            nodes: vec!["a".into(), "b".into()],
+            links: vec![crate::spec::LinkSpec {
+                name: "ab".into(),
+                a: 0,
+                b: 1,
+                rate_bps: 1_000_000,
+                delay_ns: 0,
+                buffer_pkts: 10,
+                loss_ab: 0.0,
+                loss_ba: 0.0,
+            }],
+            flows: vec![spec],
+        };
+        let err = run.check().unwrap_err();
+        assert!(err.contains("size_bytes"), "{err}");
     }
 }

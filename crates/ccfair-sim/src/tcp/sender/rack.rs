@@ -66,7 +66,8 @@ impl Sender {
         self.rack.advanced = false;
         let timeout = self.rack_detect_loss();
         if timeout > 0 {
-            let j = self.usecs_to_jiffies(timeout) + 2; // + TCP_TIMEOUT_MIN
+            // usecs_to_jiffies(timeout + TCP_TIMEOUT_MIN_US), as current mainline.
+            let j = self.usecs_to_jiffies(timeout + TIMEOUT_MIN_US);
             self.reset_xmit_timer(XmitTimer::ReoTimeout, j);
         }
         timeout > 0

@@ -1,17 +1,9 @@
 //! RTT samples (`tcp_ack_update_rtt`) and the delivery-rate sampler (net/ipv4/tcp_rate.c:
-//! `tcp_rate_skb_delivered`, `tcp_rate_gen`, `tcp_rate_check_app_limited`).
+//! `tcp_rate_skb_delivered`, `tcp_rate_gen`).
 
 use super::*;
 
 impl Sender {
-    /// `tcp_rate_check_app_limited`.
-    pub(super) fn rate_check_app_limited(&mut self) {
-        if self.tp.packets_in_flight() < self.tp.snd_cwnd && self.tp.lost_out <= self.tp.retrans_out
-        {
-            self.tp.app_limited = (self.tp.delivered + self.tp.packets_in_flight() as u64).max(1);
-        }
-    }
-
     /// `tcp_rate_skb_delivered`.
     pub(super) fn rate_skb_delivered(&mut self, seq: u64, st: &mut AckState) {
         let s = *self.seg(seq);

@@ -13,6 +13,10 @@ impl Sender {
         } else {
             -1
         };
+        // A loss probe in flight is a retransmission too.
+        if self.tlp_high_seq.is_some() && self.tlp_retrans {
+            self.undo_retrans += 1;
+        }
     }
 
     /// `tcp_current_ssthresh`.
@@ -313,9 +317,9 @@ impl Sender {
                 }
             }
             CaState::Loss => {
-                if self.process_loss(*flag, num_dupack, rexmit) {
-                    return;
-                }
+                // tcp_process_loss only decides what to retransmit (or undoes): loss
+                // detection and the state's exit run on the same ACK, as in Linux.
+                self.process_loss(*flag, num_dupack, rexmit);
                 self.identify_packet_loss(flag);
                 if !(self.tp.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return;
@@ -355,16 +359,16 @@ impl Sender {
         }
     }
 
-    /// `tcp_process_loss` (with F-RTO, RFC 5682). Returns true when the caller must return.
-    pub(super) fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) -> bool {
+    /// `tcp_process_loss` (with F-RTO, RFC 5682): undo, or decide what to retransmit.
+    pub(super) fn process_loss(&mut self, flag: u32, num_dupack: u32, rexmit: &mut Rexmit) {
         let recovered = self.tp.snd_una >= self.high_seq;
         if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(false) {
-            return true;
+            return;
         }
         if self.frto {
             // Step 3.b: never-retransmitted data (s)acked: the timeout was spurious.
             if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(true) {
-                return true;
+                return;
             }
             if self.tp.snd_nxt > self.high_seq {
                 // Step 3.a: the loss was real.
@@ -376,16 +380,16 @@ impl Sender {
                 // Step 2.b: try to send new data (after cwnd is updated in tcp_ack).
                 if self.has_new_data() {
                     *rexmit = Rexmit::New;
-                    return true;
+                    return;
                 }
                 self.frto = false;
             }
         }
         if recovered {
+            // F-RTO step 2.a and the first part of step 3.b.
             self.try_undo_recovery();
-            return true;
+            return;
         }
         *rexmit = Rexmit::Lost;
-        false
     }
 }

@@ -108,10 +108,16 @@ impl Sender {
         if dsack {
             let b0 = blocks[0];
             *flag |= FLAG_DSACKING_ACK;
-            self.rack.dsack_seen = true;
-            if self.tlp_high_seq.is_some_and(|h| b0.end == h) {
+            // tcp_check_dsack: a one-segment D-SACK of the loss probe.
+            if b0.end - b0.start <= 1 && self.tlp_high_seq.is_some_and(|h| b0.end == h) {
                 *flag |= FLAG_DSACK_TLP;
             }
+            // tcp_dsack_seen: only D-SACKs after reordering widen RACK's window.
+            if self.reord_seen > 0 && *flag & FLAG_DSACK_TLP == 0 {
+                self.rack.dsack_seen = true;
+            }
+            // "A spurious retransmission is delivered" (sack_delivered += dup_segs).
+            self.tp.delivered += b0.end - b0.start;
             // D-SACK for already forgotten data: dumb counting.
             if let Some(marker) = self.undo_marker {
                 if self.undo_retrans > 0 && b0.end <= prior_snd_una && b0.end > marker {
@@ -161,6 +167,11 @@ impl Sender {
         }
         self.sack_cache[..n].copy_from_slice(&sorted[..n]);
         self.n_sack_cache = n;
+        // End of tcp_sacktag_write_queue: a never-retransmitted segment SACKed below the
+        // highest SACK means reordering.
+        if self.tp.ca_state != CaState::Loss || self.undo_marker.is_some() {
+            self.check_sack_reordering(st.reord, 0);
+        }
     }
 
     /// `tcp_sacktag_one` (+ the per-skb rate and tsorted bookkeeping of `tcp_sacktag_walk`).
