@@ -119,6 +119,14 @@ def _sweep_exit(outcome: object) -> int:
     return 0
 
 
+def _default_out(name: str) -> str:
+    """results/<name>, kept apart from the table folders ``ccfair run`` writes in results/."""
+    from ccfair.results import MARKER_TABLE, TABLES
+
+    clash = name in (*TABLES, MARKER_TABLE, "figures")
+    return f"results/sweep-{name}" if clash else f"results/{name}"
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ccfair.executor import run_sweep
     from ccfair.sweep import Sweep
@@ -133,7 +141,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{p.index:5d}  {p.run_id}  rep={p.rep} seed={p.seed}  {params}{extra}")
         print(f"{len(points)} points, {len(ids)} distinct runs (hash {sweep.spec_hash()})")
         return 0
-    out = args.out or f"results/{sweep.name}"
+    out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
         sweep,
         out,
@@ -165,7 +173,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         return 0
     preset = get(args.name)
     sweep = preset.sweep(quick=args.quick, baselines=args.baselines)
-    out = args.out or f"results/{sweep.name}"
+    out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
         sweep,
         out,
