@@ -198,3 +198,14 @@ def test_metrics_cli_prints_and_exports(res, tmp_path):
     )
     assert out.returncode == 2
     assert out.stderr.strip() == f"error: {res.root / 'nope'}: no such results directory"
+
+
+def test_moving_average_does_not_sag_at_the_ends():
+    import numpy as np
+    from ccfair.plots import _smooth
+
+    flat = np.full(20, 40.0)
+    assert np.allclose(_smooth(flat, 5), 40.0)
+    ramp = np.arange(10, dtype=float)
+    out = _smooth(ramp, 3)
+    assert out[0] == 0.5 and out[-1] == 8.5 and out[4] == 4.0

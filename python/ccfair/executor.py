@@ -432,14 +432,14 @@ def _run_locked(
 
 
 class _Worker:
-    """A worker process: ``python -m ccfair.executor --worker`` reading one task per line
+    """A worker process: ``python -m ccfair._sweep_worker`` reading one task per line
     on stdin and answering one JSON line per task on stdout. A plain subprocess rather than
     multiprocessing, so that nothing of the caller's ``__main__`` is re-imported (scripts
     without a main guard, stdin, notebooks all work)."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ccfair.executor", "--worker"],
+            [sys.executable, "-m", "ccfair._sweep_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -646,10 +646,3 @@ def _run_dask(
         outcome.interrupted = True
         say("\ninterrupted: cancelling the runs on the cluster")
         client.cancel(list(futures))
-
-
-if __name__ == "__main__":  # pragma: no cover - the worker entry point
-    if sys.argv[1:] == ["--worker"]:
-        sys.exit(_worker_main())
-    print("usage: python -m ccfair.executor --worker (started by run_sweep)", file=sys.stderr)
-    sys.exit(2)

@@ -402,10 +402,14 @@ def bars(
 
 
 def _smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average; near the ends it averages the samples that exist (a plain
+    convolution would pad with zeros and drag the first and last points down)."""
     if window <= 1 or len(values) < window:
         return values
-    kernel = np.ones(window) / window
-    return np.convolve(values, kernel, mode="same")
+    kernel = np.ones(window)
+    sums = np.convolve(values, kernel, mode="same")
+    counts = np.convolve(np.ones(len(values)), kernel, mode="same")
+    return sums / counts
 
 
 def timeseries(
