@@ -187,8 +187,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     status = _sweep_exit(outcome)
     if status != 0:
         return status
-    # write_report logs its progress and the path it wrote.
-    write_report(out, log=(lambda msg: None) if args.quiet else None)
+    path = write_report(out, log=(lambda msg: None) if args.quiet else None)
+    if not args.quiet:
+        print(f"report: {path}")
     return 0
 
 

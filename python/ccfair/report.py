@@ -333,5 +333,4 @@ def write_report(
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, target)
-    say(f"report: {target}")
     return target
