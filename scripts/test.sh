@@ -6,6 +6,16 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+if ! command -v chromium >/dev/null 2>&1; then
+    # The report test renders the HTML report in headless Chromium (Debian's package).
+    step "Debian chromium (for the report test)"
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    else
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+    fi
+fi
+
 step "Python package (builds the Rust extension) and test tools"
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
 

@@ -523,3 +523,34 @@ def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backe
         assert_nothing_left(tag_of(sc))
     with pytest.raises(ccfair.SpecError, match="jobs"):
         run_many(scs, backend="kernel", jobs=0)
+
+
+@pytest.mark.kernel
+def test_a_kernel_sweep_runs_one_point_at_a_time_by_default(kernel_backend, tmp_path):
+    from ccfair.executor import run_sweep
+    from ccfair.sweep import Sweep
+
+    sw = Sweep.from_dict(
+        {
+            "name": "ksweep",
+            "backend": "kernel",
+            "base": {"builder": "dumbbell", "n_flows": 1, "ccas": ["cubic"], "duration": "3s"},
+            "grid": {"alpha": [0.5, 2]},
+        }
+    )
+    said: list[str] = []
+    outcome = run_sweep(sw, tmp_path / "res", progress=False, log=said.append)
+    assert sorted(outcome.executed) == sorted({p.run_id for p in sw.expand()})
+    assert any("1 local worker(s)" in m for m in said), said
+    runs = ccfair.load_table(tmp_path / "res", "runs")
+    assert (runs["backend"] == "kernel").all() and runs["reliable"].all()
+    started = sorted(pd_times(runs))
+    # One at a time: the second run started after the first had run its 3 s.
+    assert started[1] - started[0] >= 3.0
+    assert [n for n in kernel.list_netns() if n.startswith("ccf-")] == []
+
+
+def pd_times(runs) -> list[float]:
+    import pandas as pd
+
+    return [pd.Timestamp(t).timestamp() for t in runs["started_at"]]

@@ -160,7 +160,17 @@ def test_cli_check_reports_buffers_in_packets_and_bdp():
 
 @pytest.mark.parametrize(
     "module",
-    ["ccfair", "ccfair.api", "ccfair.results"],
+    [
+        "ccfair",
+        "ccfair.api",
+        "ccfair.results",
+        "ccfair.sweep",
+        "ccfair.executor",
+        "ccfair.metrics",
+        "ccfair.models",
+        "ccfair.plots",
+        "ccfair.presets",
+    ],
 )
 def test_docstring_examples_run(module, monkeypatch, tmp_path):
     import doctest

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -54,16 +53,25 @@ def test_the_simulator_runs_at_the_kernels_hz_unless_the_scenario_sets_it():
     assert val.sim_variant(sc, None) is sc
 
 
-def test_inputs_are_labelled_and_sweeps_named(tmp_path):
+def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
     a = tmp_path / "a.toml"
     a.write_text(ccfair.dumbbell(1, "reno", duration="2s", name="one").to_toml())
     labels = [label for label, _ in val.expand_inputs([a, a])]
     assert labels == ["one", "one#2"]
     sweep = tmp_path / "sweep.toml"
-    sweep.write_text('[base]\nbuilder = "dumbbell"\n[grid]\nalpha = [1, 2]\n')
-    if importlib.util.find_spec("ccfair.sweep") is None:
-        with pytest.raises(ccfair.SpecError, match="is a sweep file"):
-            val.expand_inputs([sweep])
+    sweep.write_text(
+        'name = "buf"\nrepetitions = 2\n[base]\nbuilder = "dumbbell"\nduration = "2s"\n'
+        "[grid]\nalpha = [1, 4]\n"
+    )
+    points = val.expand_inputs([sweep])
+    assert [label for label, _ in points] == [
+        "buf[alpha=1] r0",
+        "buf[alpha=1] r1",
+        "buf[alpha=4] r0",
+        "buf[alpha=4] r1",
+    ]
+    buffers = [sc.resolve().link("bottleneck").buffer_pkts for _, sc in points]
+    assert buffers == [167, 167, 667, 667]  # 1 and 4 x 166.67 packets (D = 18 ms)
 
 
 def test_validate_rejects_what_the_kernel_lacks_before_running(tmp_path):

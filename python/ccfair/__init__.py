@@ -10,15 +10,20 @@ Example:
 from ccfair import _core
 from ccfair.api import default_scenario, run
 from ccfair.errors import SpecError
+from ccfair.executor import run_sweep
+from ccfair.metrics import Results
 from ccfair.results import RunResult, jain_index, load, load_table
 from ccfair.spec import Scenario, dumbbell, parking_lot
+from ccfair.sweep import Sweep
 
 __version__ = _core.__version__
 
 __all__ = [
+    "Results",
     "RunResult",
     "Scenario",
     "SpecError",
+    "Sweep",
     "default_scenario",
     "dumbbell",
     "jain_index",
@@ -26,4 +31,5 @@ __all__ = [
     "load_table",
     "parking_lot",
     "run",
+    "run_sweep",
 ]

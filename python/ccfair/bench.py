@@ -130,6 +130,48 @@ def main(quick: bool = False, cases: list[str] | None = None) -> int:
     return 0
 
 
+#: Wall-time targets of whole sweeps (issue "Experiments"), on a 2-core machine.
+SWEEP_TARGETS_S = {"harada-dumbbell": 60.0, "harada-10hop": 900.0}
+
+
+def sweep_main(names: list[str], quick: bool = False, workers: int | None = None) -> int:
+    """Run presets' sweeps from scratch in a temporary directory and report their wall time
+    next to the targets; returns an exit status."""
+    import os
+    import tempfile
+
+    from ccfair.executor import run_sweep
+    from ccfair.presets import PRESETS
+
+    unknown = [n for n in names if n not in PRESETS]
+    if unknown:
+        print(f"error: --sweep: unknown {unknown}; presets: {list(PRESETS)}")
+        return 2
+    print(f"{'sweep':22s} {'runs':>5s} {'wall s':>8s} {'runs/s':>7s} {'sim s/wall s':>12s}  target")
+    for name in names:
+        sweep = PRESETS[name].sweep(quick=quick)
+        with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
+            outcome = run_sweep(
+                sweep, os.path.join(tmp, "r"), workers=workers, progress=False, log=lambda m: None
+            )
+            from ccfair.results import load_table
+
+            runs = load_table(os.path.join(tmp, "r"), "runs")
+        sim_s = float(runs["duration_s"].sum())
+        target = SWEEP_TARGETS_S.get(name)
+        verdict = ""
+        if target is not None and not quick:
+            verdict = f"<= {target:g} s ({'met' if outcome.wall_s <= target else 'NOT met'})"
+        print(
+            f"{sweep.name:22s} {outcome.total:5d} {outcome.wall_s:8.1f} "
+            f"{outcome.total / outcome.wall_s:7.2f} {sim_s / outcome.wall_s:12.1f}  {verdict}"
+        )
+        if not outcome.complete:
+            print(f"    incomplete: {outcome.summary()}")
+            return 1
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         _child(sys.argv[2], sys.argv[3])

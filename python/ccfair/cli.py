@@ -154,8 +154,192 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ccfair.bench import main as bench_main
+    from ccfair.bench import sweep_main
 
+    if args.sweep:
+        return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
     return bench_main(quick=args.quick, cases=args.case)
+
+
+def _sweep_exit(outcome: object) -> int:
+    """Exit status of a sweep: 0 complete, 130 interrupted, 1 if runs failed."""
+    if getattr(outcome, "interrupted", False):
+        print(
+            "interrupted: finished runs are kept; rerun the same command to run the rest",
+            file=sys.stderr,
+        )
+        return 130
+    failed = getattr(outcome, "failed", {})
+    if failed:
+        print(
+            f"error: {len(failed)} run(s) failed; rerun to retry them. First: "
+            f"{next(iter(failed.items()))[0]}: {next(iter(failed.values()))}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _default_out(name: str) -> str:
+    """results/<name>, kept apart from the table folders ``ccfair run`` writes in results/."""
+    from ccfair.results import MARKER_TABLE, TABLES
+
+    clash = name in (*TABLES, MARKER_TABLE, "figures")
+    return f"results/sweep-{name}" if clash else f"results/{name}"
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ccfair.executor import run_sweep
+    from ccfair.sweep import Sweep
+
+    sweep = Sweep.from_toml(args.spec)
+    if args.dry_run:
+        points = sweep.expand()
+        ids = dict.fromkeys(p.run_id for p in points)
+        for p in points:
+            extra = f"  baseline={p.baseline}" if p.baseline else ""
+            params = "  ".join(f"{k}={v}" for k, v in p.params.items())
+            print(f"{p.index:5d}  {p.run_id}  rep={p.rep} seed={p.seed}  {params}{extra}")
+        print(f"{len(points)} points, {len(ids)} distinct runs (hash {sweep.spec_hash()})")
+        return 0
+    out = args.out or _default_out(sweep.name)
+    outcome = run_sweep(
+        sweep,
+        out,
+        workers=args.workers,
+        cluster=args.cluster,
+        progress=not args.quiet,
+        log=(lambda msg: None) if args.quiet else None,
+    )
+    if not args.quiet:
+        print(f"sweep {sweep.name!r}: {outcome.summary()}")
+    return _sweep_exit(outcome)
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from ccfair.executor import run_sweep
+    from ccfair.presets import PRESETS, count_runs, get
+    from ccfair.report import write_report
+
+    if args.list or args.name is None:
+        if not args.list:
+            print("error: reproduce: give a preset NAME or --list", file=sys.stderr)
+            return 2
+        for p in PRESETS.values():
+            print(
+                f"{p.name:20s} {count_runs(p.full):4d} runs ({count_runs(p.quick)} with --quick)"
+                f"  {p.title}"
+            )
+            print(f"{'':20s} study: {p.study}")
+        return 0
+    preset = get(args.name)
+    sweep = preset.sweep(quick=args.quick, baselines=args.baselines)
+    out = args.out or _default_out(sweep.name)
+    outcome = run_sweep(
+        sweep,
+        out,
+        workers=args.workers,
+        cluster=args.cluster,
+        progress=not args.quiet,
+        log=(lambda msg: None) if args.quiet else None,
+    )
+    if not args.quiet:
+        print(f"{preset.name}: {outcome.summary()}")
+    status = _sweep_exit(outcome)
+    if status != 0:
+        return status
+    path = write_report(out, log=(lambda msg: None) if args.quiet else None)
+    if not args.quiet:
+        print(f"report: {path}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ccfair.report import write_report
+
+    path = write_report(args.results, args.out, log=(lambda msg: None) if args.quiet else None)
+    print(path)
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from ccfair import plots
+    from ccfair.metrics import Results
+    from ccfair.results import ResultsError
+
+    res = Results(args.results)
+    ids = res.run_ids if args.all else args.run_ids
+    if not ids:
+        print("error: plot: give RUN_ID... or --all", file=sys.stderr)
+        return 2
+    unknown = [r for r in ids if r not in set(res.run_ids)]
+    if unknown:
+        raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
+    out = args.out or res.root / "figures"
+    pts = res.points().drop_duplicates("run_id").set_index("run_id")
+    for i, rid in enumerate(ids, 1):
+        label = rid
+        if rid in pts.index and res.grid_keys:
+            row = pts.loc[rid]
+            label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
+        paths = plots.save(plots.timeseries(res, rid, title=label), out, f"timeseries-{rid}")
+        if not args.quiet:
+            print(f"[{i}/{len(ids)}] {paths[0]} (.svg)", flush=True)
+    return 0
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ccfair.metrics import Results
+    from ccfair.models import model_table
+
+    res = Results(args.results)
+    if args.table == "points":
+        frame = res.points()
+    elif args.table == "flows":
+        frame = res.flows()
+        if not args.per_run:
+            frame = res.point_summary(
+                frame, ["goodput_mbps", "share", "rtt_mean_ms"], ["name", "cca"]
+            )
+    elif args.table == "ccas":
+        frame = res.ccas()
+        if not args.per_run:
+            frame = res.point_summary(frame, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+    elif args.table == "harm":
+        frame = res.harm()
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(
+                frame, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"]
+            )
+    elif args.table == "model":
+        frame = model_table(res)
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(frame, ["measured", "ware_simple", "ware_full", "x_bdp"])
+    else:
+        frame = res.runs()
+        if not args.per_run:
+            values = [
+                "goodput_mbps",
+                "jain",
+                *[c for c in frame.columns if c.startswith("share_")],
+                "utilisation",
+                "loss_rate",
+                "qdelay_ms",
+            ]
+            frame = res.point_summary(frame, values)
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+        print(f"{len(frame)} rows -> {args.csv}")
+    elif args.json:
+        print(frame.to_json(orient="records"))
+    else:
+        with pd.option_context(
+            "display.max_rows", None, "display.max_columns", None, "display.width", 200
+        ):
+            print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,7 +410,66 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     b.add_argument("--case", action="append", help="run only this case (repeatable)")
+    b.add_argument(
+        "--sweep",
+        action="append",
+        metavar="PRESET",
+        help="time a preset's whole sweep from scratch instead (repeatable), e.g. harada-dumbbell",
+    )
+    b.add_argument("--workers", type=int, help="local workers for --sweep (default: cores)")
     b.set_defaults(func=_cmd_bench)
+
+    s = sub.add_parser(
+        "sweep",
+        help="run every point of a sweep spec (resumable; local processes or a Dask cluster)",
+    )
+    s.add_argument("spec", help="sweep spec TOML file (see docs/experiments.md)")
+    s.add_argument("--out", help="results directory (default: results/<sweep name>)")
+    s.add_argument("--workers", type=int, help="local worker processes (default: cores)")
+    s.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
+    s.add_argument("--dry-run", action="store_true", help="list the points and run ids only")
+    s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    s.set_defaults(func=_cmd_sweep)
+
+    rp = sub.add_parser(
+        "reproduce", help="run a published experiment (preset), then write figures and a report"
+    )
+    rp.add_argument("name", nargs="?", help="preset name (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the presets")
+    rp.add_argument("--quick", action="store_true", help="reduced grid, short runs (demo, CI)")
+    rp.add_argument("--baselines", action="store_true", help="add own-kind runs (for harm)")
+    rp.add_argument("--out", help="results directory (default: results/<name>[-quick])")
+    rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
+    rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
+    rp.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    rp.set_defaults(func=_cmd_reproduce)
+
+    rep = sub.add_parser("report", help="write the HTML report of a results directory")
+    rep.add_argument("results", help="results directory")
+    rep.add_argument("--out", help="report file (default: RESULTS/report.html)")
+    rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    rep.set_defaults(func=_cmd_report)
+
+    pl = sub.add_parser("plot", help="time-series figures of runs (PNG and SVG)")
+    pl.add_argument("results", help="results directory")
+    pl.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to plot")
+    pl.add_argument("--all", action="store_true", help="every finished run")
+    pl.add_argument("--out", help="figure directory (default: RESULTS/figures)")
+    pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    pl.set_defaults(func=_cmd_plot)
+
+    m = sub.add_parser("metrics", help="fairness metrics of a results directory")
+    m.add_argument("results", help="results directory")
+    m.add_argument(
+        "--table",
+        choices=["runs", "flows", "ccas", "harm", "model", "points"],
+        default="runs",
+        help="which table (default: run metrics per grid point)",
+    )
+    m.add_argument("--per-run", action="store_true", help="one row per run, no aggregation")
+    m.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
+    m.add_argument("--json", action="store_true", help="print JSON records")
+    m.set_defaults(func=_cmd_metrics)
     return p
 
 

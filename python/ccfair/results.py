@@ -227,15 +227,35 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
     return RunResult(run_id=run_id, **frames)
 
 
-def load_table(results_dir: str | os.PathLike[str], table: str) -> pd.DataFrame:
-    """One table over all finished runs of a results directory, keyed by ``run_id``."""
+def read_run_table(path: Path) -> pd.DataFrame:
+    """Read one run's table file; a missing or damaged file raises :class:`ResultsError`
+    naming it (never a pyarrow traceback)."""
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
+        raise ResultsError(
+            f"{path}: cannot be read ({' '.join(str(exc).split())[:200]}); if it belongs to a "
+            "sweep, rerun the sweep into this directory to recompute the damaged run"
+        ) from None
+
+
+def load_table(
+    results_dir: str | os.PathLike[str], table: str, run_ids: list[str] | None = None
+) -> pd.DataFrame:
+    """One table over all finished runs of a results directory (or the given ``run_ids``),
+    keyed by ``run_id``.
+
+    Example:
+        >>> ccfair.load_table("results", "flows")["goodput_mbps"]  # doctest: +SKIP
+    """
     if table not in (MARKER_TABLE, *TABLES):
         raise ResultsError(f"table: {table!r} is not one of {', '.join((MARKER_TABLE, *TABLES))}")
     root = Path(results_dir)
-    paths = [root / table / f"{rid}.parquet" for rid in finished_run_ids(root)]
+    ids = finished_run_ids(root) if run_ids is None else run_ids
+    paths = [root / table / f"{rid}.parquet" for rid in ids]
     if not paths:
         raise ResultsError(f"{root}: no finished runs")
-    return pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    return pd.concat([read_run_table(p) for p in paths], ignore_index=True)
 
 
 def provenance() -> dict[str, str]:

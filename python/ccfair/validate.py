@@ -111,8 +111,8 @@ def _is_sweep(path: Path) -> bool:
 def expand_inputs(
     inputs: Sequence[Scenario | str | os.PathLike[str]],
 ) -> list[tuple[str, Scenario]]:
-    """(label, scenario) for every point of the inputs: scenarios or scenario files. A sweep
-    file is expanded into its points when the sweep machinery (``ccfair.sweep``) is present.
+    """(label, scenario) for every point of the inputs: scenarios, scenario files, or sweep
+    files (expanded into their points, docs/experiments.md).
 
     Example:
         >>> from ccfair.spec import dumbbell
@@ -140,24 +140,21 @@ def expand_inputs(
 
 
 def _expand_sweep(path: Path) -> list[tuple[str, Scenario]]:
-    try:
-        from ccfair import sweep  # type: ignore[attr-defined]
-    except ImportError:
-        raise SpecError(
-            "",
-            str(path),
-            f"{path}: is a sweep file; this build of ccfair has no sweep machinery yet, so "
-            "validate takes scenario files (list several to validate several points)",
-            with_value=False,
-        ) from None
-    sw = sweep.Sweep.from_toml(path)  # pragma: no cover - depends on ccfair.sweep
-    return [  # pragma: no cover
-        (
-            f"{sw.name}[" + ",".join(f"{k}={v}" for k, v in p.params.items()) + f"]r{p.rep}",
-            p.scenario,
-        )
-        for p in sw.points()
-    ]
+    """The points of a sweep file (docs/experiments.md), labelled by their grid values."""
+    from ccfair.sweep import Sweep
+
+    sw = Sweep.from_toml(path)
+    points = sw.expand()
+    reps = len({p.rep for p in points}) > 1
+    out = []
+    for p in points:
+        label = f"{sw.name}[" + ",".join(f"{k}={v}" for k, v in p.params.items()) + "]"
+        if p.baseline is not None:
+            label += f" baseline {p.baseline}"
+        if reps:
+            label += f" r{p.rep}"
+        out.append((label, p.scenario))
+    return out
 
 
 def sim_variant(sc: Scenario, hz: int | None) -> Scenario:
@@ -382,7 +379,8 @@ def validate(
     match_hz: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
-    """Run every point of ``inputs`` on both backends and compare them.
+    """Run every point of ``inputs`` (scenarios, scenario files, sweep files) on both
+    backends and compare them.
 
     ``duration`` overrides every scenario's duration (the measurement window then spans the
     whole run). ``jobs`` kernel runs execute at once (see :func:`ccfair.api.run_many`).

@@ -1,0 +1,680 @@
+"""Running a sweep: a local process pool (default) or a Dask cluster, resumable.
+
+The results directory of a sweep holds ``sweep.json`` (the spec, its hash and every point with
+its run id) next to the per-run Parquet tables of :mod:`ccfair.results`. Running a sweep:
+
+1. expands and validates every point (nothing runs if one is invalid);
+2. takes a lock on the directory (a second sweep into it is refused while the first runs);
+3. writes ``sweep.json``, or checks that the one there is this sweep's (same hash), and refuses
+   a directory holding another sweep's results;
+4. checks every finished run's files (Parquet footers readable, one ``runs`` row naming the
+   run); a damaged run is removed and computed again; stray temporary files are deleted;
+5. runs the missing ones, each written atomically with its ``runs`` file last, so a run counts
+   as finished exactly when it is complete. A sweep killed at any moment (even by SIGKILL)
+   loses no finished run, and rerunning it executes only the missing runs.
+
+Local workers are spawned processes (``workers`` defaults to the number of cores) that run and
+save a run each. On a Dask cluster (``cluster="tcp://HOST:PORT"``) the workers return the
+Parquet bytes and this process writes them, so workers need no shared file system.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from ccfair import _core
+from ccfair.errors import SpecError
+from ccfair.results import MARKER_TABLE, TABLES, ResultsError, finished_run_ids
+from ccfair.sweep import Point, Sweep
+
+__all__ = ["SWEEP_FILE", "SweepOutcome", "read_sweep_record", "run_sweep", "verify_run"]
+
+#: The file of a results directory that records its sweep.
+SWEEP_FILE = "sweep.json"
+_FORMAT = 1
+
+
+@dataclass
+class SweepOutcome:
+    """What :func:`run_sweep` did.
+
+    Attributes:
+        results_dir: where the results are.
+        total: distinct runs of the sweep.
+        already: runs that were finished before this call (and were not recomputed).
+        executed: run ids computed by this call.
+        recomputed: run ids found damaged and computed again.
+        failed: run id -> one-line error, for runs that raised.
+        interrupted: Ctrl-C stopped the sweep before every run finished.
+        wall_s: wall time of this call.
+    """
+
+    results_dir: Path
+    total: int
+    already: int
+    executed: list[str] = field(default_factory=list)
+    recomputed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """Every run of the sweep is finished."""
+        return not self.failed and not self.interrupted
+
+    def summary(self) -> str:
+        """One line for terminals.
+
+        Example:
+            >>> SweepOutcome(Path("r"), total=2, already=1, executed=["a"]).summary()[:54]
+            '2 of 2 runs finished (1 executed now, 1 already there)'
+        """
+        done = self.already + len(self.executed)
+        state = "complete" if self.complete and done == self.total else "incomplete"
+        return (
+            f"{done} of {self.total} runs finished ({len(self.executed)} executed now, "
+            f"{self.already} already there"
+            + (f", {len(self.recomputed)} damaged and recomputed" if self.recomputed else "")
+            + (f", {len(self.failed)} failed" if self.failed else "")
+            + f"); {state}; {self.wall_s:.1f} s wall; results in {self.results_dir}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# The results directory
+
+
+def read_sweep_record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``sweep.json`` record of a results directory, or None if there is none.
+
+    Raises :class:`ResultsError` if it exists but cannot be read.
+
+    Example:
+        >>> read_sweep_record("results/harada-dumbbell")["hash"]  # doctest: +SKIP
+        '2ab3890c117b3164'
+    """
+    path = Path(results_dir) / SWEEP_FILE
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict) or "hash" not in record or "points" not in record:
+            raise ValueError("not a sweep record")
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: cannot be read as a sweep record ({exc})") from None
+    return record
+
+
+def _sweep_record(sweep: Sweep, points: list[Point]) -> dict[str, Any]:
+    return {
+        "format": _FORMAT,
+        "name": sweep.name,
+        "hash": sweep.spec_hash(),
+        "sweep": sweep.to_dict(),
+        "axes": sweep.axis_labels(),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "ccfair_version": _core.__version__,
+        "git_revision": _core.__git_revision__,
+        "n_points": len(points),
+        "run_ids": list(dict.fromkeys(p.run_id for p in points)),
+        "points": [p.record() for p in points],
+    }
+
+
+def _write_bytes_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
+    """Write ``sweep.json`` or check that the directory belongs to this sweep."""
+    record = read_sweep_record(root)
+    mine = sweep.spec_hash()
+    if record is not None:
+        if record["hash"] != mine:
+            raise ResultsError(
+                f"{root}: holds results of sweep {record.get('name')!r} (hash {record['hash']}, "
+                f"{len(record.get('run_ids', []))} runs), not of this sweep {sweep.name!r} "
+                f"(hash {mine}); use another --out directory or delete that one"
+            )
+        return
+    foreign = finished_run_ids(root)
+    if foreign:
+        raise ResultsError(
+            f"{root}: holds {len(foreign)} runs that are not from a sweep (no {SWEEP_FILE}); "
+            "use another --out directory"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    blob = json.dumps(_sweep_record(sweep, points), indent=1, sort_keys=False)
+    _write_bytes_atomic(root / SWEEP_FILE, blob.encode())
+
+
+@contextmanager
+def _lock(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / ".lock"
+    fh = open(path, "a+")  # noqa: SIM115 - held for the whole sweep
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise ResultsError(
+                f"{root}: another sweep is writing into this directory ({holder}); "
+                "wait for it or use another --out directory"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        yield
+    finally:
+        fh.close()
+
+
+def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
+    """Check a finished run's files; returns None if sound, else what is wrong (one line).
+
+    Reads each table's Parquet footer (which a truncated or overwritten file lacks) and the
+    ``runs`` row, which must name this run.
+
+    Example:
+        >>> verify_run("results/harada-dumbbell", "2bb67167608fdd8d")  # doctest: +SKIP
+        'flows/2bb67167608fdd8d.parquet is missing'
+    """
+    root = Path(results_dir)
+    for table in (*TABLES, MARKER_TABLE):
+        path = root / table / f"{run_id}.parquet"
+        if not path.exists():
+            return f"{table}/{run_id}.parquet is missing"
+        try:
+            meta = pq.read_metadata(path)
+        except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
+            return f"{table}/{run_id}.parquet is not readable Parquet ({exc})"
+        if table == MARKER_TABLE:
+            try:
+                rid = pq.read_table(path, columns=["run_id"]).column(0).to_pylist()
+            except Exception as exc:  # noqa: BLE001
+                return f"{table}/{run_id}.parquet cannot be read ({exc})"
+            if meta.num_rows != 1 or rid != [run_id]:
+                return f"{table}/{run_id}.parquet does not describe run {run_id}"
+    return None
+
+
+def _remove_run(root: Path, run_id: str) -> None:
+    # The marker first: from here on the run does not count as finished.
+    for table in (MARKER_TABLE, *TABLES):
+        path = root / table / f"{run_id}.parquet"
+        path.unlink(missing_ok=True)
+
+
+def _remove_temporaries(root: Path) -> int:
+    n = 0
+    for table in (MARKER_TABLE, *TABLES):
+        folder = root / table
+        if folder.is_dir():
+            for tmp in folder.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+                n += 1
+    return n
+
+
+# --------------------------------------------------------------------------------------------
+# Work done in worker processes (top-level functions: picklable, spawn-safe)
+
+
+def _worker_init() -> None:
+    # Ctrl-C goes to the whole process group; the parent decides how to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _compute(run_id: str, spec: dict[str, Any], backend: str) -> Any:
+    from ccfair.api import run
+    from ccfair.spec import Scenario
+
+    result = run(Scenario.from_dict(spec), backend=backend)
+    if result.run_id != run_id:
+        raise RuntimeError(
+            f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does not "
+            "normalise the same way in this worker (different ccfair version?)"
+        )
+    return result
+
+
+def run_and_save(run_id: str, spec: dict[str, Any], backend: str, out: str) -> dict[str, Any]:
+    """Run one point and write it into ``out`` (local workers)."""
+    t0 = time.perf_counter()
+    result = _compute(run_id, spec, backend)
+    result.save(out)
+    return {"run_id": run_id, "wall_s": time.perf_counter() - t0}
+
+
+def run_to_bytes(run_id: str, spec: dict[str, Any], backend: str) -> dict[str, Any]:
+    """Run one point and return its tables as Parquet bytes (cluster workers)."""
+    t0 = time.perf_counter()
+    result = _compute(run_id, spec, backend)
+    tables = {}
+    for table in (*TABLES, MARKER_TABLE):
+        frame = result.runs if table == MARKER_TABLE else getattr(result, table)
+        buf = io.BytesIO()
+        frame.to_parquet(buf, index=False)
+        tables[table] = buf.getvalue()
+    return {"run_id": run_id, "wall_s": time.perf_counter() - t0, "tables": tables}
+
+
+def _worker_versions() -> dict[str, str]:
+    return {"version": _core.__version__, "git_revision": _core.__git_revision__}
+
+
+def _save_bytes(root: Path, run_id: str, tables: dict[str, bytes]) -> None:
+    for table in (*TABLES, MARKER_TABLE):  # the marker last
+        _write_bytes_atomic(root / table / f"{run_id}.parquet", tables[table])
+
+
+# --------------------------------------------------------------------------------------------
+# Progress
+
+
+class _Progress:
+    def __init__(self, total: int, desc: str, enabled: bool) -> None:
+        self.bar = None
+        if enabled and total:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                desc=desc,
+                unit="run",
+                file=sys.stderr,
+                mininterval=0.5,
+                dynamic_ncols=True,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs "
+                "[{elapsed}<{remaining}, {rate_fmt}]",
+            )
+
+    def update(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def run_sweep(
+    sweep: Sweep,
+    results_dir: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    cluster: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    connect_timeout: float = 15.0,
+) -> SweepOutcome:
+    """Run every missing point of ``sweep`` into ``results_dir``; returns what was done.
+
+    ``workers`` local processes (default: the number of cores), or the Dask scheduler at
+    ``cluster``. Points already finished in ``results_dir`` are not run again. Ctrl-C stops
+    after the runs in progress are written (press it again to abandon them); the outcome then
+    has ``interrupted`` set.
+
+    Raises :class:`SpecError` for an invalid sweep or cluster address, and
+    :class:`ResultsError` if ``results_dir`` belongs to another sweep or is in use.
+
+    Example:
+        >>> from ccfair.sweep import Sweep
+        >>> sw = Sweep.from_dict({"base": {"builder": "dumbbell", "duration": "2s"},
+        ...                       "grid": {"alpha": [1, 2]}})
+        >>> run_sweep(sw, "results/demo", progress=False).total  # doctest: +SKIP
+        2
+    """
+    say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    if sweep.backend == "kernel" and workers is None and cluster is None:
+        # Kernel runs happen in real time and each forwarder needs prompt wake-ups on its own
+        # core: one at a time unless asked (docs/kernel.md, "Several runs").
+        workers = 1
+    points = sweep.expand()
+    root = Path(results_dir)
+    specs: dict[str, dict[str, Any]] = {}
+    for p in points:
+        specs.setdefault(p.run_id, p.scenario.to_dict())
+    if workers is not None and (isinstance(workers, bool) or workers < 1):
+        raise SpecError("--workers", workers, "is not a positive number of processes")
+    # Connect before touching the results directory: a wrong address changes nothing.
+    client = _connect(cluster, connect_timeout) if cluster else None
+    try:
+        with _lock(root):
+            outcome = _run_locked(sweep, root, points, specs, workers, client, progress, say)
+    finally:
+        if client is not None:
+            client.close()
+    outcome.wall_s = time.perf_counter() - t0
+    return outcome
+
+
+def _run_locked(
+    sweep: Sweep,
+    root: Path,
+    points: list[Point],
+    specs: dict[str, dict[str, Any]],
+    workers: int | None,
+    client: Any,
+    progress: bool,
+    say: Callable[[str], None],
+) -> SweepOutcome:
+    """The part of :func:`run_sweep` done while holding the directory's lock."""
+    _claim(root, sweep, points)
+    _remove_temporaries(root)
+    finished = set(finished_run_ids(root))
+    recomputed = []
+    for rid in sorted(finished & specs.keys()):
+        problem = verify_run(root, rid)
+        if problem is not None:
+            say(f"run {rid}: damaged ({problem}); it will be computed again")
+            _remove_run(root, rid)
+            finished.discard(rid)
+            recomputed.append(rid)
+    missing = [rid for rid in specs if rid not in finished]
+    outcome = SweepOutcome(
+        results_dir=root,
+        total=len(specs),
+        already=len(specs) - len(missing),
+        recomputed=recomputed,
+    )
+    where = (
+        f"Dask cluster {client.scheduler.address}"
+        if client is not None
+        else f"{workers or os.cpu_count() or 1} local worker(s)"
+    )
+    say(
+        f"sweep {sweep.name!r} ({sweep.spec_hash()}): {len(specs)} runs, "
+        f"{outcome.already} finished, {len(missing)} to run on {where} -> {root}"
+    )
+    if missing:
+        bar = _Progress(len(missing), sweep.name, progress)
+        try:
+            if client is not None:
+                _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say)
+            else:
+                _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say)
+        finally:
+            bar.close()
+            if sweep.backend == "kernel" and client is None:
+                # Abandoned workers were killed with their runs' namespaces in place.
+                from ccfair import kernel
+
+                kernel.cleanup()
+        if sweep.backend == "kernel" and (client is not None or (workers or 1) > 1):
+            _warn_kernel_lateness(root, outcome.executed, say)
+    return outcome
+
+
+def _warn_kernel_lateness(root: Path, run_ids: list[str], say: Callable[[str], None]) -> None:
+    """After kernel runs that shared the machine: say so if any exceeded its lateness or CPU
+    bounds (their ``flags``), since then the machine had no cores to spare for them."""
+    from ccfair import kernel
+
+    late = 0
+    for rid in run_ids:
+        try:
+            table = pq.read_table(root / MARKER_TABLE / f"{rid}.parquet", columns=["flags"])
+        except (OSError, ValueError, KeyError):
+            continue
+        flags = str(table.column("flags")[0])
+        late += any(f.startswith(kernel.LATENESS_FLAGS) for f in flags.split("; "))
+    if late:
+        say(
+            f"warning: {late} of {len(run_ids)} kernel runs exceeded their lateness or CPU "
+            "bounds while running in parallel: this machine has no cores to spare for them; "
+            "rerun with --workers 1"
+        )
+
+
+class _Worker:
+    """A worker process: ``python -m ccfair._sweep_worker`` reading one task per line
+    on stdin and answering one JSON line per task on stdout. A plain subprocess rather than
+    multiprocessing, so that nothing of the caller's ``__main__`` is re-imported (scripts
+    without a main guard, stdin, notebooks all work)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ccfair._sweep_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.task: str | None = None
+
+    def send(self, run_id: str, spec: dict[str, Any], backend: str, out: str) -> None:
+        assert self.proc.stdin is not None
+        line = json.dumps({"run_id": run_id, "spec": spec, "backend": backend, "out": out})
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        self.task = run_id
+
+    def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def _worker_main() -> int:
+    """The loop of a local worker process (see :class:`_Worker`)."""
+    _worker_init()
+    # Keep the protocol stream to ourselves: anything else writing to fd 1 (Python or the
+    # Rust engine) goes to stderr instead.
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        task = json.loads(line)
+        try:
+            res = run_and_save(task["run_id"], task["spec"], task["backend"], task["out"])
+            reply = {"run_id": task["run_id"], "ok": True, "wall_s": res["wall_s"]}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
+            reply = {"run_id": task["run_id"], "ok": False, "error": _one_line(exc)}
+        protocol.write(json.dumps(reply) + "\n")
+    return 0
+
+
+def _run_local(
+    workers: int | None,
+    missing: list[str],
+    specs: dict[str, dict[str, Any]],
+    backend: str,
+    root: Path,
+    outcome: SweepOutcome,
+    bar: _Progress,
+    say: Callable[[str], None],
+) -> None:
+    n = min(workers or os.cpu_count() or 1, len(missing))
+    queue = list(reversed(missing))  # pop() from the end takes them in order
+    pool = [_Worker() for _ in range(n)]
+    sel = selectors.DefaultSelector()
+    for w in pool:
+        assert w.proc.stdout is not None
+        sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+
+    def feed(w: _Worker) -> None:
+        if queue and not outcome.interrupted:
+            rid = queue.pop()
+            try:
+                w.send(rid, specs[rid], backend, str(root))
+            except OSError:
+                outcome.failed[rid] = "a worker process died (killed or out of memory)"
+                w.task = None
+        else:
+            w.task = None
+            w.close()
+
+    def step() -> None:
+        for key, _ in sel.select(timeout=0.5):
+            w: _Worker = key.data
+            line = key.fileobj.readline()  # type: ignore[union-attr]
+            if not line:  # the worker exited
+                sel.unregister(key.fileobj)
+                if w.task is not None:
+                    outcome.failed[w.task] = "a worker process died (killed or out of memory)"
+                    say(f"run {w.task} failed: {outcome.failed[w.task]}")
+                    bar.update()
+                    w.task = None
+                    # Replace it, within limits (a worker that cannot start must not loop).
+                    if queue and not outcome.interrupted and replacements[0] < 2 * n:
+                        replacements[0] += 1
+                        fresh = _Worker()
+                        pool.append(fresh)
+                        assert fresh.proc.stdout is not None
+                        sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+                        feed(fresh)
+                continue
+            reply = json.loads(line)
+            if reply["ok"]:
+                outcome.executed.append(reply["run_id"])
+            else:
+                outcome.failed[reply["run_id"]] = reply["error"]
+                say(f"run {reply['run_id']} failed: {reply['error']}")
+            bar.update()
+            feed(w)
+
+    def busy() -> list[_Worker]:
+        return [w for w in pool if w.task is not None]
+
+    replacements = [0]
+
+    try:
+        for w in pool:
+            feed(w)
+        while busy():
+            step()
+        for rid in reversed(queue):  # left over only if workers kept dying
+            outcome.failed[rid] = "not run: worker processes kept dying"
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        running = busy()
+        say(
+            f"\ninterrupted: finishing the {len(running)} run(s) in progress "
+            "(press Ctrl-C again to abandon them)"
+        )
+        try:
+            while busy():
+                step()
+        except KeyboardInterrupt:
+            # Abandon them: a run without its marker file does not count as finished.
+            pass
+    finally:
+        for w in pool:
+            w.close()
+        for w in pool:
+            if outcome.interrupted and w.task is not None:
+                w.kill()
+            else:
+                try:
+                    w.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    w.kill()
+        sel.close()
+
+
+def _connect(address: str, timeout: float) -> Any:
+    """A Dask client of the scheduler at ``address`` with at least one worker."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise SpecError(
+            "--cluster",
+            address,
+            "needs the dask distributed package: pip install 'ccfair[cluster]'",
+        ) from None
+    try:
+        client = Client(address, timeout=f"{timeout}s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SpecError("--cluster", address, f"cannot be reached: {_one_line(exc)}") from None
+    try:
+        client.wait_for_workers(1, timeout=max(timeout, 60.0))
+    except TimeoutError:
+        client.close()
+        raise SpecError("--cluster", address, "has no workers (none joined within 60 s)") from None
+    return client
+
+
+def _run_dask(
+    client: Any,
+    missing: list[str],
+    specs: dict[str, dict[str, Any]],
+    backend: str,
+    root: Path,
+    outcome: SweepOutcome,
+    bar: _Progress,
+    say: Callable[[str], None],
+) -> None:
+    from distributed import as_completed
+
+    mine = _worker_versions()
+    for worker, version in client.run(_worker_versions).items():
+        if version != mine:
+            say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
+    futures = {
+        client.submit(
+            run_to_bytes, rid, specs[rid], backend, key=f"ccfair-run-{rid}", pure=False
+        ): rid
+        for rid in missing
+    }
+    try:
+        for fut in as_completed(list(futures)):
+            rid = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - record and go on with the others
+                outcome.failed[rid] = _one_line(exc)
+                say(f"run {rid} failed: {outcome.failed[rid]}")
+            else:
+                _save_bytes(root, rid, res["tables"])
+                outcome.executed.append(rid)
+            bar.update()
+            fut.release()
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        say("\ninterrupted: cancelling the runs on the cluster")
+        client.cancel(list(futures))

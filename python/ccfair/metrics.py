@@ -1,0 +1,443 @@
+"""Metrics over a results directory: per flow, per algorithm, per run and per grid point.
+
+Definitions (docs/experiments.md; cca-spec 8.4; DESIGN.md "Units and definitions"):
+
+- goodput: payload bytes delivered in order within the measurement window x 8 / window
+  length (the ``flows`` table's ``goodput_bps``), in Mbit/s here;
+- share of an algorithm: its flows' goodput / all flows' goodput;
+- Jain index: (sum x)^2 / (n sum x^2) over the flows' goodput;
+- bottleneck links of a run: on every flow's data path, the link direction(s) of the lowest
+  rate; utilisation, loss rate and queueing delay are taken over them;
+- loss rate: (queue drops + random drops) / arrivals at the bottleneck(s);
+- queueing delay: mean sojourn at the bottleneck minus one packet's serialisation time (the
+  time spent waiting in the queue), in ms;
+- harm (Ware et al., HotNets 2019): for the flows of algorithm A in a run against other
+  algorithms, against the *baseline* run (the same scenario with every flow running A):
+  goodput harm = (baseline - with) / baseline, delay harm = (with - baseline) / with;
+  computed wherever the sweep includes the baseline run;
+- mean and 95% confidence interval over repetitions: Student t, half-width
+  t(0.975, n-1) x s / sqrt(n).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ccfair.results import ResultsError, finished_run_ids, jain_index, load_table
+from ccfair.topology import PACKET_BYTES
+from ccfair.units import parse_duration, parse_rate
+
+__all__ = ["Results", "bottlenecks", "ci95", "summarize", "t_quantile"]
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+
+
+def _t_pdf(x: float, df: int) -> float:
+    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    return math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
+
+
+def _t_cdf_above_half(x: float, df: int, steps: int = 4000) -> float:
+    # Composite Simpson's rule of the density on [0, x]; the density is smooth there.
+    h = x / steps
+    total = _t_pdf(0.0, df) + _t_pdf(x, df)
+    for i in range(1, steps):
+        total += (4 if i % 2 else 2) * _t_pdf(i * h, df)
+    return 0.5 + total * h / 3
+
+
+@cache
+def t_quantile(p: float, df: int) -> float:
+    """Quantile of Student's t distribution with ``df`` degrees of freedom, for p >= 0.5.
+
+    Computed by bisection on the numerically integrated density (no SciPy needed).
+
+    Example:
+        >>> round(t_quantile(0.975, 1), 3), round(t_quantile(0.975, 10), 3)
+        (12.706, 2.228)
+    """
+    if not 0.5 <= p < 1 or df < 1:
+        raise ValueError(f"t_quantile: need 0.5 <= p < 1 and df >= 1 (got p={p}, df={df})")
+    lo, hi = 0.0, 1.0
+    while _t_cdf_above_half(hi, df) < p:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if _t_cdf_above_half(mid, df) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def ci95(values: Any) -> float:
+    """Half-width of the 95% confidence interval of the mean (NaN for fewer than 2 values).
+
+    Example:
+        >>> round(ci95([1.0, 2.0, 3.0]), 3)
+        2.484
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 2:
+        return float("nan")
+    return t_quantile(0.975, n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
+
+
+def summarize(
+    frame: pd.DataFrame, by: list[str], values: list[str], *, sort: bool = False
+) -> pd.DataFrame:
+    """Mean, 95% CI half-width (``<col>_ci95``) and count (``n``) of ``values`` per group.
+
+    Example:
+        >>> df = pd.DataFrame({"k": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]})
+        >>> summarize(df, ["k"], ["x"]).to_dict("records")[0]["x"]
+        2.0
+    """
+    rows = []
+    for key, group in frame.groupby(by, sort=sort, dropna=False, observed=True):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        row["n"] = len(group)
+        for col in values:
+            row[col] = float(group[col].mean())
+            row[f"{col}_ci95"] = ci95(group[col])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------------------------
+# Bottlenecks
+
+
+def bottlenecks(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(link name, direction) of the bottleneck(s) of a normalised spec: on each flow's data
+    path, the link direction(s) of the lowest rate.
+
+    Example:
+        >>> import ccfair
+        >>> bottlenecks(ccfair.dumbbell(2, "reno").resolve().normalized)
+        [('bottleneck', 'ab')]
+    """
+    by_pair: dict[tuple[str, str], tuple[str, str, int]] = {}
+    for link in spec["links"]:
+        a, b = link["between"]
+        rate = parse_rate(link["rate"]) or 0
+        by_pair[(a, b)] = (link["name"], "ab", rate)
+        by_pair[(b, a)] = (link["name"], "ba", rate)
+    out: list[tuple[str, str]] = []
+    for flow in spec["flows"]:
+        hops = [by_pair[(u, v)] for u, v in zip(flow["path"], flow["path"][1:], strict=False)]
+        low = min(h[2] for h in hops)
+        for name, direction, rate in hops:
+            if rate == low and (name, direction) not in out:
+                out.append((name, direction))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# A results directory
+
+
+class Results:
+    """The finished runs of a results directory with their grid points, and the metric
+    tables over them. Tables are read once and cached.
+
+    Attributes:
+        root: the directory.
+        record: its ``sweep.json`` record, or None (a directory of ``ccfair run --out``).
+        run_ids: finished runs.
+        axes: grid key -> labels in grid order (empty without a sweep record).
+
+    Example:
+        >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
+        >>> res.point_summary(res.runs(), ["jain", "utilisation"]).head()  # doctest: +SKIP
+    """
+
+    def __init__(self, results_dir: str | os.PathLike[str]) -> None:
+        from ccfair.executor import read_sweep_record
+
+        self.root = Path(results_dir)
+        if not self.root.is_dir():
+            raise ResultsError(f"{self.root}: no such results directory")
+        self.record = read_sweep_record(self.root)
+        self.run_ids = finished_run_ids(self.root)
+        if not self.run_ids:
+            raise ResultsError(f"{self.root}: no finished runs")
+        self.axes: dict[str, list[Any]] = dict(self.record["axes"]) if self.record else {}
+        self._cache: dict[str, pd.DataFrame] = {}
+
+    # ---- raw tables -------------------------------------------------------------------
+
+    def table(self, name: str) -> pd.DataFrame:
+        """A results table over all finished runs (``runs``, ``flows``, ``link_summary``,
+        ``timeseries``, ``links``)."""
+        if name not in self._cache:
+            self._cache[name] = load_table(self.root, name, self.run_ids)
+        return self._cache[name]
+
+    def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
+        """The time series tables of one run (``timeseries``, ``links``)."""
+        from ccfair.results import read_run_table
+
+        return {
+            t: read_run_table(self.root / t / f"{run_id}.parquet") for t in ("timeseries", "links")
+        }
+
+    @property
+    def grid_keys(self) -> list[str]:
+        """The grid keys in order."""
+        return list(self.axes)
+
+    @property
+    def n_expected(self) -> int:
+        """Distinct runs of the sweep (finished or not)."""
+        return len(self.record["run_ids"]) if self.record else len(self.run_ids)
+
+    def specs(self) -> dict[str, dict[str, Any]]:
+        """Run id -> normalised spec."""
+        if "_specs" not in self._cache:
+            runs = self.table("runs")
+            self._cache["_specs"] = {  # type: ignore[assignment]
+                rid: json.loads(s) for rid, s in zip(runs["run_id"], runs["spec_json"], strict=True)
+            }
+        return self._cache["_specs"]  # type: ignore[return-value]
+
+    # ---- points -----------------------------------------------------------------------
+
+    def points(self) -> pd.DataFrame:
+        """One row per sweep point of a finished run: ``index``, ``run_id``, ``rep``,
+        ``seed``, ``baseline`` and a column per grid key (its label). Without a sweep record,
+        one row per run."""
+        if "points" in self._cache:
+            return self._cache["points"]
+        finished = set(self.run_ids)
+        if self.record is None:
+            frame = pd.DataFrame(
+                {
+                    "index": range(len(self.run_ids)),
+                    "run_id": self.run_ids,
+                    "rep": 0,
+                    "seed": np.nan,
+                    "baseline": None,
+                }
+            )
+        else:
+            rows = [
+                {
+                    "index": p["index"],
+                    "run_id": p["run_id"],
+                    "rep": p["rep"],
+                    "seed": p["seed"],
+                    "baseline": p["baseline"],
+                    **p["params"],
+                }
+                for p in self.record["points"]
+                if p["run_id"] in finished
+            ]
+            frame = pd.DataFrame(
+                rows, columns=["index", "run_id", "rep", "seed", "baseline", *self.grid_keys]
+            )
+            # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
+            for key in self.grid_keys:
+                frame[key] = pd.Series([r.get(key) for r in rows], index=frame.index, dtype=object)
+        self._cache["points"] = frame
+        return frame
+
+    # ---- metric tables ----------------------------------------------------------------
+
+    def flows(self) -> pd.DataFrame:
+        """One row per point and flow: grid labels, rep, and the flow's summary
+        (``goodput_mbps``, ``share``, ``rtt_mean_ms``, ``rtt_min_ms``, ``retrans_pkts``...)."""
+        flows = self.table("flows").copy()
+        flows["rtt_mean_ms"] = flows["rtt_mean_us"] / 1e3
+        flows["rtt_min_ms"] = flows["rtt_min_us"] / 1e3
+        return self.points().merge(flows, on="run_id", how="inner", suffixes=("", "_of_run"))
+
+    def runs(self) -> pd.DataFrame:
+        """One row per point: grid labels, rep, and run metrics: ``goodput_mbps`` (all flows),
+        ``jain``, ``share_<cca>`` per algorithm, and at the bottleneck(s) ``utilisation``,
+        ``loss_rate``, ``qdelay_ms``, ``buffer_pkts``, ``buffer_bdp``."""
+        flows = self.table("flows")
+        links = self.table("link_summary")
+        specs = self.specs()
+        ccas = list(dict.fromkeys(flows["cca"]))
+        links_by_run = dict(tuple(links.groupby("run_id", sort=False)))
+        rows = []
+        for rid, group in flows.groupby("run_id", sort=False):
+            total = float(group["goodput_bps"].sum())
+            row: dict[str, Any] = {
+                "run_id": rid,
+                "n_flows": len(group),
+                "goodput_mbps": total / 1e6,
+                "jain": jain_index(group["goodput_bps"].to_numpy()),
+            }
+            for cca in ccas:
+                mine = group[group["cca"] == cca]
+                row[f"share_{cca}"] = (
+                    float(mine["goodput_bps"].sum()) / total if len(mine) and total > 0 else np.nan
+                )
+            bn = bottlenecks(specs[rid])
+            ls = links_by_run.get(rid, links.iloc[0:0])
+            keep = [
+                (n, d) in bn
+                for n, d in zip(
+                    ls["link_name"].astype(str), ls["direction"].astype(str), strict=True
+                )
+            ]
+            sel = ls[keep]
+            row["bottleneck"] = ",".join(f"{n}:{d}" for n, d in bn)
+            if len(sel):
+                service_us = PACKET_BYTES * 8 / sel["rate_bps"] * 1e6
+                arrivals = float(sel["arrivals"].sum())
+                drops = float((sel["drops_queue"] + sel["drops_random"]).sum())
+                row["utilisation"] = float(sel["utilisation"].mean())
+                row["loss_rate"] = drops / arrivals if arrivals > 0 else np.nan
+                qdelay_us = (sel["mean_sojourn_us"] - service_us).clip(lower=0).mean()
+                row["qdelay_ms"] = float(qdelay_us) / 1e3
+                row["buffer_pkts"] = float(sel["buffer_pkts"].mean())
+                row["buffer_bdp"] = float(sel["buffer_bdp"].mean())
+            rows.append(row)
+        return self.points().merge(
+            pd.DataFrame(rows), on="run_id", how="inner", suffixes=("", "_of_run")
+        )
+
+    def ccas(self) -> pd.DataFrame:
+        """One row per point and algorithm: ``flows`` (count), ``goodput_mbps`` (sum over its
+        flows), ``per_flow_mbps`` (mean over its flows), ``share``, ``rtt_mean_ms``,
+        ``retrans_pkts``."""
+        flows = self.flows()
+        keys = list(self.points().columns)
+        data = flows.assign(baseline=flows["baseline"].fillna(""))
+        total = data.groupby(["index"])["goodput_bps"].transform("sum")
+        data = data.assign(_total=total)
+        out = (
+            data.groupby([*keys, "cca"], sort=False, dropna=False)
+            .agg(
+                flows=("name", "count"),
+                goodput_bps=("goodput_bps", "sum"),
+                total_bps=("_total", "first"),
+                per_flow_mbps=("goodput_mbps", "mean"),
+                rtt_mean_ms=("rtt_mean_ms", "mean"),
+                retrans_pkts=("retrans_pkts", "sum"),
+            )
+            .reset_index()
+        )
+        out["goodput_mbps"] = out["goodput_bps"] / 1e6
+        out["share"] = out["goodput_bps"] / out["total_bps"]
+        out["baseline"] = out["baseline"].replace("", None)
+        return out.drop(columns=["goodput_bps", "total_bps"])
+
+    def harm(self) -> pd.DataFrame:
+        """Harm (Ware et al., HotNets 2019) wherever the baseline run is in the directory.
+
+        One row per point and incumbent algorithm A of a mixed run: ``contender`` (the other
+        algorithms), ``goodput_mbps`` of A's flows and ``baseline_mbps`` of the same flows in
+        the baseline run (every flow running A; same scenario and seed), ``harm_goodput`` =
+        (baseline - with) / baseline, and ``harm_rtt`` = (with - baseline) / with of their
+        mean RTT. Empty when no baseline run is present.
+        """
+        from ccfair.api import run_id_of
+        from ccfair.spec import Scenario
+        from ccfair.sweep import baseline_spec
+
+        runs = self.table("runs")
+        flows = self.table("flows")
+        specs = self.specs()
+        backend = dict(zip(runs["run_id"], runs["backend"], strict=True))
+        finished = set(self.run_ids)
+        by_run = dict(tuple(flows.groupby("run_id", sort=False)))
+        rows = []
+        for rid, group in by_run.items():
+            ccas = list(dict.fromkeys(group["cca"]))
+            if len(ccas) < 2:
+                continue
+            for cca in ccas:
+                bspec = baseline_spec(specs[rid], cca)
+                try:
+                    normalized = Scenario.from_normalized(bspec).resolve().normalized
+                except ValueError:  # e.g. an algorithm no longer registered
+                    continue
+                brid = run_id_of(normalized, backend[rid])
+                if brid not in finished:
+                    continue
+                mine = group[group["cca"] == cca]
+                base = by_run[brid]
+                base = base[base["name"].isin(mine["name"])]
+                with_bps = float(mine["goodput_bps"].sum())
+                base_bps = float(base["goodput_bps"].sum())
+                with_rtt = float(mine["rtt_mean_us"].mean())
+                base_rtt = float(base["rtt_mean_us"].mean())
+                rows.append(
+                    {
+                        "run_id": rid,
+                        "baseline_run_id": brid,
+                        "incumbent": cca,
+                        "contender": "+".join(c for c in ccas if c != cca),
+                        "goodput_mbps": with_bps / 1e6,
+                        "baseline_mbps": base_bps / 1e6,
+                        "harm_goodput": (base_bps - with_bps) / base_bps
+                        if base_bps > 0
+                        else np.nan,
+                        "rtt_ms": with_rtt / 1e3,
+                        "baseline_rtt_ms": base_rtt / 1e3,
+                        "harm_rtt": (with_rtt - base_rtt) / with_rtt if with_rtt > 0 else np.nan,
+                    }
+                )
+        frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
+        points = self.points()
+        return points[points["baseline"].isna()].merge(
+            frame, on="run_id", how="inner", suffixes=("", "_of_run")
+        )
+
+    # ---- aggregation over repetitions -------------------------------------------------
+
+    def point_summary(
+        self, frame: pd.DataFrame, values: list[str], extra_keys: list[str] | None = None
+    ) -> pd.DataFrame:
+        """Mean and 95% CI of ``values`` over repetitions per grid point (and per
+        ``extra_keys``, e.g. ``["name"]`` for flows, ``["cca"]`` for algorithms), in grid order.
+        Baseline points are kept apart (column ``baseline``, "" for grid points)."""
+        by = [*self.grid_keys, "baseline", *(extra_keys or [])]
+        data = frame.assign(baseline=frame["baseline"].fillna(""))
+        data = data.sort_values("index", kind="stable")
+        out = summarize(data, by, [v for v in values if v in data.columns])
+        if len(out) and (out["baseline"] == "").all():
+            out = out.drop(columns=["baseline"])
+        return out
+
+
+_HARM_COLUMNS = [
+    "run_id",
+    "baseline_run_id",
+    "incumbent",
+    "contender",
+    "goodput_mbps",
+    "baseline_mbps",
+    "harm_goodput",
+    "rtt_ms",
+    "baseline_rtt_ms",
+    "harm_rtt",
+]
+
+
+def seconds_of(label: Any) -> float:
+    """A duration label (``"18ms"`` or a number of seconds) in seconds, NaN if it is none.
+
+    Example:
+        >>> seconds_of("18ms")
+        0.018
+    """
+    ns = parse_duration(label)
+    return float("nan") if ns is None else ns / 1e9

@@ -1,0 +1,614 @@
+"""Figures for papers: heatmaps, throughput-vs-buffer curves, time series, model vs measured.
+
+Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
+state, no backend switch); :func:`save` writes it as PNG and SVG. Colours of the algorithms are
+fixed (:data:`CCA_COLORS`) so that figures of one report agree.
+
+Example:
+    >>> from ccfair.metrics import Results
+    >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
+    >>> for name, fig in heatmaps(res, x="delay", y="alpha", by="ccas"):  # doctest: +SKIP
+    ...     save(fig, "figures", name)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ccfair.metrics import Results, bottlenecks
+
+__all__ = [
+    "CCA_COLORS",
+    "bars",
+    "heatmaps",
+    "metric_vs_buffer",
+    "model_vs_measured",
+    "save",
+    "throughput_vs_buffer",
+    "timeseries",
+    "timeseries_rows",
+]
+
+#: One colour per algorithm (matplotlib's tab10 palette), the same in every figure.
+CCA_COLORS = {
+    "reno": "#1f77b4",
+    "cubic": "#ff7f0e",
+    "bbr": "#2ca02c",
+    "copa": "#d62728",
+}
+_EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+# Reproducible SVG files: fixed ids, no date stamp.
+matplotlib.rcParams["svg.hashsalt"] = "ccfair"
+
+
+def cca_color(cca: str) -> str:
+    """The colour of an algorithm."""
+    if cca not in CCA_COLORS:
+        CCA_COLORS[cca] = _EXTRA_COLORS[(len(CCA_COLORS) - 4) % len(_EXTRA_COLORS)]
+    return CCA_COLORS[cca]
+
+
+def save(fig: Figure, out_dir: str | os.PathLike[str], name: str) -> list[Path]:
+    """Write ``fig`` as ``out_dir/name.png`` (150 dpi) and ``out_dir/name.svg``; returns
+    the paths. Files are written under a temporary name and renamed.
+
+    Example:
+        >>> save(timeseries(res, run_id), "figures", "ts-" + run_id)  # doctest: +SKIP
+        [PosixPath('figures/ts-....png'), PosixPath('figures/ts-....svg')]
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext, kwargs in (
+        ("png", {"dpi": 150, "metadata": {"Software": None}}),
+        ("svg", {"metadata": {"Date": None, "Creator": None}}),
+    ):
+        path = out / f"{name}.{ext}"
+        tmp = out / f".{name}.{os.getpid()}.{ext}"
+        fig.savefig(tmp, format=ext, **kwargs)  # the figures use constrained layout
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def slug(text: Any) -> str:
+    """A file-name-safe form of a label.
+
+    Example:
+        >>> slug("reno-bbr / 2ms")
+        'reno-bbr-2ms'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+
+
+def _order(values: Sequence[Any], axis: Sequence[Any] | None) -> list[Any]:
+    present = list(dict.fromkeys(values))
+    if axis:
+        ordered = [v for v in axis if v in present]
+        return ordered + [v for v in present if v not in ordered]
+    try:
+        return sorted(present)
+    except TypeError:
+        return present
+
+
+# --------------------------------------------------------------------------------------------
+# Heatmaps (Harada study: delay x alpha, darker = higher, values annotated)
+
+
+def _flow_group_default(name: str) -> str:
+    return name
+
+
+def parking_lot_groups(name: str) -> str:
+    """Flow grouping for parking lots: the main flow, and the cross flows together."""
+    return "cross flows (mean)" if name.startswith("cross") else name
+
+
+def heatmaps(
+    results: Results,
+    *,
+    x: str,
+    y: str,
+    by: str | None = None,
+    value: str = "goodput_mbps",
+    flow_group: Callable[[str], str] = _flow_group_default,
+    cmap: str = "Blues",
+    unit: str = "Mbit/s",
+) -> list[tuple[str, Figure]]:
+    """One figure per value of ``by`` (e.g. the CCA pair), with one heatmap per flow (or flow
+    group) of the mean ``value`` over repetitions, on the grid axes ``x`` and ``y``; darker =
+    higher, each cell annotated. All panels of a figure share one colour scale.
+
+    Returns (name, figure) pairs, names like ``heatmap-reno-bbr``.
+    """
+    flows = results.flows()
+    flows = flows[flows["baseline"].isna()]
+    if flows.empty:
+        return []
+    flows = flows.assign(group=[flow_group(str(n)) for n in flows["name"]])
+    out = []
+    groups = _order(flows[by], results.axes.get(by)) if by else [None]
+    xs_all = _order(flows[x], results.axes.get(x))
+    ys_all = _order(flows[y], results.axes.get(y))
+    for g in groups:
+        data = flows if g is None else flows[flows[by] == g]
+        # Mean over the flows of a group within a run, then over repetitions.
+        per_run = (
+            data.groupby(["run_id", x, y, "group"], sort=False)
+            .agg(v=(value, "mean"), cca=("cca", lambda c: "/".join(dict.fromkeys(c))))
+            .reset_index()
+        )
+        cells = per_run.groupby([x, y, "group"], sort=False).agg(
+            v=("v", "mean"), cca=("cca", "first")
+        )
+        panels = list(dict.fromkeys(per_run["group"]))
+        vmax = float(np.nanmax(cells["v"])) if len(cells) else 1.0
+        ncol = len(panels)
+        fig = Figure(
+            figsize=(0.9 + 3.1 * ncol, 0.8 + 0.42 * len(ys_all) + 0.9), layout="constrained"
+        )
+        axes = fig.subplots(1, ncol, squeeze=False)[0]
+        image = None
+        for ax, panel in zip(axes, panels, strict=True):
+            grid = np.full((len(ys_all), len(xs_all)), np.nan)
+            cca = ""
+            for i, yv in enumerate(ys_all):
+                for j, xv in enumerate(xs_all):
+                    key = (xv, yv, panel)
+                    if key in cells.index:
+                        grid[i, j] = cells.loc[key, "v"]
+                        cca = cells.loc[key, "cca"]
+            image = ax.imshow(
+                grid, cmap=cmap, vmin=0, vmax=vmax or 1.0, origin="lower", aspect="auto"
+            )
+            for i in range(len(ys_all)):
+                for j in range(len(xs_all)):
+                    v = grid[i, j]
+                    if math.isfinite(v):
+                        dark = v > 0.55 * (vmax or 1.0)
+                        ax.text(
+                            j,
+                            i,
+                            f"{v:.1f}",
+                            ha="center",
+                            va="center",
+                            fontsize=8,
+                            color="white" if dark else "black",
+                        )
+            ax.set_xticks(range(len(xs_all)), [str(v) for v in xs_all])
+            ax.set_yticks(range(len(ys_all)), [str(v) for v in ys_all])
+            ax.set_xlabel(x)
+            ax.set_ylabel(y)
+            ax.set_title(f"{panel} ({cca})" if cca else str(panel), fontsize=10)
+        if image is not None:
+            fig.colorbar(image, ax=list(axes), label=f"{value.replace('_mbps', '')} [{unit}]")
+        title = results.record["name"] if results.record else results.root.name
+        fig.suptitle(f"{title}: {by} = {g}" if g is not None else title, fontsize=11)
+        out.append((f"heatmap-{slug(g) if g is not None else 'all'}", fig))
+    return out
+
+
+def _log2_axis(ax: Any, values: Any) -> None:
+    """Log2 x axis ticked at the grid values, labelled as written (0.5, 1, 2, ...)."""
+    ticks = sorted({float(v) for v in values})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+
+
+# --------------------------------------------------------------------------------------------
+# Curves over the buffer (Copa study: throughput vs buffer per CCA, with CI bands)
+
+
+def throughput_vs_buffer(
+    results: Results,
+    *,
+    x: str = "alpha",
+    panels: Sequence[str] = (),
+    value: str = "per_flow_mbps",
+    ylabel: str = "mean throughput per flow [Mbit/s]",
+) -> list[tuple[str, Figure]]:
+    """Mean ``value`` per algorithm against the buffer axis ``x`` (log2), one line per
+    algorithm with its 95% CI over repetitions as a band; one panel per combination of the
+    ``panels`` grid keys, in one figure."""
+    table = results.ccas()
+    table = table[table["baseline"].isna()]
+    if table.empty:
+        return []
+    keys = [k for k in panels if k in table.columns]
+    summary = results.point_summary(table, [value], ["cca"])
+    combos = (
+        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
+        if keys
+        else [()]
+    )
+    ncol = min(len(combos), 3)
+    nrow = math.ceil(len(combos) / ncol)
+    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    xs_order = results.axes.get(x)
+    for ax, combo in zip(axes, combos, strict=False):
+        sel = summary
+        for k, v in zip(keys, combo, strict=True):
+            sel = sel[sel[k] == v]
+        for cca in dict.fromkeys(sel["cca"]):
+            line = sel[sel["cca"] == cca]
+            order = _order(line[x], xs_order)
+            line = line.set_index(x).loc[order].reset_index()
+            xv = np.asarray([float(v) for v in line[x]])
+            mean = line[value].to_numpy(dtype=float)
+            ci = np.nan_to_num(line[f"{value}_ci95"].to_numpy(dtype=float))
+            color = cca_color(str(cca))
+            ax.plot(xv, mean, marker="o", ms=3.5, color=color, label=str(cca))
+            lo = np.clip(mean - ci, 0, None)  # throughput is never negative
+            ax.fill_between(xv, lo, mean + ci, color=color, alpha=0.2, linewidth=0)
+        _log2_axis(ax, summary[x])
+        ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
+        ax.legend(fontsize=8)
+    for ax in axes[len(combos) :]:
+        ax.set_visible(False)
+    return [("throughput-vs-buffer", fig)]
+
+
+#: Run metrics that live in [0, 1]: their axes and CI bands are kept there.
+_UNIT_INTERVAL = {"jain", "utilisation", "loss_rate"}
+
+
+def metric_vs_buffer(
+    results: Results,
+    *,
+    metric: str,
+    x: str = "alpha",
+    lines: str | None = None,
+    panels: Sequence[str] = (),
+    ylabel: str | None = None,
+    name: str | None = None,
+) -> list[tuple[str, Figure]]:
+    """A run metric (e.g. ``jain``, ``utilisation``, ``qdelay_ms``) against the buffer axis,
+    one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
+    Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
+    clipped to it."""
+    runs = results.runs()
+    runs = runs[runs["baseline"].isna()]
+    if runs.empty or metric not in runs.columns:
+        return []
+    bounded = metric in _UNIT_INTERVAL or metric.startswith("share_")
+    summary = results.point_summary(runs, [metric])
+    keys = [k for k in panels if k in summary.columns]
+    combos = (
+        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
+        if keys
+        else [()]
+    )
+    ncol = min(len(combos), 3)
+    nrow = math.ceil(len(combos) / ncol)
+    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, combo in zip(axes, combos, strict=False):
+        sel = summary
+        for k, v in zip(keys, combo, strict=True):
+            sel = sel[sel[k] == v]
+        line_values = _order(sel[lines], results.axes.get(lines)) if lines else [None]
+        for i, lv in enumerate(line_values):
+            line = sel if lv is None else sel[sel[lines] == lv]
+            order = _order(line[x], results.axes.get(x))
+            line = line.groupby(x, sort=False).first().loc[order].reset_index()
+            xv = np.asarray([float(v) for v in line[x]])
+            mean = line[metric].to_numpy(dtype=float)
+            ci = np.nan_to_num(line[f"{metric}_ci95"].to_numpy(dtype=float))
+            color = f"C{i}"
+            ax.plot(
+                xv, mean, marker="o", ms=3.5, color=color, label=f"{lines}={lv}" if lines else None
+            )
+            lo, hi = mean - ci, mean + ci
+            if bounded:  # a CI of 2 repetitions can leave [0, 1]; the metric cannot
+                lo, hi = np.clip(lo, 0, 1), np.clip(hi, 0, 1)
+            ax.fill_between(xv, lo, hi, color=color, alpha=0.2, linewidth=0)
+        _log2_axis(ax, summary[x])
+        ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
+        ax.set_ylabel(ylabel or metric)
+        if bounded:
+            ax.set_ylim(0, 1.03)
+        ax.grid(alpha=0.3)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
+        if lines:
+            ax.legend(fontsize=8)
+    for ax in axes[len(combos) :]:
+        ax.set_visible(False)
+    return [(name or f"{metric}-vs-{x}", fig)]
+
+
+def bars(
+    results: Results,
+    *,
+    value: str,
+    x: str,
+    hue: str | None = None,
+    panels: Sequence[str] = (),
+    cca: str | None = None,
+    ylabel: str | None = None,
+    name: str | None = None,
+) -> list[tuple[str, Figure]]:
+    """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
+    ``per_flow_mbps`` or ``share``) of algorithm ``cca`` over the grid key ``x``, one bar per
+    value of ``hue``, one panel per ``panels`` combination; error bars are 95% CIs."""
+    table = results.ccas()
+    table = table[table["baseline"].isna()]
+    if cca is not None:
+        table = table[table["cca"] == cca]
+    if table.empty:
+        return []
+    summary = results.point_summary(table, [value], ["cca"])
+    keys = [k for k in panels if k in summary.columns]
+    combos = (
+        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
+        if keys
+        else [()]
+    )
+    fig = Figure(figsize=(4.8 * len(combos), 3.4), layout="constrained")
+    axes = fig.subplots(1, len(combos), squeeze=False)[0]
+    xs = _order(summary[x], results.axes.get(x))
+    hues = _order(summary[hue], results.axes.get(hue)) if hue else [None]
+    width = 0.8 / len(hues)
+    for ax, combo in zip(axes, combos, strict=True):
+        sel = summary
+        for k, v in zip(keys, combo, strict=True):
+            sel = sel[sel[k] == v]
+        for i, h in enumerate(hues):
+            part = sel if h is None else sel[sel[hue] == h]
+            means, cis = [], []
+            for xv in xs:
+                row = part[part[x] == xv]
+                means.append(float(row[value].mean()) if len(row) else np.nan)
+                cis.append(float(row[f"{value}_ci95"].mean()) if len(row) else np.nan)
+            pos = np.arange(len(xs)) + (i - (len(hues) - 1) / 2) * width
+            ax.bar(
+                pos,
+                means,
+                width,
+                yerr=np.nan_to_num(cis),
+                capsize=2,
+                color=f"C{i}",
+                label=f"{hue}={h}" if hue else None,
+            )
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right")
+        ax.set_xlabel(x)
+        ax.set_ylabel(ylabel or value)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
+        if hue:
+            ax.legend(fontsize=8)
+    return [(name or f"{value}-by-{slug(x)}", fig)]
+
+
+# --------------------------------------------------------------------------------------------
+# Time series of one run
+
+
+def _smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average; near the ends it averages the samples that exist (a plain
+    convolution would pad with zeros and drag the first and last points down)."""
+    if window <= 1 or len(values) < window:
+        return values
+    kernel = np.ones(window)
+    sums = np.convolve(values, kernel, mode="same")
+    counts = np.convolve(np.ones(len(values)), kernel, mode="same")
+    return sums / counts
+
+
+def timeseries(
+    results: Results,
+    run_id: str,
+    *,
+    title: str | None = None,
+    smooth_s: float = 0.5,
+    max_flows: int = 6,
+) -> Figure:
+    """Time series of one run: goodput per flow (moving average over ``smooth_s``), cwnd
+    and in-flight packets, smoothed RTT, RTprop (BBR) or min RTT, the bottleneck queue, and,
+    when Copa flows are present, Copa's delta and mode. At most ``max_flows`` flows are drawn
+    (the first ones); the title says when some are left out."""
+    tables = results.run_tables(run_id)
+    ts = tables["timeseries"]
+    links = tables["links"]
+    spec = results.specs()[run_id]
+    names = [f["name"] for f in spec["flows"]]
+    ccas = {f["name"]: f["cca"] for f in spec["flows"]}
+    shown = names[:max_flows]
+    has_copa = "copa_delta" in ts.columns and ts["copa_delta"].notna().any()
+    rows = 6 if has_copa else 5
+    fig = Figure(figsize=(8.5, 1.9 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, 1, sharex=True)
+    dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
+    window = max(1, round(smooth_s / dt)) if dt > 0 else 1
+    styles = ["-", "--", ":", "-."]
+    for name in shown:
+        f = ts[ts["flow_name"].astype(str) == name].sort_values("t_s")
+        color = cca_color(ccas[name])
+        ls = styles[[n for n in shown if ccas[n] == ccas[name]].index(name) % len(styles)]
+        label = f"{name} ({ccas[name]})"
+        t = f["t_s"].to_numpy()
+        axes[0].plot(
+            t,
+            _smooth(f["goodput_bps"].to_numpy() / 1e6, window),
+            color=color,
+            ls=ls,
+            lw=1,
+            label=label,
+        )
+        axes[1].plot(t, f["cwnd_pkts"], color=color, ls=ls, lw=1, label=f"{name} cwnd")
+        axes[1].plot(t, f["inflight_pkts"], color=color, ls=ls, lw=0.6, alpha=0.5)
+        axes[2].plot(t, f["srtt_us"] / 1e3, color=color, ls=ls, lw=1)
+        if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+            axes[3].plot(
+                t, f["bbr_rtprop_us"] / 1e3, color=color, ls=ls, lw=1.2, label=f"{name} RTprop"
+            )
+        else:
+            axes[3].plot(
+                t, f["min_rtt_us"] / 1e3, color=color, ls=ls, lw=1, label=f"{name} min RTT"
+            )
+        if has_copa and ccas[name] == "copa":
+            axes[5].plot(t, f["copa_delta"], color=color, ls=ls, lw=1, label=f"{name} delta")
+            comp = f["copa_mode_competitive"].to_numpy(dtype=float)
+            axes[5].fill_between(
+                t,
+                0,
+                np.nan_to_num(comp) * np.nanmax(f["copa_delta"]),
+                color=color,
+                alpha=0.12,
+                step="post",
+            )
+    for bn_name, direction in bottlenecks(spec):
+        q = links[
+            (links["link_name"].astype(str) == bn_name)
+            & (links["direction"].astype(str) == direction)
+        ]
+        q = q.sort_values("t_s")
+        axes[4].plot(q["t_s"], q["queue_pkts"], lw=0.8, label=f"{bn_name} ({direction})")
+    buffers = [
+        link["buffer_pkts"] for link in spec["links"] if (link["name"], "ab") in bottlenecks(spec)
+    ]
+    if buffers:
+        axes[4].axhline(max(buffers), color="black", lw=0.6, ls=":", label="buffer")
+    axes[0].set_ylabel("goodput\n[Mbit/s]")
+    axes[1].set_ylabel("cwnd (thin: in flight)\n[packets]")
+    axes[2].set_ylabel("smoothed RTT\n[ms]")
+    axes[3].set_ylabel("RTprop / min RTT\n[ms]")
+    axes[4].set_ylabel("bottleneck queue\n[packets]")
+    if has_copa:
+        axes[5].set_ylabel("Copa delta\n(shaded: competitive)")
+    axes[-1].set_xlabel("time [s]")
+    axes[0].legend(fontsize=7, ncol=min(3, len(shown)), loc="upper right")
+    if len(bottlenecks(spec)) <= 3:
+        axes[4].legend(fontsize=7, loc="upper right")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].set_ylim(bottom=0)
+    more = f" (first {len(shown)} of {len(names)} flows)" if len(shown) < len(names) else ""
+    fig.suptitle((title or f"run {run_id}") + more, fontsize=10)
+    return fig
+
+
+def timeseries_rows(
+    results: Results,
+    runs: Sequence[tuple[str, str]],
+    *,
+    what: str = "goodput",
+    smooth_s: float = 0.5,
+    title: str | None = None,
+) -> Figure:
+    """One row per (label, run id), sharing the time axis, to compare runs: ``what`` is
+    ``"goodput"`` (each flow's goodput, moving average over ``smooth_s``) or ``"rtt"`` (each
+    flow's smoothed RTT, and BBR's RTprop estimate, dashed)."""
+    if what not in ("goodput", "rtt"):
+        raise ValueError(f"what: {what!r} is not 'goodput' or 'rtt'")
+    fig = Figure(figsize=(8.5, 1.6 * len(runs) + 0.8), layout="constrained")
+    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    specs = results.specs()
+    for ax, (label, rid) in zip(axes, runs, strict=True):
+        ts = results.run_tables(rid)["timeseries"]
+        ccas = {f["name"]: f["cca"] for f in specs[rid]["flows"]}
+        dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
+        window = max(1, round(smooth_s / dt)) if dt > 0 else 1
+        for name, cca in ccas.items():
+            f = ts[ts["flow_name"].astype(str) == name].sort_values("t_s")
+            t = f["t_s"].to_numpy()
+            color = cca_color(cca)
+            if what == "goodput":
+                y = _smooth(f["goodput_bps"].to_numpy() / 1e6, window)
+                ax.plot(t, y, color=color, lw=1, label=f"{name} ({cca})")
+            else:
+                ax.plot(t, f["srtt_us"] / 1e3, color=color, lw=1, label=f"{name} ({cca}) RTT")
+                if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+                    ax.plot(
+                        t,
+                        f["bbr_rtprop_us"] / 1e3,
+                        color=color,
+                        lw=1.3,
+                        ls="--",
+                        label=f"{name} RTprop",
+                    )
+        ax.set_title(label, fontsize=9, loc="left")
+        ax.set_ylabel("goodput [Mbit/s]" if what == "goodput" else "RTT [ms]")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper right", ncol=3)
+    axes[-1].set_xlabel("time [s]")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Model vs measurement
+
+
+def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure | None:
+    """Measured BBR share against the Ware et al. predictions: left, measured vs predicted
+    (full N-flow form, and the simple form) with the identity line; right, share against the
+    buffer in BDPs (X) with the model curves. ``model`` is :func:`ccfair.models.model_table`."""
+    from ccfair.models import ware_full_share, ware_simple_share
+
+    if model.empty:
+        return None
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    groups = list(dict.fromkeys(model[by])) if by and by in model.columns else [None]
+    for i, g in enumerate(groups):
+        sel = model if g is None else model[model[by] == g]
+        color = f"C{i}"
+        label = f"{by}={g}" if g is not None else "points"
+        left.scatter(
+            sel["ware_full"], sel["measured"], s=18, color=color, label=f"{label}: full form"
+        )
+        left.scatter(
+            sel["ware_simple"],
+            sel["measured"],
+            s=18,
+            facecolors="none",
+            edgecolors=color,
+            label=f"{label}: simple form",
+        )
+        right.scatter(sel["x_bdp"], sel["measured"], s=18, color=color, label=f"{label} measured")
+    left.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--", label="measured = predicted")
+    left.set_xlim(0, 1.02)
+    left.set_ylim(0, 1.02)
+    left.set_xlabel("predicted BBR share (Ware et al. 2019)")
+    left.set_ylabel("measured BBR share")
+    left.legend(fontsize=7)
+    left.grid(alpha=0.3)
+    xs = np.geomspace(
+        max(0.25, float(model["x_bdp"].min()) * 0.8), float(model["x_bdp"].max()) * 1.25, 200
+    )
+    right.plot(xs, [ware_simple_share(x) for x in xs], color="black", ls=":", label="simple form")
+    # The full form depends on c, l and N too: draw it for each distinct (c, l, N).
+    for (c, l_s, n), _ in model.groupby(["c_pps", "l_s", "n_bbr"]):
+        right.plot(
+            xs,
+            [ware_full_share(c, l_s, x * c * l_s, int(n)) for x in xs],
+            lw=0.9,
+            label=f"full form, RTT {l_s * 1e3:.0f} ms, N={int(n)}",
+        )
+    right.set_xscale("log", base=2)
+    right.set_xlabel("buffer X [BDP]")
+    right.set_ylabel("BBR share of goodput")
+    right.set_ylim(0, 1.02)
+    right.legend(fontsize=7)
+    right.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,1056 @@
+"""Sweeps: a base scenario, a grid of parameters, repetitions and filters, expanded into runs.
+
+A sweep spec (TOML, a dict of the same shape, or :class:`Sweep`) has a ``[base]`` scenario and
+a ``[grid]`` of parameters, each with the list of values to take::
+
+    name = "buffers"
+    repetitions = 2                       # seeds base_seed, base_seed + 1, ...
+    filters = ["not (delay == '100ms' and alpha > 8)"]
+
+    [base]                                # a builder and its arguments ...
+    builder = "dumbbell"
+    duration = "30s"
+    sample_interval = "100ms"
+
+    [grid]
+    ccas = [["reno", "bbr"], ["cubic", "bbr"]]   # derived: the flows' algorithms
+    delay = ["2ms", "18ms"]                      # derived: bottleneck one-way delay
+    alpha = [0.5, 1, 2, 4]                       # derived: bottleneck buffer in BDP
+    "links.bottleneck.loss" = [0.0, 0.001]       # any scenario field by dotted path
+
+The base is either a builder (``builder = "dumbbell"`` or ``"parking_lot"`` plus the builder's
+keyword arguments, see docs/spec.md), a scenario table of the TOML schema, or
+``file = "scenario.toml"`` (relative to the sweep file). Grid keys are derived parameters
+(:data:`DERIVED`), builder arguments, or dotted paths into the scenario (``duration``,
+``links.bottleneck.delay``, ``links[2].buffer.bdp``, ``flows.flow2.cca``,
+``flows.*.cca_params.bw_rtts``, ``tcp.sack``). A grid axis given as a table names its values
+(``"params.bbr" = {stock = {}, expire = {rtprop_trigger = "rtt_ratio"}}``); the names label the
+points in tables and figures.
+
+Expansion is deterministic: the cartesian product of the axes in the order written (the last
+axis varies fastest), repetitions innermost. Every point is validated before anything runs, and
+gets the content-hash run id of its normalised scenario (:func:`ccfair.api.run_id_of`), so two
+points that describe the same run share one id and run once. See docs/experiments.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import inspect
+import itertools
+import json
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccfair.api import BACKENDS, run_id_of
+from ccfair.errors import SpecError, show
+from ccfair.spec import Flow, Link, Scenario, dumbbell, parking_lot
+from ccfair.units import format_duration, parse_duration, parse_rate
+
+__all__ = ["DERIVED", "Point", "Sweep", "SpecError"]
+
+#: Builders a sweep base may name.
+BUILDERS: dict[str, Callable[..., Scenario]] = {"dumbbell": dumbbell, "parking_lot": parking_lot}
+
+#: Derived grid parameters and what they set.
+DERIVED: dict[str, str] = {
+    "delay": "one-way delay of the bottleneck link(s)",
+    "alpha": "buffer of the bottleneck link(s), as a multiple of the reference flow's BDP",
+    "rate": "rate of the bottleneck link(s)",
+    "loss": "random loss probability of the bottleneck link(s)",
+    "ccas": "the flows' algorithms: a list with one per flow, or one per group of flows "
+    "(dumbbell); [main, cross] for a parking lot",
+    "n_flows": "number of flows of a dumbbell",
+    "per_cca": "flows per entry of ccas (dumbbell): n_flows = len(ccas) x per_cca",
+    "rtt_ratio": "dumbbell: flow i's base RTT is spread linearly from flow 1's RTT up to "
+    "rtt_ratio x that (longer sender access links)",
+    "params.<cca>": "cca_params merged into every flow running <cca>",
+}
+
+_BUILDER_ALIASES = {
+    "dumbbell": {
+        "delay": "bottleneck_delay",
+        "alpha": "buffer_bdp",
+        "rate": "bottleneck_rate",
+        "loss": "bottleneck_loss",
+    },
+    "parking_lot": {"delay": "delay", "alpha": "buffer_bdp", "rate": "rate"},
+}
+
+_SWEEP_KEYS = (
+    "name",
+    "description",
+    "base",
+    "grid",
+    "repetitions",
+    "filters",
+    "baselines",
+    "backend",
+    "bottlenecks",
+    "preset",
+)
+
+Label = str | int | float | bool
+
+
+# --------------------------------------------------------------------------------------------
+# Points
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep.
+
+    Attributes:
+        index: position in the expansion (0-based).
+        params: grid key -> label of the value this point takes.
+        rep: repetition number (0-based).
+        seed: the scenario seed of this repetition.
+        baseline: for a baseline point added by ``baselines = true``, the algorithm every
+            flow runs; ``None`` for grid points.
+        scenario: the validated scenario.
+        run_id: content hash of the normalised scenario and backend.
+    """
+
+    index: int
+    params: dict[str, Label]
+    rep: int
+    seed: int
+    baseline: str | None
+    scenario: Scenario
+    run_id: str
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record of this point stored in ``sweep.json``."""
+        return {
+            "index": self.index,
+            "run_id": self.run_id,
+            "rep": self.rep,
+            "seed": self.seed,
+            "baseline": self.baseline,
+            "params": self.params,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Labels and values
+
+
+def _label(value: Any) -> Label:
+    """How a grid value is shown in tables and figures.
+
+    Example:
+        >>> _label(["reno", "bbr"]), _label(2.0), _label({"a": 1})
+        ('reno-bbr', 2.0, '{"a":1}')
+    """
+    if isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, bool | int | float | str) for v in value):
+        return "-".join(str(v) for v in value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _axis(key: str, raw: Any) -> list[tuple[Label, Any]]:
+    if isinstance(raw, Mapping):
+        items = [(str(k), v) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = [(_label(v), v) for v in raw]
+    else:
+        raise SpecError(
+            f"grid.{key}",
+            raw,
+            f'is not a list of values (or a table of named values); e.g. {key} = ["2ms", "18ms"]',
+        )
+    if not items:
+        raise SpecError(f"grid.{key}", raw, "is empty; give at least one value")
+    seen: dict[Label, int] = {}
+    for i, (label, _) in enumerate(items):
+        if label in seen:
+            raise SpecError(
+                f"grid.{key}",
+                raw,
+                f"has two values labelled {show(label)} (entries {seen[label]} and {i}); "
+                "give each value once, or name them with a table",
+            )
+        seen[label] = i
+    for label, value in items:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            raise SpecError(f"grid.{key}", value, "is not a plain value (JSON/TOML)") from None
+        del label
+    return items
+
+
+# --------------------------------------------------------------------------------------------
+# Dotted paths into a scenario dict
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+
+
+def _parse_path(path: str) -> list[str | int]:
+    """``"links[2].buffer.bdp"`` -> ``["links", 2, "buffer", "bdp"]``.
+
+    Example:
+        >>> _parse_path("flows.*.cca_params.bw_rtts")
+        ['flows', '*', 'cca_params', 'bw_rtts']
+    """
+    tokens: list[str | int] = []
+    for part in path.split("."):
+        m = _SEGMENT.fullmatch(part)
+        if not m:
+            raise ValueError(f"segment {part!r} is not a name or name[index]")
+        tokens.append(m.group(1))
+        tokens += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
+    return tokens
+
+
+_FIELDS = {
+    "": tuple(Scenario.model_fields),
+    "links": tuple(Link.model_fields),
+    "flows": tuple(Flow.model_fields),
+}
+
+
+def _check_field(key: str, name: str, section: str) -> None:
+    allowed = _FIELDS[section]
+    if name in allowed:
+        return
+    where = "a scenario field" if not section else f"a field of {section}"
+    hint = difflib.get_close_matches(name, allowed, n=1)
+    more = f'; did you mean "{hint[0]}"?' if hint else ""
+    raise SpecError(
+        f"grid.{key}",
+        None,
+        f"{show(name)} is not {where}{more} (fields: {', '.join(allowed)})",
+        with_value=False,
+    )
+
+
+def _set_path(doc: dict[str, Any], key: str, tokens: list[str | int], value: Any) -> None:
+    """Set ``value`` at the path ``tokens`` of the scenario dict ``doc`` (names select list
+    items by their ``name``; ``*`` selects all)."""
+    _check_field(key, str(tokens[0]), "")
+
+    def walk(node: Any, i: int, section: str) -> None:
+        tok = tokens[i]
+        last = i == len(tokens) - 1
+        if isinstance(node, list):
+            if isinstance(tok, int):
+                if not 0 <= tok < len(node):
+                    raise SpecError(
+                        f"grid.{key}",
+                        None,
+                        f"index [{tok}] is out of range: the scenario has {len(node)} {section}",
+                        with_value=False,
+                    )
+                targets = [node[tok]]
+            elif tok == "*":
+                targets = list(node)
+            else:
+                names = [_item_name(section, j, item) for j, item in enumerate(node)]
+                targets = [item for item, name in zip(node, names, strict=True) if name == tok]
+                if not targets:
+                    raise SpecError(
+                        f"grid.{key}",
+                        None,
+                        f"names no item of {section}: {show(tok)} is not one of {', '.join(names)}",
+                        with_value=False,
+                    )
+            if last:
+                raise SpecError(
+                    f"grid.{key}", None, f"selects {section} items, not a field", with_value=False
+                )
+            for item in targets:
+                nxt = tokens[i + 1]
+                if isinstance(nxt, str) and section in _FIELDS:
+                    _check_field(key, nxt, section)
+                walk(item, i + 1, section)
+            return
+        if not isinstance(node, dict) or not isinstance(tok, str):
+            raise SpecError(
+                f"grid.{key}",
+                None,
+                f"goes through {show(node)}, which has no field {show(tok)}",
+                with_value=False,
+            )
+        if last:
+            node[tok] = value
+            return
+        child = node.get(tok)
+        if child is None:
+            child = node[tok] = {}
+        elif isinstance(child, int | float) and tok in ("buffer", "loss"):
+            # Expand the scalar short forms so that a sub-field can be set.
+            child = node[tok] = (
+                {"packets": child} if tok == "buffer" else {"forward": child, "reverse": child}
+            )
+        walk(child, i + 1, tok if tok in ("links", "flows") else "")
+
+    walk(doc, 0, "")
+
+
+# --------------------------------------------------------------------------------------------
+# Filters: a small, safe expression language over the grid values
+
+
+_ALLOWED_NODES = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    ast.Compare,
+    ast.Eq,
+    ast.NotEq,
+    ast.Lt,
+    ast.LtE,
+    ast.Gt,
+    ast.GtE,
+    ast.In,
+    ast.NotIn,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Subscript,
+    ast.Call,
+)
+
+
+def _seconds(value: Any) -> float:
+    ns = parse_duration(value)
+    if ns is None:
+        raise ValueError(f"seconds({show(value)}): not a duration")
+    return ns / 1e9
+
+
+def _bps(value: Any) -> float:
+    bps = parse_rate(value)
+    if bps is None:
+        raise ValueError(f"bps({show(value)}): not a rate")
+    return float(bps)
+
+
+_FILTER_FUNCS: dict[str, Callable[[Any], Any]] = {
+    "seconds": _seconds,
+    "bps": _bps,
+    "len": len,
+}
+
+
+def _compile_filter(index: int, text: Any, names: Sequence[str]) -> Any:
+    where = f"filters[{index}]"
+    if not isinstance(text, str):
+        raise SpecError(where, text, 'is not an expression string, e.g. "alpha <= 8"')
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise SpecError(where, text, f"is not a valid expression ({exc.msg})") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise SpecError(
+                where,
+                text,
+                f"uses {type(node).__name__}; filters allow comparisons, and/or/not, "
+                "arithmetic, lists, indexing and seconds()/bps()/len()",
+            )
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in _FILTER_FUNCS
+        ):
+            raise SpecError(where, text, "calls a function other than seconds(), bps(), len()")
+        if (
+            isinstance(node, ast.Name)
+            and node.id not in names
+            and node.id not in _FILTER_FUNCS
+            and node.id not in ("p", "True", "False")
+        ):
+            hint = difflib.get_close_matches(node.id, names, n=1)
+            more = f'; did you mean "{hint[0]}"?' if hint else ""
+            raise SpecError(
+                where,
+                text,
+                f"uses {show(node.id)}, which is not a grid key{more} "
+                f'(grid keys: {", ".join(names)}; p["dotted.key"] reads any key)',
+            )
+    return compile(tree, where, "eval")
+
+
+# --------------------------------------------------------------------------------------------
+# The sweep
+
+
+@dataclass
+class Sweep:
+    """A sweep spec: base scenario, grid, repetitions, filters.
+
+    Build one with :meth:`from_toml`, :meth:`from_toml_str` or :meth:`from_dict`; they check
+    the spec's shape. :meth:`expand` validates every point and returns the runs.
+
+    Example:
+        >>> sw = Sweep.from_dict({
+        ...     "name": "demo",
+        ...     "base": {"builder": "dumbbell", "duration": "2s"},
+        ...     "grid": {"ccas": [["reno", "cubic"]], "alpha": [1, 4]},
+        ...     "repetitions": 2,
+        ... })
+        >>> [(p.params["alpha"], p.rep, p.seed) for p in sw.expand()]
+        [(1, 0, 1), (1, 1, 2), (4, 0, 1), (4, 1, 2)]
+    """
+
+    name: str
+    base: dict[str, Any]
+    grid: list[tuple[str, list[tuple[Label, Any]]]]
+    repetitions: int = 1
+    filters: list[str] = field(default_factory=list)
+    baselines: bool = False
+    backend: str = "sim"
+    bottlenecks: list[str] | None = None
+    preset: str | None = None
+    description: str = ""
+
+    # ---- ways in ----------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> Sweep:
+        """Check the shape of a sweep dict (TOML schema) and build the spec.
+
+        ``source`` (the sweep file) anchors a relative ``base.file``.
+        """
+        if not isinstance(data, Mapping):
+            raise SpecError("", data, "is not a sweep table (a dict of keys)")
+        for key in data:
+            if key not in _SWEEP_KEYS:
+                hint = difflib.get_close_matches(key, _SWEEP_KEYS, n=1)
+                more = f'; did you mean "{hint[0]}"?' if hint else ";"
+                raise SpecError(
+                    key,
+                    data[key],
+                    f"unknown key {show(key)} (value {show(data[key])}){more} "
+                    f"allowed keys: {', '.join(_SWEEP_KEYS)}",
+                    with_value=False,
+                )
+        name = data.get("name", "sweep")
+        if not isinstance(name, str) or not name:
+            raise SpecError("name", name, "is not a non-empty string")
+        base = _base(data.get("base"), source)
+        raw_grid = data.get("grid")
+        if raw_grid is None:
+            raise SpecError(
+                "grid", None, "is missing; a sweep needs a [grid] of parameters", with_value=False
+            )
+        if not isinstance(raw_grid, Mapping):
+            raise SpecError("grid", raw_grid, "is not a table of parameter = [values]")
+        if not raw_grid:
+            raise SpecError(
+                "grid",
+                {},
+                "is empty; give at least one parameter with a list of values "
+                '(e.g. alpha = [1, 2]); for a single scenario use "ccfair run"',
+            )
+        grid = [(str(k), _axis(str(k), v)) for k, v in raw_grid.items()]
+        reps = data.get("repetitions", 1)
+        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+            raise SpecError("repetitions", reps, "is not a positive integer")
+        filters = data.get("filters", [])
+        if isinstance(filters, str):
+            filters = [filters]
+        if not isinstance(filters, list):
+            raise SpecError("filters", filters, "is not a list of expressions")
+        baselines = data.get("baselines", False)
+        if not isinstance(baselines, bool):
+            raise SpecError("baselines", baselines, "is not true or false")
+        backend = data.get("backend", "sim")
+        if backend not in BACKENDS:
+            raise SpecError("backend", backend, f"is not a backend; known: {', '.join(BACKENDS)}")
+        bottlenecks = data.get("bottlenecks")
+        if bottlenecks is not None and (
+            not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
+        ):
+            raise SpecError("bottlenecks", bottlenecks, "is not a list of link names")
+        preset = data.get("preset")
+        if preset is not None and not isinstance(preset, str):
+            raise SpecError("preset", preset, "is not a preset name")
+        description = data.get("description", "")
+        if not isinstance(description, str):
+            raise SpecError("description", description, "is not a string")
+        sweep = cls(
+            name=name,
+            base=base,
+            grid=grid,
+            repetitions=reps,
+            filters=list(filters),
+            baselines=baselines,
+            backend=backend,
+            bottlenecks=bottlenecks,
+            preset=preset,
+            description=description,
+        )
+        sweep._check_keys()
+        for i, text in enumerate(sweep.filters):
+            _compile_filter(i, text, sweep.keys)
+        return sweep
+
+    @classmethod
+    def from_toml_str(cls, text: str, *, source: str | None = None) -> Sweep:
+        """Parse a sweep spec from TOML text."""
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError("", None, f"invalid TOML: {exc}", with_value=False) from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str]) -> Sweep:
+        """Read a sweep spec file.
+
+        Example:
+            >>> Sweep.from_toml("scenarios/sweep_dumbbell.toml").name  # doctest: +SKIP
+            'dumbbell-buffers'
+        """
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SpecError("sweep", str(p), f"cannot be read ({exc.strerror or exc})") from None
+        try:
+            return cls.from_toml_str(text, source=str(p))
+        except SpecError as exc:
+            exc.source = str(p)
+            raise
+
+    # ---- ways out ---------------------------------------------------------------------
+
+    @property
+    def keys(self) -> list[str]:
+        """The grid keys, in order."""
+        return [k for k, _ in self.grid]
+
+    def axis_labels(self) -> dict[str, list[Label]]:
+        """Grid key -> labels of its values, in order (the order figures use)."""
+        return {k: [label for label, _ in items] for k, items in self.grid}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical spec (what ``sweep.json`` records and :meth:`spec_hash` hashes).
+        ``Sweep.from_dict(sw.to_dict())`` is the same sweep."""
+        d: dict[str, Any] = {
+            "name": self.name,
+            "base": self.base,
+            "grid": {k: {str(label): v for label, v in items} for k, items in self.grid},
+            "repetitions": self.repetitions,
+            "filters": self.filters,
+            "baselines": self.baselines,
+            "backend": self.backend,
+        }
+        if self.bottlenecks is not None:
+            d["bottlenecks"] = self.bottlenecks
+        if self.preset is not None:
+            d["preset"] = self.preset
+        if self.description:
+            d["description"] = self.description
+        for k, items in self.grid:
+            if all(_label(v) == label for label, v in items):
+                d["grid"][k] = [v for _, v in items]
+        return d
+
+    def spec_hash(self) -> str:
+        """Content hash of the canonical spec (without the description).
+
+        Example:
+            >>> a = Sweep.from_dict({"base": {"builder": "dumbbell"}, "grid": {"alpha": [1]}})
+            >>> a.spec_hash() == Sweep.from_dict(a.to_dict()).spec_hash()
+            True
+        """
+        d = self.to_dict()
+        d.pop("description", None)
+        # Grid order matters (it is the expansion order): hash it as a list of pairs.
+        d["grid"] = [[k, [[label, v] for label, v in items]] for k, items in self.grid]
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    # ---- expansion --------------------------------------------------------------------
+
+    def _builder(self) -> str | None:
+        return self.base.get("builder")
+
+    def _check_keys(self) -> None:
+        builder = self._builder()
+        for key in self.keys:
+            _classify(key, builder)
+
+    def expand(self) -> list[Point]:
+        """Every run of the sweep, validated, in expansion order.
+
+        Raises :class:`SpecError` naming the grid point and the field if any point is
+        invalid, or if the filters leave no point.
+        """
+        names = self.keys
+        compiled = [_compile_filter(i, t, names) for i, t in enumerate(self.filters)]
+        points: list[Point] = []
+        baseline_points: list[Point] = []
+        seen_baselines: set[str] = set()
+        axes = [items for _, items in self.grid]
+        for combo in itertools.product(*axes):
+            labels = {k: label for k, (label, _) in zip(names, combo, strict=True)}
+            values = {k: value for k, (_, value) in zip(names, combo, strict=True)}
+            if compiled and not self._keep(compiled, labels, values):
+                continue
+            for rep in range(self.repetitions):
+                doc = self._build(values, labels)
+                seed = int(doc.get("seed", 1)) + rep
+                doc["seed"] = seed
+                sc = _validated(doc, labels, rep)
+                rid = run_id_of(sc.resolve().normalized, self.backend)
+                points.append(Point(len(points), labels, rep, seed, None, sc, rid))
+                if self.baselines:
+                    for cca, bdoc in _homogeneous(doc):
+                        bsc = _validated(bdoc, {**labels, "baseline": cca}, rep)
+                        brid = run_id_of(bsc.resolve().normalized, self.backend)
+                        if brid in seen_baselines:
+                            continue
+                        seen_baselines.add(brid)
+                        blabels = dict(labels)
+                        if "ccas" in blabels:  # say what the baseline runs
+                            blabels["ccas"] = _label([f["cca"] for f in bdoc["flows"]])
+                        baseline_points.append(Point(0, blabels, rep, seed, cca, bsc, brid))
+        if not points:
+            raise SpecError(
+                "filters",
+                self.filters,
+                "remove every point of the grid; nothing would run",
+            )
+        for bp in baseline_points:
+            points.append(
+                Point(len(points), bp.params, bp.rep, bp.seed, bp.baseline, bp.scenario, bp.run_id)
+            )
+        return points
+
+    def _keep(self, compiled: list[Any], labels: dict[str, Label], values: dict[str, Any]) -> bool:
+        env: dict[str, Any] = {}
+        named = {k for k, items in self.grid if any(_label(v) != lab for lab, v in items)}
+        for k in self.keys:
+            env[k] = labels[k] if k in named else values[k]
+        scope = {"__builtins__": {}, **_FILTER_FUNCS, "p": dict(env), **env}
+        for i, code in enumerate(compiled):
+            try:
+                ok = eval(code, scope)  # noqa: S307 - the AST was checked by _compile_filter
+            except Exception as exc:  # noqa: BLE001 - any failure names the filter and point
+                raise SpecError(
+                    f"filters[{i}]",
+                    self.filters[i],
+                    f"fails at point {show(labels)}: {type(exc).__name__}: {exc}",
+                ) from None
+            if not ok:
+                return False
+        return True
+
+    def _build(self, values: dict[str, Any], labels: dict[str, Label]) -> dict[str, Any]:
+        """The scenario dict of one grid point (not yet validated)."""
+        builder = self._builder()
+        kinds = {k: _classify(k, builder) for k in values}
+        if builder is not None:
+            kwargs = {k: v for k, v in self.base.items() if k != "builder"}
+            derived = {k: v for k, v in values.items() if kinds[k] in ("alias", "arg", "derived")}
+            kwargs = _builder_kwargs(builder, kwargs, derived, labels)
+            try:
+                doc = BUILDERS[builder](**kwargs).to_dict()
+            except SpecError as exc:
+                raise _at_point(exc, labels) from None
+            except TypeError as exc:
+                raise SpecError("base", kwargs, f"does not fit {builder}(): {exc}") from None
+        else:
+            doc = json.loads(json.dumps(self.base["scenario"]))
+            for k, v in values.items():
+                if kinds[k] in ("alias", "derived"):
+                    _apply_table_derived(doc, k, v, self.bottlenecks, labels)
+        for k, v in values.items():
+            if kinds[k] == "params":
+                _apply_params(doc, k.split(".", 1)[1], v, labels)
+        for k, v in values.items():
+            if kinds[k] == "path":
+                _set_path(doc, k, _parse_path(k), json.loads(json.dumps(v)))
+        return doc
+
+
+def _at_point(exc: SpecError, labels: Mapping[str, Label]) -> SpecError:
+    out = SpecError(
+        exc.path,
+        exc.value,
+        f"{exc.message} (at grid point {show(dict(labels))})",
+        with_value=False,
+    )
+    return out
+
+
+def _validated(doc: dict[str, Any], labels: Mapping[str, Any], rep: int) -> Scenario:
+    try:
+        return Scenario.from_dict(doc)
+    except SpecError as exc:
+        raise _at_point(exc, {**labels, "rep": rep}) from None
+
+
+def _base(raw: Any, source: str | None) -> dict[str, Any]:
+    if raw is None:
+        raise SpecError(
+            "base",
+            None,
+            'is missing; give [base] builder = "dumbbell" or a scenario',
+            with_value=False,
+        )
+    if isinstance(raw, str):
+        raw = {"file": raw}
+    if isinstance(raw, Scenario):
+        return {"scenario": raw.to_dict()}
+    if not isinstance(raw, Mapping):
+        raise SpecError("base", raw, "is not a table (a builder, a scenario or file = PATH)")
+    raw = dict(raw)
+    if "file" in raw:
+        if len(raw) > 1:
+            raise SpecError("base", raw, "has keys next to file; give only file = PATH")
+        path = Path(raw["file"])
+        if source is not None and not path.is_absolute():
+            path = Path(source).parent / path
+        if not path.exists():
+            raise SpecError("base.file", str(raw["file"]), f"does not exist (looked at {path})")
+        return {"scenario": Scenario.from_toml(path).to_dict()}
+    if "builder" in raw:
+        builder = raw["builder"]
+        if builder not in BUILDERS:
+            raise SpecError(
+                "base.builder", builder, f"is not a builder; known: {', '.join(BUILDERS)}"
+            )
+        params = inspect.signature(BUILDERS[builder]).parameters
+        for key in raw:
+            if key != "builder" and key not in params:
+                hint = difflib.get_close_matches(key, list(params), n=1)
+                more = f'; did you mean "{hint[0]}"?' if hint else ";"
+                raise SpecError(
+                    f"base.{key}",
+                    raw[key],
+                    f"{show(key)} (value {show(raw[key])}) is not an argument of "
+                    f"{builder}(){more} arguments: {', '.join(params)}",
+                    with_value=False,
+                )
+        # Check the base builds on its own, so a typo is reported against [base].
+        try:
+            BUILDERS[builder](**{k: v for k, v in raw.items() if k != "builder"})
+        except SpecError as exc:
+            raise SpecError(f"base.{exc.path}", exc.value, exc.message, with_value=False) from None
+        return raw
+    if "scenario" in raw and len(raw) == 1:
+        raw = raw["scenario"]
+    try:
+        sc = Scenario.from_dict(raw)
+    except SpecError as exc:
+        raise SpecError(
+            f"base.{exc.path}" if exc.path else "base", exc.value, exc.message, with_value=False
+        ) from None
+    return {"scenario": sc.to_dict()}
+
+
+def _classify(key: str, builder: str | None) -> str:
+    """What a grid key is: ``alias``/``derived`` (derived parameter), ``params``
+    (``params.<cca>``), ``arg`` (builder argument) or ``path`` (dotted scenario path)."""
+    if key.startswith("params."):
+        if not key[len("params.") :]:
+            raise SpecError(
+                f"grid.{key}", None, "names no algorithm (params.<cca>)", with_value=False
+            )
+        return "params"
+    if key in ("delay", "alpha", "rate", "loss"):
+        if builder == "parking_lot" and key == "loss":
+            raise SpecError(
+                f"grid.{key}",
+                None,
+                "is not supported for parking_lot; set links.L1.loss etc. by path",
+                with_value=False,
+            )
+        return "alias"
+    if key in ("ccas", "n_flows", "per_cca", "rtt_ratio"):
+        if key in ("n_flows", "per_cca", "rtt_ratio") and builder != "dumbbell":
+            raise SpecError(
+                f"grid.{key}",
+                None,
+                f'needs a dumbbell base ([base] builder = "dumbbell"); this base is '
+                f"{builder or 'a scenario table'}",
+                with_value=False,
+            )
+        return "derived"
+    if builder is not None and key in inspect.signature(BUILDERS[builder]).parameters:
+        return "arg"
+    try:
+        tokens = _parse_path(key)
+    except ValueError as exc:
+        raise SpecError(
+            f"grid.{key}", None, f"is not a field path: {exc}", with_value=False
+        ) from None
+    first = tokens[0]
+    if not isinstance(first, str) or first not in _FIELDS[""]:
+        known = [*DERIVED, *(inspect.signature(BUILDERS[builder]).parameters if builder else [])]
+        hint = difflib.get_close_matches(str(first), [*known, *_FIELDS[""]], n=1)
+        more = f'; did you mean "{hint[0]}"?' if hint else ""
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            f"{show(key)} is not a derived parameter ({', '.join(DERIVED)}), "
+            + (f"an argument of {builder}(), " if builder else "")
+            + f"or a scenario field path like links.NAME.delay{more}",
+            with_value=False,
+        )
+    return "path"
+
+
+def _builder_kwargs(
+    builder: str,
+    base: dict[str, Any],
+    grid: dict[str, Any],
+    labels: Mapping[str, Label],
+) -> dict[str, Any]:
+    """Merge the base arguments with the grid's derived parameters and arguments."""
+    aliases = _BUILDER_ALIASES[builder]
+    kwargs = dict(base)
+    for k, v in grid.items():
+        if k in aliases:
+            kwargs[aliases[k]] = v
+        elif k not in ("ccas", "n_flows", "per_cca", "rtt_ratio"):
+            kwargs[k] = v
+    if builder == "parking_lot":
+        if "ccas" in grid:
+            ccas = grid["ccas"]
+            if isinstance(ccas, str):
+                kwargs["main_cca"], kwargs["cross_cca"] = ccas, ccas
+            elif (
+                isinstance(ccas, list) and len(ccas) == 2 and all(isinstance(c, str) for c in ccas)
+            ):
+                kwargs["main_cca"], kwargs["cross_cca"] = ccas
+            else:
+                raise SpecError(
+                    "grid.ccas",
+                    ccas,
+                    "is not [main_cca, cross_cca] (or one algorithm for all) for parking_lot",
+                )
+        return kwargs
+    # dumbbell: ccas, n_flows, per_cca, rtt_ratio
+    ccas = grid.get("ccas", kwargs.get("ccas", "cubic"))
+    per = grid.get("per_cca")
+    if per is not None and (isinstance(per, bool) or not isinstance(per, int) or per < 1):
+        raise SpecError("grid.per_cca", per, "is not a positive integer")
+    n = grid.get("n_flows")
+    if isinstance(ccas, list):
+        m = len(ccas)
+        if m == 0:
+            raise SpecError("grid.ccas", ccas, "is empty; give one algorithm per flow or group")
+        if n is None:
+            if per is not None:
+                n = m * per
+            elif "ccas" in grid:
+                n = m
+            else:
+                n = kwargs.get("n_flows", m)
+        elif per is not None and n != m * per:
+            raise SpecError(
+                "grid.n_flows", n, f"contradicts per_cca = {per} with {m} algorithms in ccas"
+            )
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise SpecError("grid.n_flows", n, "is not a positive integer")
+        if n % m:
+            raise SpecError(
+                "grid.ccas",
+                ccas,
+                f"has {m} entries, which do not divide n_flows = {n} into equal groups",
+            )
+        kwargs["ccas"] = [c for c in ccas for _ in range(n // m)]
+    else:
+        kwargs["ccas"] = ccas
+        if per is not None:
+            raise SpecError("grid.per_cca", per, "needs ccas to be a list of algorithms")
+        if n is None:
+            n = kwargs.get("n_flows", 2)
+    kwargs["n_flows"] = n
+    if "rtt_ratio" in grid:
+        kwargs["access_delay"] = _rtt_spread(kwargs, grid["rtt_ratio"], n)
+    return kwargs
+
+
+def _rtt_spread(kwargs: Mapping[str, Any], ratio: Any, n: int) -> list[str]:
+    """Sender access delays that spread base RTTs linearly from flow 1's RTT up to ``ratio``
+    times it (the BDP reference, flow 1, keeps the shortest RTT)."""
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio >= 1:
+        raise SpecError("grid.rtt_ratio", ratio, "is not a ratio >= 1")
+
+    def ns(key: str, default: str) -> int:
+        value = kwargs.get(key, default)
+        if isinstance(value, list):
+            raise SpecError(
+                f"base.{key}", value, "is a per-flow list; rtt_ratio needs one value for all"
+            )
+        out = parse_duration(value)
+        if out is None:
+            raise SpecError(f"base.{key}", value, "is not a duration")
+        return out
+
+    access = ns("access_delay", "1ms")
+    rtt1 = 2 * (access + ns("bottleneck_delay", "18ms") + ns("receiver_delay", "1ms"))
+    out = []
+    for i in range(n):
+        frac = i / (n - 1) if n > 1 else 0.0
+        extra = round((ratio - 1) * rtt1 * frac / 2)
+        out.append(format_duration(access + extra))
+    return out
+
+
+def _bottleneck_links(doc: dict[str, Any], names: list[str] | None, key: str) -> list[dict]:
+    links = doc["links"]
+    if names is not None:
+        chosen = []
+        for name in names:
+            found = [link for link in links if link.get("name", _default_name(link)) == name]
+            if not found:
+                raise SpecError(
+                    "bottlenecks",
+                    name,
+                    "is not a link of the base scenario; links: "
+                    + ", ".join(str(link.get("name", _default_name(link))) for link in links),
+                )
+            chosen += found
+        return chosen
+    chosen = [
+        link
+        for link in links
+        if isinstance(link.get("buffer"), Mapping) and "bdp" in link["buffer"]
+    ]
+    if not chosen:
+        chosen = [link for link in links if link.get("name") == "bottleneck"]
+    if not chosen:
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            "needs bottleneck links: the base has no link with a BDP buffer and none named "
+            '"bottleneck"; list them with bottlenecks = ["LINK", ...]',
+            with_value=False,
+        )
+    return chosen
+
+
+def _item_name(section: str, index: int, item: Mapping[str, Any]) -> str:
+    """The name of a link or flow, with the defaults of docs/spec.md (``a-b``, ``flow<i>``)."""
+    if item.get("name"):
+        return str(item["name"])
+    return _default_name(item) if section == "links" else f"flow{index + 1}"
+
+
+def _default_name(link: Mapping[str, Any]) -> str:
+    a, b = link["between"]
+    return f"{a}-{b}"
+
+
+def _apply_table_derived(
+    doc: dict[str, Any],
+    key: str,
+    value: Any,
+    bottlenecks: list[str] | None,
+    labels: Mapping[str, Label],
+) -> None:
+    """Derived parameters on a scenario-table base."""
+    if key == "ccas":
+        flows = doc["flows"]
+        n = len(flows)
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or n % len(value):
+            raise SpecError(
+                "grid.ccas",
+                value,
+                f"is not a list whose length divides the {n} flows of the base (one per flow "
+                "or per equal group)",
+            )
+        per = n // len(value)
+        for i, flow in enumerate(flows):
+            flow["cca"] = value[i // per]
+            flow.pop("cca_params", None)
+        return
+    field_name = {"delay": "delay", "rate": "rate", "loss": "loss", "alpha": "buffer"}[key]
+    for link in _bottleneck_links(doc, bottlenecks, key):
+        if key == "alpha":
+            buf = link.get("buffer")
+            ref = buf.get("reference") if isinstance(buf, Mapping) else None
+            if ref is None:
+                ref = doc["flows"][0].get("name", "flow1")
+            link["buffer"] = {"bdp": value, "reference": ref}
+        else:
+            link[field_name] = value
+    del labels
+
+
+def _apply_params(doc: dict[str, Any], cca: str, value: Any, labels: Mapping[str, Label]) -> None:
+    if not isinstance(value, Mapping):
+        raise SpecError(
+            f"grid.params.{cca}", value, "is not a table of parameters (e.g. {rate_th = 2.0})"
+        )
+    for flow in doc["flows"]:
+        if flow.get("cca") == cca:
+            flow["cca_params"] = {**flow.get("cca_params", {}), **value}
+    del labels
+
+
+def _homogeneous(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The baseline scenarios of a point: for each algorithm of a mixed point, the same
+    scenario with every flow running that algorithm (with the parameters of its first flow)."""
+    flows = doc["flows"]
+    ccas: list[str] = []
+    for f in flows:
+        if f["cca"] not in ccas:
+            ccas.append(f["cca"])
+    if len(ccas) < 2:
+        return []
+    out = []
+    for cca in ccas:
+        params = next(f.get("cca_params", {}) for f in flows if f["cca"] == cca)
+        bdoc = json.loads(json.dumps(doc))
+        for f in bdoc["flows"]:
+            f["cca"] = cca
+            if params:
+                f["cca_params"] = dict(params)
+            else:
+                f.pop("cca_params", None)
+        out.append((cca, bdoc))
+    return out
+
+
+def baseline_spec(normalized: Mapping[str, Any], cca: str) -> dict[str, Any] | None:
+    """The normalised spec of the run that is ``normalized`` with every flow running ``cca``
+    (the parameters of its first ``cca`` flow): the harm baseline of ``cca``'s flows.
+
+    Example:
+        >>> import ccfair
+        >>> rec = ccfair.dumbbell(2, ["reno", "cubic"]).resolve().normalized
+        >>> [f["cca"] for f in baseline_spec(rec, "cubic")["flows"]]
+        ['cubic', 'cubic']
+    """
+    flows = normalized.get("flows", [])
+    mine = [f for f in flows if f.get("cca") == cca]
+    if not mine:
+        return None
+    params = mine[0].get("cca_params", {})
+    out = json.loads(json.dumps(normalized))
+    for f in out["flows"]:
+        f["cca"] = cca
+        f["cca_params"] = params
+    return out

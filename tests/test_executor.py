@@ -1,0 +1,279 @@
+"""Running sweeps: resumable, atomic, deterministic; killed, interrupted, damaged, refused."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from ccfair.executor import read_sweep_record, run_sweep, verify_run
+from ccfair.results import TABLES, ResultsError, finished_run_ids
+from ccfair.sweep import Sweep
+
+# Provenance that legitimately differs between two executions of the same run.
+VOLATILE = ["started_at", "wall_time_s"]
+
+
+def small_sweep(**kw) -> Sweep:
+    spec = {
+        "name": "small",
+        "base": {"builder": "dumbbell", "duration": "3s", "sample_interval": "100ms"},
+        "grid": {"ccas": [["reno", "cubic"], ["copa", "bbr"]], "alpha": [1, 4]},
+        "repetitions": 2,
+    }
+    spec.update(kw)
+    return Sweep.from_dict(spec)
+
+
+def slow_spec_text(n_alphas: int = 10) -> str:
+    """A sweep whose runs take a noticeable time each (10-hop parking lot, 6 s)."""
+    alphas = ", ".join(str(1 + i) for i in range(n_alphas))
+    return (
+        'name = "slow"\n[base]\nbuilder = "parking_lot"\nhops = 10\nduration = "6s"\n'
+        f'sample_interval = "100ms"\n[grid]\nalpha = [{alphas}]\n'
+    )
+
+
+def tables(root: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for table in (*TABLES, "runs"):
+        frame = pd.read_parquet(root / table)
+        frame = frame.drop(columns=[c for c in VOLATILE if c in frame.columns])
+        sort = [c for c in ("run_id", "flow", "link", "direction", "t_ns") if c in frame.columns]
+        out[table] = frame.sort_values(sort).reset_index(drop=True)
+    return out
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    ta, tb = tables(a), tables(b)
+    for name in ta:
+        pd.testing.assert_frame_equal(ta[name], tb[name], check_categorical=False)
+
+
+def mtimes(root: Path) -> dict[str, float]:
+    return {
+        str(p.relative_to(root)): p.stat().st_mtime_ns
+        for p in root.rglob("*.parquet")
+        if not p.name.startswith(".")
+    }
+
+
+def cli(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ccfair", *args], capture_output=True, text=True, **kw
+    )
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The small sweep, run once uninterrupted."""
+    root = tmp_path_factory.mktemp("ref") / "r"
+    outcome = run_sweep(small_sweep(), root, workers=2, progress=False, log=lambda m: None)
+    assert outcome.complete and len(outcome.executed) == 8
+    return root
+
+
+def test_a_sweep_writes_every_run_and_records_itself(reference):
+    sw = small_sweep()
+    ids = {p.run_id for p in sw.expand()}
+    assert set(finished_run_ids(reference)) == ids
+    record = read_sweep_record(reference)
+    assert record["hash"] == sw.spec_hash()
+    assert record["run_ids"] == list(dict.fromkeys(p.run_id for p in sw.expand()))
+    assert [p["params"] for p in record["points"]][:2] == [
+        {"ccas": "reno-cubic", "alpha": 1},
+        {"ccas": "reno-cubic", "alpha": 1},
+    ]
+    assert all(verify_run(reference, rid) is None for rid in ids)
+
+
+def test_rerunning_a_finished_sweep_executes_nothing(reference):
+    before = mtimes(reference)
+    outcome = run_sweep(small_sweep(), reference, progress=False, log=lambda m: None)
+    assert outcome.executed == [] and outcome.already == 8 and outcome.complete
+    assert mtimes(reference) == before
+
+
+def test_same_spec_gives_identical_tables(reference, tmp_path):
+    run_sweep(small_sweep(), tmp_path / "again", workers=1, progress=False, log=lambda m: None)
+    assert_same_tables(reference, tmp_path / "again")
+
+
+def test_a_directory_of_another_sweep_is_refused(reference, tmp_path):
+    other = small_sweep(grid={"ccas": [["reno", "cubic"]], "alpha": [1, 8]})
+    with pytest.raises(ResultsError, match="holds results of sweep 'small'.*not of this sweep"):
+        run_sweep(other, reference, progress=False, log=lambda m: None)
+    # And from the command line: one line, status 2, nothing written.
+    spec = tmp_path / "other.toml"
+    spec.write_text(
+        'name = "small"\n[base]\nbuilder = "dumbbell"\nduration = "3s"\n[grid]\nalpha = [8]\n'
+    )
+    before = mtimes(reference)
+    out = cli("sweep", str(spec), "--out", str(reference))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(f"error: {reference}: holds results of sweep 'small'")
+    assert "Traceback" not in out.stderr
+    assert mtimes(reference) == before
+
+
+def test_a_directory_of_single_runs_is_refused(tmp_path):
+    import ccfair
+
+    ccfair.run(ccfair.dumbbell(2, "reno", duration="1s")).save(tmp_path)
+    with pytest.raises(ResultsError, match="holds 1 runs that are not from a sweep"):
+        run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+
+
+def test_a_second_sweep_into_a_busy_directory_is_refused(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    with open(tmp_path / ".lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fh.write("pid 12345")
+        fh.flush()
+        with pytest.raises(ResultsError, match="another sweep is writing .*pid 12345"):
+            run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+
+
+def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_path):
+    import shutil
+
+    root = tmp_path / "r"
+    shutil.copytree(reference, root)
+    ids = finished_run_ids(root)
+    damaged, partial = ids[0], ids[1]
+    # A truncated Parquet file (as a disk error or a foreign tool would leave it).
+    path = root / "flows" / f"{damaged}.parquet"
+    path.write_bytes(path.read_bytes()[:100])
+    assert "not readable Parquet" in verify_run(root, damaged)
+    # A run whose writer died before its marker: tables there, no runs/ file, a temp file.
+    (root / "runs" / f"{partial}.parquet").unlink()
+    (root / "links" / f".{partial}.parquet.999.tmp").write_bytes(b"half")
+    assert partial not in finished_run_ids(root)
+    # Reading the damaged directory is a clear error, not a pyarrow traceback.
+    out = cli("metrics", str(root))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{damaged}.parquet: cannot be read" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+    messages = []
+    outcome = run_sweep(small_sweep(), root, progress=False, log=messages.append)
+    assert sorted(outcome.executed) == sorted([damaged, partial])
+    assert outcome.recomputed == [damaged]
+    assert any(f"run {damaged}: damaged" in m for m in messages)
+    assert not list(root.rglob("*.tmp"))
+    assert_same_tables(reference, root)
+
+
+def test_kill_mid_sweep_loses_no_finished_run_and_resume_runs_only_the_rest(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_spec_text())
+    root = tmp_path / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the worker dies with it
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(finished_run_ids(root)) < 2:
+            assert proc.poll() is None, "the sweep ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    done = finished_run_ids(root)
+    assert 2 <= len(done) < 10, "the kill came too late to test anything"
+    # Every run that counts as finished is complete and sound.
+    for rid in done:
+        assert verify_run(root, rid) is None
+    before = {rel: m for rel, m in mtimes(root).items() if any(rid in rel for rid in done)}
+    assert len(before) == 5 * len(done)
+
+    out = cli("sweep", str(spec), "--out", str(root), "--workers", "2")
+    assert out.returncode == 0, out.stderr
+    assert len(finished_run_ids(root)) == 10
+    # Exactly the missing runs were executed; the finished ones were not touched.
+    assert f"10 runs, {len(done)} finished, {10 - len(done)} to run" in out.stderr
+    now = mtimes(root)
+    assert {rel: now[rel] for rel in before} == before
+
+    reference = tmp_path / "uninterrupted"
+    ref = cli("sweep", str(spec), "--out", str(reference), "--quiet")
+    assert ref.returncode == 0, ref.stderr
+    assert_same_tables(reference, root)
+
+
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_spec_text(6))
+    root = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not finished_run_ids(root):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "interrupted: finishing the 1 run(s) in progress" in err
+    assert "rerun the same command" in err
+    done = finished_run_ids(root)
+    assert 1 <= len(done) < 6
+    assert all(verify_run(root, rid) is None for rid in done)
+    out = cli("sweep", str(spec), "--out", str(root), "--quiet")
+    assert out.returncode == 0 and len(finished_run_ids(root)) == 6
+
+
+def test_progress_bar_shows_counts_and_eta(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name = "p"\n[base]\nbuilder = "dumbbell"\nduration = "2s"\n[grid]\nalpha = [1, 2, 3]\n'
+    )
+    out = cli("sweep", str(spec), "--out", str(tmp_path / "r"), "--workers", "1")
+    assert out.returncode == 0, out.stderr
+    assert "3/3 runs" in out.stderr and "<" in out.stderr  # elapsed<remaining
+    assert "sweep 'p': 3 of 3 runs finished (3 executed now, 0 already there)" in out.stdout
+    record = json.loads((tmp_path / "r" / "sweep.json").read_text())
+    assert record["name"] == "p" and len(record["points"]) == 3
+
+
+def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_spec_text(6))
+    root = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    while not finished_run_ids(root):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    worker = int(children.read_text().split()[0])  # the sweep's only worker process
+    os.kill(worker, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "a worker process died" in err and "Traceback" not in err
+    assert len(finished_run_ids(root)) == 5  # the other runs went on in a new worker
+    out = cli("sweep", str(spec), "--out", str(root))
+    assert out.returncode == 0 and "5 finished, 1 to run" in out.stderr
