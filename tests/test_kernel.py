@@ -163,7 +163,8 @@ def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     resolved = sc.resolve()
     for name in ("main", "cross1", "cross2"):
         base_us = resolved.flow(name).base_rtt_ns / 1e3
-        assert base_us <= f.loc[name, "rtt_min_us"] <= base_us + 1_000, name
+        # + serialisation of the handshake and up to the 500 us setup bound (docs/kernel.md)
+        assert base_us <= f.loc[name, "rtt_min_us"] <= base_us + 1_500, name
         assert f.loc[name, "goodput_bps"] > 1e6, name
     ceiling = 50e6 * PAYLOAD
     for cross in ("cross1", "cross2"):

@@ -114,8 +114,9 @@ class Bounds:
     missed_samples: float = 0.01
     #: 99th percentile of the senders' sampling lateness (sample time minus grid point).
     sampling_p99_us: float = 2000.0
-    #: Largest lateness of a handshake packet (its RTT sample enters Linux's min RTT).
-    setup_max_us: float = 1000.0
+    #: Largest lateness of a handshake packet (its RTT sample enters Linux's min RTT). The
+    #: emulator redoes a setup beyond it (``max_setup_lateness_us``, the same value).
+    setup_max_us: float = 500.0
 
 
 # --------------------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ impl Default for EmuOptions {
             spin_ns: 0,
             connect_timeout_ms: 10_000,
             start_margin_ms: 20,
-            max_setup_lateness_us: 1_000,
+            max_setup_lateness_us: 500,
         }
     }
 }
