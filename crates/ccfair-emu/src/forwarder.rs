@@ -28,7 +28,7 @@ use ccfair_cc::rng::derive_seed;
 use ccfair_sim::event::{Event, EventQueue};
 use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use ccfair_sim::table::{ColumnData, Table};
-use ccfair_sim::world::STREAM_CHANNEL;
+use ccfair_sim::world::{link_summary_table, STREAM_CHANNEL};
 use serde::Serialize;
 
 use crate::config::EmuConfig;
@@ -714,59 +714,13 @@ impl Forwarder {
     /// Per channel over the measurement window, with the simulator's columns plus the
     /// achieved rate (`achieved_rate_bps`, `busy_s`).
     fn link_summary(&mut self) -> Table {
-        let n = self.channels.len();
         let end = match self.measure_end_counters.clone() {
             Some(e) => e,
             None => self.counters_at(self.end_time().unwrap_or(0)),
         };
-        let start = &self.measure_start_counters;
-        let end = &end;
         let window_ns = (self.measure_end_ns - self.measure_start_ns) as f64;
-        let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
-            (0..n).map(|i| f(&end[i]) - f(&start[i])).collect()
-        };
-        let tx_bytes = diff(&|c| c.tx_bytes);
-        let tx_pkts = diff(&|c| c.tx_pkts);
-        let sojourn = diff(&|c| c.sojourn_ns_sum);
-        let mut t = Table::default();
-        t.push(
-            "link",
-            ColumnData::U64((0..n).map(|c| (c / 2) as u64).collect()),
-        );
-        t.push(
-            "direction",
-            ColumnData::Str((0..n).map(direction).collect()),
-        );
-        t.push(
-            "utilisation",
-            ColumnData::F64(
-                (0..n)
-                    .map(|i| {
-                        tx_bytes[i] as f64 * 8.0
-                            / (self.channels[i].rate_bps as f64 * window_ns / 1e9)
-                    })
-                    .collect(),
-            ),
-        );
-        t.push(
-            "mean_sojourn_us",
-            ColumnData::F64(
-                (0..n)
-                    .map(|i| {
-                        if tx_pkts[i] == 0 {
-                            f64::NAN
-                        } else {
-                            sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
-                        }
-                    })
-                    .collect(),
-            ),
-        );
-        t.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
-        t.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
-        t.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
-        t.push("tx_pkts", ColumnData::U64(tx_pkts));
-        t.push("tx_bytes", ColumnData::U64(tx_bytes));
+        let rates: Vec<u64> = self.channels.iter().map(|c| c.rate_bps).collect();
+        let mut t = link_summary_table(&rates, &self.measure_start_counters, &end, window_ns);
         t.push(
             "achieved_rate_bps",
             ColumnData::F64(self.stats.rates.iter().map(|r| r.achieved_bps).collect()),

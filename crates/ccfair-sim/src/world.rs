@@ -657,58 +657,13 @@ impl Simulation {
         links.push("utilisation", ColumnData::F64(l.utilisation));
 
         // Per-channel summary over the measurement window.
-        let mut ls = Table::default();
-        let nch = self.channels.len();
-        let start = &self.measure_start_counters;
-        let end = &end_counters;
-        let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
-            (0..nch).map(|i| f(&end[i]) - f(&start[i])).collect()
-        };
-        ls.push(
-            "link",
-            ColumnData::U64((0..nch).map(|c| (c / 2) as u64).collect()),
+        let rates: Vec<u64> = self.channels.iter().map(|c| c.rate_bps).collect();
+        let ls = link_summary_table(
+            &rates,
+            &self.measure_start_counters,
+            &end_counters,
+            window_ns,
         );
-        ls.push(
-            "direction",
-            ColumnData::Str(
-                (0..nch)
-                    .map(|c| if c % 2 == 0 { "ab" } else { "ba" })
-                    .collect(),
-            ),
-        );
-        let tx_bytes = diff(&|c| c.tx_bytes);
-        let tx_pkts = diff(&|c| c.tx_pkts);
-        let sojourn = diff(&|c| c.sojourn_ns_sum);
-        ls.push(
-            "utilisation",
-            ColumnData::F64(
-                (0..nch)
-                    .map(|i| {
-                        tx_bytes[i] as f64 * 8.0
-                            / (self.channels[i].rate_bps as f64 * window_ns / 1e9)
-                    })
-                    .collect(),
-            ),
-        );
-        ls.push(
-            "mean_sojourn_us",
-            ColumnData::F64(
-                (0..nch)
-                    .map(|i| {
-                        if tx_pkts[i] == 0 {
-                            f64::NAN
-                        } else {
-                            sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
-                        }
-                    })
-                    .collect(),
-            ),
-        );
-        ls.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
-        ls.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
-        ls.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
-        ls.push("tx_pkts", ColumnData::U64(tx_pkts));
-        ls.push("tx_bytes", ColumnData::U64(tx_bytes));
 
         RunResult {
             flows,
@@ -719,6 +674,65 @@ impl Simulation {
             stats: self.stats,
         }
     }
+}
+
+/// The per-link-direction summary table over a measurement window of `window_ns`, from the
+/// channel counters at its start and end. Shared by both backends so that they report the
+/// same columns computed the same way.
+pub fn link_summary_table(
+    rates_bps: &[u64],
+    start: &[ChannelCounters],
+    end: &[ChannelCounters],
+    window_ns: f64,
+) -> Table {
+    let n = rates_bps.len();
+    let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
+        (0..n).map(|i| f(&end[i]) - f(&start[i])).collect()
+    };
+    let tx_bytes = diff(&|c| c.tx_bytes);
+    let tx_pkts = diff(&|c| c.tx_pkts);
+    let sojourn = diff(&|c| c.sojourn_ns_sum);
+    let mut ls = Table::default();
+    ls.push(
+        "link",
+        ColumnData::U64((0..n).map(|c| (c / 2) as u64).collect()),
+    );
+    ls.push(
+        "direction",
+        ColumnData::Str(
+            (0..n)
+                .map(|c| if c % 2 == 0 { "ab" } else { "ba" })
+                .collect(),
+        ),
+    );
+    ls.push(
+        "utilisation",
+        ColumnData::F64(
+            (0..n)
+                .map(|i| tx_bytes[i] as f64 * 8.0 / (rates_bps[i] as f64 * window_ns / 1e9))
+                .collect(),
+        ),
+    );
+    ls.push(
+        "mean_sojourn_us",
+        ColumnData::F64(
+            (0..n)
+                .map(|i| {
+                    if tx_pkts[i] == 0 {
+                        f64::NAN
+                    } else {
+                        sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
+                    }
+                })
+                .collect(),
+        ),
+    );
+    ls.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
+    ls.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
+    ls.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
+    ls.push("tx_pkts", ColumnData::U64(tx_pkts));
+    ls.push("tx_bytes", ColumnData::U64(tx_bytes));
+    ls
 }
 
 /// Parse a resolved spec from JSON and run it.
