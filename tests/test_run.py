@@ -89,6 +89,19 @@ def test_same_spec_and_seed_give_identical_tables():
     assert not c.flows["retrans_pkts"].equals(a.flows["retrans_pkts"])
 
 
+def test_start_jitter_makes_seeds_differ_and_is_reported():
+    sc = dict(start_jitter="20ms", starts="1s")
+    a = ccfair.run(small(**sc))
+    b = ccfair.run(small(seed=2, **sc))
+    assert ((a.flows["start_s"] >= 1.0) & (a.flows["start_s"] <= 1.02)).all()
+    assert not a.flows["start_s"].equals(b.flows["start_s"])
+    assert not a.flows["goodput_bps"].equals(b.flows["goodput_bps"])
+    # Without jitter this scenario has no randomness: seeds give the same goodput.
+    c, d = ccfair.run(small(starts="1s")), ccfair.run(small(starts="1s", seed=2))
+    assert c.flows["goodput_bps"].equals(d.flows["goodput_bps"])
+    assert (c.flows["start_s"] == 1.0).all()
+
+
 def test_save_and_load_round_trip(tmp_path):
     r = ccfair.run(small())
     r.save(tmp_path)

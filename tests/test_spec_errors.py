@@ -168,6 +168,13 @@ CASES = [
     Case("start beyond duration", flow(1, start="70000ms"), "flows[1].start", '"70000ms"'),
     Case("start at duration", flow(1, start=10), "flows[1].start", "10"),
     Case("stop beyond duration", flow(0, stop="11s"), "flows[0].stop", '"11s"'),
+    Case(
+        "start jitter past the end",
+        flow(0, start="9s", start_jitter="2s"),
+        "flows[0].start_jitter",
+        '"2s"',
+    ),
+    Case("negative start jitter", flow(0, start_jitter="-1ms"), "flows[0].start_jitter", '"-1ms"'),
     Case("stop before start", flow(0, start="2s", stop="1s"), "flows[0].stop", '"1s"'),
     Case("stop equal start", flow(0, start="2s", stop=2), "flows[0].stop", "2"),
     Case("negative start", flow(0, start=-1), "flows[0].start", "-1"),

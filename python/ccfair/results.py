@@ -335,7 +335,8 @@ def build_result(
     flows.insert(5, "dst", [f.dst for f in flow_info])
     flows.insert(6, "node_path", [">".join(f.node_path) for f in flow_info])
     flows["cca_params"] = [json.dumps(f["cca_params"], sort_keys=True) for f in spec["flows"]]
-    flows["start_s"] = [f["start_ns"] / 1e9 for f in spec["flows"]]
+    # Effective start times (nominal start plus seeded start jitter), as the engine used them.
+    flows["start_s"] = [t / 1e9 for t in _core.flow_starts(resolved.engine_json)]
     flows["base_rtt_ms"] = [f.base_rtt_ns / 1e6 for f in flow_info]
     flows["bdp_pkts"] = [f.bdp_pkts for f in flow_info]
     flows["goodput_mbps"] = flows["goodput_bps"] / 1e6

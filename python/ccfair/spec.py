@@ -355,6 +355,7 @@ class Flow(_Model):
     cca: Name
     cca_params: Options = Field(default_factory=dict)
     start: _duration("start", positive=False) = 0  # type: ignore[valid-type]
+    start_jitter: _duration("start_jitter", positive=False) = 0  # type: ignore[valid-type]
     stop: _duration("stop", positive=False) | None = None  # type: ignore[valid-type]
     size: Size | None = None
     path: Annotated[list[Name], Field(min_length=2)] | None = None
@@ -858,6 +859,14 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 r.dur((*loc, "start"), f.start),
                 f"is not before the end of the run (duration {show(format_duration(duration))})",
             )
+        if f.start + f.start_jitter >= duration:
+            r.fail(
+                (*loc, "start_jitter"),
+                r.dur((*loc, "start_jitter"), f.start_jitter),
+                "lets the flow start after the end of the run "
+                f"(start {show(format_duration(f.start))}, "
+                f"duration {show(format_duration(duration))})",
+            )
         if f.stop is not None:
             if f.stop > duration:
                 r.fail(
@@ -931,6 +940,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "cca": f.cca,
                 "cca_params": cca_params,
                 "start": format_duration(f.start),
+                "start_jitter": format_duration(f.start_jitter),
                 "stop": None if f.stop is None else format_duration(f.stop),
                 "size": None if f.size is None else format_size(f.size),
                 "path": [nodes[k] for k in node_path],
@@ -949,6 +959,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "cca": f.cca,
                 "cca_params": cca_params,
                 "start_ns": f.start,
+                "start_jitter_ns": f.start_jitter,
                 "stop_ns": f.stop,
                 "size_bytes": f.size,
                 "tcp": tcp,
@@ -1283,6 +1294,13 @@ def _measure_entry(measure: Any) -> Any:
     raise SpecError("measure", measure, 'is not a window: give (start, end) or {"start": ...}')
 
 
+def _apply_start_jitter(flows: list[dict[str, Any]], start_jitter: Any) -> None:
+    if start_jitter not in (0, None, "0", "0s"):
+        _arg_check("start_jitter", start_jitter, _dur_arg("start_jitter"))
+        for f in flows:
+            f["start_jitter"] = start_jitter
+
+
 def _flow_entry(
     name: str, src: str, dst: str, cca: str, params: Any, start: Any, stop: Any, size: Any
 ) -> dict[str, Any]:
@@ -1316,6 +1334,7 @@ def dumbbell(
     access_delay: DurationLike | Sequence[DurationLike] = "1ms",
     receiver_delay: DurationLike | Sequence[DurationLike] = "1ms",
     starts: DurationLike | Sequence[DurationLike] = 0,
+    start_jitter: DurationLike = 0,
     stops: DurationLike | None | Sequence[DurationLike | None] = None,
     sizes: SizeLike | None | Sequence[SizeLike | None] = None,
     cca_params: Mapping[str, Any] | None | Sequence[Mapping[str, Any] | None] = None,
@@ -1338,6 +1357,7 @@ def dumbbell(
 
     Per-flow arguments (``ccas``, ``access_delay``, ``receiver_delay``, ``starts``, ``stops``,
     ``sizes``, ``cca_params``) take one value for all flows or a list with one per flow.
+    ``start_jitter`` gives every flow a seeded random start offset in ``[0, start_jitter]``.
 
     Example (EXPERIMENTS.md harada-dumbbell, D = 2 ms, alpha = 2):
         >>> sc = dumbbell(2, ["reno", "reno"], bottleneck_delay="2ms", buffer_bdp=2.0)
@@ -1397,6 +1417,7 @@ def dumbbell(
         )
         for i in range(n)
     ]
+    _apply_start_jitter(flows, start_jitter)
     spec: dict[str, Any] = {
         "name": name,
         "duration": duration,
@@ -1428,6 +1449,7 @@ def parking_lot(
     cross_params: Mapping[str, Any] | None | Sequence[Mapping[str, Any] | None] = None,
     main_start: DurationLike = 0,
     cross_starts: DurationLike | Sequence[DurationLike] = 0,
+    start_jitter: DurationLike = 0,
     tcp: Mapping[str, Any] | None = None,
     duration: DurationLike = "60s",
     seed: int = 1,
@@ -1507,6 +1529,7 @@ def parking_lot(
         )
         for i in range(1, k + 1)
     ]
+    _apply_start_jitter(flows, start_jitter)
     spec: dict[str, Any] = {
         "name": name,
         "duration": duration,

@@ -234,6 +234,7 @@ impl Emulation {
             matches!(p, Progress::Listening(_))
         })?;
         let mut senders = Vec::with_capacity(n);
+        let starts = spec.flow_starts_ns();
         for (i, f) in spec.flows.iter().enumerate() {
             let src = cfg.host_of(f.src).expect("checked");
             let dst = cfg.host_of(f.dst).expect("checked");
@@ -243,7 +244,7 @@ impl Emulation {
                 thread_name: format!("ccf{tag}-s{i}"),
                 cca: cfg.flows[i].kernel_cca.clone(),
                 to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
-                start_ns: f.start_ns,
+                start_ns: starts[i],
                 stop_ns: f.stop_ns,
                 size_bytes: f.size_bytes,
                 timer_slack_ns: opts.timer_slack_ns,
@@ -346,6 +347,7 @@ fn assemble(
 ) -> RunResult {
     let spec = &cfg.spec;
     let n = spec.flows.len();
+    let starts = spec.flow_starts_ns();
     let window_ns = (spec.measure_end_ns - spec.measure_start_ns) as f64;
     // Sending flows per host: namespace counters belong to a flow only if it is alone.
     let mut senders_per_node = vec![0usize; spec.nodes.len()];
@@ -419,7 +421,7 @@ fn assemble(
         ColumnData::F64(
             (0..n)
                 .map(|i| match (spec.flows[i].size_bytes, receivers[i].eof_ns) {
-                    (Some(_), Some(t)) => (t.saturating_sub(spec.flows[i].start_ns)) as f64 / 1e9,
+                    (Some(_), Some(t)) => (t.saturating_sub(starts[i])) as f64 / 1e9,
                     _ => f64::NAN,
                 })
                 .collect(),

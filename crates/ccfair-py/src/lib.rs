@@ -190,11 +190,21 @@ impl PyEmulation {
     }
 }
 
+/// Each flow's effective start time (ns) for a resolved spec: the nominal start plus its
+/// seeded start jitter, as both backends apply it.
+#[pyfunction]
+fn flow_starts(spec_json: &str) -> PyResult<Vec<u64>> {
+    let spec: ccfair_sim::spec::RunSpec =
+        serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(spec.flow_starts_ns())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEmulation>()?;
     m.add_function(wrap_pyfunction!(known_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_starts, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

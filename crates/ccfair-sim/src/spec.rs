@@ -62,6 +62,11 @@ pub struct FlowSpec {
     #[serde(default)]
     pub cca_params: Value,
     pub start_ns: u64,
+    /// The flow starts at `start_ns` plus a uniform random offset in `[0, start_jitter_ns]`
+    /// drawn from the flow's own stream (0 = exactly at `start_ns`). Makes repetitions of
+    /// otherwise deterministic scenarios differ, as testbed runs do.
+    #[serde(default)]
+    pub start_jitter_ns: u64,
     /// The application stops writing at this time (bulk flows: none).
     #[serde(default)]
     pub stop_ns: Option<u64>,
@@ -180,6 +185,9 @@ impl TcpOptions {
     }
 }
 
+/// Seed stream tag of the flows' start-time jitter (see `world::STREAM_FLOW`).
+pub const STREAM_START: u64 = 3;
+
 /// Bytes on the wire of a full data segment: IPv4 (20) + TCP (20) + timestamps option (12)
 /// + payload. With MSS 1448 this is 1500 B.
 pub const DATA_HEADER_BYTES: u32 = 52;
@@ -257,14 +265,34 @@ impl RunSpec {
             if f.size_bytes == Some(0) {
                 return Err(format!("flows[{i}].size_bytes: must be > 0"));
             }
-            if f.start_ns >= self.duration_ns {
-                return Err(format!("flows[{i}].start_ns: beyond the duration"));
+            if f.start_ns.saturating_add(f.start_jitter_ns) >= self.duration_ns {
+                return Err(format!(
+                    "flows[{i}].start_ns + start_jitter_ns: not before the end of the run"
+                ));
             }
             f.tcp
                 .validate()
                 .map_err(|e| format!("flows[{i}].tcp.{e}"))?;
         }
         Ok(())
+    }
+
+    /// Each flow's start time: `start_ns` plus a uniform offset in `[0, start_jitter_ns]`
+    /// from the stream (seed, STREAM_START, flow index), so adding a flow changes no other
+    /// flow's start. Both backends start flows at these times.
+    pub fn flow_starts_ns(&self) -> Vec<u64> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                if f.start_jitter_ns == 0 {
+                    return f.start_ns;
+                }
+                let seed = ccfair_cc::rng::derive_seed(self.seed, &[STREAM_START, i as u64]);
+                let mut rng = ccfair_cc::rng::Rng::new(seed);
+                f.start_ns + rng.next_u64() % (f.start_jitter_ns + 1)
+            })
+            .collect()
     }
 
     /// (from node, to node) of a channel.

@@ -164,6 +164,7 @@ impl Simulation {
                 ));
             }
         }
+        let starts = spec.flow_starts_ns();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
@@ -178,7 +179,7 @@ impl Simulation {
                 }),
                 path: f.path.iter().map(|&c| c as u32).collect(),
                 ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
-                start_ns: f.start_ns,
+                start_ns: starts[i],
                 scheduled: [NOT_SCHEDULED; N_TIMER_KINDS],
                 data_dropped: 0,
                 acks_dropped: 0,
@@ -214,7 +215,8 @@ impl Simulation {
     pub fn run(mut self) -> RunResult {
         let duration = self.spec.duration_ns;
         for (i, f) in self.spec.flows.iter().enumerate() {
-            self.queue.push(f.start_ns, Event::FlowStart(i as u32));
+            self.queue
+                .push(self.flows[i].start_ns, Event::FlowStart(i as u32));
             if let Some(stop) = f.stop_ns {
                 self.queue.push(stop, Event::FlowStop(i as u32));
             }

@@ -63,6 +63,7 @@ pub fn dumbbell(
                 cca: cca.to_string(),
                 cca_params: params.clone(),
                 start_ns: 0,
+                start_jitter_ns: 0,
                 stop_ns: None,
                 size_bytes: None,
                 tcp: TcpOptions::default(),

@@ -960,6 +960,7 @@ mod tests {
             cca: "reno".into(),
             cca_params: serde_json::Value::Null,
             start_ns: 0,
+            start_jitter_ns: 0,
             stop_ns: None,
             size_bytes: Some(0),
             tcp: TcpOptions::default(),
