@@ -6,14 +6,17 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-if ! command -v chromium >/dev/null 2>&1; then
-    # The report test renders the HTML report in headless Chromium (Debian's package).
-    step "Debian chromium (for the report test)"
-    if [ "$(id -u)" -eq 0 ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-    else
-        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-    fi
+# Debian packages the tests need: chromium renders the HTML report (report test); iproute2's
+# `ip` builds the kernel backend's namespaces (kernel tests).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+if [ "${#missing[@]}" -gt 0 ]; then
+    step "Debian packages: ${missing[*]}"
+    sudo_cmd=()
+    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
 fi
 
 step "Python package (builds the Rust extension) and test tools"
