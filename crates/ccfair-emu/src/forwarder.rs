@@ -24,11 +24,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use ccfair_cc::rng::derive_seed;
 use ccfair_sim::event::{Event, EventQueue};
 use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use ccfair_sim::table::{ColumnData, Table};
-use ccfair_sim::world::{link_summary_table, STREAM_CHANNEL};
+use ccfair_sim::world::{build_channels, link_summary_table};
 use serde::Serialize;
 
 use crate::config::EmuConfig;
@@ -250,21 +249,7 @@ impl Forwarder {
     /// of `cfg.hosts[i]`.
     pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
         let spec = &cfg.spec;
-        let mut channels = Vec::with_capacity(spec.links.len() * 2);
-        for (i, l) in spec.links.iter().enumerate() {
-            for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
-                // The simulator's seed stream for this channel (world.rs): the same random
-                // losses for the same seed.
-                let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
-                channels.push(Channel::new(
-                    l.rate_bps,
-                    l.delay_ns,
-                    l.buffer_pkts,
-                    loss,
-                    seed,
-                ));
-            }
-        }
+        let channels = build_channels(spec);
         let host_index = |node: usize| cfg.hosts.iter().position(|h| h.node == node);
         let mut routes = Vec::new();
         let mut by_receiver = HashMap::new();

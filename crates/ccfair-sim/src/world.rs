@@ -6,7 +6,7 @@
 use ccfair_cc::rng::derive_seed;
 
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
-use crate::link::{Channel, ChannelCounters, Enqueued};
+use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use crate::packet::{Kind, Packet};
 use crate::spec::RunSpec;
 use crate::table::{ColumnData, SparseColumns, Table};
@@ -151,19 +151,7 @@ impl Simulation {
                 max_id / 2
             ));
         }
-        let mut channels = Vec::with_capacity(spec.links.len() * 2);
-        for (i, l) in spec.links.iter().enumerate() {
-            for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
-                let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
-                channels.push(Channel::new(
-                    l.rate_bps,
-                    l.delay_ns,
-                    l.buffer_pkts,
-                    loss,
-                    seed,
-                ));
-            }
-        }
+        let channels = build_channels(&spec);
         let starts = spec.flow_starts_ns();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
@@ -676,6 +664,26 @@ impl Simulation {
             stats: self.stats,
         }
     }
+}
+
+/// The channels of a spec (channel `2i` = link `i` a->b, `2i + 1` = b->a), each with its
+/// random-loss stream (seed, STREAM_CHANNEL, link, direction). Both backends build their
+/// links here, so the same seed gives the same losses.
+pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
+    let mut channels = Vec::with_capacity(spec.links.len() * 2);
+    for (i, l) in spec.links.iter().enumerate() {
+        for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
+            let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
+            channels.push(Channel::new(
+                l.rate_bps,
+                l.delay_ns,
+                l.buffer_pkts,
+                loss,
+                seed,
+            ));
+        }
+    }
+    channels
 }
 
 /// The per-link-direction summary table over a measurement window of `window_ns`, from the
