@@ -555,3 +555,37 @@ def pd_times(runs) -> list[float]:
     import pandas as pd
 
     return [pd.Timestamp(t).timestamp() for t in runs["started_at"]]
+
+
+def test_kernel_runs_of_different_processes_take_turns(tmp_path, monkeypatch):
+    """A second process waits for the first one's turn and says whom it waits for; threads
+    of one driver share its turn."""
+    monkeypatch.setattr(kernel, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(kernel, "TURN_PATH", tmp_path / "kernel.lock")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            f"fd = os.open({str(tmp_path / 'kernel.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode())\n"
+            "print('held', flush=True); time.sleep(1.0)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    said: list[str] = []
+    t = time.monotonic()
+    with kernel.machine_turn(said.append):
+        waited = time.monotonic() - t
+        # A second entry from this process (a parallel run of the same driver) does not wait.
+        with kernel.machine_turn(said.append):
+            pass
+    holder.wait(timeout=10)
+    assert waited > 0.3, waited
+    assert len(said) == 1 and f"process {holder.pid}" in said[0]
+    # Released: the next turn is immediate and silent.
+    with kernel.machine_turn(said.append):
+        pass
+    assert len(said) == 1

@@ -428,6 +428,13 @@ def _run_locked(
         try:
             if client is not None:
                 _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say)
+            elif sweep.backend == "kernel" and (workers or 1) > 1:
+                # Parallel kernel workers share one turn of the machine (kernel.machine_turn).
+                from ccfair import kernel
+
+                with kernel.machine_turn(say):
+                    env = {kernel.TURN_ENV: str(os.getpid())}
+                    _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say, env)
             else:
                 _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say)
         finally:
@@ -469,13 +476,14 @@ class _Worker:
     multiprocessing, so that nothing of the caller's ``__main__`` is re-imported (scripts
     without a main guard, stdin, notebooks all work)."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ccfair._sweep_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            env={**os.environ, **env} if env else None,
         )
         self.task: str | None = None
 
@@ -528,10 +536,11 @@ def _run_local(
     outcome: SweepOutcome,
     bar: _Progress,
     say: Callable[[str], None],
+    env: dict[str, str] | None = None,
 ) -> None:
     n = min(workers or os.cpu_count() or 1, len(missing))
     queue = list(reversed(missing))  # pop() from the end takes them in order
-    pool = [_Worker() for _ in range(n)]
+    pool = [_Worker(env) for _ in range(n)]
     sel = selectors.DefaultSelector()
     for w in pool:
         assert w.proc.stdout is not None
@@ -563,7 +572,7 @@ def _run_local(
                     # Replace it, within limits (a worker that cannot start must not loop).
                     if queue and not outcome.interrupted and replacements[0] < 2 * n:
                         replacements[0] += 1
-                        fresh = _Worker()
+                        fresh = _Worker(env)
                         pool.append(fresh)
                         assert fresh.proc.stdout is not None
                         sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)

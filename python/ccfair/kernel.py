@@ -28,6 +28,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -50,6 +51,7 @@ __all__ = [
     "run_kernel",
     "parse_cca_list",
     "stop_all",
+    "machine_turn",
     "LATENESS_FLAGS",
 ]
 
@@ -69,6 +71,10 @@ BASE_PORT = 20000
 SETUP_ATTEMPTS = 3
 #: The emulator's error prefix for that case (crates/ccfair-emu/src/config.rs).
 SETUP_DISTURBED = "setup disturbed"
+#: Kernel runs on one machine take turns (see :func:`machine_turn`); this file is the turn.
+TURN_PATH = STATE_DIR / "kernel.lock"
+#: Set by a driver that holds the turn for the worker processes it starts (value: its pid).
+TURN_ENV = "CCFAIR_KERNEL_TURN_HELD_BY"
 #: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c).
 LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
 
@@ -545,6 +551,64 @@ def _host_tx_drops(hosts: list[dict[str, Any]]) -> int:
     return total
 
 
+_TURN_LOCK = threading.Lock()
+_TURN: dict[str, Any] = {"depth": 0, "fd": None}
+
+
+@contextlib.contextmanager
+def machine_turn(say: Any = None) -> Iterator[None]:
+    """Hold this machine's kernel-run turn: kernel runs of different processes (two sweeps,
+    a sweep and a test, two users) run one after the other, never on top of each other,
+    because a real-time emulation needs the cores to itself and a run disturbed by another
+    would only be flagged unreliable. Runs a driver deliberately starts in parallel share
+    its turn: threads of one process (``run_many(jobs=N)``) and worker processes whose
+    environment names the driver in :data:`TURN_ENV` (``--workers N`` sweeps). When another
+    process holds the turn, ``say`` (default: stderr) is told once whom the run waits for.
+
+    Example:
+        >>> with machine_turn():  # doctest: +SKIP
+        ...     pass
+    """
+    if os.environ.get(TURN_ENV) == str(os.getppid()):
+        yield
+        return
+    with _TURN_LOCK:
+        if _TURN["depth"] == 0:
+            _TURN["fd"] = _acquire_turn(say)
+        _TURN["depth"] += 1
+    try:
+        yield
+    finally:
+        with _TURN_LOCK:
+            _TURN["depth"] -= 1
+            if _TURN["depth"] == 0:
+                os.close(_TURN["fd"])  # closing the descriptor releases the flock
+                _TURN["fd"] = None
+
+
+def _acquire_turn(say: Any) -> int:
+    import fcntl
+
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(TURN_PATH, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+                f"waiting for the kernel run of process {holder} to finish (kernel runs on "
+                "one machine take turns; docs/kernel.md)"
+            )
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a resolved scenario on this kernel; return the tables (as the simulator's
     ``_core.run`` returns them) and the self-check record.
@@ -554,6 +618,11 @@ def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, An
     namespaces are removed before this returns (and by the next start after a SIGKILL).
     """
     preflight()
+    with machine_turn():
+        return _run_turn(resolved, run_id)
+
+
+def _run_turn(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     cleanup()
     plan = _plan(resolved, run_id)
     STATE_DIR.mkdir(parents=True, exist_ok=True)
