@@ -96,10 +96,19 @@ def test_start_jitter_makes_seeds_differ_and_is_reported():
     assert ((a.flows["start_s"] >= 1.0) & (a.flows["start_s"] <= 1.02)).all()
     assert not a.flows["start_s"].equals(b.flows["start_s"])
     assert not a.flows["goodput_bps"].equals(b.flows["goodput_bps"])
-    # Without jitter this scenario has no randomness: seeds give the same goodput.
+    # Without jitter, the hosts' measured latency still makes seeds differ (launch offsets,
+    # turnarounds); with ideal hosts this scenario has no randomness left.
     c, d = ccfair.run(small(starts="1s")), ccfair.run(small(starts="1s", seed=2))
-    assert c.flows["goodput_bps"].equals(d.flows["goodput_bps"])
+    assert not c.flows["goodput_bps"].equals(d.flows["goodput_bps"])
     assert (c.flows["start_s"] == 1.0).all()
+    assert (c.flows["syn_sent_s"] > 1.0).all() and not c.flows["syn_sent_s"].equals(
+        d.flows["syn_sent_s"]
+    )
+    ideal = {"app_latency": "none", "host_latency": "none"}
+    e = ccfair.run(small(starts="1s", tcp=ideal))
+    f = ccfair.run(small(starts="1s", seed=2, tcp=ideal))
+    assert e.flows["goodput_bps"].equals(f.flows["goodput_bps"])
+    assert (e.flows["syn_sent_s"] == 1.0).all()
 
 
 def test_save_and_load_round_trip(tmp_path):

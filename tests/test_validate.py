@@ -11,7 +11,6 @@ import ccfair
 import pandas as pd
 import pytest
 from ccfair import validate as val
-from ccfair.spec import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Child processes import the package under test, whatever else is installed.
@@ -21,12 +20,10 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
 def test_compare_of_identical_runs_has_no_difference():
     sc = ccfair.dumbbell(2, ["cubic", "reno"], bottleneck_delay="8ms", duration="3s")
     a = ccfair.run(sc)
-    flows, ccas = val.compare("p", a, a)
+    flows = val.compare("p", a, a)
     assert list(flows["flow"]) == ["flow1", "flow2"]
     assert (flows["goodput_diff_mbps"] == 0).all() and (flows["share_diff"] == 0).all()
     assert flows["goodput_sim_mbps"].sum() == pytest.approx(a.flows["goodput_mbps"].sum())
-    assert sorted(ccas["cca"]) == ["cubic", "reno"]
-    assert ccas["share_sim"].sum() == pytest.approx(1.0)
 
 
 def test_compare_reports_kernel_minus_simulator():
@@ -37,12 +34,68 @@ def test_compare_reports_kernel_minus_simulator():
     other.flows.loc[other.flows["name"] == "flow1", "goodput_bps"] += 10e6
     total = other.flows["goodput_bps"].sum()
     other.flows["share"] = other.flows["goodput_bps"] / total
-    flows, ccas = val.compare("p", sim, other)
-    f1 = flows.set_index("flow").loc["flow1"]
+    f1 = val.compare("p", sim, other).set_index("flow").loc["flow1"]
     assert f1["goodput_diff_mbps"] == pytest.approx(10.0)
-    cubic = ccas.set_index("cca").loc["cubic"]
-    assert cubic["share_diff"] == pytest.approx(cubic["share_kernel"] - cubic["share_sim"])
-    assert cubic["share_diff"] > 0
+    assert f1["share_diff"] == pytest.approx(f1["share_kernel"] - f1["share_sim"])
+    assert f1["share_diff"] > 0
+
+
+def _runs(shares_sim, shares_kernel, point="p", pair="a vs b"):
+    n = len(shares_sim)
+    return pd.DataFrame(
+        {
+            "point": point,
+            "pair": pair,
+            "flow": "flow1",
+            "cca": "a",
+            "rep": range(n),
+            "share_sim": shares_sim,
+            "share_kernel": shares_kernel,
+            "goodput_sim_mbps": [10.0] * n,
+            "goodput_kernel_mbps": [12.0] * n,
+            "kernel_reliable": [True] * n,
+            "param_alpha": "2",
+        }
+    )
+
+
+def test_points_get_means_intervals_and_overlap_over_repetitions():
+    # Same means, spread over three repetitions: intervals overlap; far apart: they do not.
+    close = val.summarize_points(_runs([0.40, 0.50, 0.60], [0.42, 0.52, 0.62])).iloc[0]
+    assert close["share_diff"] == pytest.approx(0.02)
+    # t(0.975, 2) = 4.303; sd = 0.1; half-width = 4.303 * 0.1 / sqrt(3)
+    assert close["share_sim_ci"] == pytest.approx(4.303 * 0.1 / 3**0.5, rel=1e-3)
+    assert close["ci_overlap"] and close["n_kernel"] == 3 and close["param_alpha"] == "2"
+    assert close["goodput_ratio"] == pytest.approx(1.2)
+    far = val.summarize_points(_runs([0.30, 0.31], [0.60, 0.61])).iloc[0]
+    assert not far["ci_overlap"] and far["share_diff"] == pytest.approx(0.30)
+    # One repetition: no interval (NaN), overlap only if equal.
+    one = val.summarize_points(_runs([0.5], [0.5])).iloc[0]
+    assert one["share_sim_ci"] != one["share_sim_ci"] and one["ci_overlap"]
+
+
+def test_summary_per_pair_takes_each_points_largest_flow_difference():
+    runs = pd.concat(
+        [
+            _runs([0.5, 0.5], [0.52, 0.52], point="p1"),
+            _runs([0.5, 0.5], [0.38, 0.38], point="p2"),
+            _runs([0.5, 0.5], [0.51, 0.51], point="q1", pair="c vs d"),
+        ]
+    )
+    summary = val.summarize_pairs(val.summarize_points(runs)).set_index("pair")
+    assert summary.loc["a vs b", "points"] == 2
+    assert summary.loc["a vs b", "median_abs_diff_pp"] == pytest.approx(7.0)
+    assert summary.loc["a vs b", "max_abs_diff_pp"] == pytest.approx(12.0)
+    assert summary.loc["a vs b", "over_10pp"] == 1
+    assert summary.loc["c vs d", "max_abs_diff_pp"] == pytest.approx(1.0)
+    assert summary.loc["all", "points"] == 3 and summary.loc["all", "over_10pp"] == 1
+
+
+def test_pairs_come_from_the_ccas_axis_or_the_flows():
+    sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
+    assert val.pair_of(val.VPoint("x", {"ccas": "reno,bbr"}, 0, sc)) == "reno vs bbr"
+    lot = ccfair.parking_lot(2, "bbr", "cubic", duration="2s")
+    assert val.pair_of(val.VPoint("x", {}, 0, lot)) == "bbr vs cubic"
 
 
 def test_the_simulator_runs_at_the_kernels_hz_unless_the_scenario_sets_it():
@@ -72,6 +125,24 @@ def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
     ]
     buffers = [sc.resolve().link("bottleneck").buffer_pkts for _, sc in points]
     assert buffers == [167, 167, 667, 667]  # 1 and 4 x 166.67 packets (D = 18 ms)
+    # Repetitions are runs of one point; seeds differ.
+    vp = val.validation_points([sweep])
+    assert [(p.label, p.rep, p.params) for p in vp][:2] == [
+        ("buf[alpha=1]", 0, {"alpha": "1"}),
+        ("buf[alpha=1]", 1, {"alpha": "1"}),
+    ]
+    assert vp[0].scenario.seed != vp[1].scenario.seed
+
+
+def test_a_presets_grid_is_a_study():
+    quick = val.validation_points(preset="harada-dumbbell", quick=True)
+    assert len(quick) == 12 and {val.pair_of(p) for p in quick} == {
+        "reno vs bbr",
+        "cubic vs bbr",
+        "reno vs cubic",
+    }
+    with pytest.raises(ccfair.SpecError, match="nope"):
+        val.validation_points(preset="nope")
 
 
 def test_validate_rejects_what_the_kernel_lacks_before_running(tmp_path):
@@ -82,37 +153,44 @@ def test_validate_rejects_what_the_kernel_lacks_before_running(tmp_path):
 
 
 @pytest.mark.kernel
-def test_validate_writes_table_figures_and_report(kernel_backend, tmp_path):
-    sc = ccfair.dumbbell(2, ["cubic", "bbr"], bottleneck_delay="8ms", buffer_bdp=2.0)
-    f = tmp_path / "pair.toml"
-    f.write_text(Scenario.from_dict({**sc.to_dict(), "name": "pair"}).to_toml())
-    out = tmp_path / "val"
-    p = subprocess.run(
-        [sys.executable, "-m", "ccfair", "validate", str(f), "--duration", "4s", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env=ENV,
+def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, tmp_path):
+    """Two points x two repetitions on both backends (short runs): the study's tables,
+    figures and report; a second invocation runs nothing again."""
+    sweep = tmp_path / "pair.toml"
+    sweep.write_text(
+        'name = "pair"\nrepetitions = 2\n[base]\nbuilder = "dumbbell"\nn_flows = 2\n'
+        'ccas = ["cubic", "bbr"]\nbottleneck_delay = "8ms"\nduration = "3s"\n'
+        "[grid]\nalpha = [0.5, 4]\n"
     )
+    out = tmp_path / "val"
+    cmd = [sys.executable, "-m", "ccfair", "validate", str(sweep), "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     assert p.returncode == 0, p.stderr
-    assert "sim_Mbps" in p.stdout and "kernel_Mbps" in p.stdout
-    flows = pd.read_parquet(out / "validate_flows.parquet")
-    assert list(flows["flow"]) == ["flow1", "flow2"]
-    runs = ccfair.load_table(out / "results", "runs")
-    assert sorted(runs["backend"]) == ["kernel", "sim"]
-    # The table is the runs' own numbers.
-    kflows = ccfair.load_table(out / "results", "flows").merge(runs[["run_id", "backend"]])
-    k = kflows[kflows["backend"] == "kernel"].set_index("name")["goodput_bps"] / 1e6
-    assert list(flows["goodput_kernel_mbps"]) == pytest.approx(list(k[flows["flow"]]))
-    sim_spec = runs[runs["backend"] == "sim"]["spec_json"].iloc[0]
-    assert '"hz": ' + str(int(runs[runs["backend"] == "kernel"]["kernel_hz"].iloc[0])) in sim_spec
-    ccas = pd.read_csv(out / "validate_ccas.csv")
-    assert set(ccas["cca"]) == {"cubic", "bbr"}
-    assert ccas["share_kernel"].sum() == pytest.approx(1.0)
-    for png in ("goodput.png", "pair_timeseries.png"):
-        assert (out / "figures" / png).stat().st_size > 10_000
+    assert p.stdout.count("kernel 4/4") == 1 and "sim_share_%" in p.stdout
+    runs = pd.read_parquet(out / "validate_runs.parquet")
+    assert len(runs) == 8 and set(runs["rep"]) == {0, 1}
+    points = pd.read_csv(out / "validate_points.csv")
+    assert len(points) == 4 and (points["n_kernel"] == 2).all() and (points["n_sim"] == 2).all()
+    assert set(points["param_alpha"].astype(str)) == {"0.5", "4"}
+    # Shares of a point add up to 1 on each backend; the table is the runs' own numbers.
+    for b in ("sim", "kernel"):
+        assert points.groupby("point")[f"share_{b}_mean"].sum().tolist() == pytest.approx([1, 1])
+    stored = ccfair.load_table(out / "results", "runs")
+    assert sorted(stored["backend"]) == ["kernel"] * 4 + ["sim"] * 4
+    sim_spec = stored[stored["backend"] == "sim"]["spec_json"].iloc[0]
+    hz = int(stored[stored["backend"] == "kernel"]["kernel_hz"].iloc[0])
+    assert f'"hz": {hz}' in sim_spec
+    summary = pd.read_csv(out / "validate_summary.csv")
+    assert list(summary["pair"]) == ["cubic vs bbr", "all"]
+    assert (out / "figures" / "agreement.png").stat().st_size > 10_000
     report = (out / "validate.md").read_text()
-    assert "### Share of each algorithm" in report and "figures/pair_timeseries.png" in report
-    assert os.path.exists(out / "validate_points.csv")
+    assert "### Summary per algorithm pair" in report and "figures/agreement.png" in report
+    assert "Command: `ccfair validate" in report
+    # Resume: every run is there; nothing runs again (unless a kernel run was flagged).
+    again = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
+    assert again.returncode == 0, again.stderr
+    if stored["reliable"].all():
+        assert "kernel 1/" not in again.stdout and "simulator:" not in again.stdout
 
 
 @pytest.mark.parametrize("module", ["ccfair.kernel", "ccfair.validate"])

@@ -56,6 +56,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # anything runs (api.run checks again).
         kernel.check_scenario(sc.resolve())
         kernel.preflight()
+        kernel.warn_if_busy()
     if not args.quiet:
         where = (
             f" on the kernel backend, in real time ({sc.duration / 1e9:g} s)"
@@ -131,12 +132,19 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, flush=True)
 
+    if not args.inputs and args.preset is None:
+        raise SpecError(
+            "validate", None, "needs SCENARIO or SWEEP files, or --preset NAME", with_value=False
+        )
     v = validate(
         args.inputs,
+        preset=args.preset,
+        quick=args.quick,
         out=args.out,
-        jobs=args.jobs,
         duration=args.duration,
         match_hz=not args.no_match_hz,
+        retries=args.retries,
+        command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
     )
     if not args.quiet:
@@ -383,17 +391,21 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser(
         "validate",
         help="run scenarios on the simulator and on real Linux TCP, and compare (needs root)",
-        description="Fidelity check: every scenario runs on both backends; the per-flow "
-        "goodput and share differences, overlaid cwnd and RTT time series and a report "
-        "section are written to --out (docs/kernel.md).",
+        description="Fidelity study: every point (scenarios, sweep files with their "
+        "repetitions, or a preset's grid) runs on both backends; per point and flow the mean "
+        "share with its 95% CI on each backend and the difference, a summary per algorithm "
+        "pair, heatmaps, overlaid time series and a report section are written to --out. "
+        "Finished runs are kept: rerunning resumes (docs/kernel.md).",
     )
-    v.add_argument("inputs", nargs="+", metavar="SCENARIO", help="scenario TOML files")
+    v.add_argument("inputs", nargs="*", metavar="SCENARIO", help="scenario or sweep TOML files")
+    v.add_argument("--preset", help="validate a preset's grid (see ccfair reproduce --list)")
+    v.add_argument("--quick", action="store_true", help="with --preset: its reduced grid")
     v.add_argument("--out", default="validation", help="output directory (default: validation)")
     v.add_argument(
-        "--jobs",
+        "--retries",
         type=int,
-        default=1,
-        help="kernel runs at once (default 1; more only with cores to spare)",
+        default=2,
+        help="run a kernel run the self-checks flag again up to this many times (default 2)",
     )
     v.add_argument("--duration", help='override every scenario\'s duration, e.g. "20s"')
     v.add_argument(

@@ -28,6 +28,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -366,6 +367,10 @@ def run_sweep(
         # Kernel runs happen in real time and each forwarder needs prompt wake-ups on its own
         # core: one at a time unless asked (docs/kernel.md, "Several runs").
         workers = 1
+    if sweep.backend == "kernel" and cluster is None:
+        from ccfair import kernel
+
+        kernel.warn_if_busy(say)
     points = sweep.expand()
     root = Path(results_dir)
     specs: dict[str, dict[str, Any]] = {}
@@ -592,38 +597,58 @@ def _run_local(
 
     replacements = [0]
 
-    try:
-        for w in pool:
-            feed(w)
-        while busy():
-            step()
-        for rid in reversed(queue):  # left over only if workers kept dying
-            outcome.failed[rid] = "not run: worker processes kept dying"
-    except KeyboardInterrupt:
-        outcome.interrupted = True
-        running = busy()
-        say(
-            f"\ninterrupted: finishing the {len(running)} run(s) in progress "
-            "(press Ctrl-C again to abandon them)"
-        )
+    # Ctrl-C is counted by a handler and acted on between replies: a KeyboardInterrupt
+    # raised while a reply is being read would lose it, and the run with it.
+    with _CtrlC() as ctrl_c:
         try:
+            for w in pool:
+                feed(w)
             while busy():
+                if ctrl_c.presses >= 2:
+                    break  # abandon: a run without its marker file does not count as finished
+                if ctrl_c.presses and not outcome.interrupted:
+                    outcome.interrupted = True
+                    say(
+                        f"\ninterrupted: finishing the {len(busy())} run(s) in progress "
+                        "(press Ctrl-C again to abandon them)"
+                    )
                 step()
-        except KeyboardInterrupt:
-            # Abandon them: a run without its marker file does not count as finished.
-            pass
-    finally:
-        for w in pool:
-            w.close()
-        for w in pool:
-            if outcome.interrupted and w.task is not None:
-                w.kill()
-            else:
-                try:
-                    w.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
+            if not outcome.interrupted:
+                for rid in reversed(queue):  # left over only if workers kept dying
+                    outcome.failed[rid] = "not run: worker processes kept dying"
+        finally:
+            for w in pool:
+                w.close()
+            for w in pool:
+                if outcome.interrupted and w.task is not None:
                     w.kill()
-        sel.close()
+                else:
+                    try:
+                        w.proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        w.kill()
+            sel.close()
+
+
+class _CtrlC:
+    """Counts SIGINTs while active instead of raising KeyboardInterrupt (main thread only;
+    elsewhere signals never arrive and nothing is installed)."""
+
+    def __init__(self) -> None:
+        self.presses = 0
+        self._old: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._count)
+        return self
+
+    def _count(self, signum: int, frame: Any) -> None:
+        self.presses += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 def _connect(address: str, timeout: float) -> Any:

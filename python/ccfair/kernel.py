@@ -52,6 +52,8 @@ __all__ = [
     "parse_cca_list",
     "stop_all",
     "machine_turn",
+    "machine_load",
+    "warn_if_busy",
     "LATENESS_FLAGS",
 ]
 
@@ -66,11 +68,12 @@ NETNS_RE = re.compile(r"^ccf-([0-9a-f]{8})-\d+(?:-[A-Za-z0-9_.]*)?$")
 PREFIX = "10.200.0.0/16"
 #: Receiver port of flow i: BASE_PORT + i.
 BASE_PORT = 20000
-#: A run whose handshakes were forwarded late (the machine stalled during setup) is set up
-#: again, at most this many times in all (the emulator's ``max_setup_lateness_us``).
+#: A run whose handshake packets were forwarded late (the machine stalled while a flow
+#: connected) is run again, at most this many times in all (the emulator's
+#: ``max_handshake_lateness_us``); the last attempt keeps what it gets and is flagged.
 SETUP_ATTEMPTS = 3
 #: The emulator's error prefix for that case (crates/ccfair-emu/src/config.rs).
-SETUP_DISTURBED = "setup disturbed"
+SETUP_DISTURBED = "handshake disturbed"
 #: Kernel runs on one machine take turns (see :func:`machine_turn`); this file is the turn.
 TURN_PATH = STATE_DIR / "kernel.lock"
 #: Set by a driver that holds the turn for the worker processes it starts (value: its pid).
@@ -121,8 +124,13 @@ class Bounds:
     #: 99th percentile of the senders' sampling lateness (sample time minus grid point).
     sampling_p99_us: float = 2000.0
     #: Largest lateness of a handshake packet (its RTT sample enters Linux's min RTT). The
-    #: emulator redoes a setup beyond it (``max_setup_lateness_us``, the same value).
-    setup_max_us: float = 500.0
+    #: emulator aborts an attempt beyond it (``max_handshake_lateness_us``, the same value).
+    handshake_max_us: float = 500.0
+    #: Largest lateness of any packet event, as a fraction of the smallest round-trip
+    #: propagation time of the scenario's flows, and at least ``stall_floor_us``: a stall of
+    #: a tenth of an RTT delays a whole window of ACKs (and can end a slow start early).
+    stall_rtt_fraction: float = 0.1
+    stall_floor_us: float = 1000.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -551,6 +559,73 @@ def _host_tx_drops(hosts: list[dict[str, Any]]) -> int:
     return total
 
 
+def _cpu_ticks() -> dict[int, tuple[str, int]]:
+    """(command name, user + system clock ticks) of every process (proc(5) stat fields 2,
+    14 and 15)."""
+    out: dict[int, tuple[str, int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        head, _, tail = stat.rpartition(")")
+        fields = tail.split()
+        with contextlib.suppress(ValueError, IndexError):
+            out[int(entry.name)] = (head.partition("(")[2], int(fields[11]) + int(fields[12]))
+    return out
+
+
+def machine_load(window_s: float = 0.5) -> list[tuple[str, float]]:
+    """CPU used by other processes over the next ``window_s`` seconds, in cores per command
+    name, busiest first (this process excluded).
+
+    Example:
+        >>> isinstance(machine_load(0.05), list)
+        True
+    """
+    before = _cpu_ticks()
+    time.sleep(window_s)
+    after = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    per_name: dict[str, float] = {}
+    for pid, (name, ticks) in after.items():
+        if pid == me or pid not in before:
+            continue
+        used = (ticks - before[pid][1]) / hz / window_s
+        if used > 0:
+            per_name[name] = per_name.get(name, 0.0) + used
+    return sorted(per_name.items(), key=lambda kv: -kv[1])
+
+
+#: Other processes using more than this many cores make kernel runs unreliable.
+BUSY_CORES = 0.25
+
+
+def warn_if_busy(say: Any = None, window_s: float = 0.5) -> bool:
+    """Before kernel runs: if other processes used more than :data:`BUSY_CORES` of CPU over
+    the last ``window_s`` seconds, say so (naming the busiest) and return True. Kernel runs
+    happen in real time; on a busy machine they get flagged unreliable.
+
+    Example:
+        >>> warn_if_busy(lambda m: None, 0.05) in (True, False)
+        True
+    """
+    load = machine_load(window_s)
+    total = sum(cores for _, cores in load)
+    if total <= BUSY_CORES:
+        return False
+    top = ", ".join(f"{name} {cores:.2f}" for name, cores in load[:3])
+    (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+        f"warning: this machine is busy: other processes used {total:.2f} cores over the "
+        f"last {window_s:g} s ({top}); kernel runs happen in real time and need a quiet "
+        "machine, expect runs flagged unreliable (docs/kernel.md)"
+    )
+    return True
+
+
 _TURN_LOCK = threading.Lock()
 _TURN: dict[str, Any] = {"depth": 0, "fd": None}
 
@@ -647,7 +722,7 @@ def _run_turn(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any
         with _signals_raise():
             for attempt in range(1, SETUP_ATTEMPTS + 1):
                 # The last attempt runs whatever the handshakes saw; assess() flags it.
-                options = {} if attempt < SETUP_ATTEMPTS else {"max_setup_lateness_us": 0}
+                options = {} if attempt < SETUP_ATTEMPTS else {"max_handshake_lateness_us": 0}
                 try:
                     raw, selfcheck = _attempt(plan, options)
                 except KernelError as exc:
@@ -656,6 +731,7 @@ def _run_turn(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any
                     raise
                 selfcheck["setup_attempts"] = attempt
                 selfcheck["expected_samples"] = _expected_samples(resolved.engine_spec)
+                selfcheck["min_base_rtt_us"] = min(f.base_rtt_ns for f in resolved.flows) / 1e3
                 return raw, selfcheck
     finally:
         with contextlib.suppress(OSError):
@@ -722,7 +798,13 @@ def _expected_samples(spec: Mapping[str, Any]) -> int:
 
 
 #: Flags that say the machine could not keep up (as opposed to, e.g., a host queue drop).
-LATENESS_FLAGS = ("forwarder lateness", "forwarder CPU", "achieved link rate", "sampling")
+LATENESS_FLAGS = (
+    "forwarder lateness",
+    "forwarder stall",
+    "forwarder CPU",
+    "achieved link rate",
+    "sampling",
+)
 
 
 def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]:
@@ -746,11 +828,18 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
         )
     if _gt(fwd.get("cpu_frac"), bounds.forwarder_cpu):
         flags.append(f"forwarder CPU {fwd['cpu_frac']:.0%} > {bounds.forwarder_cpu:.0%}")
-    setup = fwd.get("setup_lateness", {})
-    if _gt(setup.get("max_us"), bounds.setup_max_us):
+    handshake = fwd.get("handshake_lateness", {})
+    if _gt(handshake.get("max_us"), bounds.handshake_max_us):
         flags.append(
-            f"a handshake packet was {setup['max_us']:.0f} us late (> "
-            f"{bounds.setup_max_us:.0f} us): Linux's min RTT may read high"
+            f"a handshake packet was {handshake['max_us']:.0f} us late (> "
+            f"{bounds.handshake_max_us:.0f} us): Linux's min RTT may read high"
+        )
+    stall_us = stall_bound_us(selfcheck, bounds)
+    if _gt(late.get("max_us"), stall_us):
+        flags.append(
+            f"forwarder stall: an event {late['max_us'] / 1e3:.1f} ms late (> {stall_us / 1e3:.1f} "
+            f"ms, a tenth of the smallest base RTT); {fwd.get('stalls', 0)} stalls over "
+            f"{fwd.get('stall_threshold_us', 0) / 1e3:g} ms"
         )
     ratio = rate_ratio_min(selfcheck, bounds)
     if ratio is not None and ratio < bounds.rate_ratio:
@@ -769,6 +858,22 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
     if fwd.get("write_errors", 0):
         flags.append(f"{fwd['write_errors']} failed writes to TUN devices")
     return flags
+
+
+def stall_bound_us(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> float:
+    """The largest lateness a run may show: ``stall_rtt_fraction`` of its smallest base RTT
+    (``min_base_rtt_us`` in the self-check record), at least ``stall_floor_us``.
+
+    Example:
+        >>> stall_bound_us({"min_base_rtt_us": 8000.0})
+        1000.0
+        >>> stall_bound_us({"min_base_rtt_us": 204000.0})
+        20400.0
+    """
+    rtt = selfcheck.get("min_base_rtt_us")
+    if not isinstance(rtt, int | float) or rtt != rtt:
+        return bounds.stall_floor_us
+    return max(bounds.stall_floor_us, bounds.stall_rtt_fraction * rtt)
 
 
 def rate_ratio_min(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> float | None:

@@ -1,25 +1,29 @@
-"""``ccfair validate``: the fidelity check of the simulator against Linux.
+"""``ccfair validate``: the fidelity study of the simulator against Linux.
 
-Every scenario runs on both backends: the simulator and the kernel backend (real Linux TCP,
-docs/kernel.md). The comparison is per flow (goodput on each backend, the difference, the
-flow's share of the total) and per algorithm (its share of all goodput on each backend and
-the difference, e.g. BBR's share against CUBIC), plus overlaid time series of cwnd and RTT.
-It is written as a table (CSV and Parquet), figures (PNG) and a Markdown report section,
-next to the runs' own Parquet tables.
+Every point runs on both backends: the simulator and the kernel backend (real Linux TCP,
+docs/kernel.md). Points come from scenarios, scenario files, sweep files or a preset's grid;
+a sweep's repetitions (different seeds) are runs of one point. For every point and flow the
+study reports the mean share of the total goodput on each backend with its 95% confidence
+interval over the repetitions, the difference of the means (kernel minus simulator) and
+whether the intervals overlap; per algorithm pair, the median and largest difference over
+the grid; heatmaps of the difference over two grid axes; overlaid time series of the points
+that differ most; and a Markdown report section. Runs are saved as they finish into
+``OUT/results``, so an interrupted study resumes where it stopped, and a kernel run the
+self-checks flag is run again (``retries``).
 
 The simulator runs at the kernel's ``HZ`` unless the scenario sets ``tcp.hz`` itself: the
 simulator's default (1000) would otherwise be a difference of configuration, not of model.
 
 Example:
-    >>> v = validate(["scenarios/dumbbell.toml"], out="validation")  # doctest: +SKIP
-    >>> v.flows[["point", "flow", "goodput_sim_mbps", "goodput_kernel_mbps"]]  # doctest: +SKIP
+    >>> v = validate(preset="harada-dumbbell", quick=True, out="validation")  # doctest: +SKIP
+    >>> v.summary[["pair", "points", "median_abs_diff_pp", "max_abs_diff_pp"]]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
+import time
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,12 +34,27 @@ import numpy as np
 import pandas as pd
 
 from ccfair import kernel
-from ccfair.api import as_scenario, run, run_many
+from ccfair.api import as_scenario, run, run_id_of
 from ccfair.errors import SpecError
-from ccfair.results import RunResult
+from ccfair.metrics import ci95
+from ccfair.results import RunResult, finished_run_ids, load
 from ccfair.spec import Scenario
 
-__all__ = ["Validation", "validate", "compare", "expand_inputs"]
+__all__ = [
+    "Validation",
+    "VPoint",
+    "validate",
+    "compare",
+    "expand_inputs",
+    "validation_points",
+    "summarize_points",
+    "summarize_pairs",
+]
+
+#: The study's targets (issue: fidelity across the grid): median and largest difference of a
+#: flow's share between the backends, in percentage points.
+TARGET_MEDIAN_PP = 3.0
+TARGET_MAX_PP = 10.0
 
 
 @dataclass
@@ -43,118 +62,152 @@ class Validation:
     """The outcome of :func:`validate`.
 
     Attributes:
-        flows: one row per point and flow: goodput, share, RTT and retransmissions on both
-            backends, and their differences (kernel minus simulator).
-        ccas: one row per point and algorithm: its share of all goodput on both backends and
-            the difference (``share_diff``, kernel minus simulator).
-        points: one row per point: scenario, run ids, whether the kernel run was reliable.
+        runs: one row per point, repetition and flow: goodput, share, RTT and
+            retransmissions on both backends and their differences (kernel minus simulator).
+        points: one row per point and flow: the mean share on each backend with its 95%
+            confidence half-width over the repetitions, the difference of the means, whether
+            the intervals overlap, and the mean goodputs.
+        summary: one row per algorithm pair: points, median and largest |difference| (pp),
+            points beyond 10 pp, fraction of points whose intervals overlap.
         out: the output directory (tables, figures, report), if any.
         figures: paths of the figures written.
     """
 
-    flows: pd.DataFrame
-    ccas: pd.DataFrame
+    runs: pd.DataFrame
     points: pd.DataFrame
+    summary: pd.DataFrame
     out: Path | None = None
     figures: list[Path] = field(default_factory=list)
 
     def format_table(self) -> str:
-        """The per-flow comparison as text, for terminals.
+        """The per-point comparison and the summary as text, for terminals.
 
         Example:
             >>> print(v.format_table())  # doctest: +SKIP
         """
-        f = self.flows
+        p = self.points
         table = pd.DataFrame(
             {
-                "point": f["point"],
-                "flow": f["flow"],
-                "cca": f["cca"],
-                "sim_Mbps": f["goodput_sim_mbps"].round(2),
-                "kernel_Mbps": f["goodput_kernel_mbps"].round(2),
-                "diff_Mbps": f["goodput_diff_mbps"].round(2),
-                "sim_share_%": (100 * f["share_sim"]).round(1),
-                "kernel_share_%": (100 * f["share_kernel"]).round(1),
-                "rtt_sim_ms": f["rtt_mean_sim_ms"].round(1),
-                "rtt_kernel_ms": f["rtt_mean_kernel_ms"].round(1),
+                "point": p["point"],
+                "flow": p["flow"],
+                "cca": p["cca"],
+                "n": p["n_kernel"],
+                "sim_share_%": _pm(p["share_sim_mean"], p["share_sim_ci"]),
+                "kernel_share_%": _pm(p["share_kernel_mean"], p["share_kernel_ci"]),
+                "diff_pp": (100 * p["share_diff"]).round(1),
+                "overlap": p["ci_overlap"].map({True: "yes", False: "NO"}),
+                "sim_Mbps": p["goodput_sim_mbps"].round(2),
+                "kernel_Mbps": p["goodput_kernel_mbps"].round(2),
             }
         )
-        c = self.ccas
-        shares = pd.DataFrame(
-            {
-                "point": c["point"],
-                "cca": c["cca"],
-                "sim_share_%": (100 * c["share_sim"]).round(1),
-                "kernel_share_%": (100 * c["share_kernel"]).round(1),
-                "diff_pp": (100 * c["share_diff"]).round(1),
-            }
-        )
-        lines = [table.to_string(index=False), "", shares.to_string(index=False)]
-        bad = self.points[~self.points["kernel_reliable"]]
-        for _, p in bad.iterrows():
-            lines.append(f"UNRELIABLE kernel run at {p['point']}: {p['kernel_flags']}")
+        lines = [table.to_string(index=False), "", self.summary.to_string(index=False)]
+        bad = self.runs[~self.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
+        for _, r in bad.iterrows():
+            lines.append(f"UNRELIABLE kernel run at {r['point']} r{r['rep']}: {r['kernel_flags']}")
         return "\n".join(lines)
+
+
+def _pm(mean: pd.Series, ci: pd.Series) -> pd.Series:
+    return [
+        f"{100 * m:.1f}" + ("" if c != c else f" +- {100 * c:.1f}")
+        for m, c in zip(mean, ci, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
 # Inputs
 
 
+@dataclass(frozen=True)
+class VPoint:
+    """One run of the study: a grid point (``label``, ``params``) and a repetition.
+
+    Attributes:
+        label: the point's label (without the repetition).
+        params: grid key -> value label (empty for a plain scenario).
+        rep: repetition number (0-based).
+        scenario: the scenario to run on both backends.
+    """
+
+    label: str
+    params: dict[str, str]
+    rep: int
+    scenario: Scenario
+
+
 def _is_sweep(path: Path) -> bool:
     try:
         data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return False
     return "grid" in data or "base" in data
+
+
+def _sweep_points(sw: Any) -> list[VPoint]:
+    out = []
+    for p in sw.expand():
+        label = f"{sw.name}[" + ",".join(f"{k}={v}" for k, v in p.params.items()) + "]"
+        if p.baseline is not None:
+            label += f" baseline {p.baseline}"
+        out.append(VPoint(label, {k: str(v) for k, v in p.params.items()}, p.rep, p.scenario))
+    return out
+
+
+def validation_points(
+    inputs: Sequence[Scenario | str | os.PathLike[str]] = (),
+    *,
+    preset: str | None = None,
+    quick: bool = False,
+) -> list[VPoint]:
+    """Every run of the study: the points of the inputs (scenarios, scenario files, sweep
+    files) and of a preset's grid (``quick``: its reduced grid), with their repetitions.
+
+    Example:
+        >>> from ccfair.spec import dumbbell
+        >>> [p.label for p in validation_points([dumbbell(1, "reno", name="a")])]
+        ['a']
+    """
+    out: list[VPoint] = []
+    if preset is not None:
+        from ccfair.presets import get
+
+        out += _sweep_points(get(preset).sweep(quick=quick))
+    for item in inputs:
+        if isinstance(item, Scenario):
+            out.append(VPoint(item.name, {}, 0, item))
+            continue
+        path = Path(item)
+        if path.is_file() and _is_sweep(path):
+            from ccfair.sweep import Sweep
+
+            out += _sweep_points(Sweep.from_toml(path))
+            continue
+        sc = as_scenario(path)
+        out.append(VPoint(sc.name if sc.name != "scenario" else path.stem, {}, 0, sc))
+    # Distinct labels for distinct plain scenarios of the same name.
+    seen: dict[tuple[str, int], int] = {}
+    unique = []
+    for p in out:
+        n = seen.get((p.label, p.rep), 0)
+        seen[(p.label, p.rep)] = n + 1
+        unique.append(p if n == 0 else VPoint(f"{p.label}#{n + 1}", p.params, p.rep, p.scenario))
+    return unique
 
 
 def expand_inputs(
     inputs: Sequence[Scenario | str | os.PathLike[str]],
 ) -> list[tuple[str, Scenario]]:
-    """(label, scenario) for every point of the inputs: scenarios, scenario files, or sweep
-    files (expanded into their points, docs/experiments.md).
+    """(label, scenario) for every run of the inputs, the repetition in the label when the
+    inputs have several (see :func:`validation_points`).
 
     Example:
         >>> from ccfair.spec import dumbbell
         >>> [label for label, _ in expand_inputs([dumbbell(1, "reno", name="a")])]
         ['a']
     """
-    out: list[tuple[str, Scenario]] = []
-    for item in inputs:
-        if isinstance(item, Scenario):
-            out.append((item.name, item))
-            continue
-        path = Path(item)
-        if path.exists() and _is_sweep(path):
-            out += _expand_sweep(path)
-            continue
-        sc = as_scenario(path)
-        out.append((sc.name if sc.name != "scenario" else path.stem, sc))
-    labels: dict[str, int] = {}
-    unique = []
-    for label, sc in out:
-        n = labels.get(label, 0)
-        labels[label] = n + 1
-        unique.append((label if n == 0 else f"{label}#{n + 1}", sc))
-    return unique
-
-
-def _expand_sweep(path: Path) -> list[tuple[str, Scenario]]:
-    """The points of a sweep file (docs/experiments.md), labelled by their grid values."""
-    from ccfair.sweep import Sweep
-
-    sw = Sweep.from_toml(path)
-    points = sw.expand()
+    points = validation_points(inputs)
     reps = len({p.rep for p in points}) > 1
-    out = []
-    for p in points:
-        label = f"{sw.name}[" + ",".join(f"{k}={v}" for k, v in p.params.items()) + "]"
-        if p.baseline is not None:
-            label += f" baseline {p.baseline}"
-        if reps:
-            label += f" r{p.rep}"
-        out.append((label, p.scenario))
-    return out
+    return [(p.label + (f" r{p.rep}" if reps else ""), p.scenario) for p in points]
 
 
 def sim_variant(sc: Scenario, hz: int | None) -> Scenario:
@@ -173,21 +226,40 @@ def sim_variant(sc: Scenario, hz: int | None) -> Scenario:
     return Scenario.from_dict(data)
 
 
+def _kernel_variant(sc: Scenario) -> Scenario:
+    return Scenario.from_dict({**sc.to_dict(), "backend": "kernel"})
+
+
+def _with_duration(sc: Scenario, duration: str) -> Scenario:
+    data = sc.to_dict()
+    data["duration"] = duration
+    data.pop("measure", None)
+    return Scenario.from_dict(data)
+
+
+def pair_of(p: VPoint) -> str:
+    """The algorithm pair a point belongs to: its ``ccas`` grid value, else its flows'
+    algorithms in flow order (e.g. "bbr vs cubic").
+
+    Example:
+        >>> from ccfair.spec import dumbbell
+        >>> pair_of(VPoint("x", {}, 0, dumbbell(2, ["reno", "bbr"])))
+        'reno vs bbr'
+    """
+    if "ccas" in p.params:
+        return " vs ".join(re.split(r"[,+ -]+", p.params["ccas"].strip("[]")))
+    return " vs ".join(dict.fromkeys(f.cca for f in p.scenario.flows))
+
+
 # --------------------------------------------------------------------------------------------
 # Comparison
 
 
-def _cca_shares(r: RunResult) -> pd.Series:
-    g = r.flows.groupby("cca", observed=True)["goodput_bps"].sum()
-    total = g.sum()
-    return g / total if total > 0 else g * np.nan
-
-
-def compare(point: str, sim: RunResult, kern: RunResult) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-flow and per-algorithm comparison of one point's two runs (kernel minus sim).
+def compare(point: str, sim: RunResult, kern: RunResult) -> pd.DataFrame:
+    """Per-flow comparison of one run's two backends (kernel minus simulator).
 
     Example:
-        >>> flows, ccas = compare("p", sim_result, kernel_result)  # doctest: +SKIP
+        >>> flows = compare("p", sim_result, kernel_result)  # doctest: +SKIP
     """
     s = sim.flows.set_index("name")
     k = kern.flows.set_index("name")
@@ -209,23 +281,103 @@ def compare(point: str, sim: RunResult, kern: RunResult) -> tuple[pd.DataFrame, 
         }
     )
     flows["goodput_diff_mbps"] = flows["goodput_kernel_mbps"] - flows["goodput_sim_mbps"]
-    flows["goodput_rel_diff"] = flows["goodput_diff_mbps"] / flows["goodput_sim_mbps"]
     flows["share_diff"] = flows["share_kernel"] - flows["share_sim"]
     for col, name in (("cwnd_pkts", "cwnd"), ("srtt_us", "srtt")):
         for label, r in (("sim", sim), ("kernel", kern)):
             means = r.timeseries.groupby("flow_name", observed=True)[col].mean()
             flows[f"{name}_mean_{label}"] = [means.get(f, np.nan) for f in flows["flow"]]
-    ss, ks = _cca_shares(sim), _cca_shares(kern)
-    ccas = pd.DataFrame(
+    return flows
+
+
+def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per point and flow over the repetitions: mean share and goodput on each backend, 95%
+    confidence half-widths (Student t; NaN with one repetition), the difference of the
+    means and whether the intervals [mean - ci, mean + ci] overlap (with one repetition,
+    whether the two values are equal).
+
+    Example:
+        >>> runs = pd.DataFrame({"point": "p", "pair": "a vs b", "flow": "f1", "cca": "a",
+        ...     "rep": [0, 1], "share_sim": [0.5, 0.52], "share_kernel": [0.6, 0.62],
+        ...     "goodput_sim_mbps": [1.0, 1.0], "goodput_kernel_mbps": [2.0, 2.0],
+        ...     "kernel_reliable": True})
+        >>> row = summarize_points(runs).iloc[0]
+        >>> float(round(row["share_diff"], 3)), bool(row["ci_overlap"])  # t(0.975, 1) is wide
+        (0.1, True)
+    """
+    rows = []
+    keys = ["point", "pair", "flow", "cca"]
+    extra = [c for c in runs.columns if c.startswith("param_")]
+    for key, g in runs.groupby(keys, sort=False, observed=True):
+        row = dict(zip(keys, key, strict=True))
+        row.update({c: g[c].iloc[0] for c in extra})
+        row["n_sim"] = int(g["share_sim"].notna().sum())
+        row["n_kernel"] = int(g["share_kernel"].notna().sum())
+        row["kernel_unreliable"] = int((~g["kernel_reliable"]).sum())
+        for b in ("sim", "kernel"):
+            vals = g[f"share_{b}"].dropna().to_numpy()
+            row[f"share_{b}_mean"] = float(vals.mean()) if len(vals) else np.nan
+            row[f"share_{b}_ci"] = ci95(vals) if len(vals) > 1 else np.nan
+            row[f"goodput_{b}_mbps"] = float(g[f"goodput_{b}_mbps"].mean())
+        row["share_diff"] = row["share_kernel_mean"] - row["share_sim_mean"]
+        row["ci_overlap"] = _overlap(
+            row["share_sim_mean"],
+            row["share_sim_ci"],
+            row["share_kernel_mean"],
+            row["share_kernel_ci"],
+        )
+        row["goodput_ratio"] = (
+            row["goodput_kernel_mbps"] / row["goodput_sim_mbps"]
+            if row["goodput_sim_mbps"] > 0
+            else np.nan
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _overlap(m1: float, c1: float, m2: float, c2: float) -> bool:
+    c1 = 0.0 if c1 != c1 else c1
+    c2 = 0.0 if c2 != c2 else c2
+    return bool(abs(m1 - m2) <= c1 + c2)
+
+
+def summarize_pairs(points: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm pair over its points: the median and largest |share difference| (pp,
+    per point the largest over its flows), how many points exceed the 10 pp target, and the
+    fraction of point-flows whose intervals overlap.
+
+    Example:
+        >>> pts = pd.DataFrame({"point": ["p", "q"], "pair": "a vs b", "flow": "f1",
+        ...     "share_diff": [0.02, -0.12], "ci_overlap": [True, False]})
+        >>> summarize_pairs(pts)[["pair", "median_abs_diff_pp", "max_abs_diff_pp", "over_10pp"]]
+             pair  median_abs_diff_pp  max_abs_diff_pp  over_10pp
+        0  a vs b                 7.0             12.0          1
+        1     all                 7.0             12.0          1
+    """
+    rows = []
+    for pair, g in points.groupby("pair", sort=False, observed=True):
+        per_point = g.assign(a=g["share_diff"].abs()).groupby("point", sort=False)["a"].max()
+        rows.append(
+            {
+                "pair": pair,
+                "points": len(per_point),
+                "median_abs_diff_pp": round(100 * float(per_point.median()), 2),
+                "max_abs_diff_pp": round(100 * float(per_point.max()), 2),
+                "over_10pp": int((per_point > TARGET_MAX_PP / 100).sum()),
+                "ci_overlap_frac": round(float(g["ci_overlap"].mean()), 3),
+            }
+        )
+    all_points = points.assign(a=points["share_diff"].abs()).groupby("point", sort=False)["a"].max()
+    rows.append(
         {
-            "point": point,
-            "cca": ss.index.astype(str),
-            "share_sim": ss.to_numpy(),
-            "share_kernel": ks.reindex(ss.index).to_numpy(),
+            "pair": "all",
+            "points": len(all_points),
+            "median_abs_diff_pp": round(100 * float(all_points.median()), 2),
+            "max_abs_diff_pp": round(100 * float(all_points.max()), 2),
+            "over_10pp": int((all_points > TARGET_MAX_PP / 100).sum()),
+            "ci_overlap_frac": round(float(points["ci_overlap"].mean()), 3),
         }
     )
-    ccas["share_diff"] = ccas["share_kernel"] - ccas["share_sim"]
-    return flows, ccas
+    return pd.DataFrame(rows)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,14 +388,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "point"
 
 
-def timeseries_figure(point: str, sim: RunResult, kern: RunResult, path: Path) -> Path:
-    """cwnd and smoothed RTT over time, simulator (dashed) and kernel (solid) overlaid, one
-    colour per flow; saved as PNG at ``path``."""
+def _plt() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def timeseries_figure(point: str, sim: RunResult, kern: RunResult, path: Path) -> Path:
+    """cwnd and smoothed RTT over time, simulator (dashed) and kernel (solid) overlaid, one
+    colour per flow; saved as PNG at ``path``."""
+    plt = _plt()
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, layout="constrained")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     names = list(sim.flows["name"])
@@ -259,35 +416,99 @@ def timeseries_figure(point: str, sim: RunResult, kern: RunResult, path: Path) -
     axes[1].set_ylabel("smoothed RTT (ms)")
     axes[1].set_xlabel("time (s)")
     axes[0].set_title(f"{point}: kernel (solid) vs simulator (dashed)")
-    axes[0].legend(fontsize=7, ncol=2, loc="upper right")
+    axes[0].legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def goodput_figure(flows: pd.DataFrame, path: Path) -> Path:
-    """Per-flow goodput on both backends, grouped by point; saved as PNG at ``path``."""
-    import matplotlib
+def agreement_figure(points: pd.DataFrame, path: Path) -> Path:
+    """Every point-flow's mean share on the simulator (x) against Linux (y), with the 95%
+    intervals as error bars, the identity line and the +-3 and +-10 pp bands."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.4, 6), layout="constrained")
+    x = np.linspace(0, 1, 2)
+    ax.fill_between(x, x - 0.10, x + 0.10, color="0.92", label="+-10 pp")
+    ax.fill_between(x, x - 0.03, x + 0.03, color="0.82", label="+-3 pp")
+    ax.plot(x, x, color="0.4", lw=0.8)
+    markers = "osD^v<>ph*"
+    for i, (pair, g) in enumerate(points.groupby("pair", sort=False, observed=True)):
+        ax.errorbar(
+            g["share_sim_mean"],
+            g["share_kernel_mean"],
+            xerr=g["share_sim_ci"].fillna(0),
+            yerr=g["share_kernel_ci"].fillna(0),
+            fmt=markers[i % len(markers)],
+            ms=4,
+            lw=0.7,
+            capsize=1.5,
+            label=pair,
+        )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("share of total goodput, simulator (mean over repetitions)")
+    ax.set_ylabel("share of total goodput, Linux (mean over repetitions)")
+    ax.set_title("Each flow's share: simulator vs Linux, 95% CI")
+    ax.legend(fontsize=7, loc="upper left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    labels = [
-        f"{p}\n{f} ({c})"
-        for p, f, c in zip(flows["point"], flows["flow"], flows["cca"], strict=True)
+def _axes_of(points: pd.DataFrame) -> list[str]:
+    """Grid keys (``param_*`` columns) other than the pair that take more than one value."""
+    return [
+        c
+        for c in points.columns
+        if c.startswith("param_") and c != "param_ccas" and points[c].nunique() > 1
     ]
-    x = np.arange(len(flows))
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(flows) + 2), 4), layout="constrained")
-    ax.bar(x - 0.2, flows["goodput_sim_mbps"], 0.4, label="simulator")
-    ax.bar(x + 0.2, flows["goodput_kernel_mbps"], 0.4, label="kernel (Linux)")
-    ax.set_xticks(x, labels, fontsize=7, rotation=30, ha="right")
-    ax.set_ylabel("goodput (Mbit/s)")
-    ax.legend()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+
+
+def diff_heatmaps(points: pd.DataFrame, figdir: Path) -> list[Path]:
+    """Per pair, the first flow's share difference (pp, Linux minus simulator) over the two
+    grid axes; cells whose 95% intervals do not overlap are marked with an asterisk."""
+    axes = _axes_of(points)
+    if len(axes) != 2:
+        return []
+    plt = _plt()
+    xkey, ykey = axes
+    out = []
+    for pair, g in points.groupby("pair", sort=False, observed=True):
+        first = g[g["flow"] == g["flow"].iloc[0]]
+        xs = list(dict.fromkeys(first[xkey]))
+        ys = list(dict.fromkeys(first[ykey]))
+        grid = np.full((len(ys), len(xs)), np.nan)
+        mark = np.zeros_like(grid, dtype=bool)
+        for _, r in first.iterrows():
+            i, j = ys.index(r[ykey]), xs.index(r[xkey])
+            grid[i, j] = 100 * r["share_diff"]
+            mark[i, j] = not r["ci_overlap"]
+        lim = max(TARGET_MAX_PP, float(np.nanmax(np.abs(grid))) if np.isfinite(grid).any() else 0)
+        fig, ax = plt.subplots(
+            figsize=(1.2 * len(xs) + 2.5, 0.7 * len(ys) + 1.8), layout="constrained"
+        )
+        im = ax.imshow(grid, cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower", aspect="auto")
+        for i in range(len(ys)):
+            for j in range(len(xs)):
+                if np.isfinite(grid[i, j]):
+                    star = "*" if mark[i, j] else ""
+                    ax.text(j, i, f"{grid[i, j]:+.1f}{star}", ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(xs)), xs)
+        ax.set_yticks(range(len(ys)), ys)
+        ax.set_xlabel(xkey.removeprefix("param_"))
+        ax.set_ylabel(ykey.removeprefix("param_"))
+        ax.set_title(
+            f"{pair}: {first['flow'].iloc[0]} share, Linux minus simulator (pp)", fontsize=9
+        )
+        fig.colorbar(im, ax=ax, label="pp (* = 95% CIs do not overlap)")
+        path = figdir / f"share_diff_{_slug(pair)}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        out.append(path)
+    return out
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -302,59 +523,69 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def report_section(v: Validation, env: dict[str, Any]) -> str:
-    """The Markdown report section: environment, per-flow and per-algorithm tables,
-    flagged kernel runs and the figures.
+def report_section(v: Validation, env: dict[str, Any], command: str | None = None) -> str:
+    """The Markdown report section: summary per pair against the targets, the per-point
+    table, flagged kernel runs and the figures.
 
     Example:
         >>> print(report_section(v, {"kernel": "6.18"}))  # doctest: +SKIP
     """
-    f = v.flows
-    per_flow = pd.DataFrame(
-        {
-            "point": f["point"],
-            "flow": f["flow"],
-            "cca": f["cca"],
-            "sim Mbit/s": f["goodput_sim_mbps"],
-            "kernel Mbit/s": f["goodput_kernel_mbps"],
-            "diff Mbit/s": f["goodput_diff_mbps"],
-            "sim share %": 100 * f["share_sim"],
-            "kernel share %": 100 * f["share_kernel"],
-            "sim RTT ms": f["rtt_mean_sim_ms"],
-            "kernel RTT ms": f["rtt_mean_kernel_ms"],
-        }
-    )
-    c = v.ccas
-    per_cca = pd.DataFrame(
-        {
-            "point": c["point"],
-            "cca": c["cca"],
-            "sim share %": 100 * c["share_sim"],
-            "kernel share %": 100 * c["share_kernel"],
-            "difference (pp)": 100 * c["share_diff"],
-        }
+    p = v.points
+    params = [c for c in p.columns if c.startswith("param_")]
+    per_point = pd.DataFrame({"pair": p["pair"]})
+    for c in params:
+        per_point[c.removeprefix("param_")] = p[c]
+    per_point["flow"] = p["flow"]
+    per_point["cca"] = p["cca"]
+    per_point["n"] = p["n_kernel"]
+    per_point["sim share %"] = _pm(p["share_sim_mean"], p["share_sim_ci"])
+    per_point["Linux share %"] = _pm(p["share_kernel_mean"], p["share_kernel_ci"])
+    per_point["diff pp"] = (100 * p["share_diff"]).round(1)
+    per_point["CIs overlap"] = p["ci_overlap"].map({True: "yes", False: "no"})
+    per_point["sim Mbit/s"] = p["goodput_sim_mbps"].round(2)
+    per_point["Linux Mbit/s"] = p["goodput_kernel_mbps"].round(2)
+    if not params:
+        per_point.insert(1, "point", p["point"])
+    s = v.summary
+    overall = s[s["pair"] == "all"].iloc[0]
+    verdict = (
+        "met"
+        if overall["median_abs_diff_pp"] <= TARGET_MEDIAN_PP
+        and overall["max_abs_diff_pp"] <= TARGET_MAX_PP
+        else "not met"
     )
     parts = [
         "## Fidelity: simulator vs Linux (`ccfair validate`)",
         "",
         "Each point ran on the simulator and on the kernel backend (real Linux TCP in network "
-        "namespaces behind the same link model). Differences are kernel minus simulator.",
-        "",
-        "Environment: " + ", ".join(f"{k} {val}" for k, val in env.items()),
-        "",
-        "### Goodput per flow",
-        "",
-        _md_table(per_flow),
-        "",
-        "### Share of each algorithm",
-        "",
-        _md_table(per_cca),
+        "namespaces behind the same link model), with its repetitions (seeds). A flow's share "
+        "is its goodput over the total; differences are Linux minus simulator, in percentage "
+        "points (pp), of the means over the repetitions; intervals are 95% Student-t "
+        "confidence intervals over the repetitions.",
         "",
     ]
-    bad = v.points[~v.points["kernel_reliable"]]
+    if command:
+        parts += [f"Command: `{command}`", ""]
+    parts += [
+        "Environment: " + ", ".join(f"{k} {val}" for k, val in env.items()),
+        "",
+        "### Summary per algorithm pair",
+        "",
+        f"Targets: median |difference| <= {TARGET_MEDIAN_PP:g} pp and largest <= "
+        f"{TARGET_MAX_PP:g} pp over reliable runs: **{verdict}** (median "
+        f"{overall['median_abs_diff_pp']:.2f} pp, largest {overall['max_abs_diff_pp']:.2f} pp).",
+        "",
+        _md_table(s),
+        "",
+        "### Every point",
+        "",
+        _md_table(per_point),
+        "",
+    ]
+    bad = v.runs[~v.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
     if len(bad):
-        parts += ["### Kernel runs outside their self-check bounds", ""]
-        parts += [f"- {p['point']}: {p['kernel_flags']}" for _, p in bad.iterrows()]
+        parts += ["### Kernel runs outside their self-check bounds (after retries)", ""]
+        parts += [f"- {r['point']} r{r['rep']}: {r['kernel_flags']}" for _, r in bad.iterrows()]
         parts.append("")
     if v.figures:
         parts += ["### Figures", ""]
@@ -371,111 +602,181 @@ def report_section(v: Validation, env: dict[str, Any]) -> str:
 
 
 def validate(
-    inputs: Sequence[Scenario | str | os.PathLike[str]],
+    inputs: Sequence[Scenario | str | os.PathLike[str]] = (),
     *,
+    preset: str | None = None,
+    quick: bool = False,
     out: str | os.PathLike[str] | None = "validation",
-    jobs: int = 1,
     duration: str | None = None,
     match_hz: bool = True,
+    retries: int = 2,
+    timeseries_figures: int = 4,
+    command: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Validation:
-    """Run every point of ``inputs`` (scenarios, scenario files, sweep files) on both
-    backends and compare them.
+    """Run every point of ``inputs`` (scenarios, scenario files, sweep files) and of
+    ``preset`` (``quick``: its reduced grid) on both backends and compare them.
 
     ``duration`` overrides every scenario's duration (the measurement window then spans the
-    whole run). ``jobs`` kernel runs execute at once (see :func:`ccfair.api.run_many`).
-    With ``out``, the runs' Parquet tables go to ``out/results``, the comparison to
-    ``out/validate_flows.{csv,parquet}`` and ``out/validate_ccas.{csv,parquet}``, figures
-    to ``out/figures`` and the report section to ``out/validate.md``.
+    whole run). Kernel runs happen one at a time, in real time; a kernel run the self-checks
+    flag is run again up to ``retries`` times. With ``out``, every run is saved to
+    ``out/results`` as it finishes (a rerun of the same study skips finished runs and
+    reruns flagged ones), and the study writes ``out/validate_{runs,points,summary}.{csv,
+    parquet}``, figures in ``out/figures`` (the agreement of shares, per-pair heatmaps of
+    the difference over two grid axes, and overlaid time series of the
+    ``timeseries_figures`` points that differ most) and the report section
+    ``out/validate.md``.
 
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
     """
     say = progress or (lambda m: None)
-    points = expand_inputs(inputs)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
+    points = validation_points(inputs, preset=preset, quick=quick)
+    if not points:
+        raise SpecError("inputs", list(inputs), "name no scenario, sweep or preset to validate")
     if duration is not None:
-        points = [(label, _with_duration(sc, duration)) for label, sc in points]
-    kernel_scs = [Scenario.from_dict({**sc.to_dict(), "backend": "kernel"}) for _, sc in points]
-    for (label, _), ksc in zip(points, kernel_scs, strict=True):
+        points = [
+            VPoint(p.label, p.params, p.rep, _with_duration(p.scenario, duration)) for p in points
+        ]
+    kernel_scs = [_kernel_variant(p.scenario) for p in points]
+    for p, ksc in zip(points, kernel_scs, strict=True):
         try:
             kernel.check_scenario(ksc.resolve())
         except SpecError as exc:
             raise SpecError(
-                exc.path, exc.value, f"{exc.message} (point {label})", with_value=False
+                exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
             ) from None
     kernel.preflight()
+    kernel.warn_if_busy(say)
     hz = kernel.kernel_hz() if match_hz else None
-    sims: list[RunResult] = []
-    for label, sc in points:
-        say(f"simulator: {label}")
-        sims.append(run(sim_variant(sc, hz), backend="sim"))
-    say(f"kernel: {len(points)} run(s) in real time, {jobs} at a time")
-    kerns = run_many(
-        kernel_scs,
-        backend="kernel",
-        jobs=jobs,
-        on_result=lambda i, r: say(f"kernel: {points[i][0]} done ({r.format_selfcheck()})"),
-    )
-    flow_rows, cca_rows, point_rows = [], [], []
-    for (label, sc), s, k in zip(points, sims, kerns, strict=True):
-        fl, cc = compare(label, s, k)
-        flow_rows.append(fl)
-        cca_rows.append(cc)
-        point_rows.append(
-            {
-                "point": label,
-                "scenario": sc.name,
-                "sim_run_id": s.run_id,
-                "kernel_run_id": k.run_id,
-                "kernel_reliable": k.reliable,
-                "kernel_flags": k.runs.iloc[0]["flags"],
-                "sim_hz": json.loads(s.runs.iloc[0]["spec_json"])["tcp"].get("hz"),
-                "kernel_hz": k.runs.iloc[0]["kernel_hz"],
-                "duration_s": s.runs.iloc[0]["duration_s"],
-            }
-        )
-    v = Validation(
-        flows=pd.concat(flow_rows, ignore_index=True),
-        ccas=pd.concat(cca_rows, ignore_index=True),
-        points=pd.DataFrame(point_rows),
-    )
+    results = Path(out) / "results" if out is not None else None
+    sims = _run_sims(points, hz, results, say)
+    kerns = _run_kernels(points, kernel_scs, results, retries, say)
+    v = _study(points, sims, kerns)
     if out is not None:
-        _write(v, Path(out), points, sims, kerns, hz)
+        _write(v, Path(out), points, sims, kerns, hz, timeseries_figures, command)
     return v
 
 
-def _with_duration(sc: Scenario, duration: str) -> Scenario:
-    data = sc.to_dict()
-    data["duration"] = duration
-    data.pop("measure", None)
-    return Scenario.from_dict(data)
+def _cached(results: Path | None, run_id: str) -> RunResult | None:
+    if results is None or run_id not in finished_run_ids(results):
+        return None
+    return load(results, run_id)
+
+
+def _run_sims(
+    points: list[VPoint], hz: int | None, results: Path | None, say: Callable[[str], None]
+) -> list[RunResult]:
+    out = []
+    for p in points:
+        sc = sim_variant(p.scenario, hz)
+        rid = run_id_of(sc.resolve().normalized, "sim")
+        r = _cached(results, rid)
+        if r is None:
+            say(f"simulator: {p.label} r{p.rep}")
+            r = run(sc, backend="sim")
+            if results is not None:
+                r.save(results)
+        out.append(r)
+    return out
+
+
+def _run_kernels(
+    points: list[VPoint],
+    scenarios: list[Scenario],
+    results: Path | None,
+    retries: int,
+    say: Callable[[str], None],
+) -> list[RunResult]:
+    out: list[RunResult | None] = []
+    pending = []
+    for i, sc in enumerate(scenarios):
+        rid = run_id_of(sc.resolve().normalized, "kernel")
+        r = _cached(results, rid)
+        if r is not None and not r.reliable:
+            say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
+            r = None
+        out.append(r)
+        if r is None:
+            pending.append(i)
+    t_start = time.monotonic()
+    for done, i in enumerate(pending):
+        p = points[i]
+        eta = ""
+        if done:
+            left = (time.monotonic() - t_start) / done * (len(pending) - done)
+            eta = f", about {left / 60:.0f} min left"
+        for attempt in range(retries + 1):
+            say(f"kernel {done + 1}/{len(pending)}{eta}: {p.label} r{p.rep}")
+            r = run(scenarios[i], backend="kernel")
+            say(f"  {r.format_selfcheck()}")
+            if r.reliable or attempt == retries:
+                break
+            say("  flagged: running it again")
+        if results is not None:
+            r.save(results)
+        out[i] = r
+    return [r for r in out if r is not None]
+
+
+def _study(points: list[VPoint], sims: list[RunResult], kerns: list[RunResult]) -> Validation:
+    rows = []
+    for p, s, k in zip(points, sims, kerns, strict=True):
+        fl = compare(p.label, s, k)
+        fl.insert(1, "rep", p.rep)
+        fl.insert(1, "pair", pair_of(p))
+        for key, value in p.params.items():
+            fl[f"param_{key}"] = value
+        fl["sim_run_id"] = s.run_id
+        fl["kernel_run_id"] = k.run_id
+        fl["kernel_reliable"] = k.reliable
+        fl["kernel_flags"] = k.runs.iloc[0]["flags"]
+        rows.append(fl)
+    runs = pd.concat(rows, ignore_index=True)
+    points_df = summarize_points(runs)
+    return Validation(runs=runs, points=points_df, summary=summarize_pairs(points_df))
 
 
 def _write(
     v: Validation,
     root: Path,
-    points: list[tuple[str, Scenario]],
+    points: list[VPoint],
     sims: list[RunResult],
     kerns: list[RunResult],
     hz: int | None,
+    n_timeseries: int,
+    command: str | None,
 ) -> None:
     import platform
 
     v.out = root
     root.mkdir(parents=True, exist_ok=True)
-    for r in (*sims, *kerns):
-        r.save(root / "results")
-    for name, frame in (("flows", v.flows), ("ccas", v.ccas), ("points", v.points)):
+    for name, frame in (("runs", v.runs), ("points", v.points), ("summary", v.summary)):
         frame.to_csv(root / f"validate_{name}.csv", index=False)
         frame.to_parquet(root / f"validate_{name}.parquet", index=False)
     figs = root / "figures"
-    v.figures.append(goodput_figure(v.flows, figs / "goodput.png"))
-    for (label, _), s, k in zip(points, sims, kerns, strict=True):
-        v.figures.append(timeseries_figure(label, s, k, figs / f"{_slug(label)}_timeseries.png"))
+    v.figures.append(agreement_figure(v.points, figs / "agreement.png"))
+    v.figures += diff_heatmaps(v.points, figs)
+    # Time series of the points that differ most (their first repetition).
+    worst = (
+        v.points.assign(a=v.points["share_diff"].abs())
+        .groupby("point", sort=False)["a"]
+        .max()
+        .sort_values(ascending=False)
+    )
+    for label in list(worst.index[:n_timeseries]):
+        i = next(j for j, p in enumerate(points) if p.label == label)
+        v.figures.append(
+            timeseries_figure(label, sims[i], kerns[i], figs / f"{_slug(label)}_timeseries.png")
+        )
     env = {
         "kernel": platform.release(),
         "kernel HZ": hz,
         "simulator hz": hz if hz is not None else "scenario's",
         "CPUs": os.cpu_count(),
+        "ccfair": sims[0].runs.iloc[0]["ccfair_version"],
+        "git": sims[0].runs.iloc[0]["git_revision"],
     }
-    (root / "validate.md").write_text(report_section(v, env))
+    (root / "validate.md").write_text(report_section(v, env, command))

@@ -70,20 +70,24 @@ pub struct EmuOptions {
     pub timer_slack_ns: u64,
     /// The forwarder busy-waits instead of sleeping when the next event is this close (ns).
     pub spin_ns: u64,
-    /// Give up if the connections are not established within this time (ms).
+    /// A connection must be established within this time after its flow's start (ms),
+    /// plus four round-trip propagation times of the slowest path.
     pub connect_timeout_ms: u64,
-    /// Time between the last connection established and t = 0 of the run (ms), so that
-    /// every thread has its start time before the first sample is due.
+    /// Time between the setup (every socket created, every receiver listening) and t = 0
+    /// of the run (ms), so that every thread has its start time before anything is due.
     pub start_margin_ms: u64,
-    /// Abort before t = 0 if a packet of the handshakes was forwarded later than this (us):
-    /// Linux takes an RTT sample from the handshake into its min RTT (and BBR's model), so
-    /// a delayed handshake biases the whole run. 0 disables the check. The Python backend
-    /// retries the setup when this happens (docs/kernel.md).
-    pub max_setup_lateness_us: u64,
+    /// Abort the run if a SYN or SYN-ACK was forwarded later than this (us): Linux takes
+    /// its first RTT sample from the handshake into its min RTT (and BBR's model), so a
+    /// delayed handshake biases the whole run. 0 disables the check. The Python backend
+    /// runs the attempt again when this happens (docs/kernel.md).
+    pub max_handshake_lateness_us: u64,
+    /// A packet event later than this (us) is part of a stall; the forwarder counts stall
+    /// episodes (`ForwarderStats::stalls`). 0 disables counting.
+    pub stall_threshold_us: u64,
 }
 
 /// Prefix of the error a run returns when it aborted because of a delayed handshake.
-pub const SETUP_DISTURBED: &str = "setup disturbed";
+pub const SETUP_DISTURBED: &str = "handshake disturbed";
 
 impl Default for EmuOptions {
     fn default() -> Self {
@@ -94,7 +98,8 @@ impl Default for EmuOptions {
             spin_ns: 0,
             connect_timeout_ms: 10_000,
             start_margin_ms: 20,
-            max_setup_lateness_us: 500,
+            max_handshake_lateness_us: 500,
+            stall_threshold_us: 1_000,
         }
     }
 }

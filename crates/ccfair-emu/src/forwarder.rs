@@ -30,7 +30,7 @@ use ccfair_sim::table::{ColumnData, Table};
 use ccfair_sim::world::{build_channels, link_summary_table};
 use serde::Serialize;
 
-use crate::config::EmuConfig;
+use crate::config::{EmuConfig, SETUP_DISTURBED};
 use crate::ipv4;
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
@@ -49,8 +49,6 @@ pub struct Control {
     t0: AtomicU64,
     /// The first error of a worker thread (which also stops the others).
     failure: Mutex<Option<String>>,
-    /// Largest lateness of a packet event before t = 0 (the handshakes), in ns.
-    setup_late_max_ns: AtomicU64,
 }
 
 impl Control {
@@ -84,10 +82,6 @@ impl Control {
         self.t0.store(t0, Ordering::SeqCst);
     }
 
-    pub fn setup_late_max_ns(&self) -> u64 {
-        self.setup_late_max_ns.load(Ordering::SeqCst)
-    }
-
     pub fn t0(&self) -> Option<u64> {
         match self.t0.load(Ordering::SeqCst) {
             0 => None,
@@ -105,6 +99,10 @@ struct Pkt {
     ack: bool,
     /// Carries TCP payload (data segments; not SYN, FIN or pure ACKs).
     payload: bool,
+    /// A SYN or SYN-ACK (the handshake whose RTT Linux samples first).
+    syn: bool,
+    /// Data: the sequence number after its payload; ACKs: the acknowledgment number.
+    seq_mark: u32,
     bytes: u32,
 }
 
@@ -134,6 +132,14 @@ pub struct FlowCounts {
     pub acks_in: u64,
     pub acks_delivered: u64,
     pub acks_dropped: u64,
+    /// SYNs read from the sender's TUN device (more than 1: the SYN was retransmitted).
+    pub syns_in: u64,
+    /// When the first SYN entered the network (ns after t = 0).
+    pub syn_in_ns: Option<u64>,
+    /// When the first SYN-ACK reached the sender host (model time, ns after t = 0).
+    pub synack_delivered_ns: Option<u64>,
+    /// When the first data segment entered the network (ns after t = 0).
+    pub first_data_in_ns: Option<u64>,
 }
 
 /// Achieved rate of a channel on the wall clock. Packets the channel serialised back to back
@@ -181,9 +187,18 @@ pub struct ForwarderStats {
     pub lateness: Summary,
     /// Lateness of the writes to the receiving host's TUN device (the last hop).
     pub delivery_lateness: Summary,
-    /// Lateness of packet events before t = 0: the connections' handshakes, whose RTT
-    /// samples enter Linux's min RTT.
-    pub setup_lateness: Summary,
+    /// Lateness of the handshakes' packet events (SYN and SYN-ACK on every hop): their RTT
+    /// is Linux's first sample, which enters its min RTT.
+    pub handshake_lateness: Summary,
+    /// Episodes in which packet events ran more than `stall_threshold_ns` late (a run of
+    /// consecutive late events counts once), and the threshold used (us).
+    pub stalls: u64,
+    pub stall_threshold_us: f64,
+    /// How fast the hosts react (see `crate::turnaround`): receivers from a data segment
+    /// delivered to the ACK it triggers, senders of unpaced flows from an ACK delivered to
+    /// the data it releases, as quantiles.
+    pub receiver_turnaround: crate::lateness::Quantiles,
+    pub sender_turnaround: crate::lateness::Quantiles,
     /// CPU time of the forwarder thread over the run's wall time. Includes the kernel's
     /// own receive processing of the packets it writes (TCP runs in the writer's context).
     pub cpu_frac: f64,
@@ -232,8 +247,14 @@ pub struct Forwarder {
     counts: Vec<FlowCounts>,
     late_all: Histogram,
     late_delivery: Histogram,
-    late_setup: Histogram,
-    setup_late_max_ns: u64,
+    late_handshake: Histogram,
+    /// Abort the run when a handshake packet is later than this (0: never).
+    max_handshake_lateness_ns: u64,
+    /// Set when a handshake packet exceeded `max_handshake_lateness_ns`: (lateness, flow).
+    handshake_disturbed: Option<(u64, u32)>,
+    stall_threshold_ns: u64,
+    in_stall: bool,
+    turnaround: crate::turnaround::Turnaround,
     last_arrival: Vec<Option<LastArrival>>,
     rate_acc: Vec<RateAcc>,
     last_counters: Vec<ChannelCounters>,
@@ -286,8 +307,14 @@ impl Forwarder {
             counts: vec![FlowCounts::default(); spec.flows.len()],
             late_all: Histogram::default(),
             late_delivery: Histogram::default(),
-            late_setup: Histogram::default(),
-            setup_late_max_ns: 0,
+            late_handshake: Histogram::default(),
+            max_handshake_lateness_ns: cfg.options.max_handshake_lateness_us * 1_000,
+            handshake_disturbed: None,
+            stall_threshold_ns: cfg.options.stall_threshold_us * 1_000,
+            in_stall: false,
+            turnaround: crate::turnaround::Turnaround::new(
+                cfg.flows.iter().map(|f| f.kernel_cca != "bbr").collect(),
+            ),
             last_arrival: vec![None; n_ch],
             rate_acc: vec![RateAcc::default(); n_ch],
             last_counters: vec![ChannelCounters::default(); n_ch],
@@ -325,10 +352,14 @@ impl Forwarder {
             if self.finished {
                 break;
             }
-            if self.t0.is_none() {
-                // The driver checks the handshakes' lateness before it fixes t0.
-                ctl.setup_late_max_ns
-                    .fetch_max(self.setup_late_max_ns, Ordering::SeqCst);
+            if let Some((late, flow)) = self.handshake_disturbed {
+                ctl.fail(format!(
+                    "{SETUP_DISTURBED}: a handshake packet of flow {flow} was forwarded {} us \
+                     late (bound {} us); Linux's first RTT sample and min RTT would read high",
+                    late / 1_000,
+                    self.max_handshake_lateness_ns / 1_000
+                ));
+                break;
             }
             let timeout = match self.queue.peek_time() {
                 Some(t) => t.saturating_sub(sys::monotonic_ns()).min(MAX_SLEEP_NS),
@@ -410,8 +441,8 @@ impl Forwarder {
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len() + 1);
             match ev {
                 Event::ChannelArrival(ch) => {
-                    self.record_late(t, now);
                     let (pkt, next) = self.channels[ch as usize].arrival();
+                    self.record_late(t, now, &pkt);
                     if let Some(n) = next {
                         self.queue.push(n, Event::ChannelArrival(ch));
                     }
@@ -431,13 +462,25 @@ impl Forwarder {
         }
     }
 
-    fn record_late(&mut self, t: u64, now: u64) {
-        if self.in_run(t) {
-            self.late_all.record(now.saturating_sub(t));
-        } else {
-            let late = now.saturating_sub(t);
-            self.late_setup.record(late);
-            self.setup_late_max_ns = self.setup_late_max_ns.max(late);
+    fn record_late(&mut self, t: u64, now: u64, pkt: &Pkt) {
+        if !self.in_run(t) {
+            return;
+        }
+        let late = now.saturating_sub(t);
+        self.late_all.record(late);
+        let stalled = self.stall_threshold_ns > 0 && late > self.stall_threshold_ns;
+        if stalled && !self.in_stall {
+            self.stats.stalls += 1;
+        }
+        self.in_stall = stalled;
+        if pkt.syn {
+            self.late_handshake.record(late);
+            if self.max_handshake_lateness_ns > 0
+                && late > self.max_handshake_lateness_ns
+                && self.handshake_disturbed.is_none()
+            {
+                self.handshake_disturbed = Some((late, pkt.flow));
+            }
         }
     }
 
@@ -479,14 +522,23 @@ impl Forwarder {
         let len = self.lens[slot] as usize;
         match sys::write_packet(self.tuns[host], &self.slots[slot][..len]) {
             Ok(()) => {
-                if self.in_run(t) {
+                if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
                     self.late_delivery.record(now.saturating_sub(t));
                     let c = &mut self.counts[pkt.flow as usize];
-                    if pkt.ack {
+                    if pkt.ack && pkt.syn {
+                        c.synack_delivered_ns.get_or_insert(t - t0);
+                    } else if pkt.ack {
                         c.acks_delivered += 1;
                     } else if pkt.payload {
                         c.data_delivered += 1;
                     }
+                    self.turnaround.delivered(
+                        pkt.flow as usize,
+                        pkt.ack,
+                        pkt.payload,
+                        pkt.seq_mark,
+                        t,
+                    );
                 }
             }
             Err(_) => self.stats.write_errors += 1,
@@ -513,7 +565,7 @@ impl Forwarder {
     fn drop_pkt(&mut self, p: Pkt) {
         if self.t0.is_some() {
             let c = &mut self.counts[p.flow as usize];
-            if p.ack {
+            if p.ack && !p.syn {
                 c.acks_dropped += 1;
             } else if p.payload {
                 c.data_dropped += 1;
@@ -559,32 +611,45 @@ impl Forwarder {
         } else {
             None
         };
+        let seq_mark = hdr.map_or(0, |h| {
+            if h.tcp_payload > 0 {
+                h.tcp_seq.wrapping_add(h.tcp_payload)
+            } else {
+                h.tcp_ack
+            }
+        });
         let classified = hdr.and_then(|h| {
             let (sport, dport) = h.ports?;
             if let Some(&f) = self.by_receiver.get(&(h.dst, dport)) {
                 if self.routes[f as usize].src_host == host {
-                    return Some((f, false, h.tcp_payload > 0));
+                    return Some((f, false, h.tcp_payload > 0, h.is_syn()));
                 }
             }
             if let Some(&f) = self.by_receiver.get(&(h.src, sport)) {
                 if self.routes[f as usize].dst_host == host {
-                    return Some((f, true, false));
+                    return Some((f, true, false, h.is_syn()));
                 }
             }
             None
         });
-        let Some((flow, ack, payload)) = classified else {
+        let Some((flow, ack, payload, syn)) = classified else {
             self.stats.unmatched_pkts += 1;
             self.free.push(slot);
             return;
         };
-        if self.in_run(t) {
+        if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
             let c = &mut self.counts[flow as usize];
-            if ack {
+            if ack && !syn {
                 c.acks_in += 1;
             } else if payload {
                 c.data_in += 1;
+                c.first_data_in_ns.get_or_insert(t - t0);
+            } else if syn && !ack {
+                c.syns_in += 1;
+                c.syn_in_ns.get_or_insert(t - t0);
             }
+            self.turnaround
+                .ingress(flow as usize, ack, payload, syn, seq_mark, t);
         }
         let route = &self.routes[flow as usize];
         let ch = if ack {
@@ -598,6 +663,8 @@ impl Forwarder {
             hop: 0,
             ack,
             payload,
+            syn,
+            seq_mark,
             bytes: n as u32,
         };
         self.offer(t, ch, pkt);
@@ -643,7 +710,10 @@ impl Forwarder {
         }
         self.stats.lateness = self.late_all.summary();
         self.stats.delivery_lateness = self.late_delivery.summary();
-        self.stats.setup_lateness = self.late_setup.summary();
+        self.stats.handshake_lateness = self.late_handshake.summary();
+        self.stats.receiver_turnaround = self.turnaround.receiver.quantiles();
+        self.stats.sender_turnaround = self.turnaround.sender.quantiles();
+        self.stats.stall_threshold_us = self.stall_threshold_ns as f64 / 1e3;
         self.stats.rates = self
             .channels
             .iter()

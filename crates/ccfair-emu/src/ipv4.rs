@@ -4,6 +4,9 @@
 use std::net::Ipv4Addr;
 
 pub const PROTO_TCP: u8 = 6;
+/// TCP header flag bits (RFC 9293 section 3.1).
+pub const TCP_SYN: u8 = 0x02;
+pub const TCP_ACK: u8 = 0x10;
 
 /// What the forwarder needs to know about one packet read from a TUN device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +20,19 @@ pub struct Header {
     pub ports: Option<(u16, u16)>,
     /// TCP payload bytes (0 for pure ACKs, SYN, FIN), when `ports` is set.
     pub tcp_payload: u32,
+    /// TCP flags byte (`TCP_SYN`, `TCP_ACK`, ...), when `ports` is set; 0 otherwise.
+    pub tcp_flags: u8,
+    /// TCP sequence and acknowledgment numbers, when `ports` is set.
+    pub tcp_seq: u32,
+    pub tcp_ack: u32,
+}
+
+impl Header {
+    /// A SYN or SYN-ACK: a packet of the three-way handshake whose timing enters Linux's
+    /// first RTT sample.
+    pub fn is_syn(&self) -> bool {
+        self.tcp_flags & TCP_SYN != 0
+    }
 }
 
 /// Parse an IPv4 packet. `None` for anything else (IPv6, truncated, bad header length).
@@ -37,6 +53,8 @@ pub fn parse(p: &[u8]) -> Option<Header> {
     let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
     let mut ports = None;
     let mut tcp_payload = 0;
+    let mut tcp_flags = 0;
+    let (mut tcp_seq, mut tcp_ack) = (0, 0);
     if protocol == PROTO_TCP && !fragmented && total_len as usize >= ihl + 20 {
         let t = &p[ihl..];
         ports = Some((
@@ -45,6 +63,9 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         ));
         let data_offset = ((t[12] >> 4) as usize) * 4;
         tcp_payload = (total_len as usize).saturating_sub(ihl + data_offset) as u32;
+        tcp_flags = t[13];
+        tcp_seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
+        tcp_ack = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
     }
     Some(Header {
         src,
@@ -53,6 +74,9 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         total_len,
         ports,
         tcp_payload,
+        tcp_flags,
+        tcp_seq,
+        tcp_ack,
     })
 }
 
@@ -88,10 +112,31 @@ mod tests {
     }
 
     #[test]
+    fn sequence_and_ack_numbers() {
+        let mut p = segment(100);
+        p[24..28].copy_from_slice(&0x0102_0304u32.to_be_bytes());
+        p[28..32].copy_from_slice(&0xa0b0_c0d0u32.to_be_bytes());
+        let h = parse(&p).unwrap();
+        assert_eq!((h.tcp_seq, h.tcp_ack), (0x0102_0304, 0xa0b0_c0d0));
+    }
+
+    #[test]
     fn pure_ack_has_no_payload() {
         let h = parse(&segment(0)).unwrap();
         assert_eq!(h.total_len, 52);
         assert_eq!(h.tcp_payload, 0);
+        assert!(!h.is_syn());
+    }
+
+    #[test]
+    fn syn_and_syn_ack_are_handshake_packets() {
+        let mut p = segment(0);
+        p[33] = TCP_SYN;
+        assert!(parse(&p).unwrap().is_syn());
+        p[33] = TCP_SYN | TCP_ACK;
+        assert!(parse(&p).unwrap().is_syn());
+        p[33] = TCP_ACK;
+        assert!(!parse(&p).unwrap().is_syn());
     }
 
     #[test]

@@ -37,7 +37,32 @@ pub struct Summary {
     pub max_us: f64,
 }
 
+/// The probabilities at which [`Quantiles`] describe a distribution.
+pub const QUANTILE_PROBS: [f64; 17] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999,
+];
+
+/// A distribution as quantiles (us) at [`QUANTILE_PROBS`], with the middle of each 1 us
+/// bucket as its value: enough to describe it to a model (docs/model.md, host latency).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Quantiles {
+    pub count: u64,
+    pub probs: Vec<f64>,
+    pub us: Vec<f64>,
+}
+
 impl Histogram {
+    pub fn quantiles(&self) -> Quantiles {
+        Quantiles {
+            count: self.count,
+            probs: QUANTILE_PROBS.to_vec(),
+            us: QUANTILE_PROBS
+                .iter()
+                .map(|&q| self.quantile_us(q) + 0.5)
+                .collect(),
+        }
+    }
+
     pub fn record(&mut self, late_ns: u64) {
         let us = ((late_ns / 1_000) as usize).min(MAX_US);
         self.buckets[us] += 1;

@@ -23,6 +23,7 @@ pub mod run;
 pub mod sys;
 pub mod tcpinfo;
 pub mod traffic;
+pub mod turnaround;
 
 pub use config::EmuConfig;
 pub use run::{EmuResult, Emulation, SelfCheck};

@@ -141,6 +141,10 @@ impl BbrInfo {
     }
 }
 
+/// Socket states of include/net/tcp_states.h that matter here.
+const TCP_SYN_SENT: u8 = 2;
+const TCP_CLOSE: u8 = 7;
+
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h), named as the simulator names them.
 pub fn ca_state_name(s: u8) -> &'static str {
     match s {
@@ -185,7 +189,13 @@ impl Sample {
         let nan_if = |cond: bool, v: f64| if cond { f64::NAN } else { v };
         let inflight = t.tcpi_unacked as i64 - t.tcpi_sacked as i64 - t.tcpi_lost as i64
             + t.tcpi_retrans as i64;
+        // Before the handshake completes (TCP_CLOSE before connect(), TCP_SYN_SENT after it,
+        // include/net/tcp_states.h) the algorithm has not started: "connecting", as the
+        // simulator names it, and no internals.
+        let connecting = matches!(t.tcpi_state, TCP_SYN_SENT | TCP_CLOSE);
+        let bbr = if connecting { None } else { bbr };
         let cca_state = match bbr {
+            _ if connecting => "connecting",
             Some(b) => b.mode(),
             None if t.tcpi_snd_cwnd < t.tcpi_snd_ssthresh => "slow_start",
             None => "cong_avoid",

@@ -28,9 +28,10 @@ const POLL_SLICE_NS: u64 = 2_000_000;
 /// Setup progress, reported to the thread that drives the run.
 #[derive(Debug)]
 pub enum Progress {
+    /// A receiver listens.
     Listening(usize),
-    Accepted(usize),
-    Connected(usize),
+    /// A sender's socket exists with its congestion control set.
+    Ready(usize),
     Failed(String),
 }
 
@@ -66,6 +67,9 @@ pub struct ReceiverPlan {
     pub listen: SocketAddrV4,
     pub timer_slack_ns: u64,
     pub priority: u32,
+    /// The flow's start (ns after t = 0): its sender connects then.
+    pub start_ns: u64,
+    /// Give up if nothing connected this long after the flow's start.
     pub accept_timeout_ns: u64,
 }
 
@@ -83,6 +87,9 @@ pub struct SenderOut {
     /// Grid points that passed while the thread was late by a whole interval or more.
     pub missed_samples: u64,
     pub bytes_written: u64,
+    /// When the application called connect() and when connect() completed (ns after t0).
+    pub connect_ns: Option<u64>,
+    pub established_ns: Option<u64>,
     /// Final `tcp_info` values.
     pub total_retrans: u64,
     pub total_rto: u64,
@@ -140,34 +147,6 @@ fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result
     sys::enter_netns(&path).map_err(|e| format!("entering namespace {netns}: {e}"))
 }
 
-/// Wait until `fd` is ready for `events`, the deadline passes or a stop is requested.
-fn wait_ready(
-    fd: i32,
-    events: libc::c_short,
-    deadline: u64,
-    ctl: &Control,
-) -> Result<bool, String> {
-    loop {
-        if ctl.stopped() {
-            return Err("stopped".into());
-        }
-        let now = sys::monotonic_ns();
-        if now >= deadline {
-            return Ok(false);
-        }
-        let mut p = [libc::pollfd {
-            fd,
-            events,
-            revents: 0,
-        }];
-        let n = sys::ppoll(&mut p, Some((deadline - now).min(POLL_SLICE_NS)))
-            .map_err(|e| format!("poll: {e}"))?;
-        if n > 0 {
-            return Ok(true);
-        }
-    }
-}
-
 /// (name -> value) of the `TcpExt:` lines of /proc/thread-self/net/netstat: the counters of
 /// the calling thread's network namespace (proc(5)).
 fn read_netstat() -> BTreeMap<String, u64> {
@@ -194,14 +173,17 @@ fn read_netstat() -> BTreeMap<String, u64> {
     out
 }
 
-/// The receiver of one flow: listen, accept, then count delivered bytes on the grid.
+/// The receiver of one flow: listen before t = 0; from t = 0 on, accept the connection
+/// when it comes (the sender connects at its flow's start) and count delivered bytes on the
+/// grid.
 pub fn receiver(
     plan: ReceiverPlan,
     tl: Timeline,
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
 ) -> Result<ReceiverOut, String> {
-    let setup = || -> Result<TcpStream, String> {
+    let f = plan.flow;
+    let setup = || -> Result<TcpListener, String> {
         enter(
             &plan.netns,
             &plan.thread_name,
@@ -209,39 +191,22 @@ pub fn receiver(
             plan.priority,
         )?;
         let listener = TcpListener::bind(plan.listen)
-            .map_err(|e| format!("flows[{}]: listen on {}: {e}", plan.flow, plan.listen))?;
+            .map_err(|e| format!("flows[{f}]: listen on {}: {e}", plan.listen))?;
         listener
             .set_nonblocking(true)
-            .map_err(|e| format!("flows[{}]: {e}", plan.flow))?;
-        let _ = progress.send(Progress::Listening(plan.flow));
-        let deadline = sys::monotonic_ns() + plan.accept_timeout_ns;
-        loop {
-            match listener.accept() {
-                Ok((s, _)) => return Ok(s),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if !wait_ready(listener.as_raw_fd(), libc::POLLIN, deadline, &ctl)? {
-                        return Err(format!(
-                            "flows[{}]: no connection reached {} in time",
-                            plan.flow, plan.listen
-                        ));
-                    }
-                }
-                Err(e) => return Err(format!("flows[{}]: accept: {e}", plan.flow)),
-            }
-        }
+            .map_err(|e| format!("flows[{f}]: {e}"))?;
+        Ok(listener)
     };
-    let mut stream = match setup() {
-        Ok(s) => s,
+    let listener = match setup() {
+        Ok(l) => l,
         Err(e) => {
             let _ = progress.send(Progress::Failed(e.clone()));
             return Err(e);
         }
     };
-    stream
-        .set_nonblocking(true)
-        .map_err(|e| format!("flows[{}]: {e}", plan.flow))?;
-    let _ = progress.send(Progress::Accepted(plan.flow));
+    let _ = progress.send(Progress::Listening(f));
     let t0 = wait_t0(&ctl)?;
+    let accept_deadline = t0 + plan.start_ns + plan.accept_timeout_ns;
 
     let iv = tl.sample_interval_ns;
     let end = t0 + tl.duration_ns;
@@ -257,15 +222,34 @@ pub fn receiver(
     let mut measure_start_done = tl.measure_start_ns == 0;
     let mut measure_end_done = false;
     let mut eof = false;
+    let mut stream: Option<TcpStream> = None;
     let mut buf = vec![0u8; IO_CHUNK];
-    let fd = stream.as_raw_fd();
     loop {
         if ctl.stopped() {
             return Err("stopped".into());
         }
-        if !eof {
+        if stream.is_none() {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(true)
+                        .map_err(|e| format!("flows[{f}]: {e}"))?;
+                    stream = Some(s);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if sys::monotonic_ns() > accept_deadline {
+                        return Err(format!(
+                            "flows[{f}]: no connection reached {} in time",
+                            plan.listen
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(format!("flows[{f}]: accept: {e}")),
+            }
+        }
+        if let (Some(s), false) = (stream.as_mut(), eof) {
             loop {
-                match stream.read(&mut buf) {
+                match s.read(&mut buf) {
                     Ok(0) => {
                         eof = true;
                         out.eof_ns = Some(sys::monotonic_ns().saturating_sub(t0));
@@ -274,7 +258,7 @@ pub fn receiver(
                     Ok(n) => out.bytes_total += n as u64,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("flows[{}]: read: {e}", plan.flow)),
+                    Err(e) => return Err(format!("flows[{f}]: read: {e}")),
                 }
             }
         }
@@ -313,8 +297,13 @@ pub fn receiver(
             next = next.min(t0 + tl.measure_end_ns);
         }
         let timeout = next.saturating_sub(sys::monotonic_ns()).min(POLL_SLICE_NS);
+        let fd = match &stream {
+            None => listener.as_raw_fd(),
+            Some(_) if eof => -1,
+            Some(s) => s.as_raw_fd(),
+        };
         let mut p = [libc::pollfd {
-            fd: if eof { -1 } else { fd },
+            fd,
             events: libc::POLLIN,
             revents: 0,
         }];
@@ -323,7 +312,22 @@ pub fn receiver(
     Ok(out)
 }
 
-/// The sender of one flow: connect with the flow's algorithm, then write and sample.
+/// Where a sender is in its connection's life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the flow's start: the socket exists, nothing was sent.
+    Waiting,
+    /// connect() was called at the start: SYN sent, waiting for the handshake to complete.
+    Connecting,
+    /// Established: the application writes (until its stop time or its size).
+    Writing,
+    /// The application is done writing.
+    Done,
+}
+
+/// The sender of one flow: create the socket with the flow's algorithm before t = 0;
+/// connect at the flow's start, as an application starts a transfer (the handshake's RTT
+/// is Linux's first sample); then write and sample.
 pub fn sender(
     plan: SenderPlan,
     tl: Timeline,
@@ -351,15 +355,6 @@ pub fn sender(
                 plan.cca
             ));
         }
-        sys::connect_start(fd.as_raw_fd(), plan.to)
-            .map_err(|e| format!("flows[{f}]: connect to {}: {e}", plan.to))?;
-        let deadline = sys::monotonic_ns() + plan.connect_timeout_ns;
-        if !wait_ready(fd.as_raw_fd(), libc::POLLOUT, deadline, &ctl)? {
-            return Err(format!("flows[{f}]: connecting to {} timed out", plan.to));
-        }
-        if let Some(e) = sys::so_error(fd.as_raw_fd()).map_err(|e| e.to_string())? {
-            return Err(format!("flows[{f}]: connect to {}: {e}", plan.to));
-        }
         Ok(sys::into_stream(fd))
     };
     let mut stream = match setup() {
@@ -370,7 +365,7 @@ pub fn sender(
         }
     };
     let netstat_before = read_netstat();
-    let _ = progress.send(Progress::Connected(f));
+    let _ = progress.send(Progress::Ready(f));
     let t0 = wait_t0(&ctl)?;
 
     let is_bbr = plan.cca == "bbr";
@@ -382,7 +377,7 @@ pub fn sender(
     // First grid point at or after the start, as the simulator samples started flows.
     let mut k = plan.start_ns.div_ceil(iv).max(1);
     let mut out = SenderOut::default();
-    let mut writing = true;
+    let mut phase = Phase::Waiting;
     let buf = vec![0u8; IO_CHUNK];
     let mut srtt_sum = 0.0;
     let mut srtt_n = 0u64;
@@ -417,10 +412,32 @@ pub fn sender(
         if now >= end && k * iv > tl.duration_ns {
             break;
         }
-        if writing && now >= stop_writing {
-            writing = false;
+        if phase == Phase::Waiting && now >= start {
+            out.connect_ns = Some(now - t0);
+            sys::connect_start(fd, plan.to)
+                .map_err(|e| format!("flows[{f}]: connect to {}: {e}", plan.to))?;
+            phase = Phase::Connecting;
         }
-        if writing && now >= start {
+        if phase == Phase::Connecting {
+            let mut p = [libc::pollfd {
+                fd,
+                events: libc::POLLOUT,
+                revents: 0,
+            }];
+            if sys::ppoll(&mut p, Some(0)).map_err(|e| format!("poll: {e}"))? > 0 {
+                if let Some(e) = sys::so_error(fd).map_err(|e| e.to_string())? {
+                    return Err(format!("flows[{f}]: connect to {}: {e}", plan.to));
+                }
+                out.established_ns = Some(sys::monotonic_ns() - t0);
+                phase = Phase::Writing;
+            } else if now > start + plan.connect_timeout_ns {
+                return Err(format!("flows[{f}]: connecting to {} timed out", plan.to));
+            }
+        }
+        if phase == Phase::Writing && now >= stop_writing {
+            phase = Phase::Done;
+        }
+        if phase == Phase::Writing {
             loop {
                 let want = match plan.size_bytes {
                     Some(size) => (size - out.bytes_written).min(IO_CHUNK as u64) as usize,
@@ -428,7 +445,7 @@ pub fn sender(
                 };
                 if want == 0 {
                     let _ = stream.shutdown(Shutdown::Write);
-                    writing = false;
+                    phase = Phase::Done;
                     break;
                 }
                 match stream.write(&buf[..want]) {
@@ -447,16 +464,28 @@ pub fn sender(
         if k * iv <= tl.duration_ns {
             next = next.min(t0 + k * iv);
         }
-        if writing {
-            next = next.min(if now < start { start } else { stop_writing });
+        match phase {
+            Phase::Waiting => next = next.min(start),
+            Phase::Writing => next = next.min(stop_writing),
+            Phase::Connecting | Phase::Done => {}
         }
         let timeout = next.saturating_sub(sys::monotonic_ns()).min(POLL_SLICE_NS);
         let mut p = [libc::pollfd {
-            fd: if writing && now >= start { fd } else { -1 },
+            fd: if matches!(phase, Phase::Connecting | Phase::Writing) {
+                fd
+            } else {
+                -1
+            },
             events: libc::POLLOUT,
             revents: 0,
         }];
         sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+    }
+    if phase == Phase::Waiting || phase == Phase::Connecting {
+        return Err(format!(
+            "flows[{f}]: the connection to {} was not established before the end of the run",
+            plan.to
+        ));
     }
     let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
     out.total_retrans = info.tcpi_total_retrans as u64;

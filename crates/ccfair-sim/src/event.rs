@@ -11,7 +11,10 @@ use std::collections::BinaryHeap;
 pub enum Event {
     /// The head of a channel's propagation pipe reaches the far end.
     ChannelArrival(u32),
+    /// The application of a flow starts: it connects (or, without the handshake, writes).
     FlowStart(u32),
+    /// `connect()` returned to the application, which now writes its data.
+    AppWrite(u32),
     /// The application of a flow stops writing.
     FlowStop(u32),
     /// A flow timer (see `TimerKind`).
@@ -75,6 +78,7 @@ fn encode(ev: Event) -> u64 {
         Event::Sample => (7, 0),
         Event::MeasureStart => (8, 0),
         Event::MeasureEnd => (9, 0),
+        Event::AppWrite(f) => (10, f),
     };
     debug_assert!(id <= MAX_EVENT_ID);
     (kind << ID_BITS) | id as u64
@@ -92,7 +96,8 @@ fn decode(code: u64) -> Event {
         6 => Event::FlowTimer(id, TimerKind::CompSack),
         7 => Event::Sample,
         8 => Event::MeasureStart,
-        _ => Event::MeasureEnd,
+        9 => Event::MeasureEnd,
+        _ => Event::AppWrite(id),
     }
 }
 

@@ -4,6 +4,7 @@
 //! `tcp` (sender, receiver, RTT), `world` (the event loop and recording), `table` (results).
 
 pub mod event;
+pub mod host;
 pub mod link;
 pub mod packet;
 pub mod spec;

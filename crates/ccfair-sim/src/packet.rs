@@ -19,7 +19,25 @@ pub struct SackBlock {
 pub enum Kind {
     Data,
     Ack,
+    /// The three-way handshake (RFC 9293 section 3.5): SYN and the final ACK travel on the
+    /// data path, SYN-ACK on the ACK path. Sequence numbers count data segments only, so
+    /// these carry none.
+    Syn,
+    SynAck,
+    HandshakeAck,
 }
+
+impl Kind {
+    /// Travels from the flow's sender to its receiver (the data path).
+    pub fn is_forward(self) -> bool {
+        matches!(self, Kind::Data | Kind::Syn | Kind::HandshakeAck)
+    }
+}
+
+/// Bytes on the wire of Linux's SYN and SYN-ACK with its default options: MSS (4),
+/// SACK-permitted and timestamps (12, packed), NOP and window scale (4) after the 40 B of
+/// IPv4 and TCP headers (`tcp_syn_options`, `tcp_synack_options` in net/ipv4/tcp_output.c).
+pub const SYN_BYTES: u32 = 60;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {

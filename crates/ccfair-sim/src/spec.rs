@@ -119,6 +119,18 @@ pub struct TcpOptions {
     pub min_rtt_wlen_s: u32,
     /// Receive window cap in bytes (0 = unlimited).
     pub rcv_buf_bytes: u64,
+    /// The three-way handshake: data follows SYN, SYN-ACK and ACK, and the SYN-ACK's RTT
+    /// is the connection's first sample (srtt, RTO, min RTT), as in Linux. `false` is an
+    /// idealisation: data at the start with the initial window and no RTT sample.
+    pub handshake: bool,
+    /// The application's wake-up latency, from the flow's start to connect() and from the
+    /// handshake's end to its first write (`host.rs`): `kernel` (measured on ccfair's kernel
+    /// backend) or `none` (an idealisation: flows that start together start in lock-step).
+    pub app_latency: crate::host::Latency,
+    /// The hosts' turnaround for every packet they send in reaction to a packet or a timer
+    /// (`host.rs`): `kernel` (measured) or `none` (an idealisation: exact phase-locked
+    /// timing, prone to phase effects).
+    pub host_latency: crate::host::Latency,
 }
 
 impl Default for TcpOptions {
@@ -142,6 +154,9 @@ impl Default for TcpOptions {
             pacing_ca_ratio: 120,
             min_rtt_wlen_s: 300,
             rcv_buf_bytes: 0,
+            handshake: true,
+            app_latency: crate::host::Latency::Kernel,
+            host_latency: crate::host::Latency::Kernel,
         }
     }
 }

@@ -6,12 +6,13 @@
 use ccfair_cc::rng::derive_seed;
 
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
+use crate::host::{FlowHosts, Side};
 use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use crate::packet::{Kind, Packet};
 use crate::spec::RunSpec;
 use crate::table::{ColumnData, SparseColumns, Table};
 use crate::tcp::receiver::Receiver;
-use crate::tcp::sender::Sender;
+use crate::tcp::sender::{Conn, Sender};
 
 /// Seed stream tags, so that flows and links draw from independent streams (public: the
 /// kernel backend's forwarder draws a channel's random losses from the same stream).
@@ -32,6 +33,11 @@ struct Flow {
     bytes_at_measure_start: u64,
     bytes_at_measure_end: Option<u64>,
     bytes_at_last_sample: u64,
+    /// The three-way handshake is simulated (`tcp.handshake`).
+    handshake: bool,
+    conn: ConnectionTimes,
+    /// The hosts' latency draws (`host.rs`).
+    hosts: FlowHosts,
 }
 
 /// Engine counters of a run.
@@ -175,6 +181,9 @@ impl Simulation {
                 bytes_at_measure_start: 0,
                 bytes_at_measure_end: None,
                 bytes_at_last_sample: 0,
+                handshake: f.tcp.handshake,
+                conn: ConnectionTimes::default(),
+                hosts: FlowHosts::new(spec.seed, i, f.tcp.app_latency, f.tcp.host_latency),
             });
         }
         let n_ch = channels.len();
@@ -203,8 +212,10 @@ impl Simulation {
     pub fn run(mut self) -> RunResult {
         let duration = self.spec.duration_ns;
         for (i, f) in self.spec.flows.iter().enumerate() {
-            self.queue
-                .push(self.flows[i].start_ns, Event::FlowStart(i as u32));
+            // The application starts; its SYN leaves after the host's launch latency.
+            let flow = &mut self.flows[i];
+            let t = flow.start_ns + flow.hosts.launch_ns();
+            self.queue.push(t, Event::FlowStart(i as u32));
             if let Some(stop) = f.stop_ns {
                 self.queue.push(stop, Event::FlowStop(i as u32));
             }
@@ -233,8 +244,18 @@ impl Simulation {
             Event::ChannelArrival(ch) => self.channel_arrival(ch),
             Event::FlowStart(f) => {
                 let now = self.now;
-                self.flows[f as usize].sender.start(now, &mut self.out);
-                self.after_flow_call(f);
+                let flow = &mut self.flows[f as usize];
+                if flow.handshake {
+                    flow.sender.connect(now, &mut self.out);
+                } else {
+                    flow.sender.start_without_handshake(now, &mut self.out);
+                }
+                self.after_flow_call(f, Side::Sender, false);
+            }
+            Event::AppWrite(f) => {
+                let now = self.now;
+                self.flows[f as usize].sender.app_write(now, &mut self.out);
+                self.after_flow_call(f, Side::Sender, false);
             }
             Event::FlowStop(f) => self.flows[f as usize].sender.stop_app(),
             Event::FlowTimer(f, kind) => self.flow_timer(f, kind),
@@ -272,15 +293,20 @@ impl Simulation {
             .collect()
     }
 
-    /// Put a packet on the channel at its current hop.
-    fn forward(&mut self, pkt: Packet) {
-        let flow = &self.flows[pkt.flow as usize];
-        let path = match pkt.kind {
-            Kind::Data => &flow.path,
-            Kind::Ack => &flow.ack_path,
+    /// Put a packet on the channel at its current hop at `t` (now, or later for a packet a
+    /// host sends after its turnaround).
+    fn forward(&mut self, t: u64, pkt: Packet) {
+        let flow = &mut self.flows[pkt.flow as usize];
+        if pkt.hop == 0 {
+            note_sent(&mut flow.conn, &pkt, t);
+        }
+        let path = if pkt.kind.is_forward() {
+            &flow.path
+        } else {
+            &flow.ack_path
         };
         let ch = path[pkt.hop as usize];
-        match self.channels[ch as usize].enqueue(self.now, pkt) {
+        match self.channels[ch as usize].enqueue(t, pkt) {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
             Enqueued::BufferFull(p) | Enqueued::LostOnWire(p) => self.count_drop(&p),
@@ -292,6 +318,7 @@ impl Simulation {
         match p.kind {
             Kind::Data => f.data_dropped += 1,
             Kind::Ack => f.acks_dropped += 1,
+            Kind::Syn | Kind::SynAck | Kind::HandshakeAck => {}
         }
     }
 
@@ -302,15 +329,21 @@ impl Simulation {
         }
         let f = pkt.flow;
         let flow = &mut self.flows[f as usize];
-        let path_len = match pkt.kind {
-            Kind::Data => flow.path.len(),
-            Kind::Ack => flow.ack_path.len(),
+        let path_len = if pkt.kind.is_forward() {
+            flow.path.len()
+        } else {
+            flow.ack_path.len()
         };
         if (pkt.hop as usize) + 1 < path_len {
             pkt.hop += 1;
-            self.forward(pkt);
+            self.forward(self.now, pkt);
             return;
         }
+        let side = if pkt.kind.is_forward() {
+            Side::Receiver
+        } else {
+            Side::Sender
+        };
         let now = self.now;
         match pkt.kind {
             Kind::Data => {
@@ -323,8 +356,18 @@ impl Simulation {
                 flow.acks_received += 1;
                 flow.sender.on_ack(now, &pkt, &mut self.out);
             }
+            Kind::Syn => flow.receiver.on_syn(now, &pkt, &mut self.out),
+            Kind::HandshakeAck => flow.receiver.on_handshake_ack(now, &pkt),
+            Kind::SynAck => {
+                flow.conn.synack_delivered_ns.get_or_insert(now);
+                if flow.sender.on_synack(now, &pkt, &mut self.out) {
+                    // connect() returns: the application wakes up and writes.
+                    let t = now + flow.hosts.first_write_ns();
+                    self.queue.push(t, Event::AppWrite(f));
+                }
+            }
         }
-        self.after_flow_call(f);
+        self.after_flow_call(f, side, true);
     }
 
     fn flow_timer(&mut self, f: u32, kind: TimerKind) {
@@ -334,6 +377,10 @@ impl Simulation {
             flow.scheduled[kind as usize] = NOT_SCHEDULED;
         }
         let due = |d: Option<u64>| d.is_some_and(|d| d <= now);
+        let side = match kind {
+            TimerKind::Xmit | TimerKind::Pacing => Side::Sender,
+            TimerKind::Delack | TimerKind::CompSack => Side::Receiver,
+        };
         match kind {
             TimerKind::Xmit => {
                 if due(flow.sender.xmit_timer_deadline()) {
@@ -351,16 +398,22 @@ impl Simulation {
                 }
             }
         }
-        self.after_flow_call(f);
+        self.after_flow_call(f, side, true);
     }
 
-    /// Send what the flow produced and (re)schedule its timers.
-    fn after_flow_call(&mut self, f: u32) {
+    /// Send what the flow's host on `side` produced (after the host's turnaround when it
+    /// reacts to a packet or a timer), and (re)schedule the flow's timers.
+    fn after_flow_call(&mut self, f: u32, side: Side, reaction: bool) {
         // Packets leave in the order the flow produced them.
         let n = self.out.len();
-        for i in 0..n {
-            let pkt = self.out[i];
-            self.forward(pkt);
+        if n > 0 {
+            let t = self.flows[f as usize]
+                .hosts
+                .egress_ns(side, self.now, reaction);
+            for i in 0..n {
+                let pkt = self.out[i];
+                self.forward(t, pkt);
+            }
         }
         self.out.clear();
         let now = self.now;
@@ -429,12 +482,18 @@ impl Simulation {
             });
             s.retrans.push(f.sender.stats.retrans_pkts);
             s.ca_state.push(tp.ca_state.as_str());
-            s.cca_state.push(f.sender.cc.state_name(tp));
             s.extra.new_row();
-            self.metric_buf.clear();
-            f.sender.cc.sample_metrics(tp, &mut self.metric_buf);
-            for &(name, v) in &self.metric_buf {
-                s.extra.set(name, v);
+            if f.sender.conn() == Conn::Established {
+                s.cca_state.push(f.sender.cc.state_name(tp));
+                self.metric_buf.clear();
+                f.sender.cc.sample_metrics(tp, &mut self.metric_buf);
+                for &(name, v) in &self.metric_buf {
+                    s.extra.set(name, v);
+                }
+            } else {
+                // The algorithm starts when the handshake completes (as the kernel backend
+                // reports a socket in SYN_SENT).
+                s.cca_state.push("connecting");
             }
         }
         let l = &mut self.lseries;
@@ -472,6 +531,7 @@ impl Simulation {
                 match p.kind {
                     Kind::Data => in_net[p.flow as usize].0 += 1,
                     Kind::Ack => in_net[p.flow as usize].1 += 1,
+                    Kind::Syn | Kind::SynAck | Kind::HandshakeAck => {}
                 }
             }
         }
@@ -593,6 +653,8 @@ impl Simulation {
                     .collect(),
             ),
         );
+        let conn: Vec<ConnectionTimes> = self.flows.iter().map(|f| f.conn).collect();
+        push_connection_columns(&mut flows, &conn);
         debug_assert_eq!(flows.n_rows(), n);
 
         // Algorithm counters, long format.
@@ -664,6 +726,70 @@ impl Simulation {
             stats: self.stats,
         }
     }
+}
+
+/// Record a flow's SYN or first data segment entering the network.
+fn note_sent(conn: &mut ConnectionTimes, pkt: &Packet, now: u64) {
+    match pkt.kind {
+        Kind::Syn => {
+            conn.syns_sent += 1;
+            conn.syn_sent_ns.get_or_insert(now);
+        }
+        Kind::Data => {
+            conn.first_data_sent_ns.get_or_insert(now);
+        }
+        _ => {}
+    }
+}
+
+/// When a flow's connection packets entered the network (ns after t = 0). Both backends
+/// fill the same columns from these (see [`push_connection_columns`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnectionTimes {
+    /// The first SYN entered the network.
+    pub syn_sent_ns: Option<u64>,
+    /// The first SYN-ACK reached the sender's host.
+    pub synack_delivered_ns: Option<u64>,
+    /// The first data segment entered the network.
+    pub first_data_sent_ns: Option<u64>,
+    /// SYNs the sender sent (more than one: the SYN or the SYN-ACK was lost).
+    pub syns_sent: u64,
+}
+
+/// The flows table's connection columns: `syn_sent_s` and `first_data_sent_s` (s after
+/// t = 0; NaN if it never happened), `handshake_us` (first SYN sent to SYN-ACK received: the
+/// handshake RTT Linux samples first, when no SYN was lost) and `syn_retransmits`.
+pub fn push_connection_columns(flows: &mut Table, times: &[ConnectionTimes]) {
+    let secs = |t: Option<u64>| t.map_or(f64::NAN, |t| t as f64 / 1e9);
+    flows.push(
+        "syn_sent_s",
+        ColumnData::F64(times.iter().map(|c| secs(c.syn_sent_ns)).collect()),
+    );
+    flows.push(
+        "first_data_sent_s",
+        ColumnData::F64(times.iter().map(|c| secs(c.first_data_sent_ns)).collect()),
+    );
+    flows.push(
+        "handshake_us",
+        ColumnData::F64(
+            times
+                .iter()
+                .map(|c| match (c.syn_sent_ns, c.synack_delivered_ns) {
+                    (Some(s), Some(a)) if a >= s => (a - s) as f64 / 1e3,
+                    _ => f64::NAN,
+                })
+                .collect(),
+        ),
+    );
+    flows.push(
+        "syn_retransmits",
+        ColumnData::U64(
+            times
+                .iter()
+                .map(|c| c.syns_sent.saturating_sub(1))
+                .collect(),
+        ),
+    );
 }
 
 /// The channels of a spec (channel `2i` = link `i` a->b, `2i + 1` = b->a), each with its

@@ -5,6 +5,7 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
+use ccfair_sim::host::Latency;
 use ccfair_sim::table::{ColumnData, Table};
 use ccfair_sim::{RunResult, Simulation};
 
@@ -108,13 +109,22 @@ fn single_flow_probes_rtt_every_10s_and_not_with_the_pre_2020_rule() {
     for w in starts.windows(2) {
         assert!((10.0..10.6).contains(&(w[1] - w[0])), "period {starts:?}");
     }
-    // The pre-2020 rule (rtt <= min_rtt refreshes) on a jitter-free path never probes.
-    let old = run(
+    // The pre-2020 rule (rtt <= min_rtt refreshes) with ideal hosts (no latency: a
+    // jitter-free path) probes once: the handshake's min RTT (60-byte packets) is below
+    // every data sample, so it expires after 10 s; the data RTT measured in that PROBE_RTT
+    // is then matched exactly by every later sample.
+    let buffer = bdp_pkts(RATE, DELAY).round() as u32;
+    let mut spec = dumbbell(
         &[("bbr", json!({"min_rtt_refresh_on_equal": true}))],
-        1.0,
-        45,
+        RATE,
+        DELAY,
+        buffer,
+        45 * S,
     );
-    assert_eq!(counter(&old, 0, "bbr_probe_rtt_entries"), 0.0);
+    spec.flows[0].tcp.app_latency = Latency::None;
+    spec.flows[0].tcp.host_latency = Latency::None;
+    let old = Simulation::new(spec).unwrap().run();
+    assert_eq!(counter(&old, 0, "bbr_probe_rtt_entries"), 1.0);
 }
 
 #[test]

@@ -61,16 +61,18 @@ fn different_seeds_differ_where_randomness_is_used() {
     let a = Simulation::new(mk(1)).unwrap().run();
     let b = Simulation::new(mk(2)).unwrap().run();
     assert_ne!(a.flows.u64("retrans_pkts"), b.flows.u64("retrans_pkts"));
-    // Without random loss nothing is random: seeds give identical results.
-    let mut c = dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 5 * S);
-    let mut d = c.clone();
-    c.seed = 1;
-    d.seed = 2;
-    let (rc, rd) = (
-        Simulation::new(c).unwrap().run(),
-        Simulation::new(d).unwrap().run(),
-    );
-    assert!(rc.flows.identical(&rd.flows));
+    // Hosts take a random time to react (host.rs), so even without random loss two seeds
+    // differ; with ideal hosts nothing is random and seeds give identical results.
+    let seeded = |seed, ideal: bool| {
+        let mut s = dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 5 * S);
+        s.seed = seed;
+        let s = if ideal { ideal_hosts(s) } else { s };
+        Simulation::new(s).unwrap().run()
+    };
+    assert!(!seeded(1, false)
+        .timeseries
+        .identical(&seeded(2, false).timeseries));
+    assert!(seeded(1, true).flows.identical(&seeded(2, true).flows));
 }
 
 #[test]
@@ -247,8 +249,57 @@ fn start_jitter_makes_repetitions_differ_and_stays_in_its_window() {
         mk(2, 5 * MS).flow_starts_ns()
     );
     assert_eq!(mk(3, 0).flow_starts_ns(), vec![100 * MS, 100 * MS]);
-    // Without jitter the seed changes nothing here; with it, repetitions differ.
-    let g = |s| goodput(&Simulation::new(s).unwrap().run().flows);
+    // With ideal hosts and without jitter the seed changes nothing here; with it,
+    // repetitions differ.
+    let g = |s| goodput(&Simulation::new(ideal_hosts(s)).unwrap().run().flows);
     assert_eq!(g(mk(1, 0)), g(mk(2, 0)));
     assert_ne!(g(mk(1, 5 * MS)), g(mk(2, 5 * MS)));
+}
+
+/// The three-way handshake: SYN and SYN-ACK (60 B) cross the path once, data follows one
+/// RTT after the start, and the handshake's RTT is the first sample (min RTT, BBR's model).
+#[test]
+fn data_follows_the_handshake_and_its_rtt_is_the_first_sample() {
+    let rate = 50_000_000;
+    let spec = dumbbell(&[("bbr", json!({}))], rate, 18 * MS, 1000, 2 * S);
+    let r = Simulation::new(ideal_hosts(spec.clone())).unwrap().run();
+    let col = |r: &ccfair_sim::RunResult, name: &str| r.flows.f64(name).unwrap()[0];
+    // 40 ms of propagation plus 60 B serialised on two 1 Gbit/s links and the bottleneck,
+    // each way: 2 x (480 + 9600 + 480) ns.
+    let hs_ns = 40 * MS + 2 * (480 + 9_600 + 480);
+    assert_eq!(col(&r, "syn_sent_s"), 0.0);
+    assert_eq!(col(&r, "handshake_us"), hs_ns as f64 / 1e3);
+    assert_eq!(col(&r, "first_data_sent_s"), hs_ns as f64 / 1e9);
+    assert_eq!(r.flows.u64("syn_retransmits").unwrap()[0], 0);
+    assert_eq!(col(&r, "rtt_min_us"), (hs_ns / 1_000) as f64);
+    // BBR's first RTprop is the handshake RTT (bbr_init reads tcp_min_rtt).
+    let rtprop = r.timeseries.f64("bbr_rtprop_us").unwrap();
+    assert_eq!(rtprop[5], (hs_ns / 1_000) as f64);
+
+    // With the measured host latency the SYN leaves 73-248 us after the start and the first
+    // data 91-333 us after the SYN-ACK arrives (host.rs tables), different per seed.
+    let mut syns = Vec::new();
+    for seed in 1..6 {
+        let mut s = spec.clone();
+        s.seed = seed;
+        let r = Simulation::new(s).unwrap().run();
+        let syn = col(&r, "syn_sent_s");
+        let synack = syn + col(&r, "handshake_us") / 1e6;
+        let write = col(&r, "first_data_sent_s") - synack;
+        assert!((73e-6..248e-6).contains(&syn), "seed {seed}: SYN at {syn}");
+        assert!(
+            (91e-6..334e-6).contains(&write),
+            "seed {seed}: data {write} after"
+        );
+        syns.push(syn);
+    }
+    syns.dedup();
+    assert_eq!(syns.len(), 5, "launch offsets differ per seed: {syns:?}");
+
+    // Without the handshake (an idealisation) data leaves at the start with no sample.
+    let mut s = ideal_hosts(spec);
+    s.flows[0].tcp.handshake = false;
+    let r = Simulation::new(s).unwrap().run();
+    assert!(col(&r, "syn_sent_s").is_nan());
+    assert_eq!(col(&r, "first_data_sent_s"), 0.0);
 }

@@ -12,7 +12,7 @@
 //! - SACK blocks in recency order (`tcp_sack_new_ofo_skb`, `tcp_sack_extend`), a D-SACK
 //!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
 
-use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS, SYN_BYTES};
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -30,10 +30,16 @@ pub struct Receiver {
     quickacks_max: u32,
     ato_min_jiffies: u64,
     /// The receiver's `icsk_rto` and `srtt_us`: set once by the handshake RTT sample (a pure
-    /// receiver takes no other RTT sample); the handshake is not simulated, so the path's
-    /// round-trip propagation time stands in for it.
+    /// receiver takes no other RTT sample): SYN-ACK sent to the final ACK (or the first
+    /// data) received, `tcp_synack_rtt_meas`. Without the handshake (`tcp.handshake =
+    /// false`) the path's round-trip propagation time stands in for it.
     rto_jiffies: u64,
     srtt_jiffies: u64,
+    rto_min_ns: u64,
+    /// The passive open: the handshake completed (always, without the handshake).
+    established: bool,
+    synacks_sent: u32,
+    synack_first_tx_ns: u64,
     pub rcv_nxt: u64,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
@@ -76,14 +82,17 @@ impl Receiver {
         let ms_to_jiffies = |ms: u32| (ms as u64 * 1_000_000).div_ceil(jiffy_ns);
         // tcp_rtt_estimator on the first sample: RTO = rtt + max(2 rtt, rto_min).
         let rto_min_ns = opts.rto_min_ms as u64 * 1_000_000;
-        let rto_ns = base_rtt_ns + (2 * base_rtt_ns).max(rto_min_ns);
-        Receiver {
+        let mut r = Receiver {
             flow,
             jiffy_ns,
             quickacks_max: opts.quickacks,
             ato_min_jiffies: ms_to_jiffies(opts.delack_ms).max(1),
-            rto_jiffies: rto_ns.div_ceil(jiffy_ns),
-            srtt_jiffies: base_rtt_ns.div_ceil(jiffy_ns),
+            rto_jiffies: 0,
+            srtt_jiffies: 0,
+            rto_min_ns,
+            established: !opts.handshake,
+            synacks_sent: 0,
+            synack_first_tx_ns: 0,
             rcv_nxt: 0,
             rcv_wup: 0,
             ofo: Vec::with_capacity(8),
@@ -106,7 +115,58 @@ impl Receiver {
             dup_pkts_received: 0,
             acks_sent: 0,
             last_delivery_ns: 0,
+        };
+        r.set_rtt(base_rtt_ns);
+        r
+    }
+
+    /// The receiver's srtt and RTO from one RTT sample, as `tcp_rtt_estimator` and
+    /// `__tcp_set_rto` set them on a first sample: RTO = rtt + max(2 rtt, rto_min).
+    fn set_rtt(&mut self, rtt_ns: u64) {
+        let rto_ns = rtt_ns + (2 * rtt_ns).max(self.rto_min_ns);
+        self.rto_jiffies = rto_ns.div_ceil(self.jiffy_ns);
+        self.srtt_jiffies = rtt_ns.div_ceil(self.jiffy_ns);
+    }
+
+    /// A SYN arrived (`tcp_v4_conn_request`): answer with a SYN-ACK at once. A duplicate
+    /// SYN (the SYN-ACK was lost, or is late) gets another one (`tcp_check_req`).
+    pub fn on_syn(&mut self, now: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        if self.established {
+            return;
         }
+        self.ts_recent = pkt.tsval;
+        if self.synacks_sent == 0 {
+            self.synack_first_tx_ns = now;
+        }
+        self.synacks_sent += 1;
+        out.push(Packet {
+            flow: self.flow,
+            kind: Kind::SynAck,
+            hop: 0,
+            wire_bytes: SYN_BYTES,
+            seq: 0,
+            payload_bytes: 0,
+            tsval: Self::now_ticks(now),
+            tsecr: pkt.tsval,
+            n_sack: 0,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+        });
+    }
+
+    /// The final ACK of the handshake, or the first data when that ACK was lost, completes
+    /// the passive open (`tcp_check_req` -> `tcp_synack_rtt_meas`): the SYN-ACK's RTT, or
+    /// the timestamp echo after a SYN-ACK was sent more than once.
+    pub fn on_handshake_ack(&mut self, now: u64, pkt: &Packet) {
+        if self.established || self.synacks_sent == 0 {
+            return;
+        }
+        self.established = true;
+        let rtt_ns = if self.synacks_sent == 1 {
+            now - self.synack_first_tx_ns
+        } else {
+            Self::now_ticks(now).wrapping_sub(pkt.tsecr).max(1) as u64 * 1_000_000
+        };
+        self.set_rtt(rtt_ns.max(1));
     }
 
     fn now_ticks(now: u64) -> u32 {
@@ -133,6 +193,7 @@ impl Receiver {
         out: &mut Vec<Packet>,
     ) {
         self.data_pkts_received += 1;
+        self.on_handshake_ack(now, pkt);
         let seq = pkt.seq;
         let end = seq + 1;
         // tcp_rcv_rtt_measure_ts: the segment echoes one of our ACK timestamps.

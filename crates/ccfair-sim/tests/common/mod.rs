@@ -96,6 +96,16 @@ pub fn link(name: &str, a: usize, b: usize, rate_bps: u64, delay_ns: u64, buffer
 }
 
 /// BDP in packets of 1500 B for a dumbbell with 1 ms access links.
+/// Ideal hosts for every flow: no application or turnaround latency (a jitter-free path,
+/// for tests of an algorithm's mechanics in isolation).
+pub fn ideal_hosts(mut spec: RunSpec) -> RunSpec {
+    for f in &mut spec.flows {
+        f.tcp.app_latency = ccfair_sim::host::Latency::None;
+        f.tcp.host_latency = ccfair_sim::host::Latency::None;
+    }
+    spec
+}
+
 pub fn bdp_pkts(rate_bps: u64, delay_ns: u64) -> f64 {
     let rtt_ns = 2 * (MS + delay_ns + MS);
     rate_bps as f64 * rtt_ns as f64 / 1e9 / 8.0 / 1500.0

@@ -6,6 +6,7 @@
 //! that congestion control modules see the same hook sequence as in the kernel.
 //! Sequence numbers count segments. What is not modelled is listed in docs/fidelity.md.
 
+mod handshake;
 mod rack;
 mod rate;
 mod recovery;
@@ -19,6 +20,8 @@ use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpS
 use crate::packet::{Kind, Packet, SackBlock};
 use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
 use crate::tcp::rtt::{RttEstimator, RTO_MAX_US};
+
+pub use handshake::Conn;
 
 // Scoreboard tag bits (`TCP_SKB_CB(skb)->sacked`).
 const SACKED: u8 = 0x01; // TCPCB_SACKED_ACKED
@@ -131,8 +134,17 @@ pub struct Sender {
     opts: TcpOptions,
     jiffy_ns: u64,
     paced: bool,
-    /// Segments the application has written: `snd_nxt` may not pass it.
+    /// Segments the application has written: `snd_nxt` may not pass it. 0 until the
+    /// application writes (after the handshake).
     app_end: u64,
+    /// Segments the application writes in all (`u64::MAX`: a bulk flow).
+    app_total: u64,
+    /// The application stopped writing (its stop time passed).
+    app_stopped: bool,
+    conn: Conn,
+    /// SYNs sent and the first one's send time (the handshake, `handshake.rs`).
+    syns_sent: u32,
+    syn_first_tx_ns: u64,
     /// Payload of the last segment when the flow has a byte count.
     last_seg_bytes: u32,
     total_bytes: Option<u64>,
@@ -222,7 +234,12 @@ impl Sender {
             opts: opts.clone(),
             jiffy_ns,
             paced,
-            app_end,
+            app_end: 0,
+            app_total: app_end,
+            app_stopped: false,
+            conn: Conn::Closed,
+            syns_sent: 0,
+            syn_first_tx_ns: 0,
             last_seg_bytes,
             total_bytes: size_bytes,
             segs: VecDeque::with_capacity(1024),
@@ -563,20 +580,9 @@ impl Sender {
         self.write_xmit(out, false);
     }
 
-    /// Connection start: the handshake is not simulated (data starts at `start`).
-    pub fn start(&mut self, now: u64, out: &mut Vec<Packet>) {
-        self.set_now(now);
-        self.started = true;
-        self.tp.snd_cwnd = self.opts.init_cwnd;
-        self.cc.init(&mut self.tp);
-        if !self.cc.has_cong_control() {
-            self.update_pacing_rate();
-        }
-        self.push(Rexmit::None, out);
-    }
-
     /// The application stops writing: no new segments after what was already sent.
     pub fn stop_app(&mut self) {
+        self.app_stopped = true;
         self.app_end = self.app_end.min(self.tp.snd_nxt);
     }
 
@@ -601,6 +607,10 @@ impl Sender {
             return;
         };
         if deadline > now {
+            return;
+        }
+        if self.conn == Conn::SynSent {
+            self.syn_timeout(out);
             return;
         }
         match kind {
@@ -634,6 +644,9 @@ impl Sender {
 
     /// An ACK arrived (`tcp_ack`).
     pub fn on_ack(&mut self, now: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        if self.conn != Conn::Established {
+            return; // no data was sent yet
+        }
         self.set_now(now);
         let ack = pkt.seq;
         let prior_snd_una = self.tp.snd_una;
@@ -794,7 +807,7 @@ mod tests {
             ..TcpOptions::default()
         });
         let mut out = Vec::new();
-        s.start(0, &mut out);
+        s.start_without_handshake(0, &mut out);
         assert_eq!(out.len(), 10, "initial window of 10 segments");
         let mut expiries = Vec::new();
         for _ in 0..4 {
@@ -818,7 +831,7 @@ mod tests {
     fn tail_loss_probe_retransmits_last_segment() {
         let mut s = sender(TcpOptions::default());
         let mut out = Vec::new();
-        s.start(0, &mut out);
+        s.start_without_handshake(0, &mut out);
         s.stop_app();
         let t = s.xmit_timer_deadline().unwrap();
         out.clear();
@@ -885,7 +898,7 @@ mod tests {
     fn sack_below_the_highest_sack_is_reordering() {
         let mut s = sender(TcpOptions::default());
         let mut out = Vec::new();
-        s.start(0, &mut out);
+        s.start_without_handshake(0, &mut out);
         let t = 40_000_000;
         s.on_ack(t, &ack(0, &[(8, 9)], 1), &mut out);
         assert_eq!(s.reord_seen, 0);
@@ -901,7 +914,7 @@ mod tests {
     fn dsack_of_a_probe_counts_as_delivered_and_keeps_reo_wnd() {
         let mut s = sender(TcpOptions::default());
         let mut out = Vec::new();
-        s.start(0, &mut out);
+        s.start_without_handshake(0, &mut out);
         s.stop_app();
         let t = s.xmit_timer_deadline().unwrap();
         out.clear();
@@ -927,7 +940,7 @@ mod tests {
             ..TcpOptions::default()
         });
         let mut out = Vec::new();
-        s.start(0, &mut out);
+        s.start_without_handshake(0, &mut out);
         let t = s.xmit_timer_deadline().unwrap();
         out.clear();
         s.on_xmit_timer(t, &mut out); // RTO: retransmit 0

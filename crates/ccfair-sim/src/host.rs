@@ -1,0 +1,229 @@
+//! Host latency: how long real end hosts take to react (docs/model.md, "Host latency").
+//!
+//! A simulated host reacts at the instant an event reaches it; a real one takes a few tens
+//! of microseconds, differently each time: a sleeping application thread must be woken,
+//! the kernel processes the packet, the NIC (here, the kernel backend's TUN device and
+//! forwarder) hands the reply on. Without that, flows that start together stay in lock-step
+//! forever and drop-tail queues allocate losses by exact phase (Floyd and Jacobson, "On
+//! traffic phase effects in packet-switched gateways", 1992), which no testbed reproduces.
+//!
+//! Two options model it, each `"kernel"` (default: the distributions measured on ccfair's
+//! kernel backend, `scripts/measure_host_latency.py`) or `"none"` (the idealisation):
+//! - `tcp.app_latency`: the application's side, from the flow's start to its SYN on the
+//!   wire and from the handshake's end to its first data on the wire;
+//! - `tcp.host_latency`: every packet a host sends in reaction to a packet or a timer
+//!   leaves after a turnaround drawn per reaction (the sender's or the receiver's
+//!   distribution), never overtaking what the same host sent before.
+//!
+//! Draws come from per-flow, per-host streams (scenario seed, `STREAM_HOST`, flow, side),
+//! so they are reproducible and adding a flow changes no other flow's draws.
+
+use serde::{Deserialize, Serialize};
+
+use ccfair_cc::rng::{derive_seed, Rng};
+
+/// Seed stream tag of the host latency draws (see `world::STREAM_FLOW`).
+pub const STREAM_HOST: u64 = 4;
+
+/// Where a latency model comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Latency {
+    /// The distributions measured on ccfair's kernel backend.
+    Kernel,
+    /// No latency: hosts react at the instant (an idealisation).
+    None,
+}
+
+/// An empirical distribution: quantiles `us` at probabilities `probs`, interpolated
+/// linearly in between and clamped at the ends.
+#[derive(Clone, Copy, Debug)]
+pub struct Distribution {
+    pub probs: &'static [f64],
+    pub us: &'static [f64],
+}
+
+impl Distribution {
+    /// The value (ns) at probability `u` in [0, 1).
+    pub fn at_ns(&self, u: f64) -> u64 {
+        let (p, v) = (self.probs, self.us);
+        let us = if u <= p[0] {
+            v[0]
+        } else if u >= p[p.len() - 1] {
+            v[v.len() - 1]
+        } else {
+            let i = p.partition_point(|&x| x <= u) - 1;
+            v[i] + (v[i + 1] - v[i]) * (u - p[i]) / (p[i + 1] - p[i])
+        };
+        (us * 1e3).round() as u64
+    }
+}
+
+const PROBS: [f64; 17] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999,
+];
+
+/// The numbers below come from `scripts/measure_host_latency.py` on ccfair's kernel backend
+/// (Linux 6.18, 2-vCPU VM, TUN devices and the real-time forwarder; 42 reliable runs of two
+/// unpaced flows at bottleneck delays of 2, 18 and 100 ms; docs/model.md). They include
+/// everything between the host's decision and the packet entering the emulated network.
+///
+/// Launch (us): from a flow's start to its SYN entering the network (the application
+/// thread's wake-up, connect(), the kernel's SYN, the device).
+pub const KERNEL_LAUNCH: Distribution = Distribution {
+    probs: &PROBS,
+    us: &[
+        73.3, 80.1, 84.6, 87.0, 98.0, 113.4, 138.1, 146.4, 154.4, 163.2, 175.4, 193.9, 221.5,
+        232.9, 238.8, 243.4, 247.1,
+    ],
+};
+
+/// First write (us): from the SYN-ACK reaching the client to its first data segment
+/// entering the network (the kernel's final ACK, connect() returning to the woken
+/// application, its first write()).
+pub const KERNEL_FIRST_WRITE: Distribution = Distribution {
+    probs: &PROBS,
+    us: &[
+        91.1, 97.8, 107.7, 118.5, 134.8, 140.6, 145.5, 154.4, 162.3, 175.0, 192.9, 254.7, 289.3,
+        306.2, 326.2, 329.8, 332.8,
+    ],
+};
+
+/// Receiver turnaround (us): a data segment delivered to the ACK it triggers (246,153
+/// pairs).
+pub const KERNEL_RECEIVER: Distribution = Distribution {
+    probs: &PROBS,
+    us: &[
+        14.6, 15.4, 16.1, 18.4, 21.3, 22.6, 23.6, 24.7, 26.2, 30.4, 36.1, 42.9, 49.1, 58.9, 66.5,
+        77.4, 125.8,
+    ],
+};
+
+/// Sender turnaround (us): an ACK delivered to the data it releases, for unpaced flows
+/// (210,459 pairs).
+pub const KERNEL_SENDER: Distribution = Distribution {
+    probs: &PROBS,
+    us: &[
+        14.7, 15.3, 16.0, 16.4, 17.3, 17.7, 18.3, 19.2, 20.0, 21.3, 23.2, 27.9, 35.3, 51.0, 65.0,
+        84.6, 324.6,
+    ],
+};
+
+/// Which end of a flow a host is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Sender = 0,
+    Receiver = 1,
+}
+
+/// The latency draws of one flow's two hosts.
+pub struct FlowHosts {
+    app: Option<Rng>,
+    turnaround: Option<[Rng; 2]>,
+    /// When each host last put a packet on its link: a host never reorders its own.
+    last_egress_ns: [u64; 2],
+}
+
+impl FlowHosts {
+    pub fn new(seed: u64, flow: usize, app: Latency, host: Latency) -> Self {
+        let stream = |side: u64| Rng::new(derive_seed(seed, &[STREAM_HOST, flow as u64, side]));
+        FlowHosts {
+            app: (app == Latency::Kernel).then(|| stream(2)),
+            turnaround: (host == Latency::Kernel).then(|| [stream(0), stream(1)]),
+            last_egress_ns: [0; 2],
+        }
+    }
+
+    /// From the flow's start to its SYN entering the network (ns).
+    pub fn launch_ns(&mut self) -> u64 {
+        self.app_draw(&KERNEL_LAUNCH)
+    }
+
+    /// From the SYN-ACK reaching the client to its first data entering the network (ns).
+    pub fn first_write_ns(&mut self) -> u64 {
+        self.app_draw(&KERNEL_FIRST_WRITE)
+    }
+
+    fn app_draw(&mut self, dist: &Distribution) -> u64 {
+        match &mut self.app {
+            Some(rng) => dist.at_ns(rng.uniform()),
+            None => 0,
+        }
+    }
+
+    /// When the packets a host sends at `now` reach its link: after a turnaround if they
+    /// react to a packet or a timer (`reaction`), at once if the application's own latency
+    /// was already drawn (its first SYN, its first data).
+    pub fn egress_ns(&mut self, side: Side, now: u64, reaction: bool) -> u64 {
+        let delay = match &mut self.turnaround {
+            Some(rngs) if reaction => {
+                let dist = match side {
+                    Side::Sender => &KERNEL_SENDER,
+                    Side::Receiver => &KERNEL_RECEIVER,
+                };
+                dist.at_ns(rngs[side as usize].uniform())
+            }
+            _ => 0,
+        };
+        let t = (now + delay).max(self.last_egress_ns[side as usize]);
+        self.last_egress_ns[side as usize] = t;
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distribution_interpolates_and_clamps() {
+        let d = Distribution {
+            probs: &[0.1, 0.5, 0.9],
+            us: &[10.0, 20.0, 60.0],
+        };
+        assert_eq!(d.at_ns(0.0), 10_000);
+        assert_eq!(d.at_ns(0.3), 15_000);
+        assert_eq!(d.at_ns(0.7), 40_000);
+        assert_eq!(d.at_ns(0.99), 60_000);
+    }
+
+    #[test]
+    fn kernel_tables_are_nondecreasing() {
+        for d in [
+            KERNEL_LAUNCH,
+            KERNEL_FIRST_WRITE,
+            KERNEL_RECEIVER,
+            KERNEL_SENDER,
+        ] {
+            assert_eq!(d.probs.len(), d.us.len());
+            assert!(d.us.windows(2).all(|w| w[0] <= w[1]), "{:?}", d.us);
+            assert!(d.probs.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn a_host_never_reorders_its_packets_and_none_means_none() {
+        let mut h = FlowHosts::new(7, 0, Latency::Kernel, Latency::Kernel);
+        let mut last = 0;
+        for i in 0..10_000u64 {
+            let t = h.egress_ns(Side::Sender, i * 1_000, true);
+            assert!(t >= last && t >= i * 1_000);
+            last = t;
+        }
+        let mut ideal = FlowHosts::new(7, 0, Latency::None, Latency::None);
+        assert_eq!(ideal.egress_ns(Side::Receiver, 123, true), 123);
+        assert_eq!(ideal.launch_ns(), 0);
+        assert_eq!(ideal.first_write_ns(), 0);
+    }
+
+    #[test]
+    fn draws_depend_on_seed_and_flow_only() {
+        let draws = |seed, flow| {
+            let mut h = FlowHosts::new(seed, flow, Latency::Kernel, Latency::Kernel);
+            (0..5).map(|_| h.launch_ns()).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(1, 0), draws(1, 0));
+        assert_ne!(draws(1, 0), draws(2, 0));
+        assert_ne!(draws(1, 0), draws(1, 1));
+    }
+}
