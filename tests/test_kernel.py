@@ -168,6 +168,27 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
 
 
 @pytest.mark.kernel
+def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
+    """The forwarder traces a flow's packets hop by hop, with the simulator's columns:
+    positions in bytes from the ISN on, drops that match the flows table."""
+    sc = ccfair.parking_lot(2, "cubic", "reno", buffer_bdp=0.5, duration="3s")
+    r = ccfair.run(sc, backend="kernel", trace=["main"])
+    s = ccfair.run(sc, trace=["main"])
+    assert list(r.trace.columns) == list(s.trace.columns)
+    t = r.trace
+    main = r.flows.set_index("name").loc["main"]
+    data = t[t["kind"] == "data"]
+    assert data["event"].str.startswith("drop").sum() == main["data_pkts_dropped"]
+    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_pkts_sent"]
+    assert t.iloc[0]["kind"] == "syn" and t.iloc[0]["t_s"] == pytest.approx(main["syn_sent_s"])
+    first = data[data["hop"] == 0]["seq_bytes"]
+    assert first.iloc[0] == 0 and (first.diff().dropna() != 0).any()
+    # Cumulative ACKs leave the receiver in order.
+    acks = t[(t["kind"] == "ack") & (t["event"] == "arrive") & (t["hop"] == 0)]["seq_bytes"]
+    assert acks.max() <= data["seq_bytes"].max() + 1448 and acks.is_monotonic_increasing
+
+
+@pytest.mark.kernel
 def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
     """Same tables and columns (and dtypes) as the simulator; Parquet round trip."""
     sc = one_link("3s")

@@ -203,3 +203,25 @@ def test_docstring_examples_run(module, monkeypatch, tmp_path):
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, extraglobs={"ccfair": ccfair})
     assert result.failed == 0
     assert result.attempted > 0
+
+
+def test_a_trace_follows_every_packet_of_the_chosen_flows():
+    sc = ccfair.parking_lot(2, "cubic", "reno", buffer_bdp=0.5, duration="3s")
+    r = ccfair.run(sc, trace=["main"])
+    plain = ccfair.run(sc)
+    pd.testing.assert_frame_equal(r.flows, plain.flows)  # a trace changes no result
+    assert plain.trace is None
+    t = r.trace
+    assert set(t["flow_name"]) == {"main"}
+    main = r.flows.set_index("name").loc["main"]
+    data = t[t["kind"] == "data"]
+    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_pkts_sent"]
+    assert data["event"].str.startswith("drop").sum() == main["data_pkts_dropped"]
+    # The handshake comes first: SYN at the first hop, at the flow's SYN time.
+    first = t.iloc[0]
+    assert (first["kind"], first["event"], first["hop"]) == ("syn", "enqueue", 0)
+    assert first["t_s"] == main["syn_sent_s"]
+    # Positions are bytes of the flow's data, in MSS steps.
+    assert (data["seq_bytes"] % 1448 == 0).all() and data["seq_bytes"].min() == 0
+    with pytest.raises(ccfair.SpecError, match=r"trace: \"nope\" is not a flow"):
+        ccfair.run(sc, trace=["nope"])

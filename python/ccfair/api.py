@@ -66,6 +66,7 @@ def run(
     scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
     *,
     backend: str | None = None,
+    trace: Sequence[str] = (),
 ) -> RunResult:
     """Run one scenario and return its tables.
 
@@ -76,6 +77,10 @@ def run(
     something this kernel lacks, and :class:`ccfair.kernel.KernelError` if the kernel
     backend cannot run here. A kernel run that exceeded its self-check bounds is returned
     with ``runs.reliable`` false and the reasons in ``runs.flags``.
+
+    ``trace`` names flows whose packets are recorded hop by hop (every offer to a link,
+    every drop, every arrival) into ``RunResult.trace``: a diagnostic that changes no
+    result and is not saved with the tables (docs/results.md, "Traces").
 
     Example:
         >>> import ccfair
@@ -89,6 +94,7 @@ def run(
         raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
     resolved = sc.resolve()
     rid = run_id_of(resolved.normalized, backend)
+    engine_spec = _with_trace(resolved, trace)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     selfcheck = None
@@ -97,10 +103,10 @@ def run(
         from ccfair import kernel
 
         kernel.check_scenario(resolved)
-        raw, selfcheck = kernel.run_kernel(resolved, rid)
+        raw, selfcheck = kernel.run_kernel(resolved, rid, engine_spec=engine_spec)
         flags = kernel.assess(selfcheck)
     else:
-        raw = _core.run(resolved.engine_json)
+        raw = _core.run(json.dumps(engine_spec))
     wall = time.perf_counter() - t0
     return build_result(
         resolved,
@@ -112,6 +118,22 @@ def run(
         selfcheck=selfcheck,
         flags=flags,
     )
+
+
+def _with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:
+    """The engine spec, asking for a trace of the named flows."""
+    if isinstance(trace, str) or not isinstance(trace, Sequence):
+        raise SpecError("trace", trace, "is not a list of flow names")
+    names = [f.name for f in resolved.flows]
+    indices = []
+    for name in trace:
+        if name not in names:
+            raise SpecError("trace", name, f"is not a flow; flows: {', '.join(names[:20])}")
+        indices.append(names.index(name))
+    spec = dict(resolved.engine_spec)
+    if indices:
+        spec["trace_flows"] = sorted(set(indices))
+    return spec
 
 
 def run_many(

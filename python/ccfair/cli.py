@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from ccfair import _core
@@ -67,10 +68,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links){where}...",
             flush=True,
         )
-    result = run(sc, backend=backend)
+    result = run(sc, backend=backend, trace=args.trace or ())
     out = None if args.no_save else args.out
     if out is not None:
         result.save(out)
+        if result.trace is not None:
+            path = Path(out) / "trace" / f"{result.run_id}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            result.trace.to_parquet(path, index=False)
+            if not args.quiet:
+                print(f"trace: {path} ({len(result.trace)} packet events)")
     if args.json:
         print(result.flows.to_json(orient="records"))
     elif not args.quiet:
@@ -365,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="results directory for the Parquet tables (default: results)",
     )
     r.add_argument("--no-save", action="store_true", help="print the summary only, write nothing")
+    r.add_argument(
+        "--trace",
+        action="append",
+        metavar="FLOW",
+        help="record every packet of FLOW hop by hop (repeatable); saved to OUT/trace/",
+    )
     r.add_argument(
         "--backend",
         choices=["sim", "kernel"],

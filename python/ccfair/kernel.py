@@ -684,22 +684,29 @@ def _acquire_turn(say: Any) -> int:
     return fd
 
 
-def run_kernel(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_kernel(
+    resolved: Any, run_id: str, *, engine_spec: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a resolved scenario on this kernel; return the tables (as the simulator's
     ``_core.run`` returns them) and the self-check record.
 
     Raises :class:`KernelError` when the environment cannot run it or the run fails,
     ``KeyboardInterrupt`` / :class:`Terminated` on SIGINT / SIGTERM. Whatever happens, the
     namespaces are removed before this returns (and by the next start after a SIGKILL).
+    ``engine_spec`` replaces the resolved engine spec (e.g. one asking for a trace).
     """
     preflight()
     with machine_turn():
-        return _run_turn(resolved, run_id)
+        return _run_turn(resolved, run_id, engine_spec)
 
 
-def _run_turn(resolved: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run_turn(
+    resolved: Any, run_id: str, engine_spec: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     cleanup()
     plan = _plan(resolved, run_id)
+    if engine_spec is not None:
+        plan.config["spec"] = engine_spec
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     state_path = STATE_DIR / f"{plan.tag}.json"
     existing = _read_state(state_path)

@@ -67,6 +67,9 @@ class RunResult:
             min RTT, pacing and delivery rate, goodput, CA state, algorithm internals).
         links: per link direction samples (queue in packets and bytes, drops, utilisation).
         link_summary: per link direction over the measurement window.
+        trace: the per-packet trace of the flows a run was asked to trace
+            (``ccfair.run(..., trace=[...])``; docs/results.md, "Traces"), else None. Not
+            saved with the tables.
 
     Example:
         >>> import ccfair
@@ -81,6 +84,7 @@ class RunResult:
     timeseries: pd.DataFrame
     links: pd.DataFrame
     link_summary: pd.DataFrame
+    trace: pd.DataFrame | None = None
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -392,6 +396,19 @@ def build_result(
             }
         ]
     )
+    trace = None
+    if "trace" in raw:
+        trace = _frame(raw["trace"])
+        trace.insert(0, "run_id", run_id)
+        trace.insert(1, "t_s", trace["t_ns"] / 1e9)
+        trace.insert(3, "flow_name", pd.Categorical([names[i] for i in trace["flow"]]))
+        trace.insert(5, "link_name", pd.Categorical([lnames[i] for i in trace["link"]]))
     return RunResult(
-        run_id=run_id, runs=runs, flows=flows, timeseries=ts, links=links, link_summary=ls
+        run_id=run_id,
+        runs=runs,
+        flows=flows,
+        timeseries=ts,
+        links=links,
+        link_summary=ls,
+        trace=trace,
     )

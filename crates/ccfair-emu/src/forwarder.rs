@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use ccfair_sim::event::{Event, EventQueue};
 use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use ccfair_sim::table::{ColumnData, Table};
+use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
 use ccfair_sim::world::{build_channels, link_summary_table};
 use serde::Serialize;
 
@@ -103,6 +104,10 @@ struct Pkt {
     syn: bool,
     /// Data: the sequence number after its payload; ACKs: the acknowledgment number.
     seq_mark: u32,
+    /// For traces: the packet's kind and its position in the flow's byte stream (data: the
+    /// payload's first byte; ACKs: the acknowledgment), from the flow's ISN on.
+    kind: &'static str,
+    seq_bytes: u64,
     bytes: u32,
 }
 
@@ -174,6 +179,8 @@ struct RateAcc {
 /// Everything the forwarder reports after a run.
 pub struct ForwarderReport {
     pub links: Table,
+    /// Per-packet trace of the flows in `RunSpec::trace_flows`, if any.
+    pub trace: Option<Table>,
     pub link_summary: Table,
     pub flows: Vec<FlowCounts>,
     pub stats: ForwarderStats,
@@ -255,6 +262,9 @@ pub struct Forwarder {
     stall_threshold_ns: u64,
     in_stall: bool,
     turnaround: crate::turnaround::Turnaround,
+    /// Each flow's ISN and byte positions (for traces).
+    streams: Vec<Stream>,
+    trace: Option<Trace>,
     last_arrival: Vec<Option<LastArrival>>,
     rate_acc: Vec<RateAcc>,
     last_counters: Vec<ChannelCounters>,
@@ -315,6 +325,8 @@ impl Forwarder {
             turnaround: crate::turnaround::Turnaround::new(
                 cfg.flows.iter().map(|f| f.kernel_cca != "bbr").collect(),
             ),
+            streams: vec![Stream::default(); spec.flows.len()],
+            trace: Trace::new(spec.flows.len(), &spec.trace_flows),
             last_arrival: vec![None; n_ch],
             rate_acc: vec![RateAcc::default(); n_ch],
             last_counters: vec![ChannelCounters::default(); n_ch],
@@ -443,6 +455,9 @@ impl Forwarder {
                 Event::ChannelArrival(ch) => {
                     let (pkt, next) = self.channels[ch as usize].arrival();
                     self.record_late(t, now, &pkt);
+                    if self.trace.is_some() {
+                        self.trace_row(t, ch as usize, &pkt, TraceEvent::Arrive);
+                    }
                     if let Some(n) = next {
                         self.queue.push(n, Event::ChannelArrival(ch));
                     }
@@ -547,7 +562,16 @@ impl Forwarder {
     }
 
     fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
-        match self.channels[ch].enqueue(t, pkt) {
+        let outcome = self.channels[ch].enqueue(t, pkt);
+        if self.trace.is_some() {
+            let event = match outcome {
+                Enqueued::Accepted(_) => TraceEvent::Enqueue,
+                Enqueued::BufferFull(_) => TraceEvent::DropQueue,
+                Enqueued::LostOnWire(_) => TraceEvent::DropWire,
+            };
+            self.trace_row(t, ch, &pkt, event);
+        }
+        match outcome {
             Enqueued::Accepted(at) => {
                 self.stats.packet_hops += 1;
                 if let Some(at) = at {
@@ -559,6 +583,22 @@ impl Forwarder {
                 self.drop_pkt(p);
             }
             Enqueued::BufferFull(p) => self.drop_pkt(p),
+        }
+    }
+
+    fn trace_row(&mut self, t: u64, ch: usize, pkt: &Pkt, event: TraceEvent) {
+        let t0 = self.t0.unwrap_or(t);
+        if let Some(tr) = &mut self.trace {
+            tr.record(TraceRow {
+                t_ns: t.saturating_sub(t0),
+                flow: pkt.flow,
+                channel: ch as u32,
+                hop: pkt.hop,
+                event,
+                kind: pkt.kind,
+                seq_bytes: pkt.seq_bytes,
+                wire_bytes: pkt.bytes,
+            });
         }
     }
 
@@ -637,6 +677,8 @@ impl Forwarder {
             self.free.push(slot);
             return;
         };
+        let h = hdr.expect("classified packets parsed");
+        let (kind, seq_bytes) = self.streams[flow as usize].place(&h, ack, payload, syn);
         if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
             let c = &mut self.counts[flow as usize];
             if ack && !syn {
@@ -665,6 +707,8 @@ impl Forwarder {
             payload,
             syn,
             seq_mark,
+            kind,
+            seq_bytes,
             bytes: n as u32,
         };
         self.offer(t, ch, pkt);
@@ -759,6 +803,7 @@ impl Forwarder {
         let link_summary = self.link_summary();
         ForwarderReport {
             links,
+            trace: self.trace.take().map(Trace::into_table),
             link_summary,
             flows: self.counts.clone(),
             stats: self.stats.clone(),
@@ -786,6 +831,61 @@ impl Forwarder {
         );
         t
     }
+}
+
+/// A flow's byte stream as the forwarder sees it: the ISN (from its first SYN) and the last
+/// positions seen each way, to unwrap 32-bit sequence numbers.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stream {
+    isn: Option<u32>,
+    data_seen: bool,
+    last_data: u64,
+    last_ack: u64,
+}
+
+impl Stream {
+    /// The trace kind of a packet and its position in bytes from the first data byte.
+    fn place(
+        &mut self,
+        h: &ipv4::Header,
+        ack: bool,
+        payload: bool,
+        syn: bool,
+    ) -> (&'static str, u64) {
+        if syn {
+            if !ack && self.isn.is_none() {
+                self.isn = Some(h.tcp_seq);
+            }
+            return (if ack { "synack" } else { "syn" }, 0);
+        }
+        let Some(isn) = self.isn else {
+            return (if ack { "ack" } else { "control" }, 0);
+        };
+        let first = isn.wrapping_add(1);
+        if ack {
+            self.last_ack = unwrap(self.last_ack, h.tcp_ack.wrapping_sub(first));
+            return ("ack", self.last_ack);
+        }
+        if payload {
+            self.data_seen = true;
+            self.last_data = unwrap(self.last_data, h.tcp_seq.wrapping_sub(first));
+            return ("data", self.last_data);
+        }
+        (
+            if self.data_seen {
+                "control"
+            } else {
+                "handshake_ack"
+            },
+            0,
+        )
+    }
+}
+
+/// The 64-bit position nearest to `last` whose low 32 bits are `low`.
+fn unwrap(last: u64, low: u32) -> u64 {
+    let delta = low.wrapping_sub(last as u32) as i32 as i64;
+    (last as i64 + delta).max(0) as u64
 }
 
 fn direction(ch: usize) -> &'static str {

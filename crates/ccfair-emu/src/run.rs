@@ -555,6 +555,7 @@ fn assemble(
         timeseries: ts,
         links: report.links,
         link_summary: report.link_summary,
+        trace: report.trace,
         stats,
     }
 }

@@ -117,6 +117,9 @@ fn result_to_py<'py>(
     d.set_item("timeseries", table_to_py(py, result.timeseries)?)?;
     d.set_item("links", table_to_py(py, result.links)?)?;
     d.set_item("link_summary", table_to_py(py, result.link_summary)?)?;
+    if let Some(trace) = result.trace {
+        d.set_item("trace", table_to_py(py, trace)?)?;
+    }
     let stats = PyDict::new(py);
     stats.set_item("events", stats_src.events)?;
     stats.set_item("packet_hops", stats_src.packet_hops)?;

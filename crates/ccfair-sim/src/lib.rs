@@ -10,6 +10,7 @@ pub mod packet;
 pub mod spec;
 pub mod table;
 pub mod tcp;
+pub mod trace;
 pub mod world;
 
 pub use world::{run_json, RunResult, Simulation};

@@ -32,6 +32,16 @@ impl Kind {
     pub fn is_forward(self) -> bool {
         matches!(self, Kind::Data | Kind::Syn | Kind::HandshakeAck)
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Data => "data",
+            Kind::Ack => "ack",
+            Kind::Syn => "syn",
+            Kind::SynAck => "synack",
+            Kind::HandshakeAck => "handshake_ack",
+        }
+    }
 }
 
 /// Bytes on the wire of Linux's SYN and SYN-ACK with its default options: MSS (4),

@@ -25,6 +25,10 @@ pub struct RunSpec {
     pub nodes: Vec<String>,
     pub links: Vec<LinkSpec>,
     pub flows: Vec<FlowSpec>,
+    /// Flows (indices) whose packets are traced hop by hop (`trace.rs`); a diagnostic that
+    /// changes no result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trace_flows: Vec<usize>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ use crate::spec::RunSpec;
 use crate::table::{ColumnData, SparseColumns, Table};
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Conn, Sender};
+use crate::trace::{Trace, TraceEvent, TraceRow};
 
 /// Seed stream tags, so that flows and links draw from independent streams (public: the
 /// kernel backend's forwarder draws a channel's random losses from the same stream).
@@ -60,6 +61,8 @@ pub struct RunResult {
     pub links: Table,
     /// Per-channel summary (one row per link direction).
     pub link_summary: Table,
+    /// Per-packet trace of the flows in `RunSpec::trace_flows` (`trace.rs`), if any.
+    pub trace: Option<Table>,
     pub stats: EngineStats,
 }
 
@@ -144,6 +147,7 @@ pub struct Simulation {
     measure_start_counters: Vec<ChannelCounters>,
     measure_end_counters: Option<Vec<ChannelCounters>>,
     metric_buf: Vec<(&'static str, f64)>,
+    trace: Option<Trace>,
 }
 
 impl Simulation {
@@ -186,6 +190,7 @@ impl Simulation {
                 hosts: FlowHosts::new(spec.seed, i, f.tcp.app_latency, f.tcp.host_latency),
             });
         }
+        let trace = Trace::new(spec.flows.len(), &spec.trace_flows);
         let n_ch = channels.len();
         let n_samples = (spec.duration_ns / spec.sample_interval_ns) as usize + 1;
         let fseries = FlowSeries::with_capacity(n_samples * flows.len());
@@ -205,6 +210,7 @@ impl Simulation {
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
             measure_end_counters: None,
             metric_buf: Vec::with_capacity(16),
+            trace,
         })
     }
 
@@ -306,10 +312,39 @@ impl Simulation {
             &flow.ack_path
         };
         let ch = path[pkt.hop as usize];
-        match self.channels[ch as usize].enqueue(t, pkt) {
+        let outcome = self.channels[ch as usize].enqueue(t, pkt);
+        if self.trace.is_some() {
+            let event = match outcome {
+                Enqueued::Accepted(_) => TraceEvent::Enqueue,
+                Enqueued::BufferFull(_) => TraceEvent::DropQueue,
+                Enqueued::LostOnWire(_) => TraceEvent::DropWire,
+            };
+            self.trace_row(t, ch, &pkt, event);
+        }
+        match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
             Enqueued::BufferFull(p) | Enqueued::LostOnWire(p) => self.count_drop(&p),
+        }
+    }
+
+    fn trace_row(&mut self, t: u64, channel: u32, pkt: &Packet, event: TraceEvent) {
+        let mss = self.spec.flows[pkt.flow as usize].tcp.mss as u64;
+        let seq_bytes = match pkt.kind {
+            Kind::Data | Kind::Ack => pkt.seq * mss,
+            Kind::Syn | Kind::SynAck | Kind::HandshakeAck => 0,
+        };
+        if let Some(tr) = &mut self.trace {
+            tr.record(TraceRow {
+                t_ns: t,
+                flow: pkt.flow,
+                channel,
+                hop: pkt.hop,
+                event,
+                kind: pkt.kind.as_str(),
+                seq_bytes,
+                wire_bytes: pkt.wire_bytes,
+            });
         }
     }
 
@@ -326,6 +361,9 @@ impl Simulation {
         let (mut pkt, next) = self.channels[ch as usize].arrival();
         if let Some(t) = next {
             self.queue.push(t, Event::ChannelArrival(ch));
+        }
+        if self.trace.is_some() {
+            self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);
         }
         let f = pkt.flow;
         let flow = &mut self.flows[f as usize];
@@ -723,6 +761,7 @@ impl Simulation {
             timeseries: ts,
             links,
             link_summary: ls,
+            trace: self.trace.map(Trace::into_table),
             stats: self.stats,
         }
     }

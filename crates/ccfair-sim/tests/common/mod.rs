@@ -79,6 +79,7 @@ pub fn dumbbell(
         nodes,
         links,
         flows,
+        trace_flows: vec![],
     }
 }
 

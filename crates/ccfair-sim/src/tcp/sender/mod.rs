@@ -996,6 +996,7 @@ mod tests {
                 loss_ba: 0.0,
             }],
             flows: vec![spec],
+            trace_flows: vec![],
         };
         let err = run.check().unwrap_err();
         assert!(err.contains("size_bytes"), "{err}");
