@@ -51,6 +51,17 @@ def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_kernel(sc: Scenario, attempts: int = 3, **kw) -> ccfair.RunResult:
+    """A kernel run, run again (up to ``attempts`` in all) while its self-checks flag it:
+    a VM's host can stall a real-time thread for tens of ms now and then (docs/kernel.md),
+    and a flagged run is rerun, never kept, as ``ccfair validate`` does."""
+    for _ in range(attempts):
+        r = ccfair.run(sc, backend="kernel", **kw)
+        if bool(r.runs.iloc[0]["reliable"]):
+            break
+    return r
+
+
 def one_link(duration: str = "30s", cca: str = "cubic") -> Scenario:
     """One flow over 50 Mbit/s with RTT 40 ms and a 100-packet buffer."""
     return ccfair.dumbbell(
@@ -67,7 +78,7 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     """CUBIC over 50 Mbit/s, RTT 40 ms, 1 BDP: >= 97% of the goodput ceiling, min RTT within
     1 ms of 40 ms, samples every 10 +- 2 ms, and the simulator's tables."""
     sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="18ms", buffer_bdp=1.0, duration="15s")
-    r = ccfair.run(sc, backend="kernel")
+    r = run_kernel(sc)
     f = r.flows.iloc[0]
     ceiling = 50e6 * PAYLOAD
     assert f["goodput_bps"] >= 0.97 * ceiling, f["goodput_bps"] / ceiling
@@ -109,7 +120,7 @@ def test_bbr_against_cubic_at_half_a_bdp_records_both_flows(kernel_backend):
     own model (TCP_CC_INFO) is in the simulator's columns."""
     sc = ccfair.dumbbell(2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=0.5)
     sc = Scenario.from_dict({**sc.to_dict(), "duration": "12s"})
-    r = ccfair.run(sc, backend="kernel")
+    r = run_kernel(sc)
     f = r.flows.set_index("name")
     assert (f["goodput_bps"] > 0.5e6).all(), f["goodput_bps"]
     assert f["goodput_bps"].sum() >= 0.9 * 50e6 * PAYLOAD
@@ -145,7 +156,7 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
         duration="3s",
         starts=["0s", "1s"],
     )
-    r = ccfair.run(sc, backend="kernel")
+    r = run_kernel(sc)
     f = r.flows.set_index("name")
     resolved = sc.resolve()
     hs_ideal_us = resolved.flow("flow1").base_rtt_ns / 1e3
@@ -172,7 +183,7 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
     """The forwarder traces a flow's packets hop by hop, with the simulator's columns:
     positions in bytes from the ISN on, drops that match the flows table."""
     sc = ccfair.parking_lot(2, "cubic", "reno", buffer_bdp=0.5, duration="3s")
-    r = ccfair.run(sc, backend="kernel", trace=["main"])
+    r = run_kernel(sc, trace=["main"])
     s = ccfair.run(sc, trace=["main"])
     assert list(r.trace.columns) == list(s.trace.columns)
     t = r.trace
@@ -192,7 +203,7 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
 def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
     """Same tables and columns (and dtypes) as the simulator; Parquet round trip."""
     sc = one_link("3s")
-    k = ccfair.run(sc, backend="kernel")
+    k = run_kernel(sc)
     s = ccfair.run(sc, backend="sim")
     # The algorithm's own counters and internals are the simulator's model, not Linux's.
     counters = set(_core.run(sc.resolve().engine_json)["flow_counters"]["name"][1][1])
@@ -215,7 +226,7 @@ def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     """Multi-hop routing: each flow's min RTT is its own path's, each bottleneck is shared
     by the flows that cross it."""
     sc = ccfair.parking_lot(2, "cubic", "cubic", delay="8ms", buffer_bdp=1.0, duration="8s")
-    r = ccfair.run(sc, backend="kernel")
+    r = run_kernel(sc)
     f = r.flows.set_index("name")
     resolved = sc.resolve()
     for name in ("main", "cross1", "cross2"):
@@ -240,7 +251,7 @@ def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
     sc = ccfair.parking_lot(
         10, "cubic", "cubic", rate="10Mbit/s", delay="18ms", buffer_bdp=1.0, duration="8s"
     )
-    r = ccfair.run(sc, backend="kernel")
+    r = run_kernel(sc)
     f = r.flows.set_index("name")
     resolved = sc.resolve()
     assert len(f) == 11

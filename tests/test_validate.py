@@ -169,7 +169,8 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
     assert p.stdout.count("kernel 4/4") == 1 and "sim_share_%" in p.stdout
     runs = pd.read_parquet(out / "validate_runs.parquet")
     assert len(runs) == 8 and set(runs["rep"]) == {0, 1}
-    points = pd.read_csv(out / "validate_points.csv")
+    # The Parquet table keeps the grid labels as written (CSV readers retype "4" as 4.0).
+    points = pd.read_parquet(out / "validate_points.parquet")
     assert len(points) == 4 and (points["n_kernel"] == 2).all() and (points["n_sim"] == 2).all()
     assert set(points["param_alpha"].astype(str)) == {"0.5", "4"}
     # Shares of a point add up to 1 on each backend; the table is the runs' own numbers.

@@ -1049,6 +1049,8 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
         "nodes": nodes,
         "links": engine_links,
         "flows": engine_flows,
+        # Per-packet traces are a diagnostic a run asks for (api.run(trace=...)).
+        "trace_flows": [],
     }
     normalized = {
         "name": sc.name,

@@ -82,12 +82,18 @@ fn single_bbr_flow_fills_the_pipe_at_1_and_2_bdp() {
         let bw = r.timeseries.f64("bbr_btl_bw_bps").unwrap();
         let last = *bw.last().unwrap();
         assert!((last / ceiling() - 1.0).abs() < 0.01, "btl_bw {last}");
-        // STARTUP, DRAIN, then PROBE_BW for good (no loss-based exit).
+        // The handshake ("connecting"), STARTUP, DRAIN, then PROBE_BW for good (no
+        // loss-based exit).
         let st = strs(&r.timeseries, "cca_state");
         let first_probe_bw = st.iter().position(|s| *s == "PROBE_BW").unwrap();
-        assert!(st[..first_probe_bw]
-            .iter()
-            .all(|s| *s == "STARTUP" || *s == "DRAIN"));
+        let before: Vec<&str> = st[..first_probe_bw].to_vec();
+        assert!(
+            before
+                .iter()
+                .all(|s| matches!(*s, "connecting" | "STARTUP" | "DRAIN")),
+            "states before PROBE_BW: {before:?}"
+        );
+        assert!(before.contains(&"STARTUP"), "no STARTUP: {before:?}");
         assert!(
             first_probe_bw < 100,
             "PROBE_BW only after {first_probe_bw} samples"
