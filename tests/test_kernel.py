@@ -511,6 +511,24 @@ def test_deep_buffers_get_large_socket_buffers():
     assert wmem > 80e6
 
 
+def test_receive_buffers_follow_tcp_rmem_on_the_receiving_host():
+    """tcp.rmem sets the receiver's namespace as it sets the simulator's receiver: "linux"
+    is the stock 6.18 setting; the sender's host keeps buffers that fit."""
+    sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0)
+    sc = Scenario.from_dict({**sc.to_dict(), "tcp": {"rmem": "linux"}})
+    plan = kernel._plan(sc.resolve(), "0" * 16).config["hosts"]
+    by_node = {h["node"]: dict(h["sysctls"]) for h in plan}
+    flow = sc.resolve().engine_spec["flows"][0]
+    assert by_node[flow["dst"]]["net/ipv4/tcp_rmem"] == "4096 131072 33554432"
+    assert int(by_node[flow["src"]]["net/ipv4/tcp_rmem"].split()[2]) >= 8 << 20
+    # Two flows into one host must agree on its tcp_rmem.
+    d = ccfair.dumbbell(2, "cubic", bottleneck_delay="18ms").to_dict()
+    d["flows"][1]["dst"] = d["flows"][0]["dst"]
+    d["flows"][1]["tcp"] = {"rmem": [4096, 131072, 1 << 20]}
+    with pytest.raises(ccfair.SpecError, match=r"flows\[1\]\.tcp\.rmem"):
+        kernel.check_scenario(Scenario.from_dict(d).resolve(), offered=["cubic"])
+
+
 def test_assess_flags_each_bound():
     ok = {
         "forwarder": {

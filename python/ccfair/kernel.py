@@ -234,6 +234,7 @@ backend; this kernel offers: reno, cubic
     # (host, setting) -> (field that set it, value): one kernel per host, so flows that
     # share a host must agree on its settings.
     host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
+    rmem, _ = _socket_buffers(resolved)
     for i, f in enumerate(spec["flows"]):
         cca = f["cca"]
         linux = LINUX_NAME.get(cca)
@@ -263,9 +264,14 @@ backend; this kernel offers: reno, cubic
                         "the kernel's own HZ (leave hz out)",
                     )
                 continue
-            if key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS:
+            if key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS or key == "rmem":
                 both = key in _SYSCTL_OPTIONS and _SYSCTL_OPTIONS[key][0] == "both"
-                for node in (f["src"], f["dst"]) if both else (f["src"],):
+                # tcp_rmem belongs to the receiving host; compared resolved ("fit" is per host).
+                nodes = (
+                    (f["dst"],) if key == "rmem" else (f["src"], f["dst"]) if both else (f["src"],)
+                )
+                value = rmem[i] if key == "rmem" else value
+                for node in nodes:
                     seen = host_settings.setdefault((node, key), (f"{where}.{key}", value))
                     if seen[1] != value:
                         raise SpecError(
@@ -435,19 +441,25 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", name)[:24]
 
 
-def _host_buffer_bytes(resolved: Any, node: int) -> int:
-    """The largest window a flow touching ``node`` can need: BDP of its bottleneck plus every
-    buffer on its path, in bytes; socket buffer maxima get four times that."""
-    spec = resolved.engine_spec
-    need = 0
-    for i, f in enumerate(spec["flows"]):
-        if node not in (f["src"], f["dst"]):
-            continue
-        info = resolved.flows[i]
-        bdp = info.bottleneck_rate_bps * info.base_rtt_ns / 8e9
-        buffers = sum(spec["links"][ch // 2]["buffer_pkts"] * 1500 for ch in f["path"])
-        need = max(need, int(bdp + buffers))
-    return min(max(4 * need, 8 << 20), 1 << 30)
+def _socket_buffers(resolved: Any) -> tuple[list[list[int]], list[int]]:
+    """Per flow its receiver's ``tcp_rmem`` (``tcp.rmem`` resolved), per node the socket
+    buffer maximum no flow of the node's can fill; the simulator uses the same values
+    (``RunSpec::rmem_bytes`` in crates/ccfair-sim/src/spec.rs)."""
+    rmem, fit = _core.socket_buffers(json.dumps(resolved.engine_spec))
+    return [list(r) for r in rmem], list(fit)
+
+
+def _host_buffer_sysctls(resolved: Any, node: int) -> list[tuple[str, str]]:
+    """tcp_rmem of the flows ``node`` receives (the same for all of them, or
+    :func:`check_scenario` refused the scenario), else a fitting one; tcp_wmem always fits:
+    the simulator's senders are never limited by their socket buffer."""
+    rmem, fit = _socket_buffers(resolved)
+    received = [rmem[i] for i, f in enumerate(resolved.engine_spec["flows"]) if f["dst"] == node]
+    r = received[0] if received else [4096, 131072, fit[node]]
+    return [
+        ("net/ipv4/tcp_rmem", " ".join(map(str, r))),
+        ("net/ipv4/tcp_wmem", f"4096 16384 {fit[node]}"),
+    ]
 
 
 def _plan(resolved: Any, run_id: str) -> _Plan:
@@ -462,13 +474,11 @@ def _plan(resolved: Any, run_id: str) -> _Plan:
     for i, node in enumerate(endpoints):
         name = f"ccf-{tag}-{i}-{_safe(spec['nodes'][node])}"
         n = i + 1
-        buf = _host_buffer_bytes(resolved, node)
         sysctls = [
             ("net/ipv6/conf/all/disable_ipv6", "1"),
             ("net/ipv6/conf/default/disable_ipv6", "1"),
             ("net/ipv4/tcp_no_metrics_save", "1"),
-            ("net/ipv4/tcp_rmem", f"4096 131072 {buf}"),
-            ("net/ipv4/tcp_wmem", f"4096 16384 {buf}"),
+            *_host_buffer_sysctls(resolved, node),
         ]
         route_options: list[str] = []
         applied: dict[str, str] = {}

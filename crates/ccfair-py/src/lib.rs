@@ -195,6 +195,16 @@ impl PyEmulation {
 
 /// Each flow's effective start time (ns) for a resolved spec: the nominal start plus its
 /// seeded start jitter, as both backends apply it.
+/// Per flow, the receiver's resolved `tcp_rmem` (min, default, max bytes); per node, the
+/// socket-buffer maximum that fits every flow of the node (`RunSpec::rmem_bytes`): the
+/// kernel backend sets these as each namespace's sysctls.
+#[pyfunction]
+fn socket_buffers(spec_json: &str) -> PyResult<(Vec<[u64; 3]>, Vec<u64>)> {
+    let spec: ccfair_sim::spec::RunSpec =
+        serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((spec.rmem_bytes(), spec.fit_socket_buffer_bytes()))
+}
+
 #[pyfunction]
 fn flow_starts(spec_json: &str) -> PyResult<Vec<u64>> {
     let spec: ccfair_sim::spec::RunSpec =
@@ -208,6 +218,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(known_ccas, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(flow_starts, m)?)?;
+    m.add_function(wrap_pyfunction!(socket_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -187,6 +187,7 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             n_sack: 0,
+            window_bytes: 0,
             sack: [SackBlock::default(); 3],
         }
     }

@@ -67,6 +67,9 @@ pub struct Packet {
     /// Ack: number of valid entries in `sack`. The first may be a D-SACK block.
     pub n_sack: u8,
     pub sack: [SackBlock; MAX_SACK_BLOCKS],
+    /// Ack and SynAck: the receive window advertised, in bytes (the header's field shifted
+    /// by the window scale; the SYN-ACK's is unscaled).
+    pub window_bytes: u32,
 }
 
 impl Packet {

@@ -121,8 +121,15 @@ pub struct TcpOptions {
     pub pacing_ca_ratio: u32,
     /// `tcp_min_rtt_wlen` in seconds (window of `tcp_min_rtt`).
     pub min_rtt_wlen_s: u32,
-    /// Receive window cap in bytes (0 = unlimited).
-    pub rcv_buf_bytes: u64,
+    /// The receivers' `tcp_rmem` (min, default, max bytes): `"fit"` (default) raises the
+    /// maximum until no window can limit a flow (four times the flow path's BDP plus its
+    /// buffers, at least 8 MiB, as the kernel backend sets it); `"linux"` is Linux 6.18's
+    /// stock setting (4096 131072 33554432); or three numbers (`tcp/rcvbuf.rs`).
+    pub rmem: Rmem,
+    /// `skb->truesize` of one received full-size segment: the memory it costs in the
+    /// receive buffer, which sets how much window a buffer gives (`scaling_ratio`). 2304 B:
+    /// a 1500-byte packet from a TUN device on x86_64 (the kernel backend's device).
+    pub rcv_truesize_bytes: u32,
     /// The three-way handshake: data follows SYN, SYN-ACK and ACK, and the SYN-ACK's RTT
     /// is the connection's first sample (srtt, RTO, min RTT), as in Linux. `false` is an
     /// idealisation: data at the start with the initial window and no RTT sample.
@@ -135,6 +142,22 @@ pub struct TcpOptions {
     /// (`host.rs`): `kernel` (measured) or `none` (an idealisation: exact phase-locked
     /// timing, prone to phase effects).
     pub host_latency: crate::host::Latency,
+}
+
+/// A receive-buffer setting (`TcpOptions::rmem`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rmem {
+    Named(RmemName),
+    /// `tcp_rmem` as three numbers of bytes: min, default, max.
+    Bytes([u64; 3]),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RmemName {
+    Fit,
+    Linux,
 }
 
 impl Default for TcpOptions {
@@ -157,7 +180,8 @@ impl Default for TcpOptions {
             pacing_ss_ratio: 200,
             pacing_ca_ratio: 120,
             min_rtt_wlen_s: 300,
-            rcv_buf_bytes: 0,
+            rmem: Rmem::Named(RmemName::Fit),
+            rcv_truesize_bytes: 2304,
             handshake: true,
             app_latency: crate::host::Latency::Kernel,
             host_latency: crate::host::Latency::Kernel,
@@ -192,6 +216,19 @@ impl TcpOptions {
             return Err(format!(
                 "hz: {} must divide 1e9 and be at most 1e6",
                 self.hz
+            ));
+        }
+        if let Rmem::Bytes([min, default, max]) = self.rmem {
+            if min == 0 || min > default || default > max || max > 1 << 31 {
+                return Err(format!(
+                    "rmem: [{min}, {default}, {max}] must be 0 < min <= default <= max <= 2 GiB"
+                ));
+            }
+        }
+        if !(1_500..=65_536).contains(&self.rcv_truesize_bytes) {
+            return Err(format!(
+                "rcv_truesize_bytes: {} must be between 1500 and 65536",
+                self.rcv_truesize_bytes
             ));
         }
         if self.reordering > 300 {
@@ -294,6 +331,47 @@ impl RunSpec {
                 .map_err(|e| format!("flows[{i}].tcp.{e}"))?;
         }
         Ok(())
+    }
+
+    /// Each flow's receive buffer setting, `tcp_rmem` (min, default, max bytes), with
+    /// `"fit"` resolved per host as the kernel backend sets its namespace: four times the
+    /// largest BDP plus path buffers of the flows the host takes part in, at least 8 MiB,
+    /// at most 1 GiB (`tcp/rcvbuf.rs`).
+    pub fn rmem_bytes(&self) -> Vec<[u64; 3]> {
+        let fit = self.fit_socket_buffer_bytes();
+        self.flows
+            .iter()
+            .map(|f| crate::tcp::rcvbuf::rmem_bytes(f.tcp.rmem, fit[f.dst]))
+            .collect()
+    }
+
+    /// Per node: the socket buffer maximum that no flow of the node's can fill, four times
+    /// (bottleneck rate x round-trip propagation time + the bytes of every buffer on the
+    /// path) for the most demanding flow, within [8 MiB, 1 GiB].
+    pub fn fit_socket_buffer_bytes(&self) -> Vec<u64> {
+        let mut need = vec![0u64; self.nodes.len()];
+        for f in &self.flows {
+            let links = |path: &[usize]| {
+                path.iter()
+                    .map(|&ch| &self.links[ch / 2])
+                    .collect::<Vec<_>>()
+            };
+            let fwd = links(&f.path);
+            let rtt_ns: u64 = fwd
+                .iter()
+                .chain(links(&f.ack_path).iter())
+                .map(|l| l.delay_ns)
+                .sum();
+            let rate = fwd.iter().map(|l| l.rate_bps).min().unwrap_or(0);
+            let bdp = (rate as u128 * rtt_ns as u128 / 8_000_000_000) as u64;
+            let buffers: u64 = fwd.iter().map(|l| l.buffer_pkts as u64 * 1500).sum();
+            for node in [f.src, f.dst] {
+                need[node] = need[node].max(bdp.saturating_add(buffers));
+            }
+        }
+        need.iter()
+            .map(|n| n.saturating_mul(4).clamp(8 << 20, 1 << 30))
+            .collect()
     }
 
     /// Each flow's start time: `start_ns` plus a uniform offset in `[0, start_jitter_ns]`

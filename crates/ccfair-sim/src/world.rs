@@ -163,6 +163,7 @@ impl Simulation {
         }
         let channels = build_channels(&spec);
         let starts = spec.flow_starts_ns();
+        let rmem = spec.rmem_bytes();
         let mut flows = Vec::with_capacity(spec.flows.len());
         for (i, f) in spec.flows.iter().enumerate() {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
@@ -170,11 +171,16 @@ impl Simulation {
                 .map_err(|e| format!("flows[{i}].cca: {e}"))?;
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
-                receiver: Receiver::new(i as u32, &f.tcp, {
-                    let delay = |ch: &usize| spec.links[ch / 2].delay_ns;
-                    f.path.iter().map(delay).sum::<u64>()
-                        + f.ack_path.iter().map(delay).sum::<u64>()
-                }),
+                receiver: Receiver::new(
+                    i as u32,
+                    &f.tcp,
+                    {
+                        let delay = |ch: &usize| spec.links[ch / 2].delay_ns;
+                        f.path.iter().map(delay).sum::<u64>()
+                            + f.ack_path.iter().map(delay).sum::<u64>()
+                    },
+                    rmem[i],
+                ),
                 path: f.path.iter().map(|&c| c as u32).collect(),
                 ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
                 start_ns: starts[i],
@@ -254,6 +260,8 @@ impl Simulation {
                 if flow.handshake {
                     flow.sender.connect(now, &mut self.out);
                 } else {
+                    let window = flow.receiver.synack_window();
+                    flow.sender.set_peer_window(window);
                     flow.sender.start_without_handshake(now, &mut self.out);
                 }
                 self.after_flow_call(f, Side::Sender, false);

@@ -303,3 +303,37 @@ fn data_follows_the_handshake_and_its_rtt_is_the_first_sample() {
     assert!(col(&r, "syn_sent_s").is_nan());
     assert_eq!(col(&r, "first_data_sent_s"), 0.0);
 }
+
+/// The receive window (tcp/rcvbuf.rs): with `tcp_rmem[2]` = 256 KiB the window is capped at
+/// 62.5% of it (the TUN skb's payload/truesize ratio, 1448/2304), 160 KiB, so a CUBIC flow
+/// over a 40 ms path with a 4 BDP buffer gets at most 160 KiB per RTT (32.8 Mbit/s)
+/// whatever its cwnd; with buffers that fit ("fit", the default) it fills the link; and
+/// autotuning grows the window far beyond the 64 KiB of the handshake (13 Mbit/s).
+#[test]
+fn the_receive_window_caps_a_flow_and_autotuning_grows_it() {
+    use ccfair_sim::spec::Rmem;
+    let rate = 50_000_000;
+    let delay = 18 * MS;
+    let bdp = bdp_pkts(rate, delay).round() as u32;
+    let run = |rmem: Rmem| {
+        let mut spec = dumbbell(&[("cubic", json!({}))], rate, delay, 4 * bdp, 20 * S);
+        spec.flows[0].tcp.rmem = rmem;
+        Simulation::new(spec).unwrap().run()
+    };
+    let capped = run(Rmem::Bytes([4096, 131_072, 262_144]));
+    let g = goodput(&capped.flows)[0];
+    let window_bytes = 262_144.0 * 160.0 / 256.0;
+    let ceiling_by_window = window_bytes * 8.0 / 0.040;
+    eprintln!("window-capped: {:.2} Mbit/s", g / 1e6);
+    assert!(g <= ceiling_by_window, "{g} above {ceiling_by_window}");
+    assert!(g >= 0.85 * ceiling_by_window, "{g}");
+    // The bottleneck queue stays short: the window, not the buffer, limits the flow.
+    let cwnd = capped.timeseries.f64("inflight_pkts").unwrap();
+    let most = cwnd.iter().cloned().fold(0.0, f64::max);
+    assert!(most <= window_bytes / 1448.0 + 1.0, "inflight {most}");
+    let fit = run(Rmem::Named(ccfair_sim::spec::RmemName::Fit));
+    let g = goodput(&fit.flows)[0];
+    let ceiling = rate as f64 * 1448.0 / 1500.0;
+    eprintln!("fit: {:.2} Mbit/s", g / 1e6);
+    assert!(g >= 0.95 * ceiling, "{g}");
+}

@@ -68,6 +68,7 @@ impl Sender {
             tsval: ticks(now),
             tsecr: 0,
             n_sack: 0,
+            window_bytes: 0,
             sack: [SackBlock::default(); 3],
         });
         // The initial RTO for the first timeouts, then exponential backoff.
@@ -122,6 +123,8 @@ impl Sender {
             self.stats.rtt_min_us = self.stats.rtt_min_us.min(rtt_us);
         }
         self.backoff = 0;
+        // tcp_rcv_synsent_state_process: the SYN-ACK's window, unscaled.
+        self.snd_wnd = pkt.window_bytes as u64;
         self.tp.delivered = 1;
         self.tp.delivered_mstamp_ns = now;
         self.send_handshake_ack(out);
@@ -146,6 +149,7 @@ impl Sender {
             tsval: ticks(self.tp.now_ns),
             tsecr: self.ts_recent,
             n_sack: 0,
+            window_bytes: 0,
             sack: [SackBlock::default(); 3],
         });
     }
@@ -214,6 +218,7 @@ mod tests {
             tsval: 7,
             tsecr,
             n_sack: 0,
+            window_bytes: 65_160,
             sack: [SackBlock::default(); 3],
         }
     }

@@ -188,6 +188,9 @@ pub struct Sender {
     /// `tp->first_tx_mstamp`: send time of the packet that started the current rate interval.
     first_tx_mstamp_ns: u64,
     acks_processed: u64,
+    /// `tp->snd_wnd`: the receive window the peer last advertised, in bytes from `snd_una`
+    /// (`u64::MAX` until one is known).
+    snd_wnd: u64,
 
     xmit_timer: Option<(u64, XmitTimer)>,
     pacing_wake: Option<u64>,
@@ -280,6 +283,7 @@ impl Sender {
             data_segs_out: 0,
             first_tx_mstamp_ns: 0,
             acks_processed: 0,
+            snd_wnd: u64::MAX,
             xmit_timer: None,
             pacing_wake: None,
             stats: SenderStats {
@@ -434,6 +438,7 @@ impl Sender {
             tsval: ticks(now),
             tsecr: self.ts_recent,
             n_sack: 0,
+            window_bytes: 0,
             sack: [SackBlock::default(); 3],
         });
     }
@@ -520,10 +525,7 @@ impl Sender {
             if self.pacing_blocked() {
                 break;
             }
-            if self.opts.rcv_buf_bytes > 0
-                && (self.tp.snd_nxt - self.tp.snd_una) * self.opts.mss as u64
-                    >= self.opts.rcv_buf_bytes
-            {
+            if !self.snd_wnd_allows(self.tp.snd_nxt) {
                 break;
             }
             if self.tp.packets_in_flight() >= self.tp.snd_cwnd && !(probe && sent == 0) {
@@ -669,6 +671,7 @@ impl Sender {
             }
             return;
         }
+        self.update_window(ack, pkt.window_bytes as u64, &mut flag);
         let prior_fack = self.highest_sack_end.max(prior_snd_una);
         let prior_packets = self.tp.packets_out;
         let prior_delivered = self.tp.delivered;
@@ -730,6 +733,28 @@ impl Sender {
             self.completed_ns = Some(now);
         }
         self.check_invariants();
+    }
+
+    /// `tcp_ack_update_window`: an ACK that advances `snd_una`, or offers more window, sets
+    /// `snd_wnd` (the receiver sends no data, so `snd_wl1` never moves).
+    fn update_window(&mut self, ack: u64, window_bytes: u64, flag: &mut u32) {
+        if ack > self.tp.snd_una || window_bytes > self.snd_wnd {
+            *flag |= FLAG_WIN_UPDATE;
+            self.snd_wnd = window_bytes;
+        }
+    }
+
+    /// The window the peer offered when a connection starts without a handshake.
+    pub fn set_peer_window(&mut self, window_bytes: u64) {
+        self.snd_wnd = window_bytes;
+    }
+
+    /// `tcp_snd_wnd_test`: segment `seq` ends within `snd_una + snd_wnd`.
+    fn snd_wnd_allows(&self, seq: u64) -> bool {
+        let end = self.seg_bytes_upto(seq) + self.seg_bytes(seq) as u64;
+        end <= self
+            .seg_bytes_upto(self.tp.snd_una)
+            .saturating_add(self.snd_wnd)
     }
 
     /// `tcp_ack_is_dubious`.
@@ -888,6 +913,7 @@ mod tests {
             tsval: 1,
             tsecr,
             n_sack: sacks.len() as u8,
+            window_bytes: 1 << 30,
             sack,
         }
     }
