@@ -187,11 +187,14 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
     report = (out / "validate.md").read_text()
     assert "### Summary per algorithm pair" in report and "figures/agreement.png" in report
     assert "Command: `ccfair validate" in report
-    # Resume: every run is there; nothing runs again (unless a kernel run was flagged).
+    # Resume: kernel runs are kept (unless flagged); the simulator's always run again, as
+    # the current model, and give the same numbers.
     again = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     assert again.returncode == 0, again.stderr
     if stored["reliable"].all():
-        assert "kernel 1/" not in again.stdout and "simulator:" not in again.stdout
+        assert "kernel 1/" not in again.stdout and again.stdout.count("simulator:") == 4
+        rerun = pd.read_parquet(out / "validate_runs.parquet")
+        assert rerun["share_sim"].tolist() == runs["share_sim"].tolist()
 
 
 @pytest.mark.parametrize("module", ["ccfair.kernel", "ccfair.validate"])

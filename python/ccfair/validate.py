@@ -8,8 +8,9 @@ interval over the repetitions, the difference of the means (kernel minus simulat
 whether the intervals overlap; per algorithm pair, the median and largest difference over
 the grid; heatmaps of the difference over two grid axes; overlaid time series of the points
 that differ most; and a Markdown report section. Runs are saved as they finish into
-``OUT/results``, so an interrupted study resumes where it stopped, and a kernel run the
-self-checks flag is run again (``retries``).
+``OUT/results``, so an interrupted study resumes where it stopped (kernel runs are kept; the
+simulator's, which take a fraction of a second, always run again, so that they are the
+current model's), and a kernel run the self-checks flag is run again (``retries``).
 
 The simulator runs at the kernel's ``HZ`` unless the scenario sets ``tcp.hz`` itself: the
 simulator's default (1000) would otherwise be a difference of configuration, not of model.
@@ -669,16 +670,14 @@ def _cached(results: Path | None, run_id: str) -> RunResult | None:
 def _run_sims(
     points: list[VPoint], hz: int | None, results: Path | None, say: Callable[[str], None]
 ) -> list[RunResult]:
+    # The simulator side always runs: it is cheap, and it must be the current model (a run
+    # id names the scenario, not the simulator's version); kernel runs are kept.
     out = []
     for p in points:
-        sc = sim_variant(p.scenario, hz)
-        rid = run_id_of(sc.resolve().normalized, "sim")
-        r = _cached(results, rid)
-        if r is None:
-            say(f"simulator: {p.label} r{p.rep}")
-            r = run(sc, backend="sim")
-            if results is not None:
-                r.save(results)
+        say(f"simulator: {p.label} r{p.rep}")
+        r = run(sim_variant(p.scenario, hz), backend="sim")
+        if results is not None:
+            r.save(results)
         out.append(r)
     return out
 
