@@ -1105,7 +1105,7 @@ impl CongestionControl for Bbr {
             ("bbr_pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),
             ("bbr_cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64),
             ("bbr_cycle_idx", self.cycle_idx as f64),
-            ("bbr_round_cnt", self.rtt_cnt as f64),
+            ("bbr_round_count", self.rtt_cnt as f64),
             ("bbr_full_bw_reached", flag(self.full_bw_reached)),
             ("bbr_lt_sampling", flag(self.lt_is_sampling)),
             ("bbr_lt_use_bw", flag(self.lt_use_bw)),
@@ -1122,15 +1122,15 @@ impl CongestionControl for Bbr {
     fn summary_counters(&self, _tp: &TcpSock, out: &mut Vec<(&'static str, f64)>) {
         let c = &self.counters;
         out.extend_from_slice(&[
-            ("bbr_probe_rtt_entries", c.probe_rtt_entries as f64),
-            ("bbr_forced_expiries", c.forced_expiries as f64),
+            ("bbr_probe_rtt_entry_count", c.probe_rtt_entries as f64),
+            ("bbr_forced_expiry_count", c.forced_expiries as f64),
             (
-                "bbr_forced_probe_rtt_entries",
+                "bbr_forced_probe_rtt_entry_count",
                 c.forced_probe_rtt_entries as f64,
             ),
-            ("bbr_rtprop_updates", c.rtprop_updates as f64),
-            ("bbr_lt_bw_engagements", c.lt_bw_engagements as f64),
-            ("bbr_rounds", self.rtt_cnt as f64),
+            ("bbr_rtprop_update_count", c.rtprop_updates as f64),
+            ("bbr_lt_bw_engagement_count", c.lt_bw_engagements as f64),
+            ("bbr_round_count", self.rtt_cnt as f64),
         ]);
     }
 }

@@ -1329,10 +1329,10 @@ fn metrics_and_counters_have_stable_names() {
     let mut c = Vec::new();
     h.bbr.summary_counters(&h.tp, &mut c);
     for k in [
-        "bbr_probe_rtt_entries",
-        "bbr_forced_expiries",
-        "bbr_rtprop_updates",
-        "bbr_lt_bw_engagements",
+        "bbr_probe_rtt_entry_count",
+        "bbr_forced_expiry_count",
+        "bbr_rtprop_update_count",
+        "bbr_lt_bw_engagement_count",
     ] {
         assert!(c.iter().any(|(n, _)| *n == k), "{k}");
     }

@@ -633,6 +633,6 @@ impl CongestionControl for Copa {
         let (d, c) = self.time_in_modes_s(tp.now_ns);
         out.push(("copa_time_default_s", d));
         out.push(("copa_time_competitive_s", c));
-        out.push(("copa_mode_switches", self.mode_switches as f64));
+        out.push(("copa_mode_switch_count", self.mode_switches as f64));
     }
 }

@@ -563,7 +563,7 @@ fn metrics_and_mode_time_accounting() {
     h.cc.summary_counters(&h.tp, &mut s);
     assert_eq!(s[0].0, "copa_time_default_s");
     assert_eq!(s[1].0, "copa_time_competitive_s");
-    assert_eq!(s[2], ("copa_mode_switches", 1.0));
+    assert_eq!(s[2], ("copa_mode_switch_count", 1.0));
     // Default from 0 to the switch (between 250 and 650 ms), competitive after it.
     assert!(approx(s[0].1 + s[1].1, 1.0, 1e-9), "{s:?}");
     assert!(s[0].1 > 0.25 && s[0].1 < 0.65, "{s:?}");
