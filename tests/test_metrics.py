@@ -69,8 +69,8 @@ def test_run_metrics_agree_with_the_raw_tables(res):
     links = res.table("link_summary")
     for _, row in runs.iterrows():
         f = flows[flows["run_id"] == row["run_id"]]
-        x = f["goodput_bps"].to_numpy()
-        assert row["jain"] == pytest.approx(x.sum() ** 2 / (len(x) * (x * x).sum()))
+        x = f["goodput_mbps"].to_numpy()
+        assert row["jain_index"] == pytest.approx(x.sum() ** 2 / (len(x) * (x * x).sum()))
         assert row["goodput_mbps"] == pytest.approx(x.sum() / 1e6)
         shares = [row[f"share_{c}"] for c in f["cca"].unique()]
         assert sum(shares) == pytest.approx(1.0)
@@ -80,13 +80,13 @@ def test_run_metrics_agree_with_the_raw_tables(res):
             & (links["direction"] == "ab")
         ].iloc[0]
         assert row["bottleneck"] == "bottleneck:ab"
-        assert row["utilisation"] == pytest.approx(bn["utilisation"])
-        assert row["loss_rate"] == pytest.approx(
-            (bn["drops_queue"] + bn["drops_random"]) / bn["arrivals"]
+        assert row["utilisation_frac"] == pytest.approx(bn["utilisation_frac"])
+        assert row["loss_frac"] == pytest.approx(
+            (bn["drop_queue_pkts"] + bn["drop_random_pkts"]) / bn["arrival_pkts"]
         )
         # Queueing delay: sojourn minus one 1500-byte serialisation at 50 Mbit/s (240 us).
-        assert row["qdelay_ms"] == pytest.approx((bn["mean_sojourn_us"] - 240.0) / 1e3)
-        assert 0 < row["utilisation"] <= 1
+        assert row["qdelay_mean_ms"] == pytest.approx((bn["sojourn_mean_ms"] - 240.0) / 1e3)
+        assert 0 < row["utilisation_frac"] <= 1
 
 
 def test_point_summary_is_the_mean_and_ci_over_repetitions(res):
@@ -107,10 +107,10 @@ def test_per_cca_table_sums_flows_of_each_algorithm(res):
     ccas = res.ccas()
     base = ccas[ccas["baseline"] == "reno"]
     assert (base["flows"] == 2).all()
-    assert base["share"].to_numpy() == pytest.approx(1.0)
+    assert base["share_frac"].to_numpy() == pytest.approx(1.0)
     assert set(base["ccas"]) == {"reno-reno"}
     mixed = ccas[ccas["baseline"].isna()]
-    assert mixed.groupby("index")["share"].sum().to_numpy() == pytest.approx(1.0)
+    assert mixed.groupby("index")["share_frac"].sum().to_numpy() == pytest.approx(1.0)
 
 
 def test_harm_is_relative_to_the_own_kind_baseline(res):
@@ -129,10 +129,10 @@ def test_harm_is_relative_to_the_own_kind_baseline(res):
         assert list(b["run_id"]) == [h["baseline_run_id"]]
         mine = flows[(flows["run_id"] == h["run_id"]) & (flows["cca"] == h["incumbent"])]
         base = flows[(flows["run_id"] == h["baseline_run_id"]) & flows["name"].isin(mine["name"])]
-        with_, alone = mine["goodput_bps"].sum(), base["goodput_bps"].sum()
-        assert h["harm_goodput"] == pytest.approx((alone - with_) / alone)
-        rtt_with, rtt_base = mine["rtt_mean_us"].mean(), base["rtt_mean_us"].mean()
-        assert h["harm_rtt"] == pytest.approx((rtt_with - rtt_base) / rtt_with)
+        with_, alone = mine["goodput_mbps"].sum(), base["goodput_mbps"].sum()
+        assert h["harm_goodput_frac"] == pytest.approx((alone - with_) / alone)
+        rtt_with, rtt_base = mine["rtt_mean_ms"].mean(), base["rtt_mean_ms"].mean()
+        assert h["harm_rtt_frac"] == pytest.approx((rtt_with - rtt_base) / rtt_with)
 
 
 def test_harm_is_empty_without_baselines(tmp_path):

@@ -190,7 +190,7 @@ def run_many(
         late = [
             r
             for r in out
-            if any(f.startswith(kernel.LATENESS_FLAGS) for f in r.runs.iloc[0]["flags"].split("; "))
+            if any(f.startswith(kernel.LATENESS_FLAGS) for f in r.runs.iloc[0]["selfcheck_flags"].split("; "))
         ]
         if late:
             say(

@@ -18,7 +18,7 @@ from typing import NoReturn
 from ccfair import _core
 from ccfair.errors import SpecError
 from ccfair.kernel import KernelError
-from ccfair.results import ResultsError
+from ccfair.errors import ResultsError
 
 #: Exit status after SIGINT (128 + 2), as shells report it.
 EXIT_INTERRUPTED = 130
@@ -316,17 +316,17 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         frame = res.flows()
         if not args.per_run:
             frame = res.point_summary(
-                frame, ["goodput_mbps", "share", "rtt_mean_ms"], ["name", "cca"]
+                frame, ["goodput_mbps", "share_frac", "rtt_mean_ms"], ["name", "cca"]
             )
     elif args.table == "ccas":
         frame = res.ccas()
         if not args.per_run:
-            frame = res.point_summary(frame, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+            frame = res.point_summary(frame, ["per_flow_mbps", "share_frac", "rtt_mean_ms"], ["cca"])
     elif args.table == "harm":
         frame = res.harm()
         if not args.per_run and not frame.empty:
             frame = res.point_summary(
-                frame, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"]
+                frame, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
             )
     elif args.table == "model":
         frame = model_table(res)
@@ -337,11 +337,11 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         if not args.per_run:
             values = [
                 "goodput_mbps",
-                "jain",
+                "jain_index",
                 *[c for c in frame.columns if c.startswith("share_")],
-                "utilisation",
-                "loss_rate",
-                "qdelay_ms",
+                "utilisation_frac",
+                "loss_frac",
+                "qdelay_mean_ms",
             ]
             frame = res.point_summary(frame, values)
     if args.csv:

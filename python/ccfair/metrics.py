@@ -3,7 +3,7 @@
 Definitions (docs/experiments.md; cca-spec 8.4; DESIGN.md "Units and definitions"):
 
 - goodput: payload bytes delivered in order within the measurement window x 8 / window
-  length (the ``flows`` table's ``goodput_bps``), in Mbit/s here;
+  length (the ``flows`` table's ``goodput_mbps``), in Mbit/s here;
 - share of an algorithm: its flows' goodput / all flows' goodput;
 - Jain index: (sum x)^2 / (n sum x^2) over the flows' goodput;
 - bottleneck links of a run: on every flow's data path, the link direction(s) of the lowest
@@ -162,7 +162,7 @@ class Results:
 
     Example:
         >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
-        >>> res.point_summary(res.runs(), ["jain", "utilisation"]).head()  # doctest: +SKIP
+        >>> res.point_summary(res.runs(), ["jain_index", "utilisation_frac"]).head()  # doctest: +SKIP
     """
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
@@ -217,58 +217,49 @@ class Results:
     # ---- points -----------------------------------------------------------------------
 
     def points(self) -> pd.DataFrame:
-        """One row per sweep point of a finished run: ``index``, ``run_id``, ``rep``,
-        ``seed``, ``baseline`` and a column per grid key (its label). Without a sweep record,
-        one row per run."""
+        """One row per finished run with what groups it: ``point_key`` (the normalised spec
+        and backend without the seed: runs with the same key are repetitions of one point),
+        ``scenario``, ``backend``, ``seed``, ``rep`` (0, 1, ... by seed within the point),
+        ``index`` and ``baseline`` from the sweep record, and a column per grid key (its
+        label; missing for runs the record does not list, e.g. plain ``ccfair run``s)."""
         if "points" in self._cache:
             return self._cache["points"]
-        finished = set(self.run_ids)
-        if self.record is None:
-            frame = pd.DataFrame(
-                {
-                    "index": range(len(self.run_ids)),
-                    "run_id": self.run_ids,
-                    "rep": 0,
-                    "seed": np.nan,
-                    "baseline": None,
-                }
+        runs = self.table("runs")
+        frame = runs[["run_id", "point_key", "scenario", "backend", "seed"]].copy()
+        by_run = {p["run_id"]: p for p in (self.record or {}).get("points", [])}
+        frame["index"] = [by_run[r]["index"] if r in by_run else None for r in frame["run_id"]]
+        frame["baseline"] = [by_run[r]["baseline"] if r in by_run else None for r in frame["run_id"]]
+        # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
+        for key in self.grid_keys:
+            frame[key] = pd.Series(
+                [by_run[r]["params"].get(key) if r in by_run else None for r in frame["run_id"]],
+                index=frame.index,
+                dtype=object,
             )
-        else:
-            rows = [
-                {
-                    "index": p["index"],
-                    "run_id": p["run_id"],
-                    "rep": p["rep"],
-                    "seed": p["seed"],
-                    "baseline": p["baseline"],
-                    **p["params"],
-                }
-                for p in self.record["points"]
-                if p["run_id"] in finished
-            ]
-            frame = pd.DataFrame(
-                rows, columns=["index", "run_id", "rep", "seed", "baseline", *self.grid_keys]
-            )
-            # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
-            for key in self.grid_keys:
-                frame[key] = pd.Series([r.get(key) for r in rows], index=frame.index, dtype=object)
+        # Sweep order where there is one, then the order of the runs table.
+        order = frame["index"].fillna(len(frame) + pd.Series(range(len(frame)), index=frame.index))
+        frame = frame.assign(_order=order.astype(float)).sort_values("_order", kind="stable")
+        frame["index"] = range(len(frame)) if self.record is None else frame["_order"].astype(int)
+        frame["rep"] = frame.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
+        frame["rep"] = frame["rep"].astype(int)
+        frame = frame.drop(columns="_order").reset_index(drop=True)
         self._cache["points"] = frame
         return frame
 
     # ---- metric tables ----------------------------------------------------------------
 
     def flows(self) -> pd.DataFrame:
-        """One row per point and flow: grid labels, rep, and the flow's summary
-        (``goodput_mbps``, ``share``, ``rtt_mean_ms``, ``rtt_min_ms``, ``retrans_pkts``...)."""
-        flows = self.table("flows").copy()
-        flows["rtt_mean_ms"] = flows["rtt_mean_us"] / 1e3
-        flows["rtt_min_ms"] = flows["rtt_min_us"] / 1e3
+        """One row per run and flow: the point's labels, rep, and the flow's summary
+        (``goodput_mbps``, ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``,
+        ``qdelay_p95_ms``, ``retrans_pkts``...)."""
+        flows = self.table("flows")
         return self.points().merge(flows, on="run_id", how="inner", suffixes=("", "_of_run"))
 
     def runs(self) -> pd.DataFrame:
-        """One row per point: grid labels, rep, and run metrics: ``goodput_mbps`` (all flows),
-        ``jain``, ``share_<cca>`` per algorithm, and at the bottleneck(s) ``utilisation``,
-        ``loss_rate``, ``qdelay_ms``, ``buffer_pkts``, ``buffer_bdp``."""
+        """One row per run: the point's labels, rep, and run metrics: ``goodput_mbps`` (all
+        flows), ``jain_index``, ``<cca>_share_frac`` per algorithm, and at the bottleneck(s)
+        ``utilisation_frac``, ``loss_frac``, ``qdelay_mean_ms`` (mean sojourn minus one
+        packet's serialisation), ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``."""
         flows = self.table("flows")
         links = self.table("link_summary")
         specs = self.specs()
@@ -276,17 +267,17 @@ class Results:
         links_by_run = dict(tuple(links.groupby("run_id", sort=False)))
         rows = []
         for rid, group in flows.groupby("run_id", sort=False):
-            total = float(group["goodput_bps"].sum())
+            total = float(group["goodput_mbps"].sum())
             row: dict[str, Any] = {
                 "run_id": rid,
                 "n_flows": len(group),
-                "goodput_mbps": total / 1e6,
-                "jain": jain_index(group["goodput_bps"].to_numpy()),
+                "goodput_mbps": total,
+                "jain_index": jain_index(group["goodput_mbps"].to_numpy()),
             }
             for cca in ccas:
                 mine = group[group["cca"] == cca]
-                row[f"share_{cca}"] = (
-                    float(mine["goodput_bps"].sum()) / total if len(mine) and total > 0 else np.nan
+                row[f"{cca}_share_frac"] = (
+                    float(mine["goodput_mbps"].sum()) / total if len(mine) and total > 0 else np.nan
                 )
             bn = bottlenecks(specs[rid])
             ls = links_by_run.get(rid, links.iloc[0:0])
@@ -299,13 +290,14 @@ class Results:
             sel = ls[keep]
             row["bottleneck"] = ",".join(f"{n}:{d}" for n, d in bn)
             if len(sel):
-                service_us = PACKET_BYTES * 8 / sel["rate_bps"] * 1e6
-                arrivals = float(sel["arrivals"].sum())
-                drops = float((sel["drops_queue"] + sel["drops_random"]).sum())
-                row["utilisation"] = float(sel["utilisation"].mean())
-                row["loss_rate"] = drops / arrivals if arrivals > 0 else np.nan
-                qdelay_us = (sel["mean_sojourn_us"] - service_us).clip(lower=0).mean()
-                row["qdelay_ms"] = float(qdelay_us) / 1e3
+                service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
+                arrivals = float(sel["arrival_pkts"].sum())
+                drops = float((sel["drop_queue_pkts"] + sel["drop_random_pkts"]).sum())
+                row["utilisation_frac"] = float(sel["utilisation_frac"].mean())
+                row["loss_frac"] = drops / arrivals if arrivals > 0 else np.nan
+                qdelay_ms = (sel["sojourn_mean_ms"] - service_ms).clip(lower=0).mean()
+                row["qdelay_mean_ms"] = float(qdelay_ms)
+                row["queue_delay_p95_ms"] = float(sel["queue_delay_p95_ms"].max())
                 row["buffer_pkts"] = float(sel["buffer_pkts"].mean())
                 row["buffer_bdp"] = float(sel["buffer_bdp"].mean())
             rows.append(row)
@@ -314,38 +306,39 @@ class Results:
         )
 
     def ccas(self) -> pd.DataFrame:
-        """One row per point and algorithm: ``flows`` (count), ``goodput_mbps`` (sum over its
-        flows), ``per_flow_mbps`` (mean over its flows), ``share``, ``rtt_mean_ms``,
-        ``retrans_pkts``."""
+        """One row per run and algorithm: ``n_flows``, ``per_flow_mbps`` (mean over its
+        flows), ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``, ``qdelay_p95_ms`` (means over
+        its flows) and ``retrans_pkts`` (sum)."""
         flows = self.flows()
         keys = list(self.points().columns)
         data = flows.assign(baseline=flows["baseline"].fillna(""))
-        total = data.groupby(["index"])["goodput_bps"].transform("sum")
+        total = data.groupby(["run_id"])["goodput_mbps"].transform("sum")
         data = data.assign(_total=total)
         out = (
             data.groupby([*keys, "cca"], sort=False, dropna=False)
             .agg(
-                flows=("name", "count"),
-                goodput_bps=("goodput_bps", "sum"),
-                total_bps=("_total", "first"),
+                n_flows=("flow_name", "count"),
+                goodput_mbps=("goodput_mbps", "sum"),
+                total_mbps=("_total", "first"),
                 per_flow_mbps=("goodput_mbps", "mean"),
                 rtt_mean_ms=("rtt_mean_ms", "mean"),
+                rtt_p95_ms=("rtt_p95_ms", "mean"),
+                qdelay_p95_ms=("qdelay_p95_ms", "mean"),
                 retrans_pkts=("retrans_pkts", "sum"),
             )
             .reset_index()
         )
-        out["goodput_mbps"] = out["goodput_bps"] / 1e6
-        out["share"] = out["goodput_bps"] / out["total_bps"]
+        out["share_frac"] = out["goodput_mbps"] / out["total_mbps"]
         out["baseline"] = out["baseline"].replace("", None)
-        return out.drop(columns=["goodput_bps", "total_bps"])
+        return out.drop(columns=["goodput_mbps", "total_mbps"])
 
     def harm(self) -> pd.DataFrame:
         """Harm (Ware et al., HotNets 2019) wherever the baseline run is in the directory.
 
         One row per point and incumbent algorithm A of a mixed run: ``contender`` (the other
         algorithms), ``goodput_mbps`` of A's flows and ``baseline_mbps`` of the same flows in
-        the baseline run (every flow running A; same scenario and seed), ``harm_goodput`` =
-        (baseline - with) / baseline, and ``harm_rtt`` = (with - baseline) / with of their
+        the baseline run (every flow running A; same scenario and seed), ``harm_goodput_frac`` =
+        (baseline - with) / baseline, and ``harm_rtt_frac`` = (with - baseline) / with of their
         mean RTT. Empty when no baseline run is present.
         """
         from ccfair.api import run_id_of
@@ -374,25 +367,25 @@ class Results:
                     continue
                 mine = group[group["cca"] == cca]
                 base = by_run[brid]
-                base = base[base["name"].isin(mine["name"])]
-                with_bps = float(mine["goodput_bps"].sum())
-                base_bps = float(base["goodput_bps"].sum())
-                with_rtt = float(mine["rtt_mean_us"].mean())
-                base_rtt = float(base["rtt_mean_us"].mean())
+                base = base[base["flow_name"].isin(mine["flow_name"])]
+                with_mbps = float(mine["goodput_mbps"].sum())
+                base_mbps = float(base["goodput_mbps"].sum())
+                with_rtt = float(mine["rtt_mean_ms"].mean())
+                base_rtt = float(base["rtt_mean_ms"].mean())
                 rows.append(
                     {
                         "run_id": rid,
                         "baseline_run_id": brid,
                         "incumbent": cca,
                         "contender": "+".join(c for c in ccas if c != cca),
-                        "goodput_mbps": with_bps / 1e6,
-                        "baseline_mbps": base_bps / 1e6,
-                        "harm_goodput": (base_bps - with_bps) / base_bps
-                        if base_bps > 0
+                        "goodput_mbps": with_mbps,
+                        "baseline_mbps": base_mbps,
+                        "harm_goodput_frac": (base_mbps - with_mbps) / base_mbps
+                        if base_mbps > 0
                         else np.nan,
-                        "rtt_ms": with_rtt / 1e3,
-                        "baseline_rtt_ms": base_rtt / 1e3,
-                        "harm_rtt": (with_rtt - base_rtt) / with_rtt if with_rtt > 0 else np.nan,
+                        "rtt_ms": with_rtt,
+                        "baseline_rtt_ms": base_rtt,
+                        "harm_rtt_frac": (with_rtt - base_rtt) / with_rtt if with_rtt > 0 else np.nan,
                     }
                 )
         frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
@@ -406,10 +399,15 @@ class Results:
     def point_summary(
         self, frame: pd.DataFrame, values: list[str], extra_keys: list[str] | None = None
     ) -> pd.DataFrame:
-        """Mean and 95% CI of ``values`` over repetitions per grid point (and per
-        ``extra_keys``, e.g. ``["name"]`` for flows, ``["cca"]`` for algorithms), in grid order.
-        Baseline points are kept apart (column ``baseline``, "" for grid points)."""
-        by = [*self.grid_keys, "baseline", *(extra_keys or [])]
+        """Mean and 95% CI of ``values`` over the repetitions of each point (and per
+        ``extra_keys``, e.g. ``["flow_name"]`` for flows, ``["cca"]`` for algorithms), in grid
+        order. Repetitions are the runs of one ``point_key`` (same normalised spec and
+        backend, different seeds), so runs of different scenarios are never averaged, in a
+        sweep's directory or one of plain runs. Points are labelled by the grid keys, or by
+        ``scenario`` and ``backend`` without a sweep record. Baseline points are kept apart
+        (column ``baseline``, "" for grid points)."""
+        labels = self.grid_keys or ["scenario", "backend"]
+        by = [*labels, "baseline", "point_key", *(extra_keys or [])]
         data = frame.assign(baseline=frame["baseline"].fillna(""))
         data = data.sort_values("index", kind="stable")
         out = summarize(data, by, [v for v in values if v in data.columns])
@@ -425,10 +423,10 @@ _HARM_COLUMNS = [
     "contender",
     "goodput_mbps",
     "baseline_mbps",
-    "harm_goodput",
+    "harm_goodput_frac",
     "rtt_ms",
     "baseline_rtt_ms",
-    "harm_rtt",
+    "harm_rtt_frac",
 ]
 
 

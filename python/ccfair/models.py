@@ -143,8 +143,8 @@ def model_table(results: Results) -> pd.DataFrame:
     """
     specs = results.specs()
     flows = results.table("flows")
-    goodput = flows.groupby("run_id")["goodput_bps"].sum()
-    bbr = flows[flows["cca"] == "bbr"].groupby("run_id")["goodput_bps"].sum()
+    goodput = flows.groupby("run_id")["goodput_mbps"].sum()
+    bbr = flows[flows["cca"] == "bbr"].groupby("run_id")["goodput_mbps"].sum()
     rows = []
     for rid in results.run_ids:
         inputs = ware_inputs(specs[rid])

@@ -267,7 +267,7 @@ def throughput_vs_buffer(
 
 
 #: Run metrics that live in [0, 1]: their axes and CI bands are kept there.
-_UNIT_INTERVAL = {"jain", "utilisation", "loss_rate"}
+_UNIT_INTERVAL = {"jain_index", "utilisation_frac", "loss_frac"}
 
 
 def metric_vs_buffer(
@@ -280,7 +280,7 @@ def metric_vs_buffer(
     ylabel: str | None = None,
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
-    """A run metric (e.g. ``jain``, ``utilisation``, ``qdelay_ms``) against the buffer axis,
+    """A run metric (e.g. ``jain_index``, ``utilisation_frac``, ``qdelay_mean_ms``) against the buffer axis,
     one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
     Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
     clipped to it."""
@@ -346,7 +346,7 @@ def bars(
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
     """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
-    ``per_flow_mbps`` or ``share``) of algorithm ``cca`` over the grid key ``x``, one bar per
+    ``per_flow_mbps`` or ``share_frac``) of algorithm ``cca`` over the grid key ``x``, one bar per
     value of ``hue``, one panel per ``panels`` combination; error bars are 95% CIs."""
     table = results.ccas()
     table = table[table["baseline"].isna()]
@@ -446,7 +446,7 @@ def timeseries(
         t = f["t_s"].to_numpy()
         axes[0].plot(
             t,
-            _smooth(f["goodput_bps"].to_numpy() / 1e6, window),
+            _smooth(f["goodput_mbps"].to_numpy(), window),
             color=color,
             ls=ls,
             lw=1,
@@ -454,14 +454,14 @@ def timeseries(
         )
         axes[1].plot(t, f["cwnd_pkts"], color=color, ls=ls, lw=1, label=f"{name} cwnd")
         axes[1].plot(t, f["inflight_pkts"], color=color, ls=ls, lw=0.6, alpha=0.5)
-        axes[2].plot(t, f["srtt_us"] / 1e3, color=color, ls=ls, lw=1)
-        if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+        axes[2].plot(t, f["srtt_ms"], color=color, ls=ls, lw=1)
+        if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
             axes[3].plot(
-                t, f["bbr_rtprop_us"] / 1e3, color=color, ls=ls, lw=1.2, label=f"{name} RTprop"
+                t, f["bbr_rtprop_ms"], color=color, ls=ls, lw=1.2, label=f"{name} RTprop"
             )
         else:
             axes[3].plot(
-                t, f["min_rtt_us"] / 1e3, color=color, ls=ls, lw=1, label=f"{name} min RTT"
+                t, f["min_rtt_ms"], color=color, ls=ls, lw=1, label=f"{name} min RTT"
             )
         if has_copa and ccas[name] == "copa":
             axes[5].plot(t, f["copa_delta"], color=color, ls=ls, lw=1, label=f"{name} delta")
@@ -531,14 +531,14 @@ def timeseries_rows(
             t = f["t_s"].to_numpy()
             color = cca_color(cca)
             if what == "goodput":
-                y = _smooth(f["goodput_bps"].to_numpy() / 1e6, window)
+                y = _smooth(f["goodput_mbps"].to_numpy(), window)
                 ax.plot(t, y, color=color, lw=1, label=f"{name} ({cca})")
             else:
-                ax.plot(t, f["srtt_us"] / 1e3, color=color, lw=1, label=f"{name} ({cca}) RTT")
-                if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+                ax.plot(t, f["srtt_ms"], color=color, lw=1, label=f"{name} ({cca}) RTT")
+                if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
                     ax.plot(
                         t,
-                        f["bbr_rtprop_us"] / 1e3,
+                        f["bbr_rtprop_ms"],
                         color=color,
                         lw=1.3,
                         ls="--",

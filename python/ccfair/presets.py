@@ -142,7 +142,7 @@ def _harada_dumbbell_figures(res: Results) -> FigureList:
     figs += [
         (n, "Jain index over the buffer, per CCA pair and delay, 95% CI band.", f)
         for n, f in plots.metric_vs_buffer(
-            res, metric="jain", lines="delay", panels=["ccas"], ylabel="Jain index"
+            res, metric="jain_index", lines="delay", panels=["ccas"], ylabel="Jain index"
         )
     ]
     figs += _timeseries(
@@ -207,7 +207,7 @@ def _parking_figures(res: Results) -> FigureList:
     figs += [
         (n, "Jain index over the buffer per CCA assignment and delay, 95% CI band.", f)
         for n, f in plots.metric_vs_buffer(
-            res, metric="jain", lines="delay", panels=["ccas"], ylabel="Jain index"
+            res, metric="jain_index", lines="delay", panels=["ccas"], ylabel="Jain index"
         )
     ]
     figs += _timeseries(
@@ -346,7 +346,7 @@ def _ogawa_figures(res: Results) -> FigureList:
         )
         for n, f in plots.metric_vs_buffer(
             res,
-            metric="jain",
+            metric="jain_index",
             lines="n_flows",
             panels=["rtt_ratio", "params.bbr"],
             ylabel="Jain index",
@@ -356,10 +356,10 @@ def _ogawa_figures(res: Results) -> FigureList:
         (n, "Bottleneck utilisation, as above.", f)
         for n, f in plots.metric_vs_buffer(
             res,
-            metric="utilisation",
+            metric="utilisation_frac",
             lines="n_flows",
             panels=["rtt_ratio", "params.bbr"],
-            ylabel="utilisation",
+            ylabel="utilisation_frac",
             name="utilisation-vs-alpha",
         )
     ]

@@ -180,15 +180,15 @@ def write_report(
     share_cols = [c for c in runs.columns if c.startswith("share_")]
     run_values = [
         "goodput_mbps",
-        "jain",
+        "jain_index",
         *share_cols,
-        "utilisation",
-        "loss_rate",
-        "qdelay_ms",
+        "utilisation_frac",
+        "loss_frac",
+        "qdelay_mean_ms",
     ]
     point_runs = res.point_summary(runs, run_values)
     ccas = res.ccas()
-    point_ccas = res.point_summary(ccas, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+    point_ccas = res.point_summary(ccas, ["per_flow_mbps", "share_frac", "rtt_mean_ms"], ["cca"])
     model = model_table(res)
     harm = res.harm()
 
@@ -236,7 +236,7 @@ def write_report(
     parts.append(
         "<p>Mean ± 95% CI half-width over repetitions (Student t). goodput: all flows, "
         "Mbit/s, over the measurement window; jain: Jain index of the flows' goodput; "
-        "share_X: algorithm X's share of goodput; utilisation, loss_rate and qdelay_ms "
+        "share_X: algorithm X's share of goodput; utilisation, loss_rate and qdelay_mean_ms "
         "(queueing delay) at the bottleneck(s).</p>"
     )
     parts.append(_table(_mean_ci(point_runs, run_values)))
@@ -246,7 +246,7 @@ def write_report(
         "<p>per_flow_mbps: mean goodput of one flow of the algorithm; share: the algorithm's "
         "share of all goodput; rtt_mean_ms: mean RTT of its flows.</p>"
     )
-    parts.append(_table(_mean_ci(point_ccas, ["per_flow_mbps", "share", "rtt_mean_ms"])))
+    parts.append(_table(_mean_ci(point_ccas, ["per_flow_mbps", "share_frac", "rtt_mean_ms"])))
 
     parts.append('<h2 id="figures">Figures</h2>')
     if not embedded:
@@ -296,11 +296,11 @@ def write_report(
     else:
         parts.append(
             "<p>Ware et al. (HotNets 2019): harm to the incumbent's flows, against the same "
-            "scenario with every flow running the incumbent. harm_goodput = (baseline − with) / "
-            "baseline; harm_rtt = (with − baseline) / with. Mean ± 95% CI over repetitions.</p>"
+            "scenario with every flow running the incumbent. harm_goodput_frac = (baseline − with) / "
+            "baseline; harm_rtt_frac = (with − baseline) / with. Mean ± 95% CI over repetitions.</p>"
         )
-        hs = res.point_summary(harm, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"])
-        parts.append(_table(_mean_ci(hs, ["harm_goodput", "harm_rtt"])))
+        hs = res.point_summary(harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"])
+        parts.append(_table(_mean_ci(hs, ["harm_goodput_frac", "harm_rtt_frac"])))
 
     parts.append('<h2 id="spec">Sweep spec</h2>')
     if record:
