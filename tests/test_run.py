@@ -26,7 +26,7 @@ def test_result_tables_have_the_documented_columns():
     for col in [
         "run_id",
         "flow",
-        "name",
+        "flow_name",
         "cca",
         "goodput_mbps",
         "goodput_mbps",
@@ -73,7 +73,7 @@ def test_result_tables_have_the_documented_columns():
 def test_goodput_matches_bytes_over_window():
     r = ccfair.run(small(measure=("1s", "4s")))
     f = r.flows
-    assert (f["goodput_mbps"] == f["window_delivered_bytes"] * 8 / 3.0).all()
+    assert (f["goodput_mbps"] == f["window_delivered_bytes"] * 8e3 / 3e9).all()
     # The window excludes the first second: fewer bytes than delivered in total.
     assert (f["window_delivered_bytes"] < f["delivered_bytes"]).all()
 
@@ -138,7 +138,7 @@ def test_cli_runs_a_toml_and_writes_parquet(tmp_path):
     out = tmp_path / "res"
     p = cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--duration", "3s", "--out", str(out))
     assert p.returncode == 0, p.stderr
-    assert "Jain index" in p.stdout and "goodput_Mbps" in p.stdout
+    assert "Jain index" in p.stdout and "goodput_mbps" in p.stdout
     assert len(finished_run_ids(out)) == 1
 
 
@@ -213,7 +213,7 @@ def test_a_trace_follows_every_packet_of_the_chosen_flows():
     assert plain.trace is None
     t = r.trace
     assert set(t["flow_name"]) == {"main"}
-    main = r.flows.set_index("name").loc["main"]
+    main = r.flows.set_index("flow_name").loc["main"]
     data = t[t["kind"] == "data"]
     assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_sent_pkts"]
     assert data["event"].str.startswith("drop").sum() == main["data_dropped_pkts"]

@@ -31,7 +31,7 @@ def test_compare_reports_kernel_minus_simulator():
     sim = ccfair.run(sc)
     other = ccfair.run(sc)
     # A made-up "kernel" result: flow1 got 10 Mbit/s more.
-    other.flows.loc[other.flows["name"] == "flow1", "goodput_mbps"] += 10e6
+    other.flows.loc[other.flows["flow_name"] == "flow1", "goodput_mbps"] += 10
     total = other.flows["goodput_mbps"].sum()
     other.flows["share_frac"] = other.flows["goodput_mbps"] / total
     f1 = val.compare("p", sim, other).set_index("flow").loc["flow1"]

@@ -85,7 +85,7 @@ def run(
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
-        >>> list(r.flows["name"])
+        >>> list(r.flows["flow_name"])
         ['flow1', 'flow2']
     """
     sc = as_scenario(scenario)
@@ -190,7 +190,10 @@ def run_many(
         late = [
             r
             for r in out
-            if any(f.startswith(kernel.LATENESS_FLAGS) for f in r.runs.iloc[0]["selfcheck_flags"].split("; "))
+            if any(
+                f.startswith(kernel.LATENESS_FLAGS)
+                for f in r.runs.iloc[0]["selfcheck_flags"].split("; ")
+            )
         ]
         if late:
             say(

@@ -462,7 +462,9 @@ def _warn_kernel_lateness(root: Path, run_ids: list[str], say: Callable[[str], N
     late = 0
     for rid in run_ids:
         try:
-            table = pq.read_table(root / MARKER_TABLE / f"{rid}.parquet", columns=["selfcheck_flags"])
+            table = pq.read_table(
+                root / MARKER_TABLE / f"{rid}.parquet", columns=["selfcheck_flags"]
+            )
         except (OSError, ValueError, KeyError):
             continue
         flags = str(table.column("selfcheck_flags")[0])

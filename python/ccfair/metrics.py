@@ -35,7 +35,7 @@ from ccfair.results import ResultsError, finished_run_ids, jain_index, load_tabl
 from ccfair.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
-__all__ = ["Results", "bottlenecks", "ci95", "summarize", "t_quantile"]
+__all__ = ["Results", "bottlenecks", "ci95", "summarize", "t_quantile", "welch_ci95"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,6 +178,35 @@ class Results:
         self.axes: dict[str, list[Any]] = dict(self.record["axes"]) if self.record else {}
         self._cache: dict[str, pd.DataFrame] = {}
 
+    # ---- display ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        pts = self.points()
+        ccas = sorted(set(self.table("flows")["cca"]))
+        what = (
+            f"sweep {self.record['name']!r}, grid {', '.join(self.grid_keys)}"
+            if self.record
+            else "runs"
+        )
+        return (
+            f"<Results {self.root}: {len(self.run_ids)} runs, {pts['point_key'].nunique()} points "
+            f"({what}); algorithms {', '.join(ccas)}>"
+        )
+
+    def _repr_html_(self) -> str:
+        from ccfair.present import results_html
+
+        return results_html(self)
+
+    @property
+    def plot(self) -> Any:
+        """Figures of this directory: ``res.plot.heatmap(x=..., y=...)``,
+        ``res.plot.throughput_delay()``, ``res.plot.timeseries(run_id)``,
+        ``res.plot.metric("jain_index")`` (see :class:`ccfair.plots.ResultsPlots`)."""
+        from ccfair.plots import ResultsPlots
+
+        return ResultsPlots(self)
+
     # ---- raw tables -------------------------------------------------------------------
 
     def table(self, name: str) -> pd.DataFrame:
@@ -228,7 +257,9 @@ class Results:
         frame = runs[["run_id", "point_key", "scenario", "backend", "seed"]].copy()
         by_run = {p["run_id"]: p for p in (self.record or {}).get("points", [])}
         frame["index"] = [by_run[r]["index"] if r in by_run else None for r in frame["run_id"]]
-        frame["baseline"] = [by_run[r]["baseline"] if r in by_run else None for r in frame["run_id"]]
+        frame["baseline"] = [
+            by_run[r]["baseline"] if r in by_run else None for r in frame["run_id"]
+        ]
         # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
         for key in self.grid_keys:
             frame[key] = pd.Series(
@@ -306,7 +337,7 @@ class Results:
         )
 
     def ccas(self) -> pd.DataFrame:
-        """One row per run and algorithm: ``n_flows``, ``per_flow_mbps`` (mean over its
+        """One row per run and algorithm: ``flow_count``, ``per_flow_mbps`` (mean over its
         flows), ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``, ``qdelay_p95_ms`` (means over
         its flows) and ``retrans_pkts`` (sum)."""
         flows = self.flows()
@@ -317,7 +348,7 @@ class Results:
         out = (
             data.groupby([*keys, "cca"], sort=False, dropna=False)
             .agg(
-                n_flows=("flow_name", "count"),
+                flow_count=("flow_name", "count"),
                 goodput_mbps=("goodput_mbps", "sum"),
                 total_mbps=("_total", "first"),
                 per_flow_mbps=("goodput_mbps", "mean"),
@@ -385,7 +416,9 @@ class Results:
                         else np.nan,
                         "rtt_ms": with_rtt,
                         "baseline_rtt_ms": base_rtt,
-                        "harm_rtt_frac": (with_rtt - base_rtt) / with_rtt if with_rtt > 0 else np.nan,
+                        "harm_rtt_frac": (with_rtt - base_rtt) / with_rtt
+                        if with_rtt > 0
+                        else np.nan,
                     }
                 )
         frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
@@ -414,6 +447,135 @@ class Results:
         if len(out) and (out["baseline"] == "").all():
             out = out.drop(columns=["baseline"])
         return out
+
+    # ---- export and comparison ----------------------------------------------------------
+
+    def to_xarray(self, values: list[str] | None = None) -> Any:
+        """The run metrics as an ``xarray.Dataset`` with one dimension per grid key plus
+        ``rep`` (without a sweep record: ``scenario``, ``backend`` and ``rep``); baseline runs
+        are left out. ``values`` picks metrics of :meth:`runs` (default: every numeric one).
+        Needs xarray (``pip install 'ccfair[xarray]'``).
+
+        Example:
+            >>> ds = Results("results/harada-dumbbell-quick").to_xarray()  # doctest: +SKIP
+            >>> ds["jain_index"].mean("rep").sel(ccas="reno-bbr")  # doctest: +SKIP
+        """
+        try:
+            import xarray  # noqa: F401
+        except ImportError:
+            raise ImportError(
+                "Results.to_xarray needs xarray: pip install 'ccfair[xarray]' (or xarray)"
+            ) from None
+        runs = self.runs()
+        runs = runs[runs["baseline"].isna()]
+        dims = [*(self.grid_keys or ["scenario", "backend"]), "rep"]
+        skip = {"index", "seed", "n_flows", *dims}
+        if values is None:
+            values = [
+                c for c in runs.columns if c not in skip and pd.api.types.is_numeric_dtype(runs[c])
+            ]
+        frame = runs.assign(**{k: runs[k].astype(str) for k in dims if k != "rep"})
+        if frame.duplicated(dims).any():
+            raise ResultsError(f"{self.root}: two runs share one {dims} cell; cannot make a grid")
+        return frame.set_index(dims)[values].to_xarray()
+
+    def compare(
+        self, other: Results | str | os.PathLike[str], values: list[str] | None = None
+    ) -> pd.DataFrame:
+        """Line up the matching points of this directory (A) and ``other`` (B) and compare
+        run metrics: per point and metric, each side's mean, 95% CI half-width and count over
+        repetitions, ``diff`` = B - A and ``diff_ci95`` (Welch's t interval of the
+        difference), ``significant`` when the interval excludes 0. Points match on the grid
+        keys both directories share (e.g. two versions or two settings of one sweep, or the
+        simulator against the kernel backend), else on the scenario name.
+
+        Example:
+            >>> Results("results/v1").compare("results/v2")  # doctest: +SKIP
+        """
+        b = other if isinstance(other, Results) else Results(other)
+        a_runs, b_runs = self.runs(), b.runs()
+        keys = [k for k in self.grid_keys if k in b.grid_keys] or ["scenario"]
+        keys = [*keys, "baseline"]
+        if values is None:
+            values = [
+                "goodput_mbps",
+                "jain_index",
+                "utilisation_frac",
+                "loss_frac",
+                "qdelay_mean_ms",
+                *sorted(
+                    c
+                    for c in set(a_runs.columns) & set(b_runs.columns)
+                    if c.endswith("_share_frac")
+                ),
+            ]
+        rows = []
+        a_groups = dict(
+            tuple(
+                a_runs.assign(baseline=a_runs["baseline"].fillna("")).groupby(
+                    keys, sort=False, dropna=False
+                )
+            )
+        )
+        b_groups = dict(
+            tuple(
+                b_runs.assign(baseline=b_runs["baseline"].fillna("")).groupby(
+                    keys, sort=False, dropna=False
+                )
+            )
+        )
+        for key, ga in a_groups.items():
+            gb = b_groups.get(key)
+            if gb is None:
+                continue
+            label = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+            for v in values:
+                if v not in ga.columns or v not in gb.columns:
+                    continue
+                xa = ga[v].to_numpy(dtype=float)
+                xb = gb[v].to_numpy(dtype=float)
+                xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
+                diff_ci = welch_ci95(xa, xb)
+                diff = float(xb.mean() - xa.mean()) if len(xa) and len(xb) else np.nan
+                rows.append(
+                    {
+                        **label,
+                        "metric": v,
+                        "a_mean": float(xa.mean()) if len(xa) else np.nan,
+                        "a_ci95": ci95(xa),
+                        "a_n": len(xa),
+                        "b_mean": float(xb.mean()) if len(xb) else np.nan,
+                        "b_ci95": ci95(xb),
+                        "b_n": len(xb),
+                        "diff": diff,
+                        "diff_ci95": diff_ci,
+                        "significant": bool(abs(diff) > diff_ci) if np.isfinite(diff_ci) else False,
+                    }
+                )
+        out = pd.DataFrame(rows)
+        if len(out) and (out["baseline"] == "").all():
+            out = out.drop(columns=["baseline"])
+        return out
+
+
+def welch_ci95(a: Any, b: Any) -> float:
+    """Half-width of the 95% confidence interval of mean(b) - mean(a) (Welch's t, unequal
+    variances); NaN unless both sides have 2 or more values.
+
+    Example:
+        >>> round(welch_ci95([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]), 3)
+        2.267
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return float("nan")
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se2 = va + vb
+    if se2 == 0:
+        return 0.0
+    df = se2 * se2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
+    return t_quantile(0.975, max(1, int(df))) * math.sqrt(se2)
 
 
 _HARM_COLUMNS = [

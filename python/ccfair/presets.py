@@ -193,7 +193,7 @@ def _harada_dumbbell() -> Preset:
 
 
 def _parking_figures(res: Results) -> FigureList:
-    ten = any("cross10" in str(n) for n in res.table("flows")["name"].unique())
+    ten = any("cross10" in str(n) for n in res.table("flows")["flow_name"].unique())
     figs = _heatmaps(
         res,
         "Mean goodput per flow (Mbit/s) over delay D and buffer alpha x BDP of every "
@@ -359,7 +359,7 @@ def _ogawa_figures(res: Results) -> FigureList:
             metric="utilisation_frac",
             lines="n_flows",
             panels=["rtt_ratio", "params.bbr"],
-            ylabel="utilisation_frac",
+            ylabel="bottleneck utilisation",
             name="utilisation-vs-alpha",
         )
     ]

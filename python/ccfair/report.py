@@ -177,7 +177,7 @@ def write_report(
     say(f"report {name!r}: {len(res.run_ids)} runs; computing metrics")
 
     runs = res.runs()
-    share_cols = [c for c in runs.columns if c.startswith("share_")]
+    share_cols = [c for c in runs.columns if c.endswith("_share_frac")]
     run_values = [
         "goodput_mbps",
         "jain_index",
@@ -299,7 +299,9 @@ def write_report(
             "scenario with every flow running the incumbent. harm_goodput_frac = (baseline − with) / "
             "baseline; harm_rtt_frac = (with − baseline) / with. Mean ± 95% CI over repetitions.</p>"
         )
-        hs = res.point_summary(harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"])
+        hs = res.point_summary(
+            harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
+        )
         parts.append(_table(_mean_ci(hs, ["harm_goodput_frac", "harm_rtt_frac"])))
 
     parts.append('<h2 id="spec">Sweep spec</h2>')

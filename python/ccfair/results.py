@@ -61,7 +61,7 @@ def _frame(raw: dict[str, tuple[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({name: _column(kind, data) for name, (kind, data) in raw.items()})
 
 
-_DTYPES = {"int64": "int64", "float64": "float64", "string": object, "bool": bool}
+_DTYPES = {"int64": "int64", "float64": "float64", "string": "str", "bool": bool}
 
 
 def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
@@ -75,9 +75,11 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     missing = [c for c in expected if c not in frame.columns]
     extra = [c for c in frame.columns if c not in expected]
     if missing or extra:
-        raise RuntimeError(f"{table}: columns differ from the schema: missing {missing}, extra {extra}")
+        raise RuntimeError(
+            f"{table}: columns differ from the schema: missing {missing}, extra {extra}"
+        )
     out = frame[expected]
-    return out.astype({c["name"]: _DTYPES[c["dtype"]] for c in cols}, copy=False)
+    return out.astype({c["name"]: _DTYPES[c["dtype"]] for c in cols})
 
 
 @dataclass

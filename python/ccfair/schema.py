@@ -45,7 +45,12 @@ def arrow_schema(table: str) -> Any:
     """The pyarrow schema every file of ``table`` is written with."""
     import pyarrow as pa
 
-    types = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
+    types = {
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "string": pa.string(),
+        "bool": pa.bool_(),
+    }
     return pa.schema([pa.field(c["name"], types[c["dtype"]]) for c in columns(table)])
 
 
