@@ -21,7 +21,7 @@ from pathlib import Path
 import ccfair
 import numpy as np
 import pytest
-from ccfair import _core, schema, kernel
+from ccfair import kernel, schema
 from ccfair.api import run_id_of
 from ccfair.spec import Scenario
 

@@ -128,7 +128,9 @@ def test_harm_is_relative_to_the_own_kind_baseline(res):
         ]
         assert list(b["run_id"]) == [h["baseline_run_id"]]
         mine = flows[(flows["run_id"] == h["run_id"]) & (flows["cca"] == h["incumbent"])]
-        base = flows[(flows["run_id"] == h["baseline_run_id"]) & flows["flow_name"].isin(mine["flow_name"])]
+        base = flows[
+            (flows["run_id"] == h["baseline_run_id"]) & flows["flow_name"].isin(mine["flow_name"])
+        ]
         with_, alone = mine["goodput_mbps"].sum(), base["goodput_mbps"].sum()
         assert h["harm_goodput_frac"] == pytest.approx((alone - with_) / alone)
         rtt_with, rtt_base = mine["rtt_mean_ms"].mean(), base["rtt_mean_ms"].mean()

@@ -223,7 +223,7 @@ def test_full_preset_grids_expand_to_distinct_valid_runs(name):
 
 
 def test_harada_full_grids_are_the_studies():
-    # EXPERIMENTS.md: 3 CCA pairs x 3 delays x 6 buffers x 2 repetitions, 60 s.
+    # docs/experiments.md: 3 CCA pairs x 3 delays x 6 buffers x 2 repetitions, 60 s.
     pts = PRESETS["harada-dumbbell"].sweep().expand()
     assert len(pts) == 108
     assert {p.scenario.duration for p in pts} == {60_000_000_000}

@@ -8,13 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ccfair
 import numpy as np
 import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-
-import ccfair
 from ccfair import schema
 from ccfair.errors import ResultsError
 from ccfair.metrics import Results

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core
 
 if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
-    from ccfair.api import default_scenario, run
-    from ccfair.errors import SpecError
-    from ccfair.executor import run_sweep
-    from ccfair.metrics import Results
-    from ccfair.results import RunResult, jain_index, load, load_table
-    from ccfair.spec import Scenario, dumbbell, parking_lot
-    from ccfair.sweep import Sweep
+    from ccfair.api import default_scenario, run  # noqa: F401
+    from ccfair.errors import SpecError  # noqa: F401
+    from ccfair.executor import run_sweep  # noqa: F401
+    from ccfair.metrics import Results  # noqa: F401
+    from ccfair.results import RunResult, jain_index, load, load_table  # noqa: F401
+    from ccfair.spec import Scenario, dumbbell, parking_lot  # noqa: F401
+    from ccfair.sweep import Sweep  # noqa: F401
 
 __version__ = _core.__version__
 

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from ccfair import _core
-from ccfair.errors import SpecError
+from ccfair.errors import ResultsError, SpecError
 from ccfair.kernel import KernelError
-from ccfair.errors import ResultsError
 
 #: Exit status after SIGINT (128 + 2), as shells report it.
 EXIT_INTERRUPTED = 130

@@ -1,6 +1,6 @@
 """Metrics over a results directory: per flow, per algorithm, per run and per grid point.
 
-Definitions (docs/experiments.md; cca-spec 8.4; DESIGN.md "Units and definitions"):
+Definitions (docs/experiments.md, "Metrics"; docs/reference.md 8.4):
 
 - goodput: payload bytes delivered in order within the measurement window x 8 / window
   length (the ``flows`` table's ``goodput_mbps``), in Mbit/s here;
@@ -162,7 +162,7 @@ class Results:
 
     Example:
         >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
-        >>> res.point_summary(res.runs(), ["jain_index", "utilisation_frac"]).head()  # doctest: +SKIP
+        >>> res.point_summary(res.runs(), ["jain_index"]).head()  # doctest: +SKIP
     """
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:

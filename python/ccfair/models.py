@@ -1,7 +1,7 @@
 """Model predictions next to measurements: the BBR share of Ware et al. (IMC 2019).
 
 Ware, Mukerjee, Seshan and Sherry, "Modeling BBR's Interactions with Loss-Based Congestion
-Control", IMC 2019; equations as condensed in /work/shared/reference/cca-spec.md section 6.1
+Control", IMC 2019; equations as condensed in docs/reference.md section 6.1
 (from an independent reproduction that numbers them as the paper does; the paper PDF itself was
 not available to us). Symbols:
 

@@ -293,7 +293,7 @@ def metric_vs_buffer(
     ylabel: str | None = None,
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
-    """A run metric (e.g. ``jain_index``, ``utilisation_frac``, ``qdelay_mean_ms``) against the buffer axis,
+    """A run metric (e.g. ``jain_index``, ``utilisation_frac``) against the buffer axis,
     one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
     Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
     clipped to it."""

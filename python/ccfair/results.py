@@ -379,7 +379,8 @@ def provenance() -> dict[str, str]:
 
 
 def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> dict[str, Any]:
-    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and ``selfcheck_flags``
+    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and
+    ``selfcheck_flags``
     on every backend; ``emu_*`` measured by the kernel backend's emulator, NaN otherwise."""
     nan = float("nan")
 

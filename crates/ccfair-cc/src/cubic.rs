@@ -2,7 +2,7 @@
 //!
 //! The arithmetic follows the kernel's integer code so that cwnd trajectories match Linux
 //! where the inputs do: cwnd in packets, epoch and throttle in jiffies (`tp.hz`), K and t in
-//! 1/1024 s (`BICTCP_HZ` = 10), `delay_min` in µs. See cca-spec section 3.
+//! 1/1024 s (`BICTCP_HZ` = 10), `delay_min` in µs. See docs/reference.md section 3.
 //!
 //! Known differences from a kernel run, all deliberate:
 //! - `cubic_root` uses a 64-entry table derived here from its defining formula
@@ -738,7 +738,7 @@ mod tests {
             false
         }
 
-        /// Fast recovery as the substrate does it (cca-spec 1.5-1.6), collapsed to its end
+        /// Fast recovery as the substrate does it (reference 1.5-1.6), collapsed to its end
         /// state: ssthresh from the module, then cwnd = ssthresh on exit. Returns ssthresh.
         fn fast_recovery(&mut self) -> u32 {
             self.tp.prior_cwnd = self.tp.snd_cwnd;
@@ -848,7 +848,7 @@ mod tests {
 
     #[test]
     fn k_matches_closed_form_for_wmax_100_and_1000() {
-        // cca-spec 8.3.1: K = cbrt((Wmax - 0.7 Wmax) / 0.4004) s.
+        // reference 8.3.1: K = cbrt((Wmax - 0.7 Wmax) / 0.4004) s.
         for exact in [false, true] {
             for (wmax, cwnd, k_s) in [(100, 70, 4.215), (1000, 700, 9.081)] {
                 let (cc, tp) = epoch_after_loss(wmax, exact);
@@ -952,7 +952,7 @@ mod tests {
 
     #[test]
     fn reno_emulation_adds_8_15ths_of_a_packet_per_rtt() {
-        // cca-spec 8.3.2: tcp_cwnd += 1 per floor(cwnd * 15 / 8) packets acked, i.e.
+        // reference 8.3.2: tcp_cwnd += 1 per floor(cwnd * 15 / 8) packets acked, i.e.
         // 3(1 - beta)/(1 + beta) = 0.533 packets per RTT; cwnd follows it.
         let (c20, c100) = cwnd_growth_with_flat_cubic(true);
         let per_rtt = (c100 - c20) as f64 / 80.0;

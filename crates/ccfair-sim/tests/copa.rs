@@ -1,5 +1,5 @@
 //! Copa end to end on the Linux-like substrate (issue item 5), in the setting of
-//! EXPERIMENTS.md experiment 4: 50 Mbit/s bottleneck, 40 ms round-trip propagation time
+//! docs/experiments.md experiment 4: 50 Mbit/s bottleneck, 40 ms round-trip propagation time
 //! (1 ms access links, D = 18 ms), SACK, timestamps, delayed ACKs.
 
 mod common;
@@ -76,7 +76,7 @@ fn counter(r: &RunResult, flow: usize, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no counter {name}"))[flow]
 }
 
-/// cca-spec 8.2 invariants on every sample of every Copa flow (the module also asserts
+/// reference 8.2 invariants on every sample of every Copa flow (the module also asserts
 /// them on every ACK in debug builds, which tests use).
 /// Samples taken while the handshake is still under way carry no internals (NaN); every
 /// sample after it must.
@@ -99,7 +99,7 @@ fn check_invariants(r: &RunResult, flows: &[usize]) {
 
 #[test]
 fn n_copa_flows_keep_about_n_over_delta_packets_queued() {
-    // Equilibrium (cca-spec 5.1, 8.3 item 10): n/delta = 2n packets of standing queue for
+    // Equilibrium (reference 5.1, 8.3 item 10): n/delta = 2n packets of standing queue for
     // delta = 0.5, whatever the link. delta is held at 0.5 (competitive mode off): the law
     // is about default mode.
     for n in 1..=4usize {

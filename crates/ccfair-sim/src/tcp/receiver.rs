@@ -497,7 +497,7 @@ mod tests {
         Receiver::new(0, &TcpOptions::default(), 40_000_000)
     }
 
-    /// cca-spec 8.3.8: 16 immediate ACKs at connection start, then one ACK per 2 full segments,
+    /// reference 8.3.8: 16 immediate ACKs at connection start, then one ACK per 2 full segments,
     /// and a lone segment is ACKed 40 ms later.
     #[test]
     fn delayed_ack_pattern() {
