@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ccfair import _core
 from ccfair.errors import SpecError
-from ccfair.results import RunResult, build_result
 from ccfair.spec import BACKENDS, Scenario, dumbbell
+
+if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
+    from ccfair.results import RunResult
 
 
 def default_scenario() -> Scenario:
@@ -108,6 +110,8 @@ def run(
     else:
         raw = _core.run(json.dumps(engine_spec))
     wall = time.perf_counter() - t0
+    from ccfair.results import build_result
+
     return build_result(
         resolved,
         raw,

@@ -170,6 +170,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ccfair.bench import main as bench_main
     from ccfair.bench import sweep_main
 
+    if args.frontend:
+        from ccfair.bench import frontend_main
+
+        scenario = Path(__file__).resolve().parents[2] / "scenarios" / "dumbbell.toml"
+        return frontend_main(str(args.frontend_scenario or scenario))
     if args.sweep:
         return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
     return bench_main(quick=args.quick, cases=args.case)
@@ -517,6 +522,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time a preset's whole sweep from scratch instead (repeatable), e.g. harada-dumbbell",
     )
     b.add_argument("--workers", type=int, help="local workers for --sweep (default: cores)")
+    b.add_argument(
+        "--frontend",
+        action="store_true",
+        help="time the start of import/--help/check and a quick preset's figures vs its sweep",
+    )
+    b.add_argument("--frontend-scenario", metavar="FILE", help="scenario for --frontend's check")
     b.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser(

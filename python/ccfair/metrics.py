@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair.results import ResultsError, finished_run_ids, jain_index, load_table
+from ccfair.results import ResultsError, check_schema, finished_run_ids, jain_index, load_table
 from ccfair.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
@@ -175,6 +175,7 @@ class Results:
         self.run_ids = finished_run_ids(self.root)
         if not self.run_ids:
             raise ResultsError(f"{self.root}: no finished runs")
+        check_schema(self.root)
         self.axes: dict[str, list[Any]] = dict(self.record["axes"]) if self.record else {}
         self._cache: dict[str, pd.DataFrame] = {}
 
