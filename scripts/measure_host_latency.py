@@ -57,12 +57,12 @@ def main() -> int:
             run = r.runs.iloc[0]
             if not run["reliable"]:
                 skipped += 1
-                print(f"{delay} #{rep}: unreliable ({run['flags']}), left out", file=sys.stderr)
+                print(f"{delay} #{rep}: unreliable ({run['selfcheck_flags']}), left out", file=sys.stderr)
                 continue
             s = json.loads(run["selfcheck_json"])
             fl = r.flows
             starts = [f.start / 1e9 for f in sc.flows]
-            synack = fl["syn_sent_s"] + fl["handshake_us"] / 1e6
+            synack = fl["syn_sent_s"] + fl["handshake_rtt_ms"] / 1e6
             for i in range(len(fl)):
                 wake.append((s["connect_s"][i] - starts[i]) * 1e6)
                 wake.append((s["established_s"][i] - synack.iloc[i]) * 1e6)

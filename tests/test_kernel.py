@@ -21,7 +21,7 @@ from pathlib import Path
 import ccfair
 import numpy as np
 import pytest
-from ccfair import _core, kernel
+from ccfair import kernel, schema
 from ccfair.api import run_id_of
 from ccfair.spec import Scenario
 
@@ -80,14 +80,14 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="18ms", buffer_bdp=1.0, duration="15s")
     r = run_kernel(sc)
     f = r.flows.iloc[0]
-    ceiling = 50e6 * PAYLOAD
-    assert f["goodput_bps"] >= 0.97 * ceiling, f["goodput_bps"] / ceiling
-    assert abs(f["rtt_min_us"] - 40_000) <= 1_000, f["rtt_min_us"]
+    ceiling = 50 * PAYLOAD
+    assert f["goodput_mbps"] >= 0.97 * ceiling, f["goodput_mbps"] / ceiling
+    assert abs(f["rtt_min_ms"] - 40) <= 1, f["rtt_min_ms"]
     # Sampled on the 10 ms grid: every point, no drift, taken within 2 ms of its time. A VM
     # or kernel stall can delay a real-time thread by a few ms now and then (docs/kernel.md);
     # the run's sampling self-check reports it, so allow 0.5% of points.
     ts = r.timeseries
-    assert len(ts) == 1500 and r.runs.iloc[0]["emu_missed_samples"] == 0
+    assert len(ts) == 1500 and r.runs.iloc[0]["emu_missed_samples_count"] == 0
     t_ms = ts["t_ns"].to_numpy() / 1e6
     late_ms = t_ms - 10.0 * np.arange(1, 1501)
     assert (late_ms >= 0).all()
@@ -96,17 +96,17 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     assert np.mean(np.abs(gaps - 10.0) <= 2.0) >= 0.995, np.quantile(gaps, [0, 0.5, 1])
     assert abs(gaps.mean() - 10.0) < 0.05
     # Packets are conserved through the forwarder.
-    assert f["data_pkts_sent"] == (
-        f["data_pkts_received"] + f["data_pkts_dropped"] + f["data_pkts_in_network"]
+    assert f["data_sent_pkts"] == (
+        f["data_received_pkts"] + f["data_dropped_pkts"] + f["data_in_network_pkts"]
     )
-    assert f["data_pkts_dropped"] > 0  # a 1 BDP buffer overflows: the link model drops
+    assert f["data_dropped_pkts"] > 0  # a 1 BDP buffer overflows: the link model drops
     run = r.runs.iloc[0]
-    assert run["backend"] == "kernel" and bool(run["reliable"]), run["flags"]
+    assert run["backend"] == "kernel" and bool(run["reliable"]), run["selfcheck_flags"]
     assert run["emu_lateness_p99_us"] <= kernel.Bounds().lateness_p99_us
-    assert run["emu_rate_ratio_min"] >= 0.99
+    assert run["emu_rate_ratio_min_frac"] >= 0.99
     bott = r.link_summary.query("link_name == 'bottleneck' and direction == 'ab'").iloc[0]
-    assert bott["utilisation"] >= 0.97
-    assert ts["ca_state"].isin(["Open", "Disorder", "CWR", "Recovery", "Loss"]).all()
+    assert bott["utilisation_frac"] >= 0.97
+    assert ts["tcp_ca_state"].isin(["Open", "Disorder", "CWR", "Recovery", "Loss"]).all()
     # The first samples come during the handshake (40 ms), as in the simulator.
     assert ts["cca_state"].iloc[0] == "connecting"
     assert set(ts["cca_state"]) <= {"connecting", "slow_start", "cong_avoid"}
@@ -121,9 +121,9 @@ def test_bbr_against_cubic_at_half_a_bdp_records_both_flows(kernel_backend):
     sc = ccfair.dumbbell(2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=0.5)
     sc = Scenario.from_dict({**sc.to_dict(), "duration": "12s"})
     r = run_kernel(sc)
-    f = r.flows.set_index("name")
-    assert (f["goodput_bps"] > 0.5e6).all(), f["goodput_bps"]
-    assert f["goodput_bps"].sum() >= 0.9 * 50e6 * PAYLOAD
+    f = r.flows.set_index("flow_name")
+    assert (f["goodput_mbps"] > 0.5).all(), f["goodput_mbps"]
+    assert f["goodput_mbps"].sum() >= 0.9 * 50 * PAYLOAD
     ts = r.timeseries
     bbr = ts[ts["flow_name"] == "flow1"]
     cubic = ts[ts["flow_name"] == "flow2"]
@@ -131,17 +131,17 @@ def test_bbr_against_cubic_at_half_a_bdp_records_both_flows(kernel_backend):
     assert set(bbr["cca_state"]) <= {"connecting", "STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"}
     assert {"STARTUP", "PROBE_BW"} <= set(bbr["cca_state"])
     late = bbr[bbr["t_s"] > 2.0]
-    assert (late["bbr_btl_bw_bps"] > 0).all() and (late["bbr_btl_bw_bps"] < 1.1 * 50e6).all()
+    assert (late["bbr_btl_bw_mbps"] > 0).all() and (late["bbr_btl_bw_mbps"] < 1.1 * 50).all()
     # RTprop: the 40 ms path, plus at most the buffer's 20 ms once the 10 s min-RTT window
     # expires and PROBE_RTT measures with CUBIC's queue present. Linux may take it from a
     # timestamp-based (1 ms granular) sample, hence the 39 ms floor.
-    rtprop = late["bbr_rtprop_us"]
-    assert (rtprop >= 39_000).all() and (rtprop <= 61_000).all(), rtprop.describe()
+    rtprop = late["bbr_rtprop_ms"]
+    assert (rtprop >= 39).all() and (rtprop <= 61).all(), rtprop.describe()
     assert set(late["bbr_pacing_gain"]) <= {0.75, 1.0, 1.25, 2.88671875, 88 / 256}
-    assert late["pacing_rate_bps"].notna().all()
-    assert cubic["bbr_btl_bw_bps"].isna().all()
+    assert late["pacing_rate_mbps"].notna().all()
+    assert cubic["bbr_btl_bw_mbps"].isna().all()
     assert set(cubic["cca_state"]) <= {"connecting", "slow_start", "cong_avoid"}
-    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["selfcheck_flags"]
 
 
 @pytest.mark.kernel
@@ -157,7 +157,7 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
         starts=["0s", "1s"],
     )
     r = run_kernel(sc)
-    f = r.flows.set_index("name")
+    f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     hs_ideal_us = resolved.flow("flow1").base_rtt_ns / 1e3
     # A full bottleneck buffer (1 BDP of 1500-byte packets) holds 20 ms of data.
@@ -165,17 +165,17 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
     for name, start, most in (("flow1", 0.0, 1_000), ("flow2", 1.0, queue_us + 1_000)):
         syn = f.loc[name, "syn_sent_s"]
         assert start < syn < start + 0.002, (name, syn)
-        assert hs_ideal_us < f.loc[name, "handshake_us"] < hs_ideal_us + most, name
-        synack = syn + f.loc[name, "handshake_us"] / 1e6
+        assert hs_ideal_us < 1e3 * f.loc[name, "handshake_rtt_ms"] < hs_ideal_us + most, name
+        synack = syn + f.loc[name, "handshake_rtt_ms"] / 1e3
         assert synack < f.loc[name, "first_data_sent_s"] < synack + 0.002
-        assert f.loc[name, "syn_retransmits"] == 0
+        assert f.loc[name, "syn_retrans_pkts"] == 0
     # The late flow's handshake crosses the first flow's queue: a higher first RTT sample.
-    assert f.loc["flow2", "handshake_us"] > f.loc["flow1", "handshake_us"] + 1_000
+    assert f.loc["flow2", "handshake_rtt_ms"] > f.loc["flow1", "handshake_rtt_ms"] + 1
     check = json.loads(r.runs.iloc[0]["selfcheck_json"])
     for side in ("receiver_turnaround", "sender_turnaround"):
         q = check["forwarder"][side]
         assert q["count"] > 1000 and 1 < q["us"][q["probs"].index(0.5)] < 1000, (side, q)
-    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["selfcheck_flags"]
 
 
 @pytest.mark.kernel
@@ -187,10 +187,10 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
     s = ccfair.run(sc, trace=["main"])
     assert list(r.trace.columns) == list(s.trace.columns)
     t = r.trace
-    main = r.flows.set_index("name").loc["main"]
+    main = r.flows.set_index("flow_name").loc["main"]
     data = t[t["kind"] == "data"]
-    assert data["event"].str.startswith("drop").sum() == main["data_pkts_dropped"]
-    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_pkts_sent"]
+    assert data["event"].str.startswith("drop").sum() == main["data_dropped_pkts"]
+    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_sent_pkts"]
     assert t.iloc[0]["kind"] == "syn" and t.iloc[0]["t_s"] == pytest.approx(main["syn_sent_s"])
     first = data[data["hop"] == 0]["seq_bytes"]
     assert first.iloc[0] == 0 and (first.diff().dropna() != 0).any()
@@ -206,7 +206,8 @@ def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
     k = run_kernel(sc)
     s = ccfair.run(sc, backend="sim")
     # The algorithm's own counters and internals are the simulator's model, not Linux's.
-    counters = set(_core.run(sc.resolve().engine_json)["flow_counters"]["name"][1][1])
+    internals = ("cubic_", "bbr_", "copa_")
+    counters = {c["name"] for c in schema.columns("flows") if c["name"].startswith(internals)}
     for table in ("runs", "flows", "timeseries", "links", "link_summary"):
         kf, sf = getattr(k, table), getattr(s, table)
         common = [c for c in sf.columns if c not in counters and not c.startswith("cubic_")]
@@ -227,19 +228,19 @@ def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     by the flows that cross it."""
     sc = ccfair.parking_lot(2, "cubic", "cubic", delay="8ms", buffer_bdp=1.0, duration="8s")
     r = run_kernel(sc)
-    f = r.flows.set_index("name")
+    f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     for name in ("main", "cross1", "cross2"):
         base_us = resolved.flow(name).base_rtt_ns / 1e3
         # + serialisation of the handshake and up to the 500 us handshake bound
         # (docs/kernel.md)
-        assert base_us <= f.loc[name, "rtt_min_us"] <= base_us + 1_500, name
-        assert f.loc[name, "goodput_bps"] > 1e6, name
-    ceiling = 50e6 * PAYLOAD
+        assert base_us <= 1e3 * f.loc[name, "rtt_min_ms"] <= base_us + 1_500, name
+        assert f.loc[name, "goodput_mbps"] > 1, name
+    ceiling = 50 * PAYLOAD
     for cross in ("cross1", "cross2"):
-        shared = f.loc["main", "goodput_bps"] + f.loc[cross, "goodput_bps"]
+        shared = f.loc["main", "goodput_mbps"] + f.loc[cross, "goodput_mbps"]
         assert 0.85 * ceiling <= shared <= 1.001 * ceiling, (cross, shared / ceiling)
-    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["selfcheck_flags"]
 
 
 @pytest.mark.kernel
@@ -252,7 +253,7 @@ def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
         10, "cubic", "cubic", rate="10Mbit/s", delay="18ms", buffer_bdp=1.0, duration="8s"
     )
     r = run_kernel(sc)
-    f = r.flows.set_index("name")
+    f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     assert len(f) == 11
     for name in f.index:
@@ -260,12 +261,12 @@ def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
         # Every flow connects at t = 0: a cross flow's handshake meets empty queues, the main
         # flow's meets, hop after hop, the queues the cross flows are building, and its min
         # RTT is at most that first sample.
-        most = 2_000 if name != "main" else f.loc[name, "handshake_us"] - base_us + 2_000
-        assert base_us <= f.loc[name, "rtt_min_us"] <= base_us + most, name
-    cross = f.drop(index="main")["goodput_bps"]
-    assert (cross > 0.85 * 10e6 * PAYLOAD).all(), cross
-    assert f.loc["main", "goodput_bps"] > 0
-    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["flags"]
+        most = 2_000 if name != "main" else 1e3 * f.loc[name, "handshake_rtt_ms"] - base_us + 2_000
+        assert base_us <= 1e3 * f.loc[name, "rtt_min_ms"] <= base_us + most, name
+    cross = f.drop(index="main")["goodput_mbps"]
+    assert (cross > 0.85 * 10 * PAYLOAD).all(), cross
+    assert f.loc["main", "goodput_mbps"] > 0
+    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["selfcheck_flags"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -475,7 +476,7 @@ def test_cleanup_after_sigkill_removes_only_what_ccfair_left(kernel_backend, tmp
 def test_the_next_run_removes_what_a_crash_left(kernel_backend, tmp_path, decoys):
     tag = kill_a_run(tmp_path, one_link("30s"))
     r = ccfair.run(one_link("2s", cca="reno"), backend="kernel")
-    assert r.flows.iloc[0]["goodput_bps"] > 0
+    assert r.flows.iloc[0]["goodput_mbps"] > 0
     assert_nothing_left(tag)
     assert set(decoys) <= set(kernel.list_netns())
 
@@ -620,9 +621,11 @@ def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backe
     )
     assert [r.flows.iloc[0]["cca"] for r in rs] == ["cubic", "bbr"]
     assert sorted(done) == [0, 1]
-    assert all(r.flows.iloc[0]["goodput_bps"] > 10e6 for r in rs)
-    late = [r for r in rs if any(k in r.runs.iloc[0]["flags"] for k in kernel.LATENESS_FLAGS)]
-    assert bool(warnings) == bool(late), (warnings, [r.runs.iloc[0]["flags"] for r in rs])
+    assert all(r.flows.iloc[0]["goodput_mbps"] > 10 for r in rs)
+    late = [
+        r for r in rs if any(k in r.runs.iloc[0]["selfcheck_flags"] for k in kernel.LATENESS_FLAGS)
+    ]
+    assert bool(warnings) == bool(late), (warnings, [r.runs.iloc[0]["selfcheck_flags"] for r in rs])
     for sc in scs:
         assert_nothing_left(tag_of(sc))
     with pytest.raises(ccfair.SpecError, match="jobs"):

@@ -69,10 +69,10 @@ def test_run_metrics_agree_with_the_raw_tables(res):
     links = res.table("link_summary")
     for _, row in runs.iterrows():
         f = flows[flows["run_id"] == row["run_id"]]
-        x = f["goodput_bps"].to_numpy()
-        assert row["jain"] == pytest.approx(x.sum() ** 2 / (len(x) * (x * x).sum()))
-        assert row["goodput_mbps"] == pytest.approx(x.sum() / 1e6)
-        shares = [row[f"share_{c}"] for c in f["cca"].unique()]
+        x = f["goodput_mbps"].to_numpy()
+        assert row["jain_index"] == pytest.approx(x.sum() ** 2 / (len(x) * (x * x).sum()))
+        assert row["goodput_mbps"] == pytest.approx(x.sum())
+        shares = [row[f"{c}_share_frac"] for c in f["cca"].unique()]
         assert sum(shares) == pytest.approx(1.0)
         bn = links[
             (links["run_id"] == row["run_id"])
@@ -80,37 +80,37 @@ def test_run_metrics_agree_with_the_raw_tables(res):
             & (links["direction"] == "ab")
         ].iloc[0]
         assert row["bottleneck"] == "bottleneck:ab"
-        assert row["utilisation"] == pytest.approx(bn["utilisation"])
-        assert row["loss_rate"] == pytest.approx(
-            (bn["drops_queue"] + bn["drops_random"]) / bn["arrivals"]
+        assert row["utilisation_frac"] == pytest.approx(bn["utilisation_frac"])
+        assert row["loss_frac"] == pytest.approx(
+            (bn["drop_queue_pkts"] + bn["drop_random_pkts"]) / bn["arrival_pkts"]
         )
         # Queueing delay: sojourn minus one 1500-byte serialisation at 50 Mbit/s (240 us).
-        assert row["qdelay_ms"] == pytest.approx((bn["mean_sojourn_us"] - 240.0) / 1e3)
-        assert 0 < row["utilisation"] <= 1
+        assert row["qdelay_mean_ms"] == pytest.approx(bn["sojourn_mean_ms"] - 0.24)
+        assert 0 < row["utilisation_frac"] <= 1
 
 
 def test_point_summary_is_the_mean_and_ci_over_repetitions(res):
     runs = res.runs()
-    summary = res.point_summary(runs, ["share_bbr"])
+    summary = res.point_summary(runs, ["bbr_share_frac"])
     point = summary[(summary["ccas"] == "reno-bbr") & (summary["alpha"] == 4)].iloc[0]
     reps = runs[(runs["ccas"] == "reno-bbr") & (runs["alpha"] == 4) & runs["baseline"].isna()]
     assert len(reps) == 3 and point["n"] == 3
-    assert point["share_bbr"] == pytest.approx(reps["share_bbr"].mean())
-    assert point["share_bbr_ci95"] == pytest.approx(
-        t_quantile(0.975, 2) * reps["share_bbr"].std(ddof=1) / math.sqrt(3)
+    assert point["bbr_share_frac"] == pytest.approx(reps["bbr_share_frac"].mean())
+    assert point["bbr_share_frac_ci95"] == pytest.approx(
+        t_quantile(0.975, 2) * reps["bbr_share_frac"].std(ddof=1) / math.sqrt(3)
     )
     # BBR's random start phase makes the seeds differ; Reno and CUBIC alone do not.
-    assert point["share_bbr_ci95"] > 0
+    assert point["bbr_share_frac_ci95"] > 0
 
 
 def test_per_cca_table_sums_flows_of_each_algorithm(res):
     ccas = res.ccas()
     base = ccas[ccas["baseline"] == "reno"]
-    assert (base["flows"] == 2).all()
-    assert base["share"].to_numpy() == pytest.approx(1.0)
+    assert (base["flow_count"] == 2).all()
+    assert base["share_frac"].to_numpy() == pytest.approx(1.0)
     assert set(base["ccas"]) == {"reno-reno"}
     mixed = ccas[ccas["baseline"].isna()]
-    assert mixed.groupby("index")["share"].sum().to_numpy() == pytest.approx(1.0)
+    assert mixed.groupby("index")["share_frac"].sum().to_numpy() == pytest.approx(1.0)
 
 
 def test_harm_is_relative_to_the_own_kind_baseline(res):
@@ -128,11 +128,13 @@ def test_harm_is_relative_to_the_own_kind_baseline(res):
         ]
         assert list(b["run_id"]) == [h["baseline_run_id"]]
         mine = flows[(flows["run_id"] == h["run_id"]) & (flows["cca"] == h["incumbent"])]
-        base = flows[(flows["run_id"] == h["baseline_run_id"]) & flows["name"].isin(mine["name"])]
-        with_, alone = mine["goodput_bps"].sum(), base["goodput_bps"].sum()
-        assert h["harm_goodput"] == pytest.approx((alone - with_) / alone)
-        rtt_with, rtt_base = mine["rtt_mean_us"].mean(), base["rtt_mean_us"].mean()
-        assert h["harm_rtt"] == pytest.approx((rtt_with - rtt_base) / rtt_with)
+        base = flows[
+            (flows["run_id"] == h["baseline_run_id"]) & flows["flow_name"].isin(mine["flow_name"])
+        ]
+        with_, alone = mine["goodput_mbps"].sum(), base["goodput_mbps"].sum()
+        assert h["harm_goodput_frac"] == pytest.approx((alone - with_) / alone)
+        rtt_with, rtt_base = mine["rtt_mean_ms"].mean(), base["rtt_mean_ms"].mean()
+        assert h["harm_rtt_frac"] == pytest.approx((rtt_with - rtt_base) / rtt_with)
 
 
 def test_harm_is_empty_without_baselines(tmp_path):
@@ -178,7 +180,7 @@ def test_model_table_covers_only_bbr_against_loss_based(res):
         assert m["equal_rtt"] and m["sync_start"] and m["stock_bbr"]
         assert m["ware_full"] == pytest.approx(ware_full_share(m["c_pps"], 0.040, m["q_pkts"], 1))
         runs = res.runs().set_index("index")
-        assert m["measured"] == pytest.approx(runs.loc[m["index"], "share_bbr"])
+        assert m["measured"] == pytest.approx(runs.loc[m["index"], "bbr_share_frac"])
 
 
 def test_metrics_cli_prints_and_exports(res, tmp_path):

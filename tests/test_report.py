@@ -99,7 +99,8 @@ def test_reproduce_writes_figures_in_png_and_svg(harada):
     names = sorted(p.stem for p in figs.glob("*.png"))
     assert sorted(p.stem for p in figs.glob("*.svg")) == names
     assert {"heatmap-reno-bbr", "heatmap-cubic-bbr", "heatmap-reno-cubic"} <= set(names)
-    assert "model-vs-measured" in names and "jain-vs-alpha" in names
+    assert "model-vs-measured" in names and "jain_index-vs-alpha" in names
+    assert "throughput-delay" in names
     assert sum(n.startswith("timeseries-") for n in names) == 3
     for name in names:
         assert (figs / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -223,7 +224,7 @@ def test_full_preset_grids_expand_to_distinct_valid_runs(name):
 
 
 def test_harada_full_grids_are_the_studies():
-    # EXPERIMENTS.md: 3 CCA pairs x 3 delays x 6 buffers x 2 repetitions, 60 s.
+    # docs/experiments.md: 3 CCA pairs x 3 delays x 6 buffers x 2 repetitions, 60 s.
     pts = PRESETS["harada-dumbbell"].sweep().expand()
     assert len(pts) == 108
     assert {p.scenario.duration for p in pts} == {60_000_000_000}

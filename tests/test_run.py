@@ -26,15 +26,15 @@ def test_result_tables_have_the_documented_columns():
     for col in [
         "run_id",
         "flow",
-        "name",
+        "flow_name",
         "cca",
-        "goodput_bps",
         "goodput_mbps",
-        "share",
+        "goodput_mbps",
+        "share_frac",
         "retrans_pkts",
-        "rtt_mean_us",
-        "rtt_min_us",
-        "bytes_in_window",
+        "rtt_mean_ms",
+        "rtt_min_ms",
+        "window_delivered_bytes",
     ]:
         assert col in r.flows.columns, col
     for col in [
@@ -43,12 +43,12 @@ def test_result_tables_have_the_documented_columns():
         "flow_name",
         "cwnd_pkts",
         "inflight_pkts",
-        "srtt_us",
-        "min_rtt_us",
-        "pacing_rate_bps",
-        "delivery_rate_bps",
-        "goodput_bps",
-        "ca_state",
+        "srtt_ms",
+        "min_rtt_ms",
+        "pacing_rate_mbps",
+        "delivery_rate_mbps",
+        "goodput_mbps",
+        "tcp_ca_state",
         "cca_state",
     ]:
         assert col in r.timeseries.columns, col
@@ -59,11 +59,11 @@ def test_result_tables_have_the_documented_columns():
         "direction",
         "queue_pkts",
         "queue_bytes",
-        "drops",
-        "utilisation",
+        "drop_pkts",
+        "utilisation_frac",
     ]:
         assert col in r.links.columns, col
-    assert r.flows["share"].sum() == pytest.approx(1.0)
+    assert r.flows["share_frac"].sum() == pytest.approx(1.0)
     # Samples every 10 ms for 4 s, per flow.
     assert len(r.timeseries) == 2 * 400
     assert r.runs.loc[0, "git_revision"]
@@ -73,9 +73,9 @@ def test_result_tables_have_the_documented_columns():
 def test_goodput_matches_bytes_over_window():
     r = ccfair.run(small(measure=("1s", "4s")))
     f = r.flows
-    assert (f["goodput_bps"] == f["bytes_in_window"] * 8 / 3.0).all()
+    assert (f["goodput_mbps"] == f["window_delivered_bytes"] * 8e3 / 3e9).all()
     # The window excludes the first second: fewer bytes than delivered in total.
-    assert (f["bytes_in_window"] < f["bytes_delivered"]).all()
+    assert (f["window_delivered_bytes"] < f["delivered_bytes"]).all()
 
 
 def test_same_spec_and_seed_give_identical_tables():
@@ -95,11 +95,11 @@ def test_start_jitter_makes_seeds_differ_and_is_reported():
     b = ccfair.run(small(seed=2, **sc))
     assert ((a.flows["start_s"] >= 1.0) & (a.flows["start_s"] <= 1.02)).all()
     assert not a.flows["start_s"].equals(b.flows["start_s"])
-    assert not a.flows["goodput_bps"].equals(b.flows["goodput_bps"])
+    assert not a.flows["goodput_mbps"].equals(b.flows["goodput_mbps"])
     # Without jitter, the hosts' measured latency still makes seeds differ (launch offsets,
     # turnarounds); with ideal hosts this scenario has no randomness left.
     c, d = ccfair.run(small(starts="1s")), ccfair.run(small(starts="1s", seed=2))
-    assert not c.flows["goodput_bps"].equals(d.flows["goodput_bps"])
+    assert not c.flows["goodput_mbps"].equals(d.flows["goodput_mbps"])
     assert (c.flows["start_s"] == 1.0).all()
     assert (c.flows["syn_sent_s"] > 1.0).all() and not c.flows["syn_sent_s"].equals(
         d.flows["syn_sent_s"]
@@ -107,7 +107,7 @@ def test_start_jitter_makes_seeds_differ_and_is_reported():
     ideal = {"app_latency": "none", "host_latency": "none"}
     e = ccfair.run(small(starts="1s", tcp=ideal))
     f = ccfair.run(small(starts="1s", seed=2, tcp=ideal))
-    assert e.flows["goodput_bps"].equals(f.flows["goodput_bps"])
+    assert e.flows["goodput_mbps"].equals(f.flows["goodput_mbps"])
     assert (e.flows["syn_sent_s"] == 1.0).all()
 
 
@@ -138,7 +138,7 @@ def test_cli_runs_a_toml_and_writes_parquet(tmp_path):
     out = tmp_path / "res"
     p = cli("run", str(ROOT / "scenarios" / "dumbbell.toml"), "--duration", "3s", "--out", str(out))
     assert p.returncode == 0, p.stderr
-    assert "Jain index" in p.stdout and "goodput_Mbps" in p.stdout
+    assert "Jain index" in p.stdout and "goodput_mbps" in p.stdout
     assert len(finished_run_ids(out)) == 1
 
 
@@ -213,10 +213,10 @@ def test_a_trace_follows_every_packet_of_the_chosen_flows():
     assert plain.trace is None
     t = r.trace
     assert set(t["flow_name"]) == {"main"}
-    main = r.flows.set_index("name").loc["main"]
+    main = r.flows.set_index("flow_name").loc["main"]
     data = t[t["kind"] == "data"]
-    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_pkts_sent"]
-    assert data["event"].str.startswith("drop").sum() == main["data_pkts_dropped"]
+    assert ((data["event"] == "enqueue") & (data["hop"] == 0)).sum() == main["data_sent_pkts"]
+    assert data["event"].str.startswith("drop").sum() == main["data_dropped_pkts"]
     # The handshake comes first: SYN at the first hop, at the flow's SYN time.
     first = t.iloc[0]
     assert (first["kind"], first["event"], first["hop"]) == ("syn", "enqueue", 0)

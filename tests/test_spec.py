@@ -144,7 +144,7 @@ def test_formats_are_readable():
     assert format_size(10_000_000) == "10MB"
 
 
-# ---- BDP and buffers (EXPERIMENTS.md conventions) ---------------------------------------
+# ---- BDP and buffers (docs/experiments.md conventions) ---------------------------------------
 
 
 def test_bdp_example_of_experiments_md():

@@ -31,9 +31,9 @@ def test_compare_reports_kernel_minus_simulator():
     sim = ccfair.run(sc)
     other = ccfair.run(sc)
     # A made-up "kernel" result: flow1 got 10 Mbit/s more.
-    other.flows.loc[other.flows["name"] == "flow1", "goodput_bps"] += 10e6
-    total = other.flows["goodput_bps"].sum()
-    other.flows["share"] = other.flows["goodput_bps"] / total
+    other.flows.loc[other.flows["flow_name"] == "flow1", "goodput_mbps"] += 10
+    total = other.flows["goodput_mbps"].sum()
+    other.flows["share_frac"] = other.flows["goodput_mbps"] / total
     f1 = val.compare("p", sim, other).set_index("flow").loc["flow1"]
     assert f1["goodput_diff_mbps"] == pytest.approx(10.0)
     assert f1["share_diff"] == pytest.approx(f1["share_kernel"] - f1["share_sim"])

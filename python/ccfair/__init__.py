@@ -1,35 +1,61 @@
 """ccfair: a congestion-control fairness lab.
 
+The public names load on first use, so that ``import ccfair`` (and the ``ccfair`` command's
+start) does not pay for pandas, pyarrow and pydantic until something needs them.
+
 Example:
     >>> import ccfair
     >>> result = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
     >>> sorted(result.flows.columns)[:3]
-    ['acks_dropped', 'acks_sent', 'base_rtt_ms']
+    ['ack_dropped_pkts', 'ack_sent_pkts', 'base_rtt_ms']
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from ccfair import _core
-from ccfair.api import default_scenario, run
-from ccfair.errors import SpecError
-from ccfair.executor import run_sweep
-from ccfair.metrics import Results
-from ccfair.results import RunResult, jain_index, load, load_table
-from ccfair.spec import Scenario, dumbbell, parking_lot
-from ccfair.sweep import Sweep
+
+if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
+    from ccfair.api import default_scenario, run  # noqa: F401
+    from ccfair.errors import SpecError  # noqa: F401
+    from ccfair.executor import run_sweep  # noqa: F401
+    from ccfair.metrics import Results  # noqa: F401
+    from ccfair.results import RunResult, jain_index, load, load_table  # noqa: F401
+    from ccfair.spec import Scenario, dumbbell, parking_lot  # noqa: F401
+    from ccfair.sweep import Sweep  # noqa: F401
 
 __version__ = _core.__version__
 
-__all__ = [
-    "Results",
-    "RunResult",
-    "Scenario",
-    "SpecError",
-    "Sweep",
-    "default_scenario",
-    "dumbbell",
-    "jain_index",
-    "load",
-    "load_table",
-    "parking_lot",
-    "run",
-    "run_sweep",
-]
+#: Public name -> the module that defines it.
+_LAZY = {
+    "Results": "ccfair.metrics",
+    "RunResult": "ccfair.results",
+    "Scenario": "ccfair.spec",
+    "SpecError": "ccfair.errors",
+    "Sweep": "ccfair.sweep",
+    "default_scenario": "ccfair.api",
+    "dumbbell": "ccfair.spec",
+    "jain_index": "ccfair.results",
+    "load": "ccfair.results",
+    "load_table": "ccfair.results",
+    "parking_lot": "ccfair.spec",
+    "run": "ccfair.api",
+    "run_sweep": "ccfair.executor",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ccfair' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -11,12 +11,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ccfair import _core
 from ccfair.errors import SpecError
-from ccfair.results import RunResult, build_result
 from ccfair.spec import BACKENDS, Scenario, dumbbell
+
+if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
+    from ccfair.results import RunResult
 
 
 def default_scenario() -> Scenario:
@@ -85,7 +87,7 @@ def run(
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
-        >>> list(r.flows["name"])
+        >>> list(r.flows["flow_name"])
         ['flow1', 'flow2']
     """
     sc = as_scenario(scenario)
@@ -108,6 +110,8 @@ def run(
     else:
         raw = _core.run(json.dumps(engine_spec))
     wall = time.perf_counter() - t0
+    from ccfair.results import build_result
+
     return build_result(
         resolved,
         raw,
@@ -190,7 +194,10 @@ def run_many(
         late = [
             r
             for r in out
-            if any(f.startswith(kernel.LATENESS_FLAGS) for f in r.runs.iloc[0]["flags"].split("; "))
+            if any(
+                f.startswith(kernel.LATENESS_FLAGS)
+                for f in r.runs.iloc[0]["selfcheck_flags"].split("; ")
+            )
         ]
         if late:
             say(

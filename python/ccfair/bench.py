@@ -177,3 +177,49 @@ if __name__ == "__main__":
         _child(sys.argv[2], sys.argv[3])
     else:
         sys.exit(main(quick="--quick" in sys.argv))
+
+
+def _median_wall(cmd: list[str], repeat: int = 5) -> float:
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    return sorted(walls)[len(walls) // 2]
+
+
+def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
+    """Front-end speed: the start of ``import ccfair``, ``ccfair --help`` and ``ccfair check``
+    (median wall time of 5 fresh processes), then a preset's quick sweep against the time to
+    draw its report's figures; returns an exit status."""
+    import os
+    import tempfile
+
+    from ccfair.executor import run_sweep
+    from ccfair.presets import PRESETS
+    from ccfair.report import make_figures, save_figures
+
+    py = sys.executable
+    print(f"{'start-up':34s} {'median wall s':>13s}")
+    for label, cmd in (
+        ("python -c 'import ccfair'", [py, "-c", "import ccfair"]),
+        ("ccfair --help", [py, "-m", "ccfair", "--help"]),
+        (f"ccfair check {os.path.basename(scenario)}", [py, "-m", "ccfair", "check", scenario]),
+    ):
+        print(f"{label:34s} {_median_wall(cmd):13.3f}")
+    from ccfair.metrics import Results
+
+    with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
+        out = os.path.join(tmp, "r")
+        outcome = run_sweep(
+            PRESETS[preset].sweep(quick=True), out, progress=False, log=lambda m: None
+        )
+        t0 = time.perf_counter()
+        figures = make_figures(Results(out))
+        save_figures(figures, os.path.join(tmp, "figures"))
+        fig_s = time.perf_counter() - t0
+    print(
+        f"{preset} --quick: sweep {outcome.wall_s:.2f} s ({outcome.total} runs), "
+        f"{len(figures)} figures {fig_s:.2f} s (ratio figures/sweep {fig_s / outcome.wall_s:.2f})"
+    )
+    return 0

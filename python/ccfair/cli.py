@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from ccfair import _core
-from ccfair.errors import SpecError
+from ccfair.errors import ResultsError, SpecError
 from ccfair.kernel import KernelError
-from ccfair.results import ResultsError
 
 #: Exit status after SIGINT (128 + 2), as shells report it.
 EXIT_INTERRUPTED = 130
@@ -171,6 +170,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from ccfair.bench import main as bench_main
     from ccfair.bench import sweep_main
 
+    if args.frontend:
+        from ccfair.bench import frontend_main
+
+        scenario = Path(__file__).resolve().parents[2] / "scenarios" / "dumbbell.toml"
+        return frontend_main(str(args.frontend_scenario or scenario))
     if args.sweep:
         return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
     return bench_main(quick=args.quick, cases=args.case)
@@ -280,27 +284,101 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from ccfair import plots
     from ccfair.metrics import Results
-    from ccfair.results import ResultsError
 
     res = Results(args.results)
     ids = res.run_ids if args.all else args.run_ids
+    if not ids and len(res.run_ids) == 1:
+        ids = res.run_ids  # a directory of one run needs no run id
     if not ids:
-        print("error: plot: give RUN_ID... or --all", file=sys.stderr)
+        print(
+            f"error: plot: {res.root} holds {len(res.run_ids)} runs; give RUN_ID... or --all",
+            file=sys.stderr,
+        )
         return 2
     unknown = [r for r in ids if r not in set(res.run_ids)]
     if unknown:
         raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
+    window = _parse_window(args.window)
     out = args.out or res.root / "figures"
     pts = res.points().drop_duplicates("run_id").set_index("run_id")
     for i, rid in enumerate(ids, 1):
-        label = rid
+        label = None
         if rid in pts.index and res.grid_keys:
             row = pts.loc[rid]
             label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
-        paths = plots.save(plots.timeseries(res, rid, title=label), out, f"timeseries-{rid}")
+        try:
+            fig = plots.timeseries(res, rid, title=label, flows=args.flows, window=window)
+        except ValueError as exc:  # a flow or window that does not fit the run
+            raise SpecError("plot", None, str(exc), with_value=False) from None
+        paths = plots.save(fig, out, f"timeseries-{rid}", formats=args.format)
         if not args.quiet:
-            print(f"[{i}/{len(ids)}] {paths[0]} (.svg)", flush=True)
+            print(f"[{i}/{len(ids)}] {', '.join(str(p) for p in paths)}", flush=True)
     return 0
+
+
+def _parse_window(text: str | None) -> tuple[float, float] | None:
+    """``--window START:END`` in seconds (either may be a duration like ``2s``)."""
+    if text is None:
+        return None
+    from ccfair.units import parse_duration
+
+    def seconds(part: str) -> float:
+        try:
+            return float(part)
+        except ValueError:
+            ns = parse_duration(part.strip())
+            if ns is None:
+                raise SpecError(
+                    "--window", text, "is not START:END in seconds, e.g. 5:20"
+                ) from None
+            return ns / 1e9
+
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise SpecError("--window", text, "is not START:END in seconds, e.g. 5:20")
+    lo, hi = seconds(parts[0]), seconds(parts[1])
+    if not lo < hi:
+        raise SpecError("--window", text, "start is not before end")
+    return lo, hi
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ccfair.metrics import Results
+
+    a, b = Results(args.a), Results(args.b)
+    frame = a.compare(b, values=args.metric)
+    if frame.empty:
+        print(
+            f"no matching points: {a.root} and {b.root} share no grid point or scenario",
+            file=sys.stderr,
+        )
+        return 1
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+        print(f"{len(frame)} rows -> {args.csv}")
+        return 0
+    print(f"A = {a.root} ({len(a.run_ids)} runs), B = {b.root} ({len(b.run_ids)} runs)")
+    print("diff = B - A; diff_ci95: Welch 95% interval half-width; * where it excludes 0")
+    shown = frame.assign(significant=frame["significant"].map({True: "*", False: ""}))
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser(
+        "compare",
+        help="line up matching points of two results directories, with differences and CIs",
+    )
+    c.add_argument("a", metavar="DIR_A", help="results directory A")
+    c.add_argument("b", metavar="DIR_B", help="results directory B")
+    c.add_argument(
+        "--metric", action="append", help="run metric to compare (repeatable; default: main ones)"
+    )
+    c.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
+    c.set_defaults(func=_cmd_compare)
 
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
@@ -316,17 +394,19 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         frame = res.flows()
         if not args.per_run:
             frame = res.point_summary(
-                frame, ["goodput_mbps", "share", "rtt_mean_ms"], ["name", "cca"]
+                frame, ["goodput_mbps", "share_frac", "rtt_p95_ms"], ["flow_name", "cca"]
             )
     elif args.table == "ccas":
         frame = res.ccas()
         if not args.per_run:
-            frame = res.point_summary(frame, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+            frame = res.point_summary(
+                frame, ["per_flow_mbps", "share_frac", "rtt_mean_ms"], ["cca"]
+            )
     elif args.table == "harm":
         frame = res.harm()
         if not args.per_run and not frame.empty:
             frame = res.point_summary(
-                frame, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"]
+                frame, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
             )
     elif args.table == "model":
         frame = model_table(res)
@@ -337,11 +417,11 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         if not args.per_run:
             values = [
                 "goodput_mbps",
-                "jain",
-                *[c for c in frame.columns if c.startswith("share_")],
-                "utilisation",
-                "loss_rate",
-                "qdelay_ms",
+                "jain_index",
+                *[c for c in frame.columns if c.endswith("_share_frac")],
+                "utilisation_frac",
+                "loss_frac",
+                "qdelay_mean_ms",
             ]
             frame = res.point_summary(frame, values)
     if args.csv:
@@ -442,6 +522,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="time a preset's whole sweep from scratch instead (repeatable), e.g. harada-dumbbell",
     )
     b.add_argument("--workers", type=int, help="local workers for --sweep (default: cores)")
+    b.add_argument(
+        "--frontend",
+        action="store_true",
+        help="time the start of import/--help/check and a quick preset's figures vs its sweep",
+    )
+    b.add_argument("--frontend-scenario", metavar="FILE", help="scenario for --frontend's check")
     b.set_defaults(func=_cmd_bench)
 
     s = sub.add_parser(
@@ -475,13 +561,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     rep.set_defaults(func=_cmd_report)
 
-    pl = sub.add_parser("plot", help="time-series figures of runs (PNG and SVG)")
+    pl = sub.add_parser("plot", help="time-series figures of runs (PNG and SVG by default)")
     pl.add_argument("results", help="results directory")
-    pl.add_argument("run_ids", nargs="*", metavar="RUN_ID", help="runs to plot")
+    pl.add_argument(
+        "run_ids", nargs="*", metavar="RUN_ID", help="runs to plot (none: the only run)"
+    )
     pl.add_argument("--all", action="store_true", help="every finished run")
     pl.add_argument("--out", help="figure directory (default: RESULTS/figures)")
+    pl.add_argument(
+        "--format",
+        action="append",
+        choices=["png", "svg", "pdf"],
+        help="file format (repeatable; default png and svg)",
+    )
+    pl.add_argument("--flows", nargs="+", metavar="FLOW", help="draw only these flows")
+    pl.add_argument("--window", metavar="START:END", help="time window in seconds, e.g. 5:20")
     pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     pl.set_defaults(func=_cmd_plot)
+
+    _add_compare_parser(sub)
 
     m = sub.add_parser("metrics", help="fairness metrics of a results directory")
     m.add_argument("results", help="results directory")

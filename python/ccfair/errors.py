@@ -87,3 +87,7 @@ def format_path(loc: Sequence[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+class ResultsError(ValueError):
+    """A results directory or file is missing, foreign or damaged."""

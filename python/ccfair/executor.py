@@ -456,16 +456,18 @@ def _run_locked(
 
 def _warn_kernel_lateness(root: Path, run_ids: list[str], say: Callable[[str], None]) -> None:
     """After kernel runs that shared the machine: say so if any exceeded its lateness or CPU
-    bounds (their ``flags``), since then the machine had no cores to spare for them."""
+    bounds (their ``selfcheck_flags``), since then the machine had no cores to spare for them."""
     from ccfair import kernel
 
     late = 0
     for rid in run_ids:
         try:
-            table = pq.read_table(root / MARKER_TABLE / f"{rid}.parquet", columns=["flags"])
+            table = pq.read_table(
+                root / MARKER_TABLE / f"{rid}.parquet", columns=["selfcheck_flags"]
+            )
         except (OSError, ValueError, KeyError):
             continue
-        flags = str(table.column("flags")[0])
+        flags = str(table.column("selfcheck_flags")[0])
         late += any(f.startswith(kernel.LATENESS_FLAGS) for f in flags.split("; "))
     if late:
         say(

@@ -1,7 +1,7 @@
 """Model predictions next to measurements: the BBR share of Ware et al. (IMC 2019).
 
 Ware, Mukerjee, Seshan and Sherry, "Modeling BBR's Interactions with Loss-Based Congestion
-Control", IMC 2019; equations as condensed in /work/shared/reference/cca-spec.md section 6.1
+Control", IMC 2019; equations as condensed in docs/reference.md section 6.1
 (from an independent reproduction that numbers them as the paper does; the paper PDF itself was
 not available to us). Symbols:
 
@@ -143,8 +143,8 @@ def model_table(results: Results) -> pd.DataFrame:
     """
     specs = results.specs()
     flows = results.table("flows")
-    goodput = flows.groupby("run_id")["goodput_bps"].sum()
-    bbr = flows[flows["cca"] == "bbr"].groupby("run_id")["goodput_bps"].sum()
+    goodput = flows.groupby("run_id")["goodput_mbps"].sum()
+    bbr = flows[flows["cca"] == "bbr"].groupby("run_id")["goodput_mbps"].sum()
     rows = []
     for rid in results.run_ids:
         inputs = ware_inputs(specs[rid])

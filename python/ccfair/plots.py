@@ -29,6 +29,10 @@ from ccfair.metrics import Results, bottlenecks
 
 __all__ = [
     "CCA_COLORS",
+    "ResultsPlots",
+    "RunPlots",
+    "run_timeseries",
+    "throughput_delay",
     "bars",
     "heatmaps",
     "metric_vs_buffer",
@@ -59,9 +63,15 @@ def cca_color(cca: str) -> str:
     return CCA_COLORS[cca]
 
 
-def save(fig: Figure, out_dir: str | os.PathLike[str], name: str) -> list[Path]:
-    """Write ``fig`` as ``out_dir/name.png`` (150 dpi) and ``out_dir/name.svg``; returns
-    the paths. Files are written under a temporary name and renamed.
+def save(
+    fig: Figure,
+    out_dir: str | os.PathLike[str],
+    name: str,
+    formats: Sequence[str] | None = None,
+) -> list[Path]:
+    """Write ``fig`` as ``out_dir/name.png`` (150 dpi) and ``out_dir/name.svg`` (or the
+    ``formats`` asked for: png, svg, pdf); returns the paths. Files are written under a
+    temporary name and renamed.
 
     Example:
         >>> save(timeseries(res, run_id), "figures", "ts-" + run_id)  # doctest: +SKIP
@@ -70,10 +80,13 @@ def save(fig: Figure, out_dir: str | os.PathLike[str], name: str) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext, kwargs in (
-        ("png", {"dpi": 150, "metadata": {"Software": None}}),
-        ("svg", {"metadata": {"Date": None, "Creator": None}}),
-    ):
+    options = {
+        "png": {"dpi": 150, "metadata": {"Software": None}},
+        "svg": {"metadata": {"Date": None, "Creator": None}},
+        "pdf": {"metadata": {"CreationDate": None, "Creator": None, "Producer": None}},
+    }
+    for ext in formats or ("png", "svg"):
+        kwargs = options[ext]
         path = out / f"{name}.{ext}"
         tmp = out / f".{name}.{os.getpid()}.{ext}"
         fig.savefig(tmp, format=ext, **kwargs)  # the figures use constrained layout
@@ -137,7 +150,7 @@ def heatmaps(
     flows = flows[flows["baseline"].isna()]
     if flows.empty:
         return []
-    flows = flows.assign(group=[flow_group(str(n)) for n in flows["name"]])
+    flows = flows.assign(group=[flow_group(str(n)) for n in flows["flow_name"]])
     out = []
     groups = _order(flows[by], results.axes.get(by)) if by else [None]
     xs_all = _order(flows[x], results.axes.get(x))
@@ -267,7 +280,7 @@ def throughput_vs_buffer(
 
 
 #: Run metrics that live in [0, 1]: their axes and CI bands are kept there.
-_UNIT_INTERVAL = {"jain", "utilisation", "loss_rate"}
+_UNIT_INTERVAL = {"jain_index", "utilisation_frac", "loss_frac"}
 
 
 def metric_vs_buffer(
@@ -280,7 +293,7 @@ def metric_vs_buffer(
     ylabel: str | None = None,
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
-    """A run metric (e.g. ``jain``, ``utilisation``, ``qdelay_ms``) against the buffer axis,
+    """A run metric (e.g. ``jain_index``, ``utilisation_frac``) against the buffer axis,
     one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
     Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
     clipped to it."""
@@ -288,7 +301,7 @@ def metric_vs_buffer(
     runs = runs[runs["baseline"].isna()]
     if runs.empty or metric not in runs.columns:
         return []
-    bounded = metric in _UNIT_INTERVAL or metric.startswith("share_")
+    bounded = metric in _UNIT_INTERVAL or metric.endswith("_share_frac")
     summary = results.point_summary(runs, [metric])
     keys = [k for k in panels if k in summary.columns]
     combos = (
@@ -346,7 +359,7 @@ def bars(
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
     """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
-    ``per_flow_mbps`` or ``share``) of algorithm ``cca`` over the grid key ``x``, one bar per
+    ``per_flow_mbps`` or ``share_frac``) of algorithm ``cca`` over the grid key ``x``, one bar per
     value of ``hue``, one panel per ``panels`` combination; error bars are 95% CIs."""
     table = results.ccas()
     table = table[table["baseline"].isna()]
@@ -419,34 +432,93 @@ def timeseries(
     title: str | None = None,
     smooth_s: float = 0.5,
     max_flows: int = 6,
+    flows: Sequence[str] | None = None,
+    window: tuple[float, float] | None = None,
+) -> Figure:
+    """Time series of one run of a results directory (see :func:`run_timeseries`); the
+    title names the scenario, the run and ``title`` (e.g. the grid point)."""
+    tables = results.run_tables(run_id)
+    spec = results.specs()[run_id]
+    return run_timeseries(
+        tables["timeseries"],
+        tables["links"],
+        spec,
+        title=run_title(spec, run_id, title),
+        smooth_s=smooth_s,
+        max_flows=max_flows,
+        flows=flows,
+        window=window,
+    )
+
+
+def run_title(spec: dict[str, Any], run_id: str, label: str | None = None) -> str:
+    """A figure title naming the scenario, the run and an optional label.
+
+    Example:
+        >>> run_title({"name": "dumbbell", "seed": 1}, "ab12", "alpha=2")
+        "scenario 'dumbbell', seed 1, run ab12: alpha=2"
+    """
+    head = f"scenario {spec.get('name', 'scenario')!r}, seed {spec.get('seed')}, run {run_id}"
+    return f"{head}: {label}" if label else head
+
+
+def _pick_flows(names: list[str], flows: Sequence[str] | None, max_flows: int) -> list[str]:
+    if flows is None:
+        return names[:max_flows]
+    unknown = [f for f in flows if f not in names]
+    if unknown:
+        raise ValueError(
+            f"flows: {unknown[0]!r} is not a flow of this run; flows: {', '.join(names[:20])}"
+        )
+    return list(flows)
+
+
+def run_timeseries(
+    ts: pd.DataFrame,
+    links: pd.DataFrame,
+    spec: dict[str, Any],
+    *,
+    title: str = "",
+    smooth_s: float = 0.5,
+    max_flows: int = 6,
+    flows: Sequence[str] | None = None,
+    window: tuple[float, float] | None = None,
 ) -> Figure:
     """Time series of one run: goodput per flow (moving average over ``smooth_s``), cwnd
     and in-flight packets, smoothed RTT, RTprop (BBR) or min RTT, the bottleneck queue, and,
-    when Copa flows are present, Copa's delta and mode. At most ``max_flows`` flows are drawn
-    (the first ones); the title says when some are left out."""
-    tables = results.run_tables(run_id)
-    ts = tables["timeseries"]
-    links = tables["links"]
-    spec = results.specs()[run_id]
+    when Copa flows are present, Copa's delta and mode. ``flows`` names the flows to draw
+    (default: the first ``max_flows``; the title says when some are left out); ``window``
+    = (start s, end s) limits the time axis. Legends name each flow and its algorithm."""
     names = [f["name"] for f in spec["flows"]]
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
-    shown = names[:max_flows]
-    has_copa = "copa_delta" in ts.columns and ts["copa_delta"].notna().any()
+    shown = _pick_flows(names, flows, max_flows)
+    if window is not None:
+        lo, hi = window
+        if not lo < hi:
+            raise ValueError(f"window: start {lo} is not before end {hi}")
+        ts = ts[(ts["t_s"] >= lo) & (ts["t_s"] <= hi)]
+        links = links[(links["t_s"] >= lo) & (links["t_s"] <= hi)]
+    has_copa = (
+        "copa_delta" in ts.columns
+        and any(ccas[n] == "copa" for n in shown)
+        and ts["copa_delta"].notna().any()
+    )
     rows = 6 if has_copa else 5
     fig = Figure(figsize=(8.5, 1.9 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, 1, sharex=True)
     dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
-    window = max(1, round(smooth_s / dt)) if dt > 0 else 1
+    window_n = max(1, round(smooth_s / dt)) if dt > 0 else 1
     styles = ["-", "--", ":", "-."]
+    by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
     for name in shown:
-        f = ts[ts["flow_name"].astype(str) == name].sort_values("t_s")
+        f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")
         color = cca_color(ccas[name])
         ls = styles[[n for n in shown if ccas[n] == ccas[name]].index(name) % len(styles)]
         label = f"{name} ({ccas[name]})"
         t = f["t_s"].to_numpy()
         axes[0].plot(
             t,
-            _smooth(f["goodput_bps"].to_numpy() / 1e6, window),
+            _smooth(f["goodput_mbps"].to_numpy(), window_n),
             color=color,
             ls=ls,
             lw=1,
@@ -454,15 +526,11 @@ def timeseries(
         )
         axes[1].plot(t, f["cwnd_pkts"], color=color, ls=ls, lw=1, label=f"{name} cwnd")
         axes[1].plot(t, f["inflight_pkts"], color=color, ls=ls, lw=0.6, alpha=0.5)
-        axes[2].plot(t, f["srtt_us"] / 1e3, color=color, ls=ls, lw=1)
-        if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
-            axes[3].plot(
-                t, f["bbr_rtprop_us"] / 1e3, color=color, ls=ls, lw=1.2, label=f"{name} RTprop"
-            )
+        axes[2].plot(t, f["srtt_ms"], color=color, ls=ls, lw=1)
+        if f["bbr_rtprop_ms"].notna().any():
+            axes[3].plot(t, f["bbr_rtprop_ms"], color=color, ls=ls, lw=1.2, label=f"{name} RTprop")
         else:
-            axes[3].plot(
-                t, f["min_rtt_us"] / 1e3, color=color, ls=ls, lw=1, label=f"{name} min RTT"
-            )
+            axes[3].plot(t, f["min_rtt_ms"], color=color, ls=ls, lw=1, label=f"{name} min RTT")
         if has_copa and ccas[name] == "copa":
             axes[5].plot(t, f["copa_delta"], color=color, ls=ls, lw=1, label=f"{name} delta")
             comp = f["copa_mode_competitive"].to_numpy(dtype=float)
@@ -474,16 +542,15 @@ def timeseries(
                 alpha=0.12,
                 step="post",
             )
-    for bn_name, direction in bottlenecks(spec):
+    bns = bottlenecks(spec)
+    for bn_name, direction in bns:
         q = links[
             (links["link_name"].astype(str) == bn_name)
             & (links["direction"].astype(str) == direction)
         ]
         q = q.sort_values("t_s")
         axes[4].plot(q["t_s"], q["queue_pkts"], lw=0.8, label=f"{bn_name} ({direction})")
-    buffers = [
-        link["buffer_pkts"] for link in spec["links"] if (link["name"], "ab") in bottlenecks(spec)
-    ]
+    buffers = [link["buffer_pkts"] for link in spec["links"] if (link["name"], "ab") in bns]
     if buffers:
         axes[4].axhline(max(buffers), color="black", lw=0.6, ls=":", label="buffer")
     axes[0].set_ylabel("goodput\n[Mbit/s]")
@@ -495,14 +562,203 @@ def timeseries(
         axes[5].set_ylabel("Copa delta\n(shaded: competitive)")
     axes[-1].set_xlabel("time [s]")
     axes[0].legend(fontsize=7, ncol=min(3, len(shown)), loc="upper right")
-    if len(bottlenecks(spec)) <= 3:
+    if len(bns) <= 3:
         axes[4].legend(fontsize=7, loc="upper right")
     for ax in axes:
         ax.grid(alpha=0.3)
     axes[0].set_ylim(bottom=0)
-    more = f" (first {len(shown)} of {len(names)} flows)" if len(shown) < len(names) else ""
-    fig.suptitle((title or f"run {run_id}") + more, fontsize=10)
+    if window is not None:
+        axes[-1].set_xlim(*window)
+    more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
+    fig.suptitle(title + more, fontsize=10)
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Throughput against delay (Pantheon style)
+
+
+def _ellipse(ax: Any, x: np.ndarray, y: np.ndarray, color: str) -> None:
+    """The 1-standard-deviation ellipse of (x, y) points (as Pantheon draws its runs)."""
+    from matplotlib.patches import Ellipse
+
+    cov = np.cov(x, y)
+    if not np.all(np.isfinite(cov)):
+        return
+    vals, vecs = np.linalg.eigh(cov)
+    vals = np.clip(vals, 0, None)
+    angle = float(np.degrees(np.arctan2(vecs[1, -1], vecs[0, -1])))
+    width, height = 2 * np.sqrt(vals[-1]), 2 * np.sqrt(vals[0])
+    ax.add_patch(
+        Ellipse(
+            (float(np.mean(x)), float(np.mean(y))),
+            width,
+            height,
+            angle=angle,
+            facecolor=color,
+            alpha=0.18,
+            edgecolor=color,
+        )
+    )
+
+
+def throughput_delay(
+    flows: pd.DataFrame,
+    *,
+    delay: str = "rtt_p95_ms",
+    by: str | None = None,
+    title: str = "",
+) -> Figure:
+    """Throughput against delay per algorithm, Pantheon style: for every run, each
+    algorithm's mean goodput per flow against its flows' mean ``delay`` (default the 95th
+    percentile RTT; ``qdelay_p95_ms`` for queueing delay); the delay axis runs right to left
+    so that better is up and to the right. Runs of one point and algorithm (repetitions)
+    get their mean as a large marker and their 1-standard-deviation ellipse.
+
+    ``flows`` is a flows table (``RunResult.flows``, ``Results.flows()`` or
+    ``load_table(DIR, "flows")``); ``by`` (a column, e.g. the grid key ``"ccas"``) draws one
+    panel per value.
+
+    Example:
+        >>> fig = throughput_delay(ccfair.load_table("results", "flows"))  # doctest: +SKIP
+    """
+    if delay not in flows.columns:
+        raise ValueError(f"delay: {delay!r} is not a column of the flows table")
+    keys = ["run_id", "cca"] + (["point_key"] if "point_key" in flows.columns else [])
+    if by is not None:
+        keys.append(by)
+    per_run = (
+        flows.groupby(keys, sort=False, dropna=False)
+        .agg(goodput_mbps=("goodput_mbps", "mean"), delay_ms=(delay, "mean"))
+        .reset_index()
+    )
+    panels = list(dict.fromkeys(per_run[by])) if by is not None else [None]
+    ncol = min(len(panels), 3)
+    nrow = math.ceil(len(panels) / ncol)
+    fig = Figure(figsize=(4.4 * ncol, 3.6 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax, panel in zip(axes, panels, strict=False):
+        data = per_run if panel is None else per_run[per_run[by] == panel]
+        for cca in dict.fromkeys(data["cca"]):
+            color = cca_color(str(cca))
+            mine = data[data["cca"] == cca]
+            ax.scatter(mine["delay_ms"], mine["goodput_mbps"], s=10, color=color, alpha=0.5)
+            groups = mine.groupby("point_key", sort=False) if "point_key" in mine else [(0, mine)]
+            first = True
+            for _, reps in groups:
+                x = reps["delay_ms"].to_numpy(dtype=float)
+                y = reps["goodput_mbps"].to_numpy(dtype=float)
+                ax.scatter(
+                    [np.nanmean(x)],
+                    [np.nanmean(y)],
+                    s=60,
+                    color=color,
+                    edgecolor="black",
+                    lw=0.5,
+                    label=str(cca) if first else None,
+                    zorder=3,
+                )
+                first = False
+                if len(reps) >= 3:
+                    _ellipse(ax, x, y, color)
+        ax.invert_xaxis()
+        ax.set_xlabel(f"{delay.removesuffix('_ms').replace('_', ' ')} [ms] (better: right)")
+        ax.set_ylabel("goodput per flow [Mbit/s]")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        if panel is not None:
+            ax.set_title(f"{by} = {panel}", fontsize=10)
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Plot namespaces: r.plot.timeseries(), res.plot.heatmap(...)
+
+
+class RunPlots:
+    """Figures of one :class:`ccfair.RunResult`, from its tables in memory (no results
+    directory needed); each method returns a matplotlib Figure.
+
+    Example:
+        >>> r = ccfair.run(ccfair.dumbbell(2, ["bbr", "cubic"], duration="10s"))  # doctest: +SKIP
+        >>> r.plot.timeseries(flows=["flow1"], window=(2, 8)).savefig("ts.png")  # doctest: +SKIP
+    """
+
+    def __init__(self, result: Any) -> None:
+        self._r = result
+
+    def timeseries(
+        self,
+        *,
+        flows: Sequence[str] | None = None,
+        window: tuple[float, float] | None = None,
+        smooth_s: float = 0.5,
+        title: str | None = None,
+    ) -> Figure:
+        """Goodput, cwnd, RTT, RTprop and the bottleneck queue over time (see
+        :func:`run_timeseries`)."""
+        r = self._r
+        return run_timeseries(
+            r.timeseries,
+            r.links,
+            r.spec,
+            title=run_title(r.spec, r.run_id, title),
+            smooth_s=smooth_s,
+            flows=flows,
+            window=window,
+        )
+
+    def throughput_delay(self, *, delay: str = "rtt_p95_ms") -> Figure:
+        """Each algorithm's goodput per flow against its delay (see :func:`throughput_delay`)."""
+        r = self._r
+        return throughput_delay(r.flows, delay=delay, title=run_title(r.spec, r.run_id))
+
+
+class ResultsPlots:
+    """Figures of a :class:`ccfair.Results` directory; each method returns a matplotlib
+    Figure (or, for per-group figures, a list of (name, Figure)).
+
+    Example:
+        >>> res = ccfair.Results("results/harada-dumbbell-quick")  # doctest: +SKIP
+        >>> res.plot.heatmap(x="delay", y="alpha", by="ccas")  # doctest: +SKIP
+    """
+
+    def __init__(self, results: Results) -> None:
+        self._res = results
+
+    def heatmap(
+        self, *, x: str, y: str, by: str | None = None, value: str = "goodput_mbps"
+    ) -> list[tuple[str, Figure]]:
+        """Mean ``value`` per flow over two grid keys (see :func:`heatmaps`)."""
+        return heatmaps(self._res, x=x, y=y, by=by, value=value)
+
+    def metric(
+        self, metric: str, *, x: str = "alpha", lines: str | None = None
+    ) -> list[tuple[str, Figure]]:
+        """A run metric (``jain_index``, ``utilisation_frac``...) against a grid key."""
+        return metric_vs_buffer(self._res, metric=metric, x=x, lines=lines)
+
+    def throughput_delay(self, *, delay: str = "rtt_p95_ms", by: str | None = None) -> Figure:
+        """Throughput against delay per algorithm over every run (see
+        :func:`throughput_delay`); ``by`` defaults to the grid key ``ccas`` if present."""
+        res = self._res
+        if by is None and "ccas" in res.grid_keys:
+            by = "ccas"
+        flows = res.flows()
+        return throughput_delay(flows[flows["baseline"].isna()], delay=delay, by=by)
+
+    def timeseries(self, run_id: str | None = None, **kwargs: Any) -> Figure:
+        """Time series of one run (the only one if ``run_id`` is omitted)."""
+        res = self._res
+        if run_id is None:
+            if len(res.run_ids) != 1:
+                raise ValueError(f"run_id: this directory holds {len(res.run_ids)} runs; name one")
+            run_id = res.run_ids[0]
+        return timeseries(res, run_id, **kwargs)
 
 
 def timeseries_rows(
@@ -531,14 +787,14 @@ def timeseries_rows(
             t = f["t_s"].to_numpy()
             color = cca_color(cca)
             if what == "goodput":
-                y = _smooth(f["goodput_bps"].to_numpy() / 1e6, window)
+                y = _smooth(f["goodput_mbps"].to_numpy(), window)
                 ax.plot(t, y, color=color, lw=1, label=f"{name} ({cca})")
             else:
-                ax.plot(t, f["srtt_us"] / 1e3, color=color, lw=1, label=f"{name} ({cca}) RTT")
-                if "bbr_rtprop_us" in f.columns and f["bbr_rtprop_us"].notna().any():
+                ax.plot(t, f["srtt_ms"], color=color, lw=1, label=f"{name} ({cca}) RTT")
+                if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
                     ax.plot(
                         t,
-                        f["bbr_rtprop_us"] / 1e3,
+                        f["bbr_rtprop_ms"],
                         color=color,
                         lw=1.3,
                         ls="--",

@@ -1,10 +1,10 @@
-"""The published experiments (/work/shared/EXPERIMENTS.md) as presets: sweep plus figures.
+"""The published experiments (docs/experiments.md) as presets: sweep plus figures.
 
 ``ccfair reproduce NAME`` runs a preset's full grid as the study specifies; ``--quick`` runs a
 reduced grid with shorter runs (demos, CI). Either writes its figures and an HTML report into
 the results directory. ``ccfair reproduce --list`` shows them.
 
-Choices ccfair makes where EXPERIMENTS.md is silent are stated in each preset's ``notes`` and
+Choices ccfair makes where docs/experiments.md is silent are stated in each preset's ``notes`` and
 in docs/experiments.md; they are never tuned to make a figure look like a paper.
 """
 
@@ -142,7 +142,7 @@ def _harada_dumbbell_figures(res: Results) -> FigureList:
     figs += [
         (n, "Jain index over the buffer, per CCA pair and delay, 95% CI band.", f)
         for n, f in plots.metric_vs_buffer(
-            res, metric="jain", lines="delay", panels=["ccas"], ylabel="Jain index"
+            res, metric="jain_index", lines="delay", panels=["ccas"], ylabel="Jain index"
         )
     ]
     figs += _timeseries(
@@ -193,7 +193,7 @@ def _harada_dumbbell() -> Preset:
 
 
 def _parking_figures(res: Results) -> FigureList:
-    ten = any("cross10" in str(n) for n in res.table("flows")["name"].unique())
+    ten = any("cross10" in str(n) for n in res.table("flows")["flow_name"].unique())
     figs = _heatmaps(
         res,
         "Mean goodput per flow (Mbit/s) over delay D and buffer alpha x BDP of every "
@@ -207,7 +207,7 @@ def _parking_figures(res: Results) -> FigureList:
     figs += [
         (n, "Jain index over the buffer per CCA assignment and delay, 95% CI band.", f)
         for n, f in plots.metric_vs_buffer(
-            res, metric="jain", lines="delay", panels=["ccas"], ylabel="Jain index"
+            res, metric="jain_index", lines="delay", panels=["ccas"], ylabel="Jain index"
         )
     ]
     figs += _timeseries(
@@ -346,7 +346,7 @@ def _ogawa_figures(res: Results) -> FigureList:
         )
         for n, f in plots.metric_vs_buffer(
             res,
-            metric="jain",
+            metric="jain_index",
             lines="n_flows",
             panels=["rtt_ratio", "params.bbr"],
             ylabel="Jain index",
@@ -356,10 +356,10 @@ def _ogawa_figures(res: Results) -> FigureList:
         (n, "Bottleneck utilisation, as above.", f)
         for n, f in plots.metric_vs_buffer(
             res,
-            metric="utilisation",
+            metric="utilisation_frac",
             lines="n_flows",
             panels=["rtt_ratio", "params.bbr"],
-            ylabel="utilisation",
+            ylabel="bottleneck utilisation",
             name="utilisation-vs-alpha",
         )
     ]
@@ -402,10 +402,10 @@ def _ogawa() -> Preset:
         },
         figures=_ogawa_figures,
         notes=[
-            "EXPERIMENTS.md leaves the grid open. ccfair sweeps 2, 4, 8 flows; equal RTTs "
+            "The study leaves the grid open. ccfair sweeps 2, 4, 8 flows; equal RTTs "
             "(rtt_ratio 1) or RTTs spread linearly from 40 ms to 80 ms (rtt_ratio 2); the "
             "Harada buffers; stock BBR and BBR with a fixed PROBE_BW start phase (2), the "
-            "candidate parameter of cca-spec 6.3(b). Other knobs (min_rtt_win_sec, "
+            "candidate parameter of reference 6.3(b). Other knobs (min_rtt_win_sec, "
             "probe_rtt_ms, bw_rtts, cwnd_gain) can be swept with params.bbr.",
         ],
     )
@@ -525,7 +525,7 @@ def _katsumata() -> Preset:
         },
         figures=_katsumata_figures,
         notes=[
-            "The studies' link parameters are not in EXPERIMENTS.md: ccfair uses the Harada "
+            "The studies' link parameters are not published: ccfair uses the Harada "
             "bottleneck (50 Mbit/s, RTT 40 ms) with buffers of 2 and 8 BDP, where CUBIC "
             "inflates the RTT past both thresholds.",
         ],

@@ -13,6 +13,7 @@ import base64
 import html
 import json
 import math
+import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable
@@ -89,13 +90,29 @@ def _table(frame: pd.DataFrame, *, max_rows: int = 400) -> str:
 
 def make_figures(res: Results) -> Figures:
     """The figures of a results directory: its preset's when the sweep came from one,
-    otherwise generic ones chosen from the grid axes."""
-    from ccfair.models import model_table
+    otherwise generic ones chosen from the grid axes; both end with throughput against
+    delay per algorithm."""
     from ccfair.presets import PRESETS
 
     preset = (res.record or {}).get("sweep", {}).get("preset")
-    if preset in PRESETS:
-        return PRESETS[preset].figures(res)
+    figs = PRESETS[preset].figures(res) if preset in PRESETS else _generic_figures(res)
+    return [*figs, _throughput_delay_figure(res)]
+
+
+def _throughput_delay_figure(res: Results) -> tuple[str, str, Any]:
+    by = "ccas" if "ccas" in res.grid_keys else None
+    caption = (
+        "Throughput against delay, Pantheon style: per run, each algorithm's mean goodput per "
+        "flow against its flows' 95th percentile RTT (sampled smoothed RTT over the "
+        "measurement window); large markers: mean over the repetitions of a point, shaded: "
+        "their 1-standard-deviation ellipse (3 or more repetitions). Better is up and right."
+    )
+    return ("throughput-delay", caption, res.plot.throughput_delay(by=by))
+
+
+def _generic_figures(res: Results) -> Figures:
+    from ccfair.models import model_table
+
     figs: Figures = []
     axes = res.grid_keys
     group = "ccas" if "ccas" in axes else None
@@ -130,6 +147,52 @@ def make_figures(res: Results) -> Figures:
             )
         )
     return figs
+
+
+#: Figures handed to forked worker processes (they inherit them; nothing is pickled).
+_PENDING: Figures = []
+
+
+def _save_one(args: tuple[int, str]) -> list[Path]:
+    i, out = args
+    name, _, fig = _PENDING[i]
+    return plots.save(fig, out, name)
+
+
+def save_figures(
+    figures: Figures,
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    say: Callable[[str], None] | None = None,
+) -> list[list[Path]]:
+    """Write every figure as PNG and SVG into ``out``; returns each one's paths, in order.
+
+    Rendering (SVG above all) takes most of a report's time, so figures are written by
+    ``jobs`` forked processes at once (default: one per core), which inherit the figures
+    instead of pickling them; without fork, or with one core, one after the other.
+    """
+    global _PENDING
+    say = say or (lambda msg: None)
+    jobs = jobs or min(len(figures), os.cpu_count() or 1)
+    if jobs <= 1 or len(figures) <= 1 or "fork" not in mp.get_all_start_methods():
+        paths = []
+        for i, (name, _, fig) in enumerate(figures, 1):
+            paths.append(plots.save(fig, out, name))
+            say(f"report: figure {i}/{len(figures)} {name}")
+        return paths
+    _PENDING = figures
+    try:
+        with mp.get_context("fork").Pool(jobs) as pool:
+            paths = []
+            for i, p in enumerate(
+                pool.imap(_save_one, [(i, str(out)) for i in range(len(figures))])
+            ):
+                paths.append(p)
+                say(f"report: figure {i + 1}/{len(figures)} {figures[i][0]}")
+            return paths
+    finally:
+        _PENDING = []
 
 
 def _provenance(res: Results) -> pd.DataFrame:
@@ -177,29 +240,31 @@ def write_report(
     say(f"report {name!r}: {len(res.run_ids)} runs; computing metrics")
 
     runs = res.runs()
-    share_cols = [c for c in runs.columns if c.startswith("share_")]
+    share_cols = [c for c in runs.columns if c.endswith("_share_frac")]
     run_values = [
         "goodput_mbps",
-        "jain",
+        "jain_index",
         *share_cols,
-        "utilisation",
-        "loss_rate",
-        "qdelay_ms",
+        "utilisation_frac",
+        "loss_frac",
+        "qdelay_mean_ms",
+        "queue_delay_p95_ms",
     ]
-    point_runs = res.point_summary(runs, run_values)
+    point_runs = res.point_summary(runs, run_values).drop(columns=["point_key"])
     ccas = res.ccas()
-    point_ccas = res.point_summary(ccas, ["per_flow_mbps", "share", "rtt_mean_ms"], ["cca"])
+    cca_values = ["per_flow_mbps", "share_frac", "rtt_mean_ms", "rtt_p95_ms", "qdelay_p95_ms"]
+    point_ccas = res.point_summary(ccas, cca_values, ["cca"]).drop(columns=["point_key"])
     model = model_table(res)
     harm = res.harm()
 
     say("report: drawing figures")
     figures = make_figures(res)
     embedded = []
-    for i, (fname, caption, fig) in enumerate(figures, 1):
-        paths = plots.save(fig, fig_dir, fname)
+    for (fname, caption, _), paths in zip(
+        figures, save_figures(figures, fig_dir, say=say), strict=True
+    ):
         png = paths[0].read_bytes()
         embedded.append((fname, caption, base64.b64encode(png).decode("ascii")))
-        say(f"report: figure {i}/{len(figures)} {fname}")
 
     parts: list[str] = []
     title = f"ccfair report: {name}"
@@ -235,18 +300,22 @@ def write_report(
     parts.append('<h2 id="summary">Summary per grid point</h2>')
     parts.append(
         "<p>Mean ± 95% CI half-width over repetitions (Student t). goodput: all flows, "
-        "Mbit/s, over the measurement window; jain: Jain index of the flows' goodput; "
-        "share_X: algorithm X's share of goodput; utilisation, loss_rate and qdelay_ms "
-        "(queueing delay) at the bottleneck(s).</p>"
+        "Mbit/s, over the measurement window; jain_index: Jain index of the flows' goodput; "
+        "X_share_frac: algorithm X's share of goodput; at the bottleneck(s): utilisation_frac, "
+        "loss_frac, qdelay_mean_ms (mean sojourn minus one serialisation) and "
+        "queue_delay_p95_ms (95th percentile of the sampled queue drain time). Column "
+        "definitions: docs/results.md.</p>"
     )
     parts.append(_table(_mean_ci(point_runs, run_values)))
 
     parts.append('<h2 id="ccas">Per algorithm</h2>')
     parts.append(
-        "<p>per_flow_mbps: mean goodput of one flow of the algorithm; share: the algorithm's "
-        "share of all goodput; rtt_mean_ms: mean RTT of its flows.</p>"
+        "<p>per_flow_mbps: mean goodput of one flow of the algorithm; share_frac: the "
+        "algorithm's share of all goodput; rtt_mean_ms: mean RTT of its flows; rtt_p95_ms and "
+        "qdelay_p95_ms: 95th percentiles of its flows' sampled RTT and queueing delay (RTT "
+        "minus the propagation RTT) over the measurement window.</p>"
     )
-    parts.append(_table(_mean_ci(point_ccas, ["per_flow_mbps", "share", "rtt_mean_ms"])))
+    parts.append(_table(_mean_ci(point_ccas, cca_values)))
 
     parts.append('<h2 id="figures">Figures</h2>')
     if not embedded:
@@ -273,6 +342,7 @@ def write_report(
         )
         flags = ["equal_rtt", "sync_start", "stock_bbr"]
         summ = res.point_summary(model, ["measured", "ware_simple", "ware_full", "x_bdp"])
+        summ = summ.drop(columns=["point_key"])
         keys = [k for k in res.grid_keys if k in summ.columns]
         if keys:
             assumptions = model.groupby(keys, sort=False, dropna=False)[flags].all()
@@ -296,11 +366,15 @@ def write_report(
     else:
         parts.append(
             "<p>Ware et al. (HotNets 2019): harm to the incumbent's flows, against the same "
-            "scenario with every flow running the incumbent. harm_goodput = (baseline − with) / "
-            "baseline; harm_rtt = (with − baseline) / with. Mean ± 95% CI over repetitions.</p>"
+            "scenario with every flow running the incumbent. harm_goodput_frac = "
+            "(baseline − with) / baseline; harm_rtt_frac = (with − baseline) / with. "
+            "Mean ± 95% CI over repetitions.</p>"
         )
-        hs = res.point_summary(harm, ["harm_goodput", "harm_rtt"], ["incumbent", "contender"])
-        parts.append(_table(_mean_ci(hs, ["harm_goodput", "harm_rtt"])))
+        hs = res.point_summary(
+            harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
+        )
+        hs = hs.drop(columns=["point_key"])
+        parts.append(_table(_mean_ci(hs, ["harm_goodput_frac", "harm_rtt_frac"])))
 
     parts.append('<h2 id="spec">Sweep spec</h2>')
     if record:

@@ -15,6 +15,7 @@ directory is one call: ``pandas.read_parquet(RESULTS_DIR / "flows")`` or :func:`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -25,32 +26,60 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import _core
+from ccfair import _core, schema
+from ccfair.errors import ResultsError
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
 MARKER_TABLE = "runs"
 
-
-class ResultsError(ValueError):
-    """A results directory or file is missing, foreign or damaged."""
+__all__ = [
+    "MARKER_TABLE",
+    "TABLES",
+    "ResultsError",
+    "RunResult",
+    "check_schema",
+    "jain_index",
+    "load",
+    "load_table",
+]
 
 
 def _column(kind: str, data: Any) -> Any:
-    if kind == "u8":
+    if kind == "u8":  # u64 little-endian
         return np.frombuffer(data, dtype="<u8").astype(np.int64)
     if kind == "f8":
         return np.frombuffer(data, dtype="<f8").copy()
     if kind == "cat":
         codes, categories = data
-        return pd.Categorical.from_codes(
-            np.frombuffer(codes, dtype="<u4").astype(np.int32), categories
-        )
-    return pd.Categorical(list(data))
+        labels = np.asarray(categories, dtype=object)
+        return labels[np.frombuffer(codes, dtype="<u4")] if len(labels) else labels[:0]
+    return np.asarray(list(data), dtype=object)
 
 
 def _frame(raw: dict[str, tuple[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({name: _column(kind, data) for name, (kind, data) in raw.items()})
+
+
+_DTYPES = {"int64": "int64", "float64": "float64", "string": "str", "bool": bool}
+
+
+def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """``frame`` with exactly the schema's columns of ``table``, in its order and types.
+
+    A missing or unexpected column is a bug in a backend, not a user error: it raises
+    ``RuntimeError`` naming the columns.
+    """
+    cols = schema.columns(table)
+    expected = [c["name"] for c in cols]
+    missing = [c for c in expected if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in expected]
+    if missing or extra:
+        raise RuntimeError(
+            f"{table}: columns differ from the schema: missing {missing}, extra {extra}"
+        )
+    out = frame[expected]
+    return out.astype({c["name"]: _DTYPES[c["dtype"]] for c in cols})
 
 
 @dataclass
@@ -60,11 +89,12 @@ class RunResult:
     Attributes:
         run_id: content hash of the normalised spec and backend.
         runs: one row of provenance (spec, versions, host, times).
-        flows: per-flow summary: goodput over the measurement window (``goodput_bps``,
-            ``goodput_mbps``), ``share`` of all goodput, bytes, retransmissions, RTT mean/min
-            and the algorithm's own counters.
+        flows: per-flow summary: goodput over the measurement window (``goodput_mbps``),
+            ``share_frac`` of all goodput, bytes, retransmissions, RTT mean/min/percentiles,
+            queueing delay percentiles and the algorithms' own counters.
         timeseries: per-flow samples at the sampling interval (``t_s``, cwnd, inflight, srtt,
             min RTT, pacing and delivery rate, goodput, CA state, algorithm internals).
+            Column meanings: docs/results.md or :mod:`ccfair.schema`.
         links: per link direction samples (queue in packets and bytes, drops, utilisation).
         link_summary: per link direction over the measurement window.
         trace: the per-packet trace of the flows a run was asked to trace
@@ -74,8 +104,9 @@ class RunResult:
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
-        >>> float(round(r.flows["share"].sum(), 6))
+        >>> float(round(r.flows["share_frac"].sum(), 6))
         1.0
+        >>> fig = r.plot.timeseries()  # a matplotlib Figure (Jupyter shows it)
     """
 
     run_id: str
@@ -93,24 +124,48 @@ class RunResult:
 
     def jain_index(self) -> float:
         """Jain's fairness index of the flows' goodput, (sum x)^2 / (n sum x^2)."""
-        return jain_index(self.flows["goodput_bps"].to_numpy())
+        return jain_index(self.flows["goodput_mbps"].to_numpy())
+
+    @property
+    def plot(self) -> Any:
+        """Figures of this run: ``r.plot.timeseries()``, ``r.plot.delay()`` (matplotlib
+        Figures; see :class:`ccfair.plots.RunPlots`)."""
+        from ccfair.plots import RunPlots
+
+        return RunPlots(self)
+
+    def __repr__(self) -> str:
+        run = self.runs.iloc[0]
+        flows = zip(self.flows["flow_name"], self.flows["cca"], strict=True)
+        ccas = ", ".join(f"{n}:{c}" for n, c in flows)
+        return (
+            f"<RunResult {self.run_id} {run['scenario']!r} {run['backend']} seed {run['seed']}: "
+            f"{len(self.flows)} flows ({ccas[:80]}), Jain {self.jain_index():.3f}, "
+            f"{self.flows['goodput_mbps'].sum():.2f} Mbit/s>"
+        )
+
+    def _repr_html_(self) -> str:
+        from ccfair.present import run_html
+
+        return run_html(self)
 
     def summary(self) -> pd.DataFrame:
-        """The per-flow table the CLI prints (Mbit/s, ms, percent)."""
-        f = self.flows
-        return pd.DataFrame(
-            {
-                "flow": f["name"],
-                "cca": f["cca"],
-                "path": f["node_path"],
-                "goodput_Mbps": f["goodput_mbps"].round(3),
-                "share_%": (100 * f["share"]).round(1),
-                "retrans": f["retrans_pkts"],
-                "rto": f["rto_count"],
-                "rtt_mean_ms": (f["rtt_mean_us"] / 1e3).round(2),
-                "rtt_min_ms": (f["rtt_min_us"] / 1e3).round(2),
-            }
-        )
+        """The per-flow table the CLI prints: the flows table's own columns, rounded."""
+        cols = [
+            "flow_name",
+            "cca",
+            "node_path",
+            "goodput_mbps",
+            "share_frac",
+            "retrans_pkts",
+            "rto_count",
+            "rtt_mean_ms",
+            "rtt_p95_ms",
+            "qdelay_p95_ms",
+        ]
+        digits = {"goodput_mbps": 3, "share_frac": 3}
+        digits.update({c: 2 for c in ("rtt_mean_ms", "rtt_p95_ms", "qdelay_p95_ms")})
+        return self.flows[cols].round(digits)
 
     def format_summary(self) -> str:
         """Per-flow table plus run-level lines (Jain index, bottleneck use), for terminals."""
@@ -124,19 +179,20 @@ class RunResult:
         ]
         if run["backend"] == "kernel":
             lines.append(self.format_selfcheck())
-        busiest = self.link_summary.sort_values("utilisation", ascending=False).head(1)
+        busiest = self.link_summary.sort_values("utilisation_frac", ascending=False).head(1)
         if len(busiest):
             b = busiest.iloc[0]
             lines.append(
-                f"busiest link {b['link_name']} ({b['direction']}): utilisation "
-                f"{100 * b['utilisation']:.2f}%, drops {int(b['drops_queue'])}, "
-                f"mean sojourn {b['mean_sojourn_us'] / 1e3:.2f} ms"
+                f"busiest link {b['link_name']} ({b['direction']}): utilisation_frac "
+                f"{b['utilisation_frac']:.4f}, drop_queue_pkts {int(b['drop_queue_pkts'])}, "
+                f"sojourn_mean_ms {b['sojourn_mean_ms']:.2f}, "
+                f"queue_delay_p95_ms {b['queue_delay_p95_ms']:.2f}"
             )
         return "\n".join(lines)
 
     @property
     def reliable(self) -> bool:
-        """False when a kernel run exceeded a self-check bound (see ``runs.flags``)."""
+        """False when a kernel run exceeded a self-check bound (see ``runs.selfcheck_flags``)."""
         return bool(self.runs["reliable"].iloc[0])
 
     def format_selfcheck(self) -> str:
@@ -151,12 +207,12 @@ class RunResult:
             f"lateness p50/p99/p99.9 {run['emu_lateness_p50_us']:.0f}/"
             f"{run['emu_lateness_p99_us']:.0f}/{run['emu_lateness_p999_us']:.0f} us, "
             f"forwarder CPU {run['emu_cpu_frac']:.0%}, "
-            f"slowest link {run['emu_rate_ratio_min']:.2%} of its rate, "
-            f"missed samples {run['emu_missed_samples']:.0f}"
+            f"slowest link {run['emu_rate_ratio_min_frac']:.2%} of its rate, "
+            f"missed samples {run['emu_missed_samples_count']:.0f}"
         )
         if run["reliable"]:
             return f"self-check ok: {text}"
-        return f"UNRELIABLE RUN: {run['flags']} ({text})"
+        return f"UNRELIABLE RUN: {run['selfcheck_flags']} ({text})"
 
     def save(self, results_dir: str | os.PathLike[str]) -> Path:
         """Write this run into ``results_dir`` atomically; returns the directory.
@@ -166,9 +222,10 @@ class RunResult:
             PosixPath('results')
         """
         root = Path(results_dir)
+        check_schema(root)
         for table in (*TABLES, MARKER_TABLE):
             frame = self.runs if table == MARKER_TABLE else getattr(self, table)
-            _write_atomic(frame, root / table / f"{self.run_id}.parquet")
+            _write_atomic(frame, table, root / table / f"{self.run_id}.parquet")
         return root
 
 
@@ -186,13 +243,57 @@ def jain_index(x: Any) -> float:
     return float(np.sum(arr) ** 2 / denom) if denom > 0 else float("nan")
 
 
-def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
+def _write_atomic(frame: pd.DataFrame, table: str, path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
+    # Every file of a table gets the schema's exact columns and types, and no pandas
+    # metadata: a plain read of the table's folder then returns every column of every run.
+    arrow = pa.Table.from_pandas(
+        conform(frame, table), schema=schema.arrow_schema(table), preserve_index=False
+    )
+    pq.write_table(arrow.replace_schema_metadata(None), tmp)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+
+
+def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
+    """The results schema versions of the finished runs in ``results_dir`` (1: written
+    before ``runs.schema_version`` existed). Reads only what it needs of each file."""
+    import pyarrow.parquet as pq
+
+    versions: set[int] = set()
+    for rid in finished_run_ids(results_dir):
+        path = Path(results_dir) / MARKER_TABLE / f"{rid}.parquet"
+        try:
+            if "schema_version" not in pq.read_schema(path).names:
+                versions.add(1)
+                continue
+            col = pq.read_table(path, columns=["schema_version"]).column(0)
+            versions.update(int(v) for v in col.to_pylist())
+        except Exception:  # noqa: BLE001 - a damaged file is reported when it is read
+            continue
+    return versions
+
+
+def check_schema(results_dir: str | os.PathLike[str]) -> None:
+    """Raise :class:`ResultsError` (one line, saying what to do) if ``results_dir`` holds
+    runs written with another results schema than this ccfair's: their columns differ, so
+    they can neither be read under the current names nor mixed with new runs.
+
+    Example:
+        >>> check_schema("results")  # doctest: +SKIP
+    """
+    old = sorted(v for v in schema_versions(results_dir) if v != schema.VERSION)
+    if old:
+        raise ResultsError(
+            f"{results_dir}: holds runs written with results schema {old[0]} (another ccfair "
+            f"version); this one reads and writes schema {schema.VERSION} (docs/results.md, "
+            "'Schema versions'): rerun into a new directory (--out NEW) or move this one away"
+        )
 
 
 def finished_run_ids(results_dir: str | os.PathLike[str]) -> list[str]:
@@ -221,6 +322,7 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
         run_id = ids[0]
     elif run_id not in ids:
         raise ResultsError(f"{root}: no finished run {run_id!r}")
+    check_schema(root)
     frames = {}
     for table in (MARKER_TABLE, *TABLES):
         path = root / table / f"{run_id}.parquet"
@@ -235,7 +337,9 @@ def read_run_table(path: Path) -> pd.DataFrame:
     """Read one run's table file; a missing or damaged file raises :class:`ResultsError`
     naming it (never a pyarrow traceback)."""
     try:
-        return pd.read_parquet(path)
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pandas()
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
         raise ResultsError(
             f"{path}: cannot be read ({' '.join(str(exc).split())[:200]}); if it belongs to a "
@@ -259,6 +363,7 @@ def load_table(
     paths = [root / table / f"{rid}.parquet" for rid in ids]
     if not paths:
         raise ResultsError(f"{root}: no finished runs")
+    check_schema(root)
     return pd.concat([read_run_table(p) for p in paths], ignore_index=True)
 
 
@@ -274,14 +379,15 @@ def provenance() -> dict[str, str]:
 
 
 def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> dict[str, Any]:
-    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and ``flags``
+    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and
+    ``selfcheck_flags``
     on every backend; ``emu_*`` measured by the kernel backend's emulator, NaN otherwise."""
     nan = float("nan")
 
     def num(v: Any) -> float:
         return float(v) if isinstance(v, int | float) else nan
 
-    out: dict[str, Any] = {"reliable": not flags, "flags": "; ".join(flags)}
+    out: dict[str, Any] = {"reliable": not flags, "selfcheck_flags": "; ".join(flags)}
     fwd = (selfcheck or {}).get("forwarder", {})
     late = fwd.get("lateness", {})
     rates = [
@@ -297,12 +403,12 @@ def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> di
             "emu_lateness_max_us": num(late.get("max_us")),
             "emu_cpu_frac": num(fwd.get("cpu_frac")),
             "emu_process_cpu_frac": num((selfcheck or {}).get("process_cpu_frac")),
-            "emu_rate_ratio_min": min(rates) if rates else nan,
-            "emu_missed_samples": num((selfcheck or {}).get("missed_samples")),
+            "emu_rate_ratio_min_frac": min(rates) if rates else nan,
+            "emu_missed_samples_count": num((selfcheck or {}).get("missed_samples")),
             "emu_sampling_p99_us": num(
                 (selfcheck or {}).get("sampling_lateness", {}).get("p99_us")
             ),
-            "emu_host_tx_drops": num((selfcheck or {}).get("host_tx_drops")),
+            "emu_host_tx_drops_count": num((selfcheck or {}).get("host_tx_drops")),
             "kernel_hz": num((selfcheck or {}).get("kernel_hz")),
             "selfcheck_json": json.dumps(selfcheck, sort_keys=True) if selfcheck else "",
         }
@@ -323,61 +429,52 @@ def build_result(
 ) -> RunResult:
     """Turn the engine's column dict into labelled DataFrames.
 
-    ``selfcheck`` and ``flags`` come from the kernel backend (see docs/kernel.md): the
+    ``selfcheck`` and ``selfcheck_flags`` come from the kernel backend (see docs/kernel.md): the
     emulator's measurements of itself and the bounds they exceeded. The ``runs`` table has
     the same columns on both backends (NaN / empty for the simulator).
     """
     spec = resolved.engine_spec
     flow_info = resolved.flows
     link_info = resolved.links
+    names = np.asarray([f.name for f in flow_info], dtype=object)
+    lnames = np.asarray([link.name for link in link_info], dtype=object)
 
     flows = _frame(raw["flows"])
     flows.insert(0, "run_id", run_id)
-    flows.insert(2, "name", [f.name for f in flow_info])
-    flows.insert(3, "cca", [f.cca for f in flow_info])
-    flows.insert(4, "src", [f.src for f in flow_info])
-    flows.insert(5, "dst", [f.dst for f in flow_info])
-    flows.insert(6, "node_path", [">".join(f.node_path) for f in flow_info])
-    flows["cca_params"] = [json.dumps(f["cca_params"], sort_keys=True) for f in spec["flows"]]
+    flows["flow_name"] = names[flows["flow"].to_numpy()]
+    flows["cca"] = [f.cca for f in flow_info]
+    flows["src"] = [f.src for f in flow_info]
+    flows["dst"] = [f.dst for f in flow_info]
+    flows["node_path"] = [">".join(f.node_path) for f in flow_info]
+    flows["cca_params_json"] = [json.dumps(f["cca_params"], sort_keys=True) for f in spec["flows"]]
     # Effective start times (nominal start plus seeded start jitter), as the engine used them.
     flows["start_s"] = [t / 1e9 for t in _core.flow_starts(resolved.engine_json)]
     flows["base_rtt_ms"] = [f.base_rtt_ns / 1e6 for f in flow_info]
     flows["bdp_pkts"] = [f.bdp_pkts for f in flow_info]
-    flows["goodput_mbps"] = flows["goodput_bps"] / 1e6
-    total = flows["goodput_bps"].sum()
-    flows["share"] = flows["goodput_bps"] / total if total > 0 else np.nan
-    counters = _frame(raw["flow_counters"])
-    if len(counters):
-        wide = counters.pivot_table(index="flow", columns="name", values="value", observed=True)
-        flows = flows.merge(wide, left_on="flow", right_index=True, how="left")
+    total = flows["goodput_mbps"].sum()
+    flows["share_frac"] = flows["goodput_mbps"] / total if total > 0 else np.nan
 
-    names = [f.name for f in flow_info]
     ts = _frame(raw["timeseries"])
     ts.insert(0, "run_id", run_id)
-    ts.insert(1, "t_s", ts["t_ns"] / 1e9)
-    ts.insert(3, "flow_name", pd.Categorical([names[i] for i in ts["flow"]]))
+    ts.insert(1, "flow_name", names[ts["flow"].to_numpy()])
 
-    lnames = [link.name for link in link_info]
     links = _frame(raw["links"])
     links.insert(0, "run_id", run_id)
-    links.insert(1, "t_s", links["t_ns"] / 1e9)
-    links.insert(3, "link_name", pd.Categorical([lnames[i] for i in links["link"]]))
+    links.insert(1, "link_name", lnames[links["link"].to_numpy()])
 
     ls = _frame(raw["link_summary"])
     ls.insert(0, "run_id", run_id)
-    ls.insert(2, "link_name", [lnames[i] for i in ls["link"]])
-    ls["rate_bps"] = [link_info[i].rate_bps for i in ls["link"]]
-    ls["delay_ms"] = [link_info[i].delay_ns / 1e6 for i in ls["link"]]
-    ls["buffer_pkts"] = [link_info[i].buffer_pkts for i in ls["link"]]
-    ls["buffer_bdp"] = [link_info[i].buffer_bdp for i in ls["link"]]
-    arrivals = ls["arrivals"].replace(0, np.nan)
-    ls["loss_rate"] = (ls["drops_queue"] + ls["drops_random"]) / arrivals
+    ls.insert(1, "link_name", lnames[ls["link"].to_numpy()])
+    ls["buffer_bdp"] = [
+        np.nan if link_info[i].buffer_bdp is None else link_info[i].buffer_bdp for i in ls["link"]
+    ]
 
     normalized = resolved.normalized
     runs = pd.DataFrame(
         [
             {
                 "run_id": run_id,
+                "schema_version": schema.VERSION,
                 "scenario": normalized.get("name", "scenario"),
                 "backend": backend,
                 "seed": spec["seed"],
@@ -387,6 +484,7 @@ def build_result(
                 "n_flows": len(spec["flows"]),
                 "n_links": len(spec["links"]),
                 "spec_json": json.dumps(normalized, sort_keys=True),
+                "point_key": point_key(normalized, backend),
                 **provenance(),
                 "started_at": started_at,
                 "wall_time_s": wall_time_s,
@@ -401,14 +499,27 @@ def build_result(
         trace = _frame(raw["trace"])
         trace.insert(0, "run_id", run_id)
         trace.insert(1, "t_s", trace["t_ns"] / 1e9)
-        trace.insert(3, "flow_name", pd.Categorical([names[i] for i in trace["flow"]]))
-        trace.insert(5, "link_name", pd.Categorical([lnames[i] for i in trace["link"]]))
+        trace.insert(3, "flow_name", names[trace["flow"].to_numpy()])
+        trace.insert(5, "link_name", lnames[trace["link"].to_numpy()])
     return RunResult(
         run_id=run_id,
-        runs=runs,
-        flows=flows,
-        timeseries=ts,
-        links=links,
-        link_summary=ls,
+        runs=conform(runs, "runs"),
+        flows=conform(flows, "flows"),
+        timeseries=conform(ts, "timeseries"),
+        links=conform(links, "links"),
+        link_summary=conform(ls, "link_summary"),
         trace=trace,
     )
+
+
+def point_key(normalized: dict[str, Any], backend: str) -> str:
+    """What a run is, without its seed: runs with the same key are repetitions of one
+    point (the same normalised spec and backend, different seeds).
+
+    Example:
+        >>> point_key({"seed": 1, "a": 2}, "sim") == point_key({"seed": 7, "a": 2}, "sim")
+        True
+    """
+    spec = {k: v for k, v in normalized.items() if k != "seed"}
+    blob = json.dumps({"spec": spec, "backend": backend}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

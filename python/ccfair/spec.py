@@ -1361,7 +1361,7 @@ def dumbbell(
     ``sizes``, ``cca_params``) take one value for all flows or a list with one per flow.
     ``start_jitter`` gives every flow a seeded random start offset in ``[0, start_jitter]``.
 
-    Example (EXPERIMENTS.md harada-dumbbell, D = 2 ms, alpha = 2):
+    Example (docs/experiments.md harada-dumbbell, D = 2 ms, alpha = 2):
         >>> sc = dumbbell(2, ["reno", "reno"], bottleneck_delay="2ms", buffer_bdp=2.0)
         >>> [(f.src, f.dst) for f in sc.flows]
         [('h1', 'h3'), ('h2', 'h4')]
@@ -1459,7 +1459,7 @@ def parking_lot(
     measure: tuple[DurationLike, DurationLike] | Mapping[str, Any] | None = None,
     name: str = "parking-lot",
 ) -> Scenario:
-    """A parking lot of ``hops`` bottlenecks in series (EXPERIMENTS.md harada-2hop/-10hop).
+    """A parking lot of ``hops`` bottlenecks in series (docs/experiments.md harada-2hop/-10hop).
 
     Routers ``r1..r{k+1}`` in a chain joined by bottleneck links ``L1..Lk`` (``Li`` joins
     ``r<i>`` and ``r<i+1>``; rate ``rate``, delay ``delay``, scalars or one per hop). Main

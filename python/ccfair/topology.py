@@ -25,7 +25,7 @@ __all__ = [
     "buffer_packets",
 ]
 
-#: Bytes on the wire of a full packet, the unit of buffers and BDPs (EXPERIMENTS.md).
+#: Bytes on the wire of a full packet, the unit of buffers and BDPs (docs/experiments.md).
 PACKET_BYTES = 1500
 
 
@@ -136,7 +136,7 @@ def bdp_packets(rate_bps: int, rtt_ns: int) -> Fraction:
     """Bandwidth-delay product in 1500-byte packets, exactly:
     ``rate x rtt / (8 x 1500)``.
 
-    Example (EXPERIMENTS.md: 50 Mbit/s, RTT 8 ms):
+    Example (docs/experiments.md: 50 Mbit/s, RTT 8 ms):
         >>> float(bdp_packets(50_000_000, 8_000_000))
         33.333333333333336
     """

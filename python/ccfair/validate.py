@@ -262,28 +262,28 @@ def compare(point: str, sim: RunResult, kern: RunResult) -> pd.DataFrame:
     Example:
         >>> flows = compare("p", sim_result, kernel_result)  # doctest: +SKIP
     """
-    s = sim.flows.set_index("name")
-    k = kern.flows.set_index("name")
+    s = sim.flows.set_index("flow_name")
+    k = kern.flows.set_index("flow_name")
     flows = pd.DataFrame(
         {
             "point": point,
             "flow": s.index,
             "cca": s["cca"].astype(str).to_numpy(),
-            "goodput_sim_mbps": s["goodput_bps"].to_numpy() / 1e6,
-            "goodput_kernel_mbps": k.loc[s.index, "goodput_bps"].to_numpy() / 1e6,
-            "share_sim": s["share"].to_numpy(),
-            "share_kernel": k.loc[s.index, "share"].to_numpy(),
-            "rtt_mean_sim_ms": s["rtt_mean_us"].to_numpy() / 1e3,
-            "rtt_mean_kernel_ms": k.loc[s.index, "rtt_mean_us"].to_numpy() / 1e3,
-            "rtt_min_sim_ms": s["rtt_min_us"].to_numpy() / 1e3,
-            "rtt_min_kernel_ms": k.loc[s.index, "rtt_min_us"].to_numpy() / 1e3,
+            "goodput_sim_mbps": s["goodput_mbps"].to_numpy(),
+            "goodput_kernel_mbps": k.loc[s.index, "goodput_mbps"].to_numpy(),
+            "share_sim": s["share_frac"].to_numpy(),
+            "share_kernel": k.loc[s.index, "share_frac"].to_numpy(),
+            "rtt_mean_sim_ms": s["rtt_mean_ms"].to_numpy(),
+            "rtt_mean_kernel_ms": k.loc[s.index, "rtt_mean_ms"].to_numpy(),
+            "rtt_min_sim_ms": s["rtt_min_ms"].to_numpy(),
+            "rtt_min_kernel_ms": k.loc[s.index, "rtt_min_ms"].to_numpy(),
             "retrans_sim": s["retrans_pkts"].to_numpy(),
             "retrans_kernel": k.loc[s.index, "retrans_pkts"].to_numpy(),
         }
     )
     flows["goodput_diff_mbps"] = flows["goodput_kernel_mbps"] - flows["goodput_sim_mbps"]
     flows["share_diff"] = flows["share_kernel"] - flows["share_sim"]
-    for col, name in (("cwnd_pkts", "cwnd"), ("srtt_us", "srtt")):
+    for col, name in (("cwnd_pkts", "cwnd"), ("srtt_ms", "srtt")):
         for label, r in (("sim", sim), ("kernel", kern)):
             means = r.timeseries.groupby("flow_name", observed=True)[col].mean()
             flows[f"{name}_mean_{label}"] = [means.get(f, np.nan) for f in flows["flow"]]
@@ -404,15 +404,15 @@ def timeseries_figure(point: str, sim: RunResult, kern: RunResult, path: Path) -
     plt = _plt()
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True, layout="constrained")
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    names = list(sim.flows["name"])
+    names = list(sim.flows["flow_name"])
     for i, name in enumerate(names):
         c = colors[i % len(colors)]
-        cca = sim.flows.set_index("name").loc[name, "cca"]
+        cca = sim.flows.set_index("flow_name").loc[name, "cca"]
         for r, style, backend in ((kern, "-", "kernel"), (sim, "--", "sim")):
             ts = r.timeseries[r.timeseries["flow_name"] == name]
             label = f"{name} ({cca}) {backend}"
             axes[0].plot(ts["t_s"], ts["cwnd_pkts"], style, color=c, lw=0.9, label=label)
-            axes[1].plot(ts["t_s"], ts["srtt_us"] / 1e3, style, color=c, lw=0.9, label=label)
+            axes[1].plot(ts["t_s"], ts["srtt_ms"], style, color=c, lw=0.9, label=label)
     axes[0].set_ylabel("cwnd (packets)")
     axes[1].set_ylabel("smoothed RTT (ms)")
     axes[1].set_xlabel("time (s)")
@@ -731,7 +731,7 @@ def _study(points: list[VPoint], sims: list[RunResult], kerns: list[RunResult]) 
         fl["sim_run_id"] = s.run_id
         fl["kernel_run_id"] = k.run_id
         fl["kernel_reliable"] = k.reliable
-        fl["kernel_flags"] = k.runs.iloc[0]["flags"]
+        fl["kernel_flags"] = k.runs.iloc[0]["selfcheck_flags"]
         rows.append(fl)
     runs = pd.concat(rows, ignore_index=True)
     points_df = summarize_points(runs)

@@ -2,7 +2,7 @@
 //!
 //! The arithmetic follows the kernel's integer code so that cwnd trajectories match Linux
 //! where the inputs do: cwnd in packets, epoch and throttle in jiffies (`tp.hz`), K and t in
-//! 1/1024 s (`BICTCP_HZ` = 10), `delay_min` in µs. See cca-spec section 3.
+//! 1/1024 s (`BICTCP_HZ` = 10), `delay_min` in µs. See docs/reference.md section 3.
 //!
 //! Known differences from a kernel run, all deliberate:
 //! - `cubic_root` uses a 64-entry table derived here from its defining formula
@@ -172,7 +172,7 @@ fn cubic_root_exact(a: u64) -> u32 {
 #[derive(Clone, Debug, Default)]
 struct Stats {
     /// HyStart exits (`found` 0 -> 1).
-    hystart_exits: u64,
+    cubic_hystart_exit_count: u64,
     /// `LINUX_MIB_TCPHYSTARTTRAINDETECT`.
     hystart_train: u64,
     /// `LINUX_MIB_TCPHYSTARTDELAYDETECT`.
@@ -486,7 +486,7 @@ impl Cubic {
         }
 
         if self.found && !was_found {
-            self.stats.hystart_exits += 1;
+            self.stats.cubic_hystart_exit_count += 1;
             self.stats.hystart_exit_cwnd = tp.snd_cwnd;
         }
     }
@@ -601,15 +601,24 @@ impl CongestionControl for Cubic {
     }
 
     fn summary_counters(&self, _tp: &TcpSock, out: &mut Vec<(&'static str, f64)>) {
-        out.push(("hystart_exits", self.stats.hystart_exits as f64));
-        out.push(("hystart_train_exits", self.stats.hystart_train as f64));
-        out.push(("hystart_delay_exits", self.stats.hystart_delay as f64));
         out.push((
-            "hystart_exit_cwnd_pkts",
+            "cubic_hystart_exit_count",
+            self.stats.cubic_hystart_exit_count as f64,
+        ));
+        out.push((
+            "cubic_hystart_train_exit_count",
+            self.stats.hystart_train as f64,
+        ));
+        out.push((
+            "cubic_hystart_delay_exit_count",
+            self.stats.hystart_delay as f64,
+        ));
+        out.push((
+            "cubic_hystart_exit_cwnd_pkts",
             self.stats.hystart_exit_cwnd as f64,
         ));
-        out.push(("cubic_epochs", self.stats.epochs as f64));
-        out.push(("cubic_loss_resets", self.stats.loss_resets as f64));
+        out.push(("cubic_epoch_count", self.stats.epochs as f64));
+        out.push(("cubic_loss_reset_count", self.stats.loss_resets as f64));
     }
 }
 
@@ -729,7 +738,7 @@ mod tests {
             false
         }
 
-        /// Fast recovery as the substrate does it (cca-spec 1.5-1.6), collapsed to its end
+        /// Fast recovery as the substrate does it (reference 1.5-1.6), collapsed to its end
         /// state: ssthresh from the module, then cwnd = ssthresh on exit. Returns ssthresh.
         fn fast_recovery(&mut self) -> u32 {
             self.tp.prior_cwnd = self.tp.snd_cwnd;
@@ -839,7 +848,7 @@ mod tests {
 
     #[test]
     fn k_matches_closed_form_for_wmax_100_and_1000() {
-        // cca-spec 8.3.1: K = cbrt((Wmax - 0.7 Wmax) / 0.4004) s.
+        // reference 8.3.1: K = cbrt((Wmax - 0.7 Wmax) / 0.4004) s.
         for exact in [false, true] {
             for (wmax, cwnd, k_s) in [(100, 70, 4.215), (1000, 700, 9.081)] {
                 let (cc, tp) = epoch_after_loss(wmax, exact);
@@ -943,7 +952,7 @@ mod tests {
 
     #[test]
     fn reno_emulation_adds_8_15ths_of_a_packet_per_rtt() {
-        // cca-spec 8.3.2: tcp_cwnd += 1 per floor(cwnd * 15 / 8) packets acked, i.e.
+        // reference 8.3.2: tcp_cwnd += 1 per floor(cwnd * 15 / 8) packets acked, i.e.
         // 3(1 - beta)/(1 + beta) = 0.533 packets per RTT; cwnd follows it.
         let (c20, c100) = cwnd_growth_with_flat_cubic(true);
         let per_rtt = (c100 - c20) as f64 / 80.0;
@@ -1273,10 +1282,19 @@ mod tests {
             assert_eq!(train, 51_000);
             assert_eq!(sim.cwnd_before_ack, 131);
             assert_eq!(sim.tp.snd_ssthresh, 131, "ssthresh = cwnd at the exit");
-            assert_eq!(counter(&sim.cc, &sim.tp, "hystart_exits"), 1.0);
-            assert_eq!(counter(&sim.cc, &sim.tp, "hystart_train_exits"), 1.0);
-            assert_eq!(counter(&sim.cc, &sim.tp, "hystart_delay_exits"), 0.0);
-            assert_eq!(counter(&sim.cc, &sim.tp, "hystart_exit_cwnd_pkts"), 131.0);
+            assert_eq!(counter(&sim.cc, &sim.tp, "cubic_hystart_exit_count"), 1.0);
+            assert_eq!(
+                counter(&sim.cc, &sim.tp, "cubic_hystart_train_exit_count"),
+                1.0
+            );
+            assert_eq!(
+                counter(&sim.cc, &sim.tp, "cubic_hystart_delay_exit_count"),
+                0.0
+            );
+            assert_eq!(
+                counter(&sim.cc, &sim.tp, "cubic_hystart_exit_cwnd_pkts"),
+                131.0
+            );
             // Out of slow start now, with no Wmax: the 5%/RTT clamp applies.
             sim.run_until(sim.tp.now_ns + 200 * MS);
             assert!(!sim.tp.in_slow_start());
@@ -1338,8 +1356,14 @@ mod tests {
         assert_eq!(sim.cc.sample_cnt, HYSTART_MIN_SAMPLES);
         assert!(sim.cwnd_before_ack > 131, "exit at {}", sim.cwnd_before_ack);
         assert_eq!(sim.tp.snd_ssthresh, sim.cwnd_before_ack);
-        assert_eq!(counter(&sim.cc, &sim.tp, "hystart_delay_exits"), 1.0);
-        assert_eq!(counter(&sim.cc, &sim.tp, "hystart_train_exits"), 0.0);
+        assert_eq!(
+            counter(&sim.cc, &sim.tp, "cubic_hystart_delay_exit_count"),
+            1.0
+        );
+        assert_eq!(
+            counter(&sim.cc, &sim.tp, "cubic_hystart_train_exit_count"),
+            0.0
+        );
     }
 
     /// Hand-driven HyStart rounds: round 1 sets delay_min; round 2 feeds `rtts` (µs), one
@@ -1482,7 +1506,7 @@ mod tests {
         round(&mut cc, &mut tp, 150_000);
         assert_eq!(metric(&cc, &tp, "cubic_wmax_pkts"), 60.0);
         assert_eq!(metric(&cc, &tp, "cubic_delay_min_us"), 100_000.0);
-        assert_eq!(counter(&cc, &tp, "hystart_exits"), 1.0);
+        assert_eq!(counter(&cc, &tp, "cubic_hystart_exit_count"), 1.0);
         assert_eq!(tp.snd_ssthresh, 42);
         // Also an epoch, to see it cleared.
         tp.snd_cwnd = 42;
@@ -1509,8 +1533,8 @@ mod tests {
         assert_eq!(cc.end_seq, tp.snd_nxt);
         round(&mut cc, &mut tp, 120_000);
         round(&mut cc, &mut tp, 150_000);
-        assert_eq!(counter(&cc, &tp, "hystart_exits"), 2.0);
-        assert_eq!(counter(&cc, &tp, "cubic_loss_resets"), 1.0);
+        assert_eq!(counter(&cc, &tp, "cubic_hystart_exit_count"), 2.0);
+        assert_eq!(counter(&cc, &tp, "cubic_loss_reset_count"), 1.0);
         assert_eq!(tp.snd_ssthresh, 20);
     }
 

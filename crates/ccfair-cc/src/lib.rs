@@ -18,7 +18,7 @@ pub mod copa;
 pub mod cubic;
 pub mod reno;
 
-pub use registry::{build, known_algorithms, normalize_params, CcaError};
+pub use registry::{build, internal_names, known_algorithms, normalize_params, CcaError};
 pub use sock::{AckSample, CaEvent, CaState, RateSample, TcpSock};
 
 /// Linux `struct tcp_congestion_ops`, hook for hook (include/net/tcp.h).

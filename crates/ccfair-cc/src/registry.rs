@@ -115,6 +115,36 @@ pub fn build(
     }
 }
 
+/// The internals every registered algorithm reports: the names of its time-series metrics
+/// (`sample_metrics`) and of its summary counters (`summary_counters`), each list in
+/// registry order without repeats. Results store every name as a column in every run (NaN
+/// for flows of other algorithms), so that a table read from a directory that mixes
+/// algorithms has every column. The contract says an algorithm reports the same names over
+/// its whole life, so a fresh instance with default parameters reports them all.
+pub fn internal_names() -> (Vec<&'static str>, Vec<&'static str>) {
+    let tp = crate::sock::TcpSock::new(1448, 10, 1000);
+    let mut metrics: Vec<&'static str> = Vec::new();
+    let mut counters: Vec<&'static str> = Vec::new();
+    let mut buf = Vec::new();
+    for name in known_algorithms() {
+        let cc = build(name, &Value::Null, 0).expect("every algorithm builds with its defaults");
+        for (out, sample) in [(&mut metrics, true), (&mut counters, false)] {
+            buf.clear();
+            if sample {
+                cc.sample_metrics(&tp, &mut buf);
+            } else {
+                cc.summary_counters(&tp, &mut buf);
+            }
+            for &(n, _) in &buf {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+    }
+    (metrics, counters)
+}
+
 /// Validate parameters and return the full table with defaults filled in.
 pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
     match name {
@@ -234,6 +264,23 @@ mod tests {
         let e = normalize_params("copa", &json!({"mode_threshold": 1.5})).unwrap_err();
         assert!(e.to_string().contains("mode_threshold"), "{e}");
         assert!(build("copa", &json!({"srtt_gain": -1.0}), 1).is_err());
+    }
+
+    #[test]
+    fn internal_names_cover_every_algorithm_and_carry_their_prefix() {
+        let (metrics, counters) = internal_names();
+        for prefix in ["cubic_", "bbr_", "copa_"] {
+            assert!(metrics.iter().any(|m| m.starts_with(prefix)), "{prefix}");
+            assert!(counters.iter().any(|m| m.starts_with(prefix)), "{prefix}");
+        }
+        for name in metrics.iter().chain(&counters) {
+            assert!(
+                ["cubic_", "bbr_", "copa_"]
+                    .iter()
+                    .any(|p| name.starts_with(p)),
+                "{name}: an internal's name starts with its algorithm's"
+            );
+        }
     }
 
     #[test]

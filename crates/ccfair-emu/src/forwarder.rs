@@ -26,9 +26,10 @@ use std::sync::Mutex;
 
 use ccfair_sim::event::{Event, EventQueue};
 use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
-use ccfair_sim::table::{ColumnData, Table};
+use ccfair_sim::record::{self, LinkSamples};
+use ccfair_sim::table::Table;
 use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
-use ccfair_sim::world::{build_channels, link_summary_table};
+use ccfair_sim::world::build_channels;
 use serde::Serialize;
 
 use crate::config::{EmuConfig, SETUP_DISTURBED};
@@ -221,17 +222,6 @@ pub struct ForwarderStats {
     pub peak_slots: usize,
 }
 
-#[derive(Default)]
-struct LinkSeries {
-    t_ns: Vec<u64>,
-    link: Vec<u64>,
-    direction: Vec<&'static str>,
-    queue_pkts: Vec<u64>,
-    queue_bytes: Vec<u64>,
-    drops: Vec<u64>,
-    utilisation: Vec<f64>,
-}
-
 pub struct Forwarder {
     channels: Vec<Channel<Pkt>>,
     queue: EventQueue,
@@ -246,6 +236,8 @@ pub struct Forwarder {
     duration_ns: u64,
     measure_start_ns: u64,
     measure_end_ns: u64,
+    /// The run's spec, for the link summaries (`ccfair_sim::record`).
+    spec: ccfair_sim::spec::RunSpec,
     t0: Option<u64>,
     next_sample_k: u64,
     finished: bool,
@@ -270,7 +262,7 @@ pub struct Forwarder {
     last_counters: Vec<ChannelCounters>,
     measure_start_counters: Vec<ChannelCounters>,
     measure_end_counters: Option<Vec<ChannelCounters>>,
-    series: LinkSeries,
+    series: LinkSamples,
     cpu_at_t0: u64,
     stats: ForwarderStats,
 }
@@ -310,6 +302,7 @@ impl Forwarder {
             duration_ns: spec.duration_ns,
             measure_start_ns: spec.measure_start_ns,
             measure_end_ns: spec.measure_end_ns,
+            spec: spec.clone(),
             t0: None,
             next_sample_k: 1,
             finished: false,
@@ -332,7 +325,7 @@ impl Forwarder {
             last_counters: vec![ChannelCounters::default(); n_ch],
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
             measure_end_counters: None,
-            series: LinkSeries::default(),
+            series: LinkSamples::default(),
             cpu_at_t0: 0,
             stats: ForwarderStats::default(),
         })
@@ -719,21 +712,16 @@ impl Forwarder {
         let t0 = self.t0.expect("samples start at t0");
         let dt = self.sample_interval_ns.min(t - t0).max(1);
         let now_counters = self.counters_at(t);
-        let s = &mut self.series;
         for (ch, c) in self.channels.iter().enumerate() {
-            let prev = &self.last_counters[ch];
-            let counters = &now_counters[ch];
-            s.t_ns.push(t - t0);
-            s.link.push((ch / 2) as u64);
-            s.direction.push(direction(ch));
-            s.queue_pkts.push(c.occupancy_pkts() as u64);
-            s.queue_bytes.push(c.occupancy_bytes());
-            s.drops.push(
-                counters.drops_queue + counters.drops_random - prev.drops_queue - prev.drops_random,
+            let row = record::link_sample(
+                t - t0,
+                ch,
+                c,
+                &self.last_counters[ch],
+                &now_counters[ch],
+                dt,
             );
-            let bits = (counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
-            s.utilisation
-                .push(bits / (c.rate_bps as f64 * dt as f64 / 1e9));
+            self.series.push(&row);
         }
         self.last_counters = now_counters;
         self.next_sample_k += 1;
@@ -766,7 +754,7 @@ impl Forwarder {
                 let a = self.rate_acc[ch];
                 ChannelRate {
                     link: ch / 2,
-                    direction: direction(ch),
+                    direction: record::direction(ch),
                     rate_bps: c.rate_bps,
                     busy_s: a.model_ns as f64 / 1e9,
                     achieved_bps: if a.wall_ns == 0 {
@@ -790,19 +778,9 @@ impl Forwarder {
             }
         }
 
-        let s = std::mem::take(&mut self.series);
-        let mut links = Table::default();
-        links.push("t_ns", ColumnData::U64(s.t_ns));
-        links.push("link", ColumnData::U64(s.link));
-        links.push("direction", ColumnData::Str(s.direction));
-        links.push("queue_pkts", ColumnData::U64(s.queue_pkts));
-        links.push("queue_bytes", ColumnData::U64(s.queue_bytes));
-        links.push("drops", ColumnData::U64(s.drops));
-        links.push("utilisation", ColumnData::F64(s.utilisation));
-
         let link_summary = self.link_summary();
         ForwarderReport {
-            links,
+            links: std::mem::take(&mut self.series).into_table(),
             trace: self.trace.take().map(Trace::into_table),
             link_summary,
             flows: self.counts.clone(),
@@ -812,24 +790,19 @@ impl Forwarder {
     }
 
     /// Per channel over the measurement window, with the simulator's columns plus the
-    /// achieved rate (`achieved_rate_bps`, `busy_s`).
+    /// achieved rate (`achieved_rate_mbps`, `busy_s`).
     fn link_summary(&mut self) -> Table {
         let end = match self.measure_end_counters.clone() {
             Some(e) => e,
             None => self.counters_at(self.end_time().unwrap_or(0)),
         };
-        let window_ns = (self.measure_end_ns - self.measure_start_ns) as f64;
-        let rates: Vec<u64> = self.channels.iter().map(|c| c.rate_bps).collect();
-        let mut t = link_summary_table(&rates, &self.measure_start_counters, &end, window_ns);
-        t.push(
-            "achieved_rate_bps",
-            ColumnData::F64(self.stats.rates.iter().map(|r| r.achieved_bps).collect()),
-        );
-        t.push(
-            "busy_s",
-            ColumnData::F64(self.stats.rates.iter().map(|r| r.busy_s).collect()),
-        );
-        t
+        let mut rows =
+            record::link_summaries(&self.spec, &self.measure_start_counters, &end, &self.series);
+        for (row, rate) in rows.iter_mut().zip(&self.stats.rates) {
+            row.achieved_rate_mbps = rate.achieved_bps / 1e6;
+            row.busy_s = rate.busy_s;
+        }
+        record::link_summary_table(&rows)
     }
 }
 
@@ -886,12 +859,4 @@ impl Stream {
 fn unwrap(last: u64, low: u32) -> u64 {
     let delta = low.wrapping_sub(last as u32) as i32 as i64;
     (last as i64 + delta).max(0) as u64
-}
-
-fn direction(ch: usize) -> &'static str {
-    if ch.is_multiple_of(2) {
-        "ab"
-    } else {
-        "ba"
-    }
 }

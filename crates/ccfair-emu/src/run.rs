@@ -17,8 +17,8 @@ use std::thread;
 
 use serde::Serialize;
 
-use ccfair_sim::table::{ColumnData, SparseColumns, Table};
-use ccfair_sim::world::{push_connection_columns, ConnectionTimes, EngineStats, RunResult};
+use ccfair_sim::record::{self, FlowRecorder, FlowSample, FlowSummary};
+use ccfair_sim::world::{connection_columns, ConnectionTimes, EngineStats, RunResult};
 
 use crate::config::{EmuConfig, HostConfig};
 use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
@@ -340,8 +340,8 @@ impl Drop for StopOnDrop {
     }
 }
 
-/// Build the simulator's tables (crates/ccfair-sim/src/world.rs `finish`) from what the
-/// senders, receivers and the forwarder measured.
+/// The run's tables, filled through the simulator's recorder (`ccfair_sim::record`) from
+/// what the senders, receivers and the forwarder measured.
 fn assemble(
     cfg: &EmuConfig,
     senders: &[SenderOut],
@@ -349,128 +349,120 @@ fn assemble(
     report: ForwarderReport,
 ) -> RunResult {
     let spec = &cfg.spec;
-    let n = spec.flows.len();
-    let starts = spec.flow_starts_ns();
+    let samples = flow_samples(senders, receivers);
+    let mut rows: Vec<FlowSummary> = (0..spec.flows.len())
+        .map(|i| flow_summary(cfg, i, &senders[i], &receivers[i], &report))
+        .collect();
+    record::fill_flow_delays(spec, &samples.samples, &mut rows);
+    let linux = linux_counters(cfg, senders);
+    let stats = EngineStats {
+        events: report.stats.events,
+        packet_hops: report.stats.packet_hops,
+        peak_heap_len: report.stats.peak_heap_len,
+    };
+    RunResult {
+        flows: record::flows_table(&rows, Some(&linux), &[]),
+        timeseries: samples.into_table(),
+        links: report.links,
+        link_summary: report.link_summary,
+        trace: report.trace,
+        stats,
+    }
+}
+
+/// One flow's summary row. Counters Linux keeps per namespace (TcpExt,
+/// include/uapi/linux/snmp.h) are the host's: see docs/kernel.md.
+fn flow_summary(
+    cfg: &EmuConfig,
+    i: usize,
+    s: &SenderOut,
+    r: &ReceiverOut,
+    report: &ForwarderReport,
+) -> FlowSummary {
+    let spec = &cfg.spec;
     let window_ns = (spec.measure_end_ns - spec.measure_start_ns) as f64;
+    let start_ns = spec.flow_starts_ns()[i];
+    let ns = |keys: &[&str]| -> u64 {
+        keys.iter()
+            .map(|k| s.netstat.get(*k).copied().unwrap_or(0))
+            .sum()
+    };
+    let f = &report.flows[i];
+    let window_bytes = r.bytes_at_measure_end - r.bytes_at_measure_start;
+    let c = connection_columns(&ConnectionTimes {
+        syn_sent_ns: f.syn_in_ns,
+        synack_delivered_ns: f.synack_delivered_ns,
+        first_data_sent_ns: f.first_data_in_ns,
+        syns_sent: f.syns_in,
+    });
+    FlowSummary {
+        flow: i as u64,
+        delivered_bytes: r.bytes_total,
+        window_delivered_bytes: window_bytes,
+        goodput_mbps: window_bytes as f64 * 8e3 / window_ns,
+        data_sent_pkts: f.data_in,
+        data_received_pkts: f.data_delivered,
+        data_dropped_pkts: f.data_dropped,
+        data_in_network_pkts: report.in_network[i].0,
+        retrans_pkts: s.total_retrans,
+        rto_count: s.total_rto,
+        tlp_count: ns(&["TCPLossProbes"]),
+        recovery_count: ns(&["TCPSackRecovery", "TCPRenoRecovery"]),
+        undo_count: ns(&[
+            "TCPFullUndo",
+            "TCPPartialUndo",
+            "TCPDSACKUndo",
+            "TCPLossUndo",
+        ]),
+        ack_sent_pkts: f.acks_in,
+        ack_dropped_pkts: f.acks_dropped,
+        rtt_mean_ms: s.mean_srtt_us / 1e3,
+        rtt_min_ms: s.min_rtt_us / 1e3,
+        rtt_p50_ms: f64::NAN,
+        rtt_p95_ms: f64::NAN,
+        rtt_p99_ms: f64::NAN,
+        qdelay_mean_ms: f64::NAN,
+        qdelay_p50_ms: f64::NAN,
+        qdelay_p95_ms: f64::NAN,
+        qdelay_p99_ms: f64::NAN,
+        completion_time_s: match (spec.flows[i].size_bytes, r.eof_ns) {
+            (Some(_), Some(t)) => (t.saturating_sub(start_ns)) as f64 / 1e9,
+            _ => f64::NAN,
+        },
+        syn_sent_s: c.syn_sent_s,
+        first_data_sent_s: c.first_data_sent_s,
+        handshake_rtt_ms: c.handshake_rtt_ms,
+        syn_retrans_pkts: c.syn_retrans_pkts,
+    }
+}
+
+/// Linux's own counters per flow, in the order of `ccfair_sim::schema::LINUX_COUNTERS`.
+fn linux_counters(cfg: &EmuConfig, senders: &[SenderOut]) -> Vec<Vec<f64>> {
+    let spec = &cfg.spec;
     // Sending flows per host: namespace counters belong to a flow only if it is alone.
     let mut senders_per_node = vec![0usize; spec.nodes.len()];
     for f in &spec.flows {
         senders_per_node[f.src] += 1;
     }
-
-    // Flow summary, with the simulator's columns in its order.
-    let mut flows = Table::default();
-    let u = |f: &dyn Fn(usize) -> u64| ColumnData::U64((0..n).map(f).collect());
-    let ns = |i: usize, keys: &[&str]| -> u64 {
-        keys.iter()
-            .map(|k| senders[i].netstat.get(*k).copied().unwrap_or(0))
-            .sum()
-    };
-    flows.push("flow", u(&|i| i as u64));
-    flows.push("bytes_delivered", u(&|i| receivers[i].bytes_total));
-    flows.push(
-        "bytes_in_window",
-        u(&|i| receivers[i].bytes_at_measure_end - receivers[i].bytes_at_measure_start),
-    );
-    flows.push("data_pkts_sent", u(&|i| report.flows[i].data_in));
-    flows.push("retrans_pkts", u(&|i| senders[i].total_retrans));
-    flows.push("rto_count", u(&|i| senders[i].total_rto));
-    // Per namespace (TcpExt, include/uapi/linux/snmp.h): see docs/kernel.md.
-    flows.push("tlp_count", u(&|i| ns(i, &["TCPLossProbes"])));
-    flows.push(
-        "recoveries",
-        u(&|i| ns(i, &["TCPSackRecovery", "TCPRenoRecovery"])),
-    );
-    flows.push(
-        "undo_count",
-        u(&|i| {
-            ns(
-                i,
-                &[
-                    "TCPFullUndo",
-                    "TCPPartialUndo",
-                    "TCPDSACKUndo",
-                    "TCPLossUndo",
-                ],
-            )
-        }),
-    );
-    flows.push("data_pkts_dropped", u(&|i| report.flows[i].data_dropped));
-    flows.push("data_pkts_received", u(&|i| report.flows[i].data_delivered));
-    flows.push("data_pkts_in_network", u(&|i| report.in_network[i].0));
-    flows.push("acks_sent", u(&|i| report.flows[i].acks_in));
-    flows.push("acks_dropped", u(&|i| report.flows[i].acks_dropped));
-    flows.push(
-        "goodput_bps",
-        ColumnData::F64(
-            (0..n)
-                .map(|i| {
-                    let r = &receivers[i];
-                    (r.bytes_at_measure_end - r.bytes_at_measure_start) as f64 * 8e9 / window_ns
-                })
-                .collect(),
-        ),
-    );
-    flows.push(
-        "rtt_mean_us",
-        ColumnData::F64(senders.iter().map(|s| s.mean_srtt_us).collect()),
-    );
-    flows.push(
-        "rtt_min_us",
-        ColumnData::F64(senders.iter().map(|s| s.min_rtt_us).collect()),
-    );
-    flows.push(
-        "completion_time_s",
-        ColumnData::F64(
-            (0..n)
-                .map(|i| match (spec.flows[i].size_bytes, receivers[i].eof_ns) {
-                    (Some(_), Some(t)) => (t.saturating_sub(starts[i])) as f64 / 1e9,
-                    _ => f64::NAN,
-                })
-                .collect(),
-        ),
-    );
-    let c = &report.flows;
-    push_connection_columns(
-        &mut flows,
-        &(0..n)
-            .map(|i| ConnectionTimes {
-                syn_sent_ns: c[i].syn_in_ns,
-                synack_delivered_ns: c[i].synack_delivered_ns,
-                first_data_sent_ns: c[i].first_data_in_ns,
-                syns_sent: c[i].syns_in,
-            })
-            .collect::<Vec<_>>(),
-    );
-
-    // Linux-only counters, long format like the algorithms' counters.
-    let mut fc_flow = Vec::new();
-    let mut fc_name = Vec::new();
-    let mut fc_value = Vec::new();
-    for (i, s) in senders.iter().enumerate() {
-        let host_alone = senders_per_node[spec.flows[i].src] == 1;
-        for (name, v) in [
-            ("linux_data_segs_out", s.data_segs_out as f64),
-            ("linux_bytes_retrans", s.bytes_retrans as f64),
-            ("linux_rto_recoveries", s.total_rto_recoveries as f64),
-            ("linux_dsack_dups", s.dsack_dups as f64),
-            ("linux_reord_seen", s.reord_seen as f64),
-            (
-                "linux_host_counters_shared",
+    senders
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let host_alone = senders_per_node[spec.flows[i].src] == 1;
+            vec![
+                s.data_segs_out as f64,
+                s.bytes_retrans as f64,
+                s.total_rto_recoveries as f64,
+                s.dsack_dups as f64,
+                s.reord_seen as f64,
                 if host_alone { 0.0 } else { 1.0 },
-            ),
-        ] {
-            fc_flow.push(i as u64);
-            fc_name.push(name);
-            fc_value.push(v);
-        }
-    }
-    let mut flow_counters = Table::default();
-    flow_counters.push("flow", ColumnData::U64(fc_flow));
-    flow_counters.push("name", ColumnData::Str(fc_name));
-    flow_counters.push("value", ColumnData::F64(fc_value));
+            ]
+        })
+        .collect()
+}
 
-    // Time series, ordered by grid point then flow as the simulator's.
+/// The time series, ordered by grid point then flow as the simulator's.
+fn flow_samples(senders: &[SenderOut], receivers: &[ReceiverOut]) -> FlowRecorder {
     let mut rows: Vec<(u64, usize, usize)> = Vec::new();
     for (i, s) in senders.iter().enumerate() {
         for (j, smp) in s.samples.iter().enumerate() {
@@ -485,96 +477,47 @@ fn assemble(
                 .windows(2)
                 .map(|w| {
                     let dt = w[1].t_ns.saturating_sub(w[0].t_ns).max(1);
-                    (w[1].k, (w[1].bytes - w[0].bytes) as f64 * 8e9 / dt as f64)
+                    (w[1].k, (w[1].bytes - w[0].bytes) as f64 * 8e3 / dt as f64)
                 })
                 .collect()
         })
         .collect();
-    let mut c = TsCols::default();
+    let mut rec = FlowRecorder::new();
+    let mut internals = Vec::with_capacity(4);
     for &(k, i, j) in &rows {
         let smp = &senders[i].samples[j];
         let s = &smp.sample;
-        c.t_ns.push(smp.t_ns);
-        c.flow.push(i as u64);
-        c.cwnd.push(s.cwnd_pkts);
-        c.ssthresh.push(s.ssthresh_pkts);
-        c.inflight.push(s.inflight_pkts);
-        c.srtt.push(s.srtt_us);
-        c.min_rtt.push(s.min_rtt_us);
-        c.rto.push(s.rto_us);
-        c.pacing.push(s.pacing_rate_bps);
-        c.delivery.push(s.delivery_rate_bps);
-        c.goodput
-            .push(goodput_at[i].get(&k).copied().unwrap_or(f64::NAN));
-        c.retrans.push(s.retrans_pkts);
-        c.ca_state.push(s.ca_state);
-        c.cca_state.push(s.cca_state);
-        c.extra.new_row();
+        let row = FlowSample {
+            t_ns: smp.t_ns,
+            t_s: smp.t_ns as f64 / 1e9,
+            flow: i as u64,
+            cwnd_pkts: s.cwnd_pkts,
+            ssthresh_pkts: s.ssthresh_pkts,
+            inflight_pkts: s.inflight_pkts,
+            srtt_ms: s.srtt_us / 1e3,
+            min_rtt_ms: s.min_rtt_us / 1e3,
+            rto_ms: s.rto_us / 1e3,
+            pacing_rate_mbps: s.pacing_rate_bps / 1e6,
+            delivery_rate_mbps: s.delivery_rate_bps / 1e6,
+            goodput_mbps: goodput_at[i].get(&k).copied().unwrap_or(f64::NAN),
+            retrans_pkts: s.retrans_pkts,
+            tcp_ca_state: s.ca_state,
+            cca_state: s.cca_state,
+        };
+        internals.clear();
         if let Some(b) = s.bbr {
-            // The simulator's BBR names (crates/ccfair-cc/src/bbr): payload bit/s and us.
-            c.extra
-                .set("bbr_btl_bw_bps", b.bw_bytes_per_sec as f64 * 8.0);
-            c.extra.set("bbr_rtprop_us", b.min_rtt_us as f64);
-            c.extra.set(
-                "bbr_pacing_gain",
-                b.pacing_gain as f64 / crate::tcpinfo::BBR_UNIT as f64,
-            );
-            c.extra.set(
-                "bbr_cwnd_gain",
-                b.cwnd_gain as f64 / crate::tcpinfo::BBR_UNIT as f64,
-            );
+            // TCP_CC_INFO's BBR fields under the simulator's names and units
+            // (crates/ccfair-cc/src/bbr: payload bit/s and us); the recorder stores them in
+            // table units.
+            let unit = crate::tcpinfo::BBR_UNIT as f64;
+            internals.extend_from_slice(&[
+                ("bbr_btl_bw_bps", b.bw_bytes_per_sec as f64 * 8.0),
+                ("bbr_rtprop_us", b.min_rtt_us as f64),
+                ("bbr_pacing_gain", b.pacing_gain as f64 / unit),
+                ("bbr_cwnd_gain", b.cwnd_gain as f64 / unit),
+            ]);
         }
+        rec.push(&row, &internals);
     }
-    let mut ts = Table::default();
-    ts.push("t_ns", ColumnData::U64(c.t_ns));
-    ts.push("flow", ColumnData::U64(c.flow));
-    ts.push("cwnd_pkts", ColumnData::F64(c.cwnd));
-    ts.push("ssthresh_pkts", ColumnData::F64(c.ssthresh));
-    ts.push("inflight_pkts", ColumnData::F64(c.inflight));
-    ts.push("srtt_us", ColumnData::F64(c.srtt));
-    ts.push("min_rtt_us", ColumnData::F64(c.min_rtt));
-    ts.push("rto_us", ColumnData::F64(c.rto));
-    ts.push("pacing_rate_bps", ColumnData::F64(c.pacing));
-    ts.push("delivery_rate_bps", ColumnData::F64(c.delivery));
-    ts.push("goodput_bps", ColumnData::F64(c.goodput));
-    ts.push("retrans_pkts", ColumnData::U64(c.retrans));
-    ts.push("ca_state", ColumnData::Str(c.ca_state));
-    ts.push("cca_state", ColumnData::Str(c.cca_state));
-    for (name, col) in c.extra.into_columns() {
-        ts.push(name, ColumnData::F64(col));
-    }
-
-    let stats = EngineStats {
-        events: report.stats.events,
-        packet_hops: report.stats.packet_hops,
-        peak_heap_len: report.stats.peak_heap_len,
-    };
-    RunResult {
-        flows,
-        flow_counters,
-        timeseries: ts,
-        links: report.links,
-        link_summary: report.link_summary,
-        trace: report.trace,
-        stats,
-    }
-}
-
-#[derive(Default)]
-struct TsCols {
-    t_ns: Vec<u64>,
-    flow: Vec<u64>,
-    cwnd: Vec<f64>,
-    ssthresh: Vec<f64>,
-    inflight: Vec<f64>,
-    srtt: Vec<f64>,
-    min_rtt: Vec<f64>,
-    rto: Vec<f64>,
-    pacing: Vec<f64>,
-    delivery: Vec<f64>,
-    goodput: Vec<f64>,
-    retrans: Vec<u64>,
-    ca_state: Vec<&'static str>,
-    cca_state: Vec<&'static str>,
-    extra: SparseColumns,
+    rec
 }

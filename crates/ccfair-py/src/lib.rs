@@ -113,7 +113,6 @@ fn result_to_py<'py>(
     let d = PyDict::new(py);
     let stats_src = result.stats;
     d.set_item("flows", table_to_py(py, result.flows)?)?;
-    d.set_item("flow_counters", table_to_py(py, result.flow_counters)?)?;
     d.set_item("timeseries", table_to_py(py, result.timeseries)?)?;
     d.set_item("links", table_to_py(py, result.links)?)?;
     d.set_item("link_summary", table_to_py(py, result.link_summary)?)?;
@@ -212,6 +211,13 @@ fn flow_starts(spec_json: &str) -> PyResult<Vec<u64>> {
     Ok(spec.flow_starts_ns())
 }
 
+/// The results schema (crates/ccfair-sim/src/schema.rs) as JSON: every column of every
+/// table with its type, who fills it and what it means.
+#[pyfunction]
+fn schema() -> String {
+    ccfair_sim::schema::schema_json()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEmulation>()?;
@@ -219,6 +225,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(flow_starts, m)?)?;
     m.add_function(wrap_pyfunction!(socket_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,12 +1,16 @@
 //! ccfair-sim: a deterministic discrete-event packet simulator whose TCP follows Linux.
 //!
 //! Layout: `spec` (the resolved run spec), `event` (queue), `link` (channels), `packet`,
-//! `tcp` (sender, receiver, RTT), `world` (the event loop and recording), `table` (results).
+//! `tcp` (sender, receiver, RTT), `world` (the event loop), `record` (typed result rows and
+//! the recorders both backends share), `schema` (every results column, defined once),
+//! `table` (column storage).
 
 pub mod event;
 pub mod host;
 pub mod link;
 pub mod packet;
+pub mod record;
+pub mod schema;
 pub mod spec;
 pub mod table;
 pub mod tcp;

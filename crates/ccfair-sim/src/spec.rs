@@ -81,7 +81,7 @@ pub struct FlowSpec {
     pub tcp: TcpOptions,
 }
 
-/// TCP substrate options. Defaults are Linux's (cca-spec 1.12, 8.1); every deviation from
+/// TCP substrate options. Defaults are Linux's (reference 1.12, 8.1); every deviation from
 /// Linux that the simulator offers is one of these switches.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]

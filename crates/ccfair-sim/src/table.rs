@@ -76,37 +76,3 @@ impl Table {
         }
     }
 }
-
-/// A growing f64 column whose rows may be missing (NaN) for entities lacking the metric.
-#[derive(Default)]
-pub struct SparseColumns {
-    names: Vec<&'static str>,
-    data: Vec<Vec<f64>>,
-    rows: usize,
-}
-
-impl SparseColumns {
-    /// Start a new row; values not set stay NaN.
-    pub fn new_row(&mut self) {
-        self.rows += 1;
-        for col in &mut self.data {
-            col.push(f64::NAN);
-        }
-    }
-
-    pub fn set(&mut self, name: &'static str, value: f64) {
-        let i = match self.names.iter().position(|n| *n == name) {
-            Some(i) => i,
-            None => {
-                self.names.push(name);
-                self.data.push(vec![f64::NAN; self.rows]);
-                self.names.len() - 1
-            }
-        };
-        *self.data[i].last_mut().expect("set before new_row") = value;
-    }
-
-    pub fn into_columns(self) -> impl Iterator<Item = (&'static str, Vec<f64>)> {
-        self.names.into_iter().zip(self.data)
-    }
-}

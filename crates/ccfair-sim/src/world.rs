@@ -1,4 +1,5 @@
-//! The simulation: channels, flows and the event loop, plus what is recorded.
+//! The simulation: channels, flows and the event loop. What is recorded, and how tables
+//! are built from it, lives in `record.rs` (shared with the kernel backend).
 //!
 //! Determinism: all state changes happen in event order (time, then insertion order); all
 //! randomness comes from streams derived from (scenario seed, entity id).
@@ -9,8 +10,9 @@ use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::host::{FlowHosts, Side};
 use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
 use crate::packet::{Kind, Packet};
+use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::RunSpec;
-use crate::table::{ColumnData, SparseColumns, Table};
+use crate::table::Table;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Conn, Sender};
 use crate::trace::{Trace, TraceEvent, TraceRow};
@@ -51,10 +53,8 @@ pub struct EngineStats {
 }
 
 pub struct RunResult {
-    /// Per-flow summary (one row per flow).
+    /// Per-flow summary (one row per flow), with every algorithm's counters as columns.
     pub flows: Table,
-    /// Per-flow counters of the algorithm, long format (flow, name, value).
-    pub flow_counters: Table,
     /// Per-flow time series.
     pub timeseries: Table,
     /// Per-channel time series.
@@ -66,72 +66,6 @@ pub struct RunResult {
     pub stats: EngineStats,
 }
 
-#[derive(Default)]
-struct FlowSeries {
-    t_ns: Vec<u64>,
-    flow: Vec<u64>,
-    cwnd: Vec<f64>,
-    ssthresh: Vec<f64>,
-    inflight: Vec<f64>,
-    srtt_us: Vec<f64>,
-    min_rtt_us: Vec<f64>,
-    rto_us: Vec<f64>,
-    pacing_rate_bps: Vec<f64>,
-    delivery_rate_bps: Vec<f64>,
-    goodput_bps: Vec<f64>,
-    retrans: Vec<u64>,
-    ca_state: Vec<&'static str>,
-    cca_state: Vec<&'static str>,
-    extra: SparseColumns,
-}
-
-#[derive(Default)]
-struct LinkSeries {
-    t_ns: Vec<u64>,
-    link: Vec<u64>,
-    direction: Vec<&'static str>,
-    queue_pkts: Vec<u64>,
-    queue_bytes: Vec<u64>,
-    drops: Vec<u64>,
-    utilisation: Vec<f64>,
-}
-
-impl FlowSeries {
-    fn with_capacity(n: usize) -> Self {
-        FlowSeries {
-            t_ns: Vec::with_capacity(n),
-            flow: Vec::with_capacity(n),
-            cwnd: Vec::with_capacity(n),
-            ssthresh: Vec::with_capacity(n),
-            inflight: Vec::with_capacity(n),
-            srtt_us: Vec::with_capacity(n),
-            min_rtt_us: Vec::with_capacity(n),
-            rto_us: Vec::with_capacity(n),
-            pacing_rate_bps: Vec::with_capacity(n),
-            delivery_rate_bps: Vec::with_capacity(n),
-            goodput_bps: Vec::with_capacity(n),
-            retrans: Vec::with_capacity(n),
-            ca_state: Vec::with_capacity(n),
-            cca_state: Vec::with_capacity(n),
-            extra: SparseColumns::default(),
-        }
-    }
-}
-
-impl LinkSeries {
-    fn with_capacity(n: usize) -> Self {
-        LinkSeries {
-            t_ns: Vec::with_capacity(n),
-            link: Vec::with_capacity(n),
-            direction: Vec::with_capacity(n),
-            queue_pkts: Vec::with_capacity(n),
-            queue_bytes: Vec::with_capacity(n),
-            drops: Vec::with_capacity(n),
-            utilisation: Vec::with_capacity(n),
-        }
-    }
-}
-
 pub struct Simulation {
     spec: RunSpec,
     now: u64,
@@ -140,8 +74,8 @@ pub struct Simulation {
     flows: Vec<Flow>,
     out: Vec<Packet>,
     stats: EngineStats,
-    fseries: FlowSeries,
-    lseries: LinkSeries,
+    fseries: FlowRecorder,
+    lseries: LinkSamples,
     last_sample_ns: u64,
     last_channel_counters: Vec<ChannelCounters>,
     measure_start_counters: Vec<ChannelCounters>,
@@ -198,9 +132,6 @@ impl Simulation {
         }
         let trace = Trace::new(spec.flows.len(), &spec.trace_flows);
         let n_ch = channels.len();
-        let n_samples = (spec.duration_ns / spec.sample_interval_ns) as usize + 1;
-        let fseries = FlowSeries::with_capacity(n_samples * flows.len());
-        let lseries = LinkSeries::with_capacity(n_samples * n_ch);
         Ok(Simulation {
             spec,
             now: 0,
@@ -209,8 +140,8 @@ impl Simulation {
             flows,
             out: Vec::with_capacity(64),
             stats: EngineStats::default(),
-            fseries,
-            lseries,
+            fseries: FlowRecorder::new(),
+            lseries: LinkSamples::default(),
             last_sample_ns: 0,
             last_channel_counters: vec![ChannelCounters::default(); n_ch],
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
@@ -485,85 +416,73 @@ impl Simulation {
     fn sample(&mut self) {
         let now = self.now;
         let dt = now - self.last_sample_ns;
-        let s = &mut self.fseries;
         for (i, f) in self.flows.iter_mut().enumerate() {
             if !f.sender.started {
                 f.bytes_at_last_sample = f.receiver.delivered_bytes;
                 continue;
             }
             let tp = &f.sender.tp;
-            s.t_ns.push(now);
-            s.flow.push(i as u64);
-            s.cwnd.push(tp.snd_cwnd as f64);
-            s.ssthresh.push(
-                if tp.snd_ssthresh >= ccfair_cc::sock::TCP_INFINITE_SSTHRESH {
+            let srtt = f.sender.srtt_us();
+            let pr = tp.pacing_rate_bytes_per_sec;
+            let bytes = f.receiver.delivered_bytes - f.bytes_at_last_sample;
+            f.bytes_at_last_sample = f.receiver.delivered_bytes;
+            let established = f.sender.conn() == Conn::Established;
+            let row = FlowSample {
+                t_ns: now,
+                t_s: now as f64 / 1e9,
+                flow: i as u64,
+                cwnd_pkts: tp.snd_cwnd as f64,
+                ssthresh_pkts: if tp.snd_ssthresh >= ccfair_cc::sock::TCP_INFINITE_SSTHRESH {
                     f64::INFINITY
                 } else {
                     tp.snd_ssthresh as f64
                 },
-            );
-            s.inflight.push(tp.packets_in_flight() as f64);
-            let srtt = f.sender.srtt_us();
-            s.srtt_us
-                .push(if srtt == 0 { f64::NAN } else { srtt as f64 });
-            s.min_rtt_us.push(if tp.min_rtt_us == u32::MAX {
-                f64::NAN
-            } else {
-                tp.min_rtt_us as f64
-            });
-            s.rto_us.push(f.sender.rto_us() as f64);
-            let pr = tp.pacing_rate_bytes_per_sec;
-            s.pacing_rate_bps.push(if pr == 0 || pr == u64::MAX {
-                f64::NAN
-            } else {
-                pr as f64 * 8.0
-            });
-            s.delivery_rate_bps.push(f.sender.delivery_rate_bps() * 8.0);
-            let bytes = f.receiver.delivered_bytes - f.bytes_at_last_sample;
-            f.bytes_at_last_sample = f.receiver.delivered_bytes;
-            s.goodput_bps.push(if dt > 0 {
-                bytes as f64 * 8e9 / dt as f64
-            } else {
-                0.0
-            });
-            s.retrans.push(f.sender.stats.retrans_pkts);
-            s.ca_state.push(tp.ca_state.as_str());
-            s.extra.new_row();
-            if f.sender.conn() == Conn::Established {
-                s.cca_state.push(f.sender.cc.state_name(tp));
-                self.metric_buf.clear();
-                f.sender.cc.sample_metrics(tp, &mut self.metric_buf);
-                for &(name, v) in &self.metric_buf {
-                    s.extra.set(name, v);
-                }
-            } else {
+                inflight_pkts: tp.packets_in_flight() as f64,
+                srtt_ms: if srtt == 0 {
+                    f64::NAN
+                } else {
+                    srtt as f64 / 1e3
+                },
+                min_rtt_ms: if tp.min_rtt_us == u32::MAX {
+                    f64::NAN
+                } else {
+                    tp.min_rtt_us as f64 / 1e3
+                },
+                rto_ms: f.sender.rto_us() as f64 / 1e3,
+                pacing_rate_mbps: if pr == 0 || pr == u64::MAX {
+                    f64::NAN
+                } else {
+                    pr as f64 * 8.0 / 1e6
+                },
+                delivery_rate_mbps: f.sender.delivery_rate_bps() * 8.0 / 1e6,
+                goodput_mbps: if dt > 0 {
+                    bytes as f64 * 8e3 / dt as f64
+                } else {
+                    0.0
+                },
+                retrans_pkts: f.sender.stats.retrans_pkts,
+                tcp_ca_state: tp.ca_state.as_str(),
                 // The algorithm starts when the handshake completes (as the kernel backend
                 // reports a socket in SYN_SENT).
-                s.cca_state.push("connecting");
+                cca_state: if established {
+                    f.sender.cc.state_name(tp)
+                } else {
+                    "connecting"
+                },
+            };
+            self.metric_buf.clear();
+            if established {
+                f.sender.cc.sample_metrics(tp, &mut self.metric_buf);
             }
+            self.fseries.push(&row, &self.metric_buf);
         }
-        let l = &mut self.lseries;
         for (ch, c) in self.channels.iter_mut().enumerate() {
             c.advance(now);
             let counters = c.counters();
             let prev = &self.last_channel_counters[ch];
-            l.t_ns.push(now);
-            l.link.push((ch / 2) as u64);
-            l.direction.push(if ch % 2 == 0 { "ab" } else { "ba" });
-            l.queue_pkts.push(c.occupancy_pkts() as u64);
-            l.queue_bytes.push(c.occupancy_bytes());
-            l.drops.push(
-                counters.drops_queue + counters.drops_random - prev.drops_queue - prev.drops_random,
-            );
-            let bits = (counters.tx_bytes - prev.tx_bytes) as f64 * 8.0;
-            l.utilisation.push(if dt > 0 {
-                bits / (c.rate_bps as f64 * dt as f64 / 1e9)
-            } else {
-                0.0
-            });
-        }
-        for (ch, c) in self.channels.iter().enumerate() {
-            self.last_channel_counters[ch] = c.counters();
+            let row = record::link_sample(now, ch, c, prev, &counters, dt);
+            self.lseries.push(&row);
+            self.last_channel_counters[ch] = counters;
         }
         self.last_sample_ns = now;
     }
@@ -602,7 +521,6 @@ impl Simulation {
         let final_counters = self.channel_counters();
         self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
         let cons = self.conservation();
-        let cons_ref = &cons;
         for (i, (d, a)) in cons.iter().enumerate() {
             debug_assert_eq!(
                 d[0],
@@ -617,161 +535,85 @@ impl Simulation {
         }
         let window_ns = (self.spec.measure_end_ns - self.spec.measure_start_ns) as f64;
         let end_counters = self.measure_end_counters.clone().unwrap_or(final_counters);
-
-        // Per-flow summary.
-        let mut flows = Table::default();
-        let n = self.flows.len();
-        let mut col_u = |name: &str, f: &dyn Fn(usize, &Flow) -> u64| {
-            flows.push(
-                name,
-                ColumnData::U64(
-                    self.flows
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| f(i, x))
-                        .collect(),
-                ),
-            )
-        };
-        col_u("flow", &|i, _| i as u64);
-        col_u("bytes_delivered", &|_, f| f.receiver.delivered_bytes);
-        col_u("bytes_in_window", &|_, f| {
-            f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes) - f.bytes_at_measure_start
-        });
-        col_u("data_pkts_sent", &|_, f| f.sender.stats.data_pkts_sent);
-        col_u("retrans_pkts", &|_, f| f.sender.stats.retrans_pkts);
-        col_u("rto_count", &|_, f| f.sender.stats.rto_count);
-        col_u("tlp_count", &|_, f| f.sender.stats.tlp_count);
-        col_u("recoveries", &|_, f| f.sender.stats.recoveries);
-        col_u("undo_count", &|_, f| f.sender.stats.undo_count);
-        col_u("data_pkts_dropped", &|_, f| f.data_dropped);
-        col_u("data_pkts_received", &|_, f| f.receiver.data_pkts_received);
-        col_u("data_pkts_in_network", &|i, _| cons_ref[i].0[3]);
-        col_u("acks_sent", &|_, f| f.receiver.acks_sent);
-        col_u("acks_dropped", &|_, f| f.acks_dropped);
-        let goodput: Vec<f64> = self
+        let mut rows: Vec<FlowSummary> = self
+            .flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| flow_summary(i, f, cons[i].0[3], window_ns))
+            .collect();
+        record::fill_flow_delays(&self.spec, &self.fseries.samples, &mut rows);
+        let counters: Vec<Vec<(&'static str, f64)>> = self
             .flows
             .iter()
             .map(|f| {
-                let b = f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes)
-                    - f.bytes_at_measure_start;
-                b as f64 * 8e9 / window_ns
+                let mut buf = Vec::new();
+                f.sender.cc.summary_counters(&f.sender.tp, &mut buf);
+                buf
             })
             .collect();
-        flows.push("goodput_bps", ColumnData::F64(goodput));
-        flows.push(
-            "rtt_mean_us",
-            ColumnData::F64(
-                self.flows
-                    .iter()
-                    .map(|f| {
-                        let s = &f.sender.stats;
-                        if s.rtt_samples == 0 {
-                            f64::NAN
-                        } else {
-                            s.rtt_sum_us as f64 / s.rtt_samples as f64
-                        }
-                    })
-                    .collect(),
-            ),
-        );
-        flows.push(
-            "rtt_min_us",
-            ColumnData::F64(
-                self.flows
-                    .iter()
-                    .map(|f| match f.sender.stats.rtt_min_us {
-                        u64::MAX => f64::NAN,
-                        v => v as f64,
-                    })
-                    .collect(),
-            ),
-        );
-        flows.push(
-            "completion_time_s",
-            ColumnData::F64(
-                self.flows
-                    .iter()
-                    .map(|f| match f.sender.completed_ns {
-                        Some(t) => (t - f.start_ns) as f64 / 1e9,
-                        None => f64::NAN,
-                    })
-                    .collect(),
-            ),
-        );
-        let conn: Vec<ConnectionTimes> = self.flows.iter().map(|f| f.conn).collect();
-        push_connection_columns(&mut flows, &conn);
-        debug_assert_eq!(flows.n_rows(), n);
-
-        // Algorithm counters, long format.
-        let mut fc_flow = Vec::new();
-        let mut fc_name = Vec::new();
-        let mut fc_value = Vec::new();
-        let mut buf = Vec::new();
-        for (i, f) in self.flows.iter().enumerate() {
-            buf.clear();
-            f.sender.cc.summary_counters(&f.sender.tp, &mut buf);
-            for &(name, v) in &buf {
-                fc_flow.push(i as u64);
-                fc_name.push(name);
-                fc_value.push(v);
-            }
-        }
-        let mut flow_counters = Table::default();
-        flow_counters.push("flow", ColumnData::U64(fc_flow));
-        flow_counters.push("name", ColumnData::Str(fc_name));
-        flow_counters.push("value", ColumnData::F64(fc_value));
-
-        // Per-flow time series.
-        let s = self.fseries;
-        let mut ts = Table::default();
-        ts.push("t_ns", ColumnData::U64(s.t_ns));
-        ts.push("flow", ColumnData::U64(s.flow));
-        ts.push("cwnd_pkts", ColumnData::F64(s.cwnd));
-        ts.push("ssthresh_pkts", ColumnData::F64(s.ssthresh));
-        ts.push("inflight_pkts", ColumnData::F64(s.inflight));
-        ts.push("srtt_us", ColumnData::F64(s.srtt_us));
-        ts.push("min_rtt_us", ColumnData::F64(s.min_rtt_us));
-        ts.push("rto_us", ColumnData::F64(s.rto_us));
-        ts.push("pacing_rate_bps", ColumnData::F64(s.pacing_rate_bps));
-        ts.push("delivery_rate_bps", ColumnData::F64(s.delivery_rate_bps));
-        ts.push("goodput_bps", ColumnData::F64(s.goodput_bps));
-        ts.push("retrans_pkts", ColumnData::U64(s.retrans));
-        ts.push("ca_state", ColumnData::Str(s.ca_state));
-        ts.push("cca_state", ColumnData::Str(s.cca_state));
-        for (name, col) in s.extra.into_columns() {
-            ts.push(name, ColumnData::F64(col));
-        }
-
-        // Per-channel time series.
-        let l = self.lseries;
-        let mut links = Table::default();
-        links.push("t_ns", ColumnData::U64(l.t_ns));
-        links.push("link", ColumnData::U64(l.link));
-        links.push("direction", ColumnData::Str(l.direction));
-        links.push("queue_pkts", ColumnData::U64(l.queue_pkts));
-        links.push("queue_bytes", ColumnData::U64(l.queue_bytes));
-        links.push("drops", ColumnData::U64(l.drops));
-        links.push("utilisation", ColumnData::F64(l.utilisation));
-
-        // Per-channel summary over the measurement window.
-        let rates: Vec<u64> = self.channels.iter().map(|c| c.rate_bps).collect();
-        let ls = link_summary_table(
-            &rates,
+        let link_rows = record::link_summaries(
+            &self.spec,
             &self.measure_start_counters,
             &end_counters,
-            window_ns,
+            &self.lseries,
         );
-
         RunResult {
-            flows,
-            flow_counters,
-            timeseries: ts,
-            links,
-            link_summary: ls,
+            flows: record::flows_table(&rows, None, &counters),
+            timeseries: self.fseries.into_table(),
+            links: self.lseries.into_table(),
+            link_summary: record::link_summary_table(&link_rows),
             trace: self.trace.map(Trace::into_table),
             stats: self.stats,
         }
+    }
+}
+
+/// A flow's summary row (delay percentiles are filled from the samples afterwards).
+fn flow_summary(i: usize, f: &Flow, in_network: u64, window_ns: f64) -> FlowSummary {
+    let s = &f.sender.stats;
+    let window_bytes =
+        f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes) - f.bytes_at_measure_start;
+    let c = connection_columns(&f.conn);
+    FlowSummary {
+        flow: i as u64,
+        delivered_bytes: f.receiver.delivered_bytes,
+        window_delivered_bytes: window_bytes,
+        goodput_mbps: window_bytes as f64 * 8e3 / window_ns,
+        data_sent_pkts: s.data_pkts_sent,
+        data_received_pkts: f.receiver.data_pkts_received,
+        data_dropped_pkts: f.data_dropped,
+        data_in_network_pkts: in_network,
+        retrans_pkts: s.retrans_pkts,
+        rto_count: s.rto_count,
+        tlp_count: s.tlp_count,
+        recovery_count: s.recoveries,
+        undo_count: s.undo_count,
+        ack_sent_pkts: f.receiver.acks_sent,
+        ack_dropped_pkts: f.acks_dropped,
+        rtt_mean_ms: if s.rtt_samples == 0 {
+            f64::NAN
+        } else {
+            s.rtt_sum_us as f64 / s.rtt_samples as f64 / 1e3
+        },
+        rtt_min_ms: match s.rtt_min_us {
+            u64::MAX => f64::NAN,
+            v => v as f64 / 1e3,
+        },
+        rtt_p50_ms: f64::NAN,
+        rtt_p95_ms: f64::NAN,
+        rtt_p99_ms: f64::NAN,
+        qdelay_mean_ms: f64::NAN,
+        qdelay_p50_ms: f64::NAN,
+        qdelay_p95_ms: f64::NAN,
+        qdelay_p99_ms: f64::NAN,
+        completion_time_s: match f.sender.completed_ns {
+            Some(t) => (t - f.start_ns) as f64 / 1e9,
+            None => f64::NAN,
+        },
+        syn_sent_s: c.syn_sent_s,
+        first_data_sent_s: c.first_data_sent_s,
+        handshake_rtt_ms: c.handshake_rtt_ms,
+        syn_retrans_pkts: c.syn_retrans_pkts,
     }
 }
 
@@ -803,40 +645,29 @@ pub struct ConnectionTimes {
     pub syns_sent: u64,
 }
 
-/// The flows table's connection columns: `syn_sent_s` and `first_data_sent_s` (s after
-/// t = 0; NaN if it never happened), `handshake_us` (first SYN sent to SYN-ACK received: the
-/// handshake RTT Linux samples first, when no SYN was lost) and `syn_retransmits`.
-pub fn push_connection_columns(flows: &mut Table, times: &[ConnectionTimes]) {
+/// The flows table's connection columns of one flow: `syn_sent_s` and `first_data_sent_s`
+/// (s after t = 0; NaN if it never happened), `handshake_rtt_ms` (first SYN sent to SYN-ACK
+/// received: the handshake RTT Linux samples first, when no SYN was lost) and
+/// `syn_retrans_pkts`. Both backends fill their summaries from these.
+pub fn connection_columns(c: &ConnectionTimes) -> ConnectionColumns {
     let secs = |t: Option<u64>| t.map_or(f64::NAN, |t| t as f64 / 1e9);
-    flows.push(
-        "syn_sent_s",
-        ColumnData::F64(times.iter().map(|c| secs(c.syn_sent_ns)).collect()),
-    );
-    flows.push(
-        "first_data_sent_s",
-        ColumnData::F64(times.iter().map(|c| secs(c.first_data_sent_ns)).collect()),
-    );
-    flows.push(
-        "handshake_us",
-        ColumnData::F64(
-            times
-                .iter()
-                .map(|c| match (c.syn_sent_ns, c.synack_delivered_ns) {
-                    (Some(s), Some(a)) if a >= s => (a - s) as f64 / 1e3,
-                    _ => f64::NAN,
-                })
-                .collect(),
-        ),
-    );
-    flows.push(
-        "syn_retransmits",
-        ColumnData::U64(
-            times
-                .iter()
-                .map(|c| c.syns_sent.saturating_sub(1))
-                .collect(),
-        ),
-    );
+    ConnectionColumns {
+        syn_sent_s: secs(c.syn_sent_ns),
+        first_data_sent_s: secs(c.first_data_sent_ns),
+        handshake_rtt_ms: match (c.syn_sent_ns, c.synack_delivered_ns) {
+            (Some(s), Some(a)) if a >= s => (a - s) as f64 / 1e6,
+            _ => f64::NAN,
+        },
+        syn_retrans_pkts: c.syns_sent.saturating_sub(1),
+    }
+}
+
+/// See [`connection_columns`].
+pub struct ConnectionColumns {
+    pub syn_sent_s: f64,
+    pub first_data_sent_s: f64,
+    pub handshake_rtt_ms: f64,
+    pub syn_retrans_pkts: u64,
 }
 
 /// The channels of a spec (channel `2i` = link `i` a->b, `2i + 1` = b->a), each with its
@@ -857,65 +688,6 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
         }
     }
     channels
-}
-
-/// The per-link-direction summary table over a measurement window of `window_ns`, from the
-/// channel counters at its start and end. Shared by both backends so that they report the
-/// same columns computed the same way.
-pub fn link_summary_table(
-    rates_bps: &[u64],
-    start: &[ChannelCounters],
-    end: &[ChannelCounters],
-    window_ns: f64,
-) -> Table {
-    let n = rates_bps.len();
-    let diff = |f: &dyn Fn(&ChannelCounters) -> u64| -> Vec<u64> {
-        (0..n).map(|i| f(&end[i]) - f(&start[i])).collect()
-    };
-    let tx_bytes = diff(&|c| c.tx_bytes);
-    let tx_pkts = diff(&|c| c.tx_pkts);
-    let sojourn = diff(&|c| c.sojourn_ns_sum);
-    let mut ls = Table::default();
-    ls.push(
-        "link",
-        ColumnData::U64((0..n).map(|c| (c / 2) as u64).collect()),
-    );
-    ls.push(
-        "direction",
-        ColumnData::Str(
-            (0..n)
-                .map(|c| if c % 2 == 0 { "ab" } else { "ba" })
-                .collect(),
-        ),
-    );
-    ls.push(
-        "utilisation",
-        ColumnData::F64(
-            (0..n)
-                .map(|i| tx_bytes[i] as f64 * 8.0 / (rates_bps[i] as f64 * window_ns / 1e9))
-                .collect(),
-        ),
-    );
-    ls.push(
-        "mean_sojourn_us",
-        ColumnData::F64(
-            (0..n)
-                .map(|i| {
-                    if tx_pkts[i] == 0 {
-                        f64::NAN
-                    } else {
-                        sojourn[i] as f64 / tx_pkts[i] as f64 / 1e3
-                    }
-                })
-                .collect(),
-        ),
-    );
-    ls.push("arrivals", ColumnData::U64(diff(&|c| c.arrivals)));
-    ls.push("drops_queue", ColumnData::U64(diff(&|c| c.drops_queue)));
-    ls.push("drops_random", ColumnData::U64(diff(&|c| c.drops_random)));
-    ls.push("tx_pkts", ColumnData::U64(tx_pkts));
-    ls.push("tx_bytes", ColumnData::U64(tx_bytes));
-    ls
 }
 
 /// Parse a resolved spec from JSON and run it.

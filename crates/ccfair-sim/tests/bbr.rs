@@ -31,13 +31,9 @@ fn run(ccas: &[(&str, Value)], alpha: f64, secs: u64) -> RunResult {
 }
 
 fn counter(r: &RunResult, flow: u64, name: &str) -> f64 {
-    let f = r.flow_counters.u64("flow").unwrap();
-    let n = strs(&r.flow_counters, "name");
-    let v = r.flow_counters.f64("value").unwrap();
-    (0..v.len())
-        .find(|&i| f[i] == flow && n[i] == name)
-        .map(|i| v[i])
-        .unwrap_or_else(|| panic!("no counter {name} for flow {flow}"))
+    r.flows
+        .f64(name)
+        .unwrap_or_else(|| panic!("no counter {name}"))[flow as usize]
 }
 
 /// PROBE_RTT episodes of a flow in the 10 ms time series: (start s, duration s), and
@@ -79,8 +75,8 @@ fn single_bbr_flow_fills_the_pipe_at_1_and_2_bdp() {
         assert!(g >= 0.95 * ceiling(), "{alpha} BDP: {g}");
         assert!(g <= 0.99 * ceiling(), "{alpha} BDP: {g}");
         // The model found the bottleneck: btl_bw within 1% of the payload rate.
-        let bw = r.timeseries.f64("bbr_btl_bw_bps").unwrap();
-        let last = *bw.last().unwrap();
+        let bw = r.timeseries.f64("bbr_btl_bw_mbps").unwrap();
+        let last = *bw.last().unwrap() * 1e6;
         assert!((last / ceiling() - 1.0).abs() < 0.01, "btl_bw {last}");
         // The handshake ("connecting"), STARTUP, DRAIN, then PROBE_BW for good (no
         // loss-based exit).
@@ -107,7 +103,7 @@ fn single_bbr_flow_fills_the_pipe_at_1_and_2_bdp() {
 #[test]
 fn single_flow_probes_rtt_every_10s_and_not_with_the_pre_2020_rule() {
     let r = run(&[("bbr", json!({}))], 1.0, 45);
-    let entries = counter(&r, 0, "bbr_probe_rtt_entries");
+    let entries = counter(&r, 0, "bbr_probe_rtt_entry_count");
     let eps = probe_rtt_episodes(&r, 0);
     eprintln!("lone flow, 45 s: {entries} PROBE_RTT entries, episodes {eps:?}");
     assert_eq!(entries, 4.0, "entries near 10, 20, 30, 40 s");
@@ -130,7 +126,7 @@ fn single_flow_probes_rtt_every_10s_and_not_with_the_pre_2020_rule() {
     spec.flows[0].tcp.app_latency = Latency::None;
     spec.flows[0].tcp.host_latency = Latency::None;
     let old = Simulation::new(spec).unwrap().run();
-    assert_eq!(counter(&old, 0, "bbr_probe_rtt_entries"), 1.0);
+    assert_eq!(counter(&old, 0, "bbr_probe_rtt_entry_count"), 1.0);
 }
 
 #[test]
@@ -140,7 +136,10 @@ fn probe_rtt_every_10s_for_200ms_and_a_round_at_4_packets() {
     for flow in 0..2 {
         let eps = probe_rtt_episodes(&r, flow);
         eprintln!("flow {flow} PROBE_RTT (start s, duration s): {eps:?}");
-        assert_eq!(eps.len() as f64, counter(&r, flow, "bbr_probe_rtt_entries"));
+        assert_eq!(
+            eps.len() as f64,
+            counter(&r, flow, "bbr_probe_rtt_entry_count")
+        );
         assert!(eps.len() >= 3, "{eps:?}");
         // 10 s after the last refresh (the previous PROBE_RTT's exit), plus the drain.
         for w in eps.windows(2) {
@@ -175,17 +174,17 @@ fn forced_expire_variant_shows_its_extra_probe_rtts_in_the_counters() {
     let stock = run(&[("bbr", json!({}))], 2.0, 30);
     let p = json!({"rtprop_trigger": "rtt_ratio", "rtprop_action": "expire", "rate_th": 2.4});
     let forced = run(&[("bbr", p)], 2.0, 30);
-    let entries = counter(&forced, 0, "bbr_probe_rtt_entries");
-    let by_force = counter(&forced, 0, "bbr_forced_probe_rtt_entries");
+    let entries = counter(&forced, 0, "bbr_probe_rtt_entry_count");
+    let by_force = counter(&forced, 0, "bbr_forced_probe_rtt_entry_count");
     eprintln!(
         "forced expire: {entries} PROBE_RTT entries ({by_force} forced), stock {}",
-        counter(&stock, 0, "bbr_probe_rtt_entries")
+        counter(&stock, 0, "bbr_probe_rtt_entry_count")
     );
     assert!(by_force >= 1.0);
-    assert!(counter(&forced, 0, "bbr_forced_expiries") >= by_force);
-    assert!(entries >= counter(&stock, 0, "bbr_probe_rtt_entries") + by_force);
+    assert!(counter(&forced, 0, "bbr_forced_expiry_count") >= by_force);
+    assert!(entries >= counter(&stock, 0, "bbr_probe_rtt_entry_count") + by_force);
     assert_eq!(probe_rtt_episodes(&forced, 0).len() as f64, entries);
-    assert_eq!(counter(&stock, 0, "bbr_forced_expiries"), 0.0);
+    assert_eq!(counter(&stock, 0, "bbr_forced_expiry_count"), 0.0);
 }
 
 #[test]
@@ -193,7 +192,7 @@ fn forced_expire_fires_against_cubic_in_a_deep_buffer() {
     // CUBIC fills 4 BDP of buffer: BBR's RTT samples exceed 2.4 x its RTprop.
     let p = json!({"rtprop_trigger": "rtt_ratio", "rtprop_action": "expire", "rate_th": 2.4});
     let r = run(&[("bbr", p), ("cubic", json!({}))], 4.0, 30);
-    let forced = counter(&r, 0, "bbr_forced_expiries");
+    let forced = counter(&r, 0, "bbr_forced_expiry_count");
     eprintln!(
         "bbr(forced) vs cubic at 4 BDP: goodput {:?}, forced expiries {forced}",
         goodput(&r.flows)

@@ -126,10 +126,10 @@ fn packets_are_conserved_and_queues_stay_within_buffers() {
     let buffers: Vec<u32> = s.links.iter().map(|l| l.buffer_pkts).collect();
     let r = Simulation::new(s).unwrap().run();
     let f = &r.flows;
-    let sent = f.u64("data_pkts_sent").unwrap();
-    let recv = f.u64("data_pkts_received").unwrap();
-    let drop = f.u64("data_pkts_dropped").unwrap();
-    let net = f.u64("data_pkts_in_network").unwrap();
+    let sent = f.u64("data_sent_pkts").unwrap();
+    let recv = f.u64("data_received_pkts").unwrap();
+    let drop = f.u64("data_dropped_pkts").unwrap();
+    let net = f.u64("data_in_network_pkts").unwrap();
     for i in 0..sent.len() {
         assert_eq!(sent[i], recv[i] + drop[i] + net[i], "flow {i}");
         assert!(
@@ -195,13 +195,13 @@ fn cubic_recovers_to_seventy_percent_after_loss() {
     let spec = dumbbell(&[("cubic", json!({}))], rate, 10 * MS, 40, 30 * S);
     let r = Simulation::new(spec).unwrap().run();
     let ts = &r.timeseries;
-    let state = match ts.column("ca_state").unwrap() {
+    let state = match ts.column("tcp_ca_state").unwrap() {
         ccfair_sim::table::ColumnData::Str(v) => v.clone(),
         _ => unreachable!(),
     };
     let cwnd = ts.f64("cwnd_pkts").unwrap();
     let ssthresh = ts.f64("ssthresh_pkts").unwrap();
-    assert!(r.flows.u64("recoveries").unwrap()[0] >= 3);
+    assert!(r.flows.u64("recovery_count").unwrap()[0] >= 3);
     // Whenever the flow is back in Open after a recovery, ssthresh ~ 0.7 of a previous cwnd
     // and cwnd starts from ssthresh.
     let mut checked = 0;
@@ -268,13 +268,13 @@ fn data_follows_the_handshake_and_its_rtt_is_the_first_sample() {
     // each way: 2 x (480 + 9600 + 480) ns.
     let hs_ns = 40 * MS + 2 * (480 + 9_600 + 480);
     assert_eq!(col(&r, "syn_sent_s"), 0.0);
-    assert_eq!(col(&r, "handshake_us"), hs_ns as f64 / 1e3);
+    assert_eq!(col(&r, "handshake_rtt_ms"), hs_ns as f64 / 1e6);
     assert_eq!(col(&r, "first_data_sent_s"), hs_ns as f64 / 1e9);
-    assert_eq!(r.flows.u64("syn_retransmits").unwrap()[0], 0);
-    assert_eq!(col(&r, "rtt_min_us"), (hs_ns / 1_000) as f64);
+    assert_eq!(r.flows.u64("syn_retrans_pkts").unwrap()[0], 0);
+    assert_eq!(col(&r, "rtt_min_ms"), (hs_ns / 1_000) as f64 / 1e3);
     // BBR's first RTprop is the handshake RTT (bbr_init reads tcp_min_rtt).
-    let rtprop = r.timeseries.f64("bbr_rtprop_us").unwrap();
-    assert_eq!(rtprop[5], (hs_ns / 1_000) as f64);
+    let rtprop = r.timeseries.f64("bbr_rtprop_ms").unwrap();
+    assert_eq!(rtprop[5], (hs_ns / 1_000) as f64 / 1e3);
 
     // With the measured host latency the SYN leaves 73-248 us after the start and the first
     // data 91-333 us after the SYN-ACK arrives (host.rs tables), different per seed.
@@ -284,7 +284,7 @@ fn data_follows_the_handshake_and_its_rtt_is_the_first_sample() {
         s.seed = seed;
         let r = Simulation::new(s).unwrap().run();
         let syn = col(&r, "syn_sent_s");
-        let synack = syn + col(&r, "handshake_us") / 1e6;
+        let synack = syn + col(&r, "handshake_rtt_ms") / 1e3;
         let write = col(&r, "first_data_sent_s") - synack;
         assert!((73e-6..248e-6).contains(&syn), "seed {seed}: SYN at {syn}");
         assert!(

@@ -1,13 +1,13 @@
 //! BBRv1 as Linux `net/ipv4/tcp_bbr.c` (v5.x) runs it, function by function, in Linux's
 //! units: bandwidth in packets/µs << 24 (`BW_SCALE`), gains in 1/256 (`BBR_SCALE`), min_rtt
-//! in µs, the min-RTT and PROBE_RTT stamps in jiffies. cca-spec section 4 is the checklist.
+//! in µs, the min-RTT and PROBE_RTT stamps in jiffies. docs/reference.md section 4 is the checklist.
 //!
 //! Written from the kernel source's behaviour, not copied from it. Each function names the
 //! `tcp_bbr.c` function it follows. Deviations from Linux are options in [`BbrParams`]; the
 //! only structural one is that counters which Linux keeps in u32 or narrower bit fields
 //! (`rtt_cnt`, `delivered`, `extra_acked`) are u64/u32 here and never wrap.
 //!
-//! On top of stock BBRv1 sit the two RTprop modifications of cca-spec 6.3 (forced expire
+//! On top of stock BBRv1 sit the two RTprop modifications of reference 6.3 (forced expire
 //! and RTprop update), both off by default; see [`Bbr::rtprop_modification`].
 
 pub mod params;
@@ -514,7 +514,7 @@ impl Bbr {
             tp.snd_cwnd = tp.snd_cwnd.min(CWND_MIN_TARGET);
         }
 
-        // cca-spec 8.2: cwnd >= 4 except with nothing acked (e.g. right after an RTO cut
+        // reference 8.2: cwnd >= 4 except with nothing acked (e.g. right after an RTO cut
         // cwnd to 1), in packet conservation, or under a smaller clamp; <= 4 in PROBE_RTT.
         debug_assert!(
             acked == 0
@@ -822,7 +822,7 @@ impl Bbr {
         self.reset_mode(tp);
     }
 
-    /// The RTprop modification (cca-spec 6.3 a and a2), evaluated in `bbr_update_min_rtt`
+    /// The RTprop modification (reference 6.3 a and a2), evaluated in `bbr_update_min_rtt`
     /// before the expiry test.
     ///
     /// Trigger: `rs.rtt_us > rate_th x min_rtt_us` (strictly), or with `rtt_ratio_or_loss`
@@ -1105,7 +1105,7 @@ impl CongestionControl for Bbr {
             ("bbr_pacing_gain", self.pacing_gain as f64 / BBR_UNIT as f64),
             ("bbr_cwnd_gain", self.cwnd_gain as f64 / BBR_UNIT as f64),
             ("bbr_cycle_idx", self.cycle_idx as f64),
-            ("bbr_round_cnt", self.rtt_cnt as f64),
+            ("bbr_round_count", self.rtt_cnt as f64),
             ("bbr_full_bw_reached", flag(self.full_bw_reached)),
             ("bbr_lt_sampling", flag(self.lt_is_sampling)),
             ("bbr_lt_use_bw", flag(self.lt_use_bw)),
@@ -1122,15 +1122,15 @@ impl CongestionControl for Bbr {
     fn summary_counters(&self, _tp: &TcpSock, out: &mut Vec<(&'static str, f64)>) {
         let c = &self.counters;
         out.extend_from_slice(&[
-            ("bbr_probe_rtt_entries", c.probe_rtt_entries as f64),
-            ("bbr_forced_expiries", c.forced_expiries as f64),
+            ("bbr_probe_rtt_entry_count", c.probe_rtt_entries as f64),
+            ("bbr_forced_expiry_count", c.forced_expiries as f64),
             (
-                "bbr_forced_probe_rtt_entries",
+                "bbr_forced_probe_rtt_entry_count",
                 c.forced_probe_rtt_entries as f64,
             ),
-            ("bbr_rtprop_updates", c.rtprop_updates as f64),
-            ("bbr_lt_bw_engagements", c.lt_bw_engagements as f64),
-            ("bbr_rounds", self.rtt_cnt as f64),
+            ("bbr_rtprop_update_count", c.rtprop_updates as f64),
+            ("bbr_lt_bw_engagement_count", c.lt_bw_engagements as f64),
+            ("bbr_round_count", self.rtt_cnt as f64),
         ]);
     }
 }

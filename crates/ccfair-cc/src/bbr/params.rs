@@ -1,11 +1,11 @@
-//! BBR's parameter table: the Linux constants ccfair exposes (cca-spec 8.1) and the two
-//! RTprop modifications of cca-spec 6.3 (forced expire, RTprop update).
+//! BBR's parameter table: the Linux constants ccfair exposes (reference 8.1) and the two
+//! RTprop modifications of reference 6.3 (forced expire, RTprop update).
 //!
 //! Every default is Linux `tcp_bbr.c` (v5.x) with both modifications off.
 
 use serde::{Deserialize, Serialize};
 
-/// Which kernel generation's BBRv1 to run (cca-spec 4.11, 9.4).
+/// Which kernel generation's BBRv1 to run (reference 4.11, 9.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Profile {
     /// All features of the v5.x `tcp_bbr.c`: ACK-aggregation cwnd (`extra_acked`) and the
@@ -19,7 +19,7 @@ pub enum Profile {
     Linux49,
 }
 
-/// How `bbr_tso_segs_goal` is computed (cca-spec 4.9).
+/// How `bbr_tso_segs_goal` is computed (reference 4.9).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TsoModel {
@@ -31,7 +31,7 @@ pub enum TsoModel {
     None,
 }
 
-/// When the RTprop modification fires (cca-spec 6.3 a, a2).
+/// When the RTprop modification fires (reference 6.3 a, a2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RtpropTrigger {

@@ -1,6 +1,6 @@
 //! Sans-IO tests of BBRv1: the module is driven through the `CongestionControl` trait with
 //! hand-built `TcpSock` states and `RateSample` sequences. Expected values are derived from
-//! `tcp_bbr.c` by hand (cca-spec 4 and 8.3), not read back from the implementation.
+//! `tcp_bbr.c` by hand (reference 4 and 8.3), not read back from the implementation.
 
 use super::*;
 use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};
@@ -1329,10 +1329,10 @@ fn metrics_and_counters_have_stable_names() {
     let mut c = Vec::new();
     h.bbr.summary_counters(&h.tp, &mut c);
     for k in [
-        "bbr_probe_rtt_entries",
-        "bbr_forced_expiries",
-        "bbr_rtprop_updates",
-        "bbr_lt_bw_engagements",
+        "bbr_probe_rtt_entry_count",
+        "bbr_forced_expiry_count",
+        "bbr_rtprop_update_count",
+        "bbr_lt_bw_engagement_count",
     ] {
         assert!(c.iter().any(|(n, _)| *n == k), "{k}");
     }
@@ -1392,7 +1392,7 @@ fn registry_builds_bbr_and_records_resolved_params() {
 // ------------------------------------------------------------------------- invariants
 
 /// Random ACK streams (losses, Recovery/Loss episodes, RTT noise, idle restarts, EDT in
-/// the future) with the debug assertions of cca-spec 8.2 armed; checks the externally
+/// the future) with the debug assertions of reference 8.2 armed; checks the externally
 /// visible ones here too.
 #[test]
 fn invariants_hold_on_random_ack_streams() {

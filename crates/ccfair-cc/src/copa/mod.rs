@@ -1,7 +1,7 @@
 //! Copa (Arun & Balakrishnan, "Copa: Practical Delay-Based Congestion Control for the
 //! Internet", NSDI 2018), on the Linux-like substrate through `cong_control`.
 //!
-//! Summary of the paper's algorithm (cca-spec 5.1, 5.2), as implemented here:
+//! Summary of the paper's algorithm (reference 5.1, 5.2), as implemented here:
 //!
 //! * Signals (section 2.1). `RTTmin` = min RTT over 10 s; `RTTstanding` = min RTT over the
 //!   last srtt/2; queueing delay `dq = RTTstanding - RTTmin`.
@@ -30,7 +30,7 @@
 //!   `RTTWindow::is_copa` uses one window for both). A queue that never rose (max = 0)
 //!   counts as empty.
 //! * `snd_cwnd` is Copa's fractional cwnd rounded to the nearest packet (floor 2).
-//! * RTO: cwnd = init_cwnd and slow start again (cca-spec 5.4 recommended default, as
+//! * RTO: cwnd = init_cwnd and slow start again (reference 5.4 recommended default, as
 //!   ccp_copa `handle_timeout`); in competitive mode an RTO also counts as a loss for delta.
 //! * Before the first RTT sample the flow is not paced (Linux initialises
 //!   `sk_pacing_rate` to ~0, i.e. unlimited).
@@ -590,7 +590,7 @@ impl CongestionControl for Copa {
         self.loss_in_round = true;
         self.on_loss_delta(now_us, srtt);
         if self.p.rto_restart {
-            // cca-spec 5.4: cwnd = init_cwnd, slow start again (ccp_copa handle_timeout).
+            // reference 5.4: cwnd = init_cwnd, slow start again (ccp_copa handle_timeout).
             self.cwnd = (tp.init_cwnd as f64).max(MIN_CWND);
             self.slow_start = true;
             self.reset_velocity(now_us);
@@ -633,6 +633,6 @@ impl CongestionControl for Copa {
         let (d, c) = self.time_in_modes_s(tp.now_ns);
         out.push(("copa_time_default_s", d));
         out.push(("copa_time_competitive_s", c));
-        out.push(("copa_mode_switches", self.mode_switches as f64));
+        out.push(("copa_mode_switch_count", self.mode_switches as f64));
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! `variant` picks which reference the other options default to: `paper` (Arun &
 //! Balakrishnan, NSDI 2018) or `genericcc` (the authors' code, venkatarun95/genericCC
-//! `markoviancc.cc` / `rtt-window.cc` @18299d6, the code behind the paper's plots; cca-spec
+//! `markoviancc.cc` / `rtt-window.cc` @18299d6, the code behind the paper's plots; docs/reference.md
 //! 5.5). Every way in which genericCC differs from the paper is its own option below, so a
 //! run can take the paper and switch on one reference-code behaviour at a time. Options left
 //! out take the variant's value; the normalised table (what results record) has them all.
@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CopaVariant {
-    /// The NSDI 2018 paper (cca-spec 5.1, 5.2).
+    /// The NSDI 2018 paper (reference 5.1, 5.2).
     #[default]
     Paper,
-    /// The authors' genericCC code (cca-spec 5.3, 5.4, 5.5).
+    /// The authors' genericCC code (reference 5.3, 5.4, 5.5).
     Genericcc,
 }
 
@@ -115,7 +115,7 @@ pub struct CopaParams {
     /// genericcc false.
     pub delta_ai_needs_lossless_rtt: Option<bool>,
     /// On an RTO (`set_state(Loss)`): `true` sets cwnd = init_cwnd and restarts slow start
-    /// (cca-spec 5.4 recommended default, as ccp_copa `handle_timeout`); `false` keeps
+    /// (reference 5.4 recommended default, as ccp_copa `handle_timeout`); `false` keeps
     /// Copa's cwnd (genericCC `onTimeout` is a no-op). Default: paper true, genericcc false.
     pub rto_restart: Option<bool>,
 }

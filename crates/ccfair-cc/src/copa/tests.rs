@@ -1,6 +1,6 @@
 //! Sans-IO tests of Copa: hand-built ACK sequences for each rule, then a tiny packet-level
 //! bottleneck model (drop-tail FIFO, fixed propagation delay) for the closed-form
-//! equilibrium of cca-spec 8.3 item 10 and the behaviours of the item 5.
+//! equilibrium of reference 8.3 item 10 and the behaviours of the item 5.
 
 use super::*;
 use crate::reno::{Reno, RenoParams};
@@ -563,7 +563,7 @@ fn metrics_and_mode_time_accounting() {
     h.cc.summary_counters(&h.tp, &mut s);
     assert_eq!(s[0].0, "copa_time_default_s");
     assert_eq!(s[1].0, "copa_time_competitive_s");
-    assert_eq!(s[2], ("copa_mode_switches", 1.0));
+    assert_eq!(s[2], ("copa_mode_switch_count", 1.0));
     // Default from 0 to the switch (between 250 and 650 ms), competitive after it.
     assert!(approx(s[0].1 + s[1].1, 1.0, 1e-9), "{s:?}");
     assert!(s[0].1 > 0.25 && s[0].1 < 0.65, "{s:?}");
@@ -775,7 +775,7 @@ impl Net {
         match &mut f.algo {
             Algo::Copa(c) => {
                 c.cong_control(&mut f.tp, &rs);
-                // Invariants of cca-spec 8.2, on every ACK.
+                // Invariants of reference 8.2, on every ACK.
                 assert!(c.delta() <= 0.5 + 1e-12, "delta {}", c.delta());
                 assert!(c.cwnd() >= 2.0 && f.tp.snd_cwnd >= 2);
             }
@@ -885,7 +885,7 @@ fn copa_algo(p: serde_json::Value) -> Algo {
 
 #[test]
 fn n_copa_flows_hold_about_n_over_delta_packets_of_standing_queue() {
-    // cca-spec 8.3 item 10: with delta = 0.5 the equilibrium standing queue is n/delta = 2n
+    // reference 8.3 item 10: with delta = 0.5 the equilibrium standing queue is n/delta = 2n
     // packets whatever the rate and RTT. The law is about default mode (delta fixed), so
     // competitive mode is off here. 2000 pkt/s (~24 Mbit/s), 40 ms, buffer 4 BDP; flows
     // start 50 ms apart. Both references must satisfy it.

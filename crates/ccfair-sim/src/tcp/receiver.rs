@@ -596,7 +596,7 @@ mod tests {
     /// initial 128 KiB buffer (each sets `quick |= 1`, which on an even count adds one).
     const QUICK_SEGMENTS: u64 = 22;
 
-    /// cca-spec 8.3.8: immediate ACKs at connection start (16 quick ACKs, and the growth of
+    /// reference 8.3.8: immediate ACKs at connection start (16 quick ACKs, and the growth of
     /// the window keeps them coming), then one ACK per 2 full segments, and a lone segment
     /// is ACKed 40 ms later.
     #[test]

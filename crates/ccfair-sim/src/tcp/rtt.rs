@@ -121,7 +121,7 @@ impl RttEstimator {
 mod tests {
     use super::*;
 
-    /// cca-spec 8.3.9: after a first sample m = 10 ms, RTO = m + max(2m, 200 ms) = 210 ms.
+    /// reference 8.3.9: after a first sample m = 10 ms, RTO = m + max(2m, 200 ms) = 210 ms.
     #[test]
     fn rto_after_first_sample() {
         let mut e = RttEstimator::new(200_000, 300_000);

@@ -112,8 +112,13 @@ pub fn bdp_pkts(rate_bps: u64, delay_ns: u64) -> f64 {
     rate_bps as f64 * rtt_ns as f64 / 1e9 / 8.0 / 1500.0
 }
 
+/// Each flow's goodput in bit/s.
 pub fn goodput(t: &Table) -> Vec<f64> {
-    t.f64("goodput_bps").unwrap().to_vec()
+    t.f64("goodput_mbps")
+        .unwrap()
+        .iter()
+        .map(|g| g * 1e6)
+        .collect()
 }
 
 pub fn jain(x: &[f64]) -> f64 {

@@ -786,7 +786,7 @@ impl Sender {
         flag & FLAG_DATA_ACKED != 0
     }
 
-    /// Invariants of cca-spec 8.2, checked in debug builds.
+    /// Invariants of reference 8.2, checked in debug builds.
     fn check_invariants(&mut self) {
         self.acks_processed += 1;
         // The full scoreboard scan is O(window): do it on every 16th ACK.
@@ -823,7 +823,7 @@ mod tests {
         Sender::new(0, &opts, Box::new(Reno::new(&RenoParams {})), None)
     }
 
-    /// cca-spec 8.3.9 and `tcp_retransmit_timer`: with no RTT sample the RTO is 1 s, and it
+    /// reference 8.3.9 and `tcp_retransmit_timer`: with no RTT sample the RTO is 1 s, and it
     /// doubles on each consecutive expiry while the head is retransmitted each time.
     #[test]
     fn rto_backs_off_exponentially_without_acks() {
@@ -867,7 +867,7 @@ mod tests {
         assert_eq!(s.tp.ca_state, CaState::Open, "a probe is not a loss");
     }
 
-    /// cca-spec 8.3.7: PRR with prior_cwnd 20, ssthresh 10 and ACKs of one packet sends
+    /// reference 8.3.7: PRR with prior_cwnd 20, ssthresh 10 and ACKs of one packet sends
     /// ceil(10 * prr_delivered / 20) - prr_out while in flight exceeds ssthresh: about one
     /// packet per two delivered.
     #[test]

@@ -1,0 +1,579 @@
+//! Recording, apart from the event loop and shared by both backends: the typed rows of the
+//! results tables (a flow's sample, a link's sample, a flow's summary, a link direction's
+//! summary), the recorders that store them column by column, and the assembly of a run's
+//! tables. The simulator fills the rows from its own state (`world.rs`), the kernel
+//! backend from TCP_INFO and its forwarder (`ccfair-emu`); the column list of each table is
+//! generated from its row type, so the schema ([`crate::schema`]) is written once.
+//!
+//! Memory: time series grow in chunks of [`CHUNK_ROWS`] rows, never preallocated by the
+//! run's duration, so a long run at a fine sampling interval costs what it records and no
+//! more than one chunk per column beyond it.
+
+use crate::link::{Channel, ChannelCounters, OnWire};
+use crate::schema::{self, By, Column, Dtype};
+use crate::spec::RunSpec;
+use crate::table::{ColumnData, Table};
+
+/// Rows a time-series column grows by when it is full.
+pub const CHUNK_ROWS: usize = 1 << 14;
+
+/// A label column's value: a fixed name (CA state, direction).
+pub type Label = &'static str;
+
+/// How a field type is stored.
+pub trait Cell: Copy {
+    const DTYPE: Dtype;
+    fn column(v: Vec<Self>) -> ColumnData;
+}
+
+impl Cell for u64 {
+    const DTYPE: Dtype = Dtype::I64;
+    fn column(v: Vec<Self>) -> ColumnData {
+        ColumnData::U64(v)
+    }
+}
+
+impl Cell for f64 {
+    const DTYPE: Dtype = Dtype::F64;
+    fn column(v: Vec<Self>) -> ColumnData {
+        ColumnData::F64(v)
+    }
+}
+
+impl Cell for Label {
+    const DTYPE: Dtype = Dtype::Str;
+    fn column(v: Vec<Self>) -> ColumnData {
+        ColumnData::Str(v)
+    }
+}
+
+/// Grow a column when it is full: doubling while it is small (a short run stays small),
+/// then by [`CHUNK_ROWS`] at a time (a long run never holds more than one chunk unused).
+fn push_chunked<T>(v: &mut Vec<T>, x: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len().clamp(64, CHUNK_ROWS));
+    }
+    v.push(x);
+}
+
+/// A typed row, its column-wise store (`<Row>s`), and its column list: one declaration
+/// per table, so the names, types and docs cannot drift apart.
+macro_rules! rows {
+    ($(#[$meta:meta])* $row:ident, $store:ident { $($field:ident: $ty:ty = $doc:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug)]
+        pub struct $row {
+            $(#[doc = $doc] pub $field: $ty,)*
+        }
+
+        /// Column-wise storage of
+        #[doc = concat!("[`", stringify!($row), "`] rows.")]
+        #[derive(Default)]
+        pub struct $store {
+            $(pub $field: Vec<$ty>,)*
+        }
+
+        impl $store {
+            pub fn push(&mut self, r: &$row) {
+                $(push_chunked(&mut self.$field, r.$field);)*
+            }
+
+            pub fn len(&self) -> usize {
+                self.rows_len()
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// The rows as a table, columns in declaration order.
+            pub fn into_table(self) -> Table {
+                let mut t = Table::default();
+                $(t.push(stringify!($field), <$ty as Cell>::column(self.$field));)*
+                t
+            }
+        }
+
+        impl $row {
+            /// The columns of this row type, in storage order.
+            pub fn columns() -> impl Iterator<Item = Column> {
+                [$((stringify!($field), <$ty as Cell>::DTYPE, $doc),)*]
+                    .into_iter()
+                    .map(|(name, dtype, doc)| Column {
+                        name: name.to_string(),
+                        dtype,
+                        by: By::Engine,
+                        doc: doc.trim().to_string(),
+                    })
+            }
+        }
+    };
+}
+
+rows! {
+    /// One flow at one sampling instant (`timeseries` table).
+    FlowSample, FlowSamples {
+        t_ns: u64 = "sampling instant, exact engine time since t = 0",
+        t_s: f64 = "sampling instant in seconds",
+        flow: u64 = "flow index (order of the spec)",
+        cwnd_pkts: f64 = "congestion window (snd_cwnd)",
+        ssthresh_pkts: f64 = "slow-start threshold (inf before the first reduction)",
+        inflight_pkts: f64 = "packets in flight (tcp_packets_in_flight)",
+        srtt_ms: f64 = "smoothed RTT (srtt_us >> 3; NaN before the first sample)",
+        min_rtt_ms: f64 = "windowed minimum RTT (tcp_min_rtt)",
+        rto_ms: f64 = "retransmission timeout",
+        pacing_rate_mbps: f64 = "pacing rate of payload (sk_pacing_rate x 8; NaN when not pacing)",
+        delivery_rate_mbps: f64 = "last delivery-rate sample (tcpi_delivery_rate x 8)",
+        goodput_mbps: f64 = "payload delivered in order since the previous sample",
+        retrans_pkts: u64 = "retransmissions so far (cumulative)",
+        tcp_ca_state: Label = "Linux's icsk_ca_state: Open, Disorder, CWR, Recovery, Loss",
+        cca_state: Label = "the algorithm's own state (slow_start, cong_avoid, STARTUP, PROBE_BW, ...; connecting before the handshake)",
+    }
+}
+
+rows! {
+    /// One link direction at one sampling instant (`links` table).
+    LinkSample, LinkSamples {
+        t_ns: u64 = "sampling instant, exact engine time since t = 0",
+        t_s: f64 = "sampling instant in seconds",
+        link: u64 = "link index (order of the spec)",
+        direction: Label = "ab: from the link's first node to its second; ba: the reverse",
+        queue_pkts: u64 = "packets in the buffer, the one in service included",
+        queue_bytes: u64 = "bytes in the buffer, the packet in service included",
+        queue_delay_ms: f64 = "time to drain the buffer at the link rate (queue_bytes x 8 / rate): the wait of a packet arriving now",
+        drop_pkts: u64 = "packets dropped (buffer full or random loss) since the previous sample",
+        utilisation_frac: f64 = "busy fraction of the link since the previous sample",
+    }
+}
+
+rows! {
+    /// One flow over the run (`flows` table; delays and goodput over the measurement window).
+    FlowSummary, FlowSummaries {
+        flow: u64 = "flow index (order of the spec)",
+        delivered_bytes: u64 = "payload delivered in order to the receiving application, whole run",
+        window_delivered_bytes: u64 = "payload delivered in order within the measurement window",
+        goodput_mbps: f64 = "window_delivered_bytes x 8 / window length",
+        data_sent_pkts: u64 = "data packets that entered the network, retransmissions included",
+        data_received_pkts: u64 = "data packets that reached the receiver",
+        data_dropped_pkts: u64 = "data packets dropped by a link",
+        data_in_network_pkts: u64 = "data packets still in the network at the end (sent = received + dropped + in network)",
+        retrans_pkts: u64 = "retransmissions, loss probes included",
+        rto_count: u64 = "retransmission timeouts",
+        tlp_count: u64 = "tail loss probes",
+        recovery_count: u64 = "fast-recovery episodes",
+        undo_count: u64 = "cwnd reductions undone (spurious retransmissions detected)",
+        ack_sent_pkts: u64 = "ACKs the receiver sent",
+        ack_dropped_pkts: u64 = "ACKs dropped by a link",
+        rtt_mean_ms: f64 = "mean of TCP's RTT samples (ca_rtt, as Linux feeds the algorithms; the kernel backend: mean of sampled srtt)",
+        rtt_min_ms: f64 = "smallest RTT sample",
+        rtt_p50_ms: f64 = "median of the sampled smoothed RTT (srtt_ms) over the measurement window",
+        rtt_p95_ms: f64 = "95th percentile of the sampled smoothed RTT over the window",
+        rtt_p99_ms: f64 = "99th percentile of the sampled smoothed RTT over the window",
+        qdelay_mean_ms: f64 = "mean queueing delay over the window: sampled srtt minus the base RTT (propagation of both paths)",
+        qdelay_p50_ms: f64 = "median queueing delay over the window",
+        qdelay_p95_ms: f64 = "95th percentile queueing delay over the window",
+        qdelay_p99_ms: f64 = "99th percentile queueing delay over the window",
+        completion_time_s: f64 = "from start to the last byte delivered, for flows with a size (NaN otherwise)",
+        syn_sent_s: f64 = "the first SYN entered the network (NaN without a handshake)",
+        first_data_sent_s: f64 = "the first data segment entered the network",
+        handshake_rtt_ms: f64 = "first SYN sent to SYN-ACK received at the sender's host",
+        syn_retrans_pkts: u64 = "SYNs sent beyond the first",
+    }
+}
+
+rows! {
+    /// One link direction over the measurement window (`link_summary` table).
+    LinkSummary, LinkSummaries {
+        link: u64 = "link index (order of the spec)",
+        direction: Label = "ab or ba",
+        rate_mbps: f64 = "configured rate",
+        delay_ms: f64 = "one-way propagation delay",
+        buffer_pkts: u64 = "drop-tail capacity, the packet in service included",
+        utilisation_frac: f64 = "bits sent over what the rate allows in the window",
+        sojourn_mean_ms: f64 = "mean time from arrival to the end of serialisation (queueing plus serialisation)",
+        queue_delay_p50_ms: f64 = "median of the sampled queue_delay_ms over the window",
+        queue_delay_p95_ms: f64 = "95th percentile of the sampled queue_delay_ms over the window",
+        queue_delay_p99_ms: f64 = "99th percentile of the sampled queue_delay_ms over the window",
+        arrival_pkts: u64 = "packets offered to the buffer",
+        drop_queue_pkts: u64 = "packets dropped because the buffer was full",
+        drop_random_pkts: u64 = "packets lost on the wire (random loss)",
+        loss_frac: f64 = "(drop_queue_pkts + drop_random_pkts) / arrival_pkts",
+        tx_pkts: u64 = "packets serialised",
+        tx_bytes: u64 = "bytes serialised",
+        achieved_rate_mbps: f64 = "kernel: the rate the forwarder achieved on the wall clock over busy_s (NaN on the simulator)",
+        busy_s: f64 = "kernel: model time of back-to-back packets the achieved rate is measured over (NaN on the simulator)",
+    }
+}
+
+macro_rules! rows_len {
+    ($store:ident, $first:ident) => {
+        impl $store {
+            fn rows_len(&self) -> usize {
+                self.$first.len()
+            }
+        }
+    };
+}
+rows_len!(FlowSamples, t_ns);
+rows_len!(LinkSamples, t_ns);
+rows_len!(FlowSummaries, flow);
+rows_len!(LinkSummaries, link);
+
+/// Per-flow samples plus the algorithms' internals, one column per name any algorithm
+/// reports (NaN where a flow's algorithm has no such internal).
+#[derive(Default)]
+pub struct FlowRecorder {
+    pub samples: FlowSamples,
+    internals: Vec<Internal>,
+}
+
+/// One internal: the name the algorithm reports, the stored name and the divisor to table
+/// units (`schema::table_unit`), and its values.
+struct Internal {
+    raw: &'static str,
+    name: String,
+    divisor: f64,
+    values: Vec<f64>,
+}
+
+impl FlowRecorder {
+    pub fn new() -> Self {
+        let (metrics, _) = ccfair_cc::internal_names();
+        let internals = metrics
+            .into_iter()
+            .map(|raw| {
+                let (name, divisor) = schema::table_unit(raw);
+                Internal {
+                    raw,
+                    name,
+                    divisor,
+                    values: Vec::new(),
+                }
+            })
+            .collect();
+        FlowRecorder {
+            samples: FlowSamples::default(),
+            internals,
+        }
+    }
+
+    /// Record one flow's sample with its algorithm's internals (raw names and units as
+    /// `sample_metrics` reports them).
+    pub fn push(&mut self, row: &FlowSample, internals: &[(&'static str, f64)]) {
+        self.samples.push(row);
+        for col in &mut self.internals {
+            push_chunked(&mut col.values, f64::NAN);
+        }
+        for &(raw, v) in internals {
+            // Names are the algorithms' string constants: compare addresses first.
+            let same = |c: &&mut Internal| std::ptr::eq(c.raw, raw) || c.raw == raw;
+            match self.internals.iter_mut().find(same) {
+                Some(col) => *col.values.last_mut().expect("pushed above") = v / col.divisor,
+                None => debug_assert!(false, "{raw}: not reported by a fresh instance"),
+            }
+        }
+    }
+
+    pub fn into_table(self) -> Table {
+        let mut t = self.samples.into_table();
+        for col in self.internals {
+            t.push(&col.name, ColumnData::F64(col.values));
+        }
+        t
+    }
+}
+
+/// Linear-interpolation percentile of sorted values (numpy's default), NaN if empty.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let pos = q / 100.0 * (sorted.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// Sorted finite values.
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+fn in_window(spec: &RunSpec, t_ns: u64) -> bool {
+    t_ns > spec.measure_start_ns && t_ns <= spec.measure_end_ns
+}
+
+/// Round-trip propagation delay of each flow (one-way delays of its data and ACK paths).
+pub fn base_rtt_ns(spec: &RunSpec) -> Vec<u64> {
+    spec.flows
+        .iter()
+        .map(|f| {
+            f.path
+                .iter()
+                .chain(&f.ack_path)
+                .map(|&c| spec.links[c / 2].delay_ns)
+                .sum()
+        })
+        .collect()
+}
+
+/// Fill each summary's delay percentiles from the flow samples taken in the measurement
+/// window (sample instants in (start, end]): RTT = srtt, queueing delay = srtt minus the
+/// flow's base RTT.
+pub fn fill_flow_delays(spec: &RunSpec, samples: &FlowSamples, rows: &mut [FlowSummary]) {
+    let base = base_rtt_ns(spec);
+    let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
+    for i in 0..samples.len() {
+        let f = samples.flow[i] as usize;
+        if f < rtts.len() && in_window(spec, samples.t_ns[i]) {
+            rtts[f].push(samples.srtt_ms[i]);
+        }
+    }
+    for (row, r) in rows.iter_mut().zip(rtts) {
+        let r = sorted(r);
+        let base_ms = base[row.flow as usize] as f64 / 1e6;
+        let q: Vec<f64> = r.iter().map(|x| (x - base_ms).max(0.0)).collect();
+        row.rtt_p50_ms = percentile(&r, 50.0);
+        row.rtt_p95_ms = percentile(&r, 95.0);
+        row.rtt_p99_ms = percentile(&r, 99.0);
+        row.qdelay_mean_ms = if q.is_empty() {
+            f64::NAN
+        } else {
+            q.iter().sum::<f64>() / q.len() as f64
+        };
+        row.qdelay_p50_ms = percentile(&q, 50.0);
+        row.qdelay_p95_ms = percentile(&q, 95.0);
+        row.qdelay_p99_ms = percentile(&q, 99.0);
+    }
+}
+
+/// Fill each link summary's queue-delay percentiles from the link samples in the window.
+pub fn fill_link_delays(spec: &RunSpec, samples: &LinkSamples, rows: &mut [LinkSummary]) {
+    let mut delays: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
+    for i in 0..samples.len() {
+        let ch = 2 * samples.link[i] as usize + usize::from(samples.direction[i] == "ba");
+        if ch < delays.len() && in_window(spec, samples.t_ns[i]) {
+            delays[ch].push(samples.queue_delay_ms[i]);
+        }
+    }
+    for (row, d) in rows.iter_mut().zip(delays) {
+        let d = sorted(d);
+        row.queue_delay_p50_ms = percentile(&d, 50.0);
+        row.queue_delay_p95_ms = percentile(&d, 95.0);
+        row.queue_delay_p99_ms = percentile(&d, 99.0);
+    }
+}
+
+/// The flows table: summaries, then the kernel's Linux counters (NaN rows on the
+/// simulator), then every algorithm's summary counters (NaN for other algorithms).
+pub fn flows_table(
+    rows: &[FlowSummary],
+    linux: Option<&[Vec<f64>]>,
+    counters: &[Vec<(&'static str, f64)>],
+) -> Table {
+    let mut store = FlowSummaries::default();
+    for r in rows {
+        store.push(r);
+    }
+    let mut t = store.into_table();
+    let n = rows.len();
+    for (j, (name, _)) in schema::LINUX_COUNTERS.iter().enumerate() {
+        let col = (0..n)
+            .map(|i| linux.map_or(f64::NAN, |l| l[i][j]))
+            .collect();
+        t.push(name, ColumnData::F64(col));
+    }
+    let (_, names) = ccfair_cc::internal_names();
+    for name in names {
+        let col = (0..n)
+            .map(|i| {
+                counters
+                    .get(i)
+                    .and_then(|c| c.iter().find(|(k, _)| *k == name))
+                    .map_or(f64::NAN, |&(_, v)| v)
+            })
+            .collect();
+        t.push(name, ColumnData::F64(col));
+    }
+    t
+}
+
+/// The link summary table.
+pub fn link_summary_table(rows: &[LinkSummary]) -> Table {
+    let mut store = LinkSummaries::default();
+    for r in rows {
+        store.push(r);
+    }
+    store.into_table()
+}
+
+/// A link direction's sample at `t_ns` from its channel and its counters now and at the
+/// previous sample `dt_ns` earlier. Both backends sample their channels here.
+pub fn link_sample<P: OnWire>(
+    t_ns: u64,
+    ch: usize,
+    c: &Channel<P>,
+    prev: &ChannelCounters,
+    now: &ChannelCounters,
+    dt_ns: u64,
+) -> LinkSample {
+    let bits = (now.tx_bytes - prev.tx_bytes) as f64 * 8.0;
+    LinkSample {
+        t_ns,
+        t_s: t_ns as f64 / 1e9,
+        link: (ch / 2) as u64,
+        direction: direction(ch),
+        queue_pkts: c.occupancy_pkts() as u64,
+        queue_bytes: c.occupancy_bytes(),
+        queue_delay_ms: c.occupancy_bytes() as f64 * 8.0 / c.rate_bps as f64 * 1e3,
+        drop_pkts: now.drops_queue + now.drops_random - prev.drops_queue - prev.drops_random,
+        utilisation_frac: if dt_ns > 0 {
+            bits / (c.rate_bps as f64 * dt_ns as f64 / 1e9)
+        } else {
+            0.0
+        },
+    }
+}
+
+/// Each link direction's summary over a measurement window of `window_ns`, from the
+/// channel counters at its start and end (the kernel-only columns NaN), with the queue
+/// delay percentiles of `samples`.
+pub fn link_summaries(
+    spec: &RunSpec,
+    start: &[ChannelCounters],
+    end: &[ChannelCounters],
+    samples: &LinkSamples,
+) -> Vec<LinkSummary> {
+    let window_ns = (spec.measure_end_ns - spec.measure_start_ns) as f64;
+    let mut rows: Vec<LinkSummary> = (0..2 * spec.links.len())
+        .map(|ch| {
+            let l = &spec.links[ch / 2];
+            let (s, e) = (&start[ch], &end[ch]);
+            let tx_pkts = e.tx_pkts - s.tx_pkts;
+            let tx_bytes = e.tx_bytes - s.tx_bytes;
+            let arrivals = e.arrivals - s.arrivals;
+            let drop_queue = e.drops_queue - s.drops_queue;
+            let drop_random = e.drops_random - s.drops_random;
+            let sojourn_ns = e.sojourn_ns_sum - s.sojourn_ns_sum;
+            LinkSummary {
+                link: (ch / 2) as u64,
+                direction: direction(ch),
+                rate_mbps: l.rate_bps as f64 / 1e6,
+                delay_ms: l.delay_ns as f64 / 1e6,
+                buffer_pkts: u64::from(l.buffer_pkts),
+                utilisation_frac: tx_bytes as f64 * 8.0 / (l.rate_bps as f64 * window_ns / 1e9),
+                sojourn_mean_ms: if tx_pkts == 0 {
+                    f64::NAN
+                } else {
+                    sojourn_ns as f64 / tx_pkts as f64 / 1e6
+                },
+                queue_delay_p50_ms: f64::NAN,
+                queue_delay_p95_ms: f64::NAN,
+                queue_delay_p99_ms: f64::NAN,
+                arrival_pkts: arrivals,
+                drop_queue_pkts: drop_queue,
+                drop_random_pkts: drop_random,
+                loss_frac: if arrivals == 0 {
+                    f64::NAN
+                } else {
+                    (drop_queue + drop_random) as f64 / arrivals as f64
+                },
+                tx_pkts,
+                tx_bytes,
+                achieved_rate_mbps: f64::NAN,
+                busy_s: f64::NAN,
+            }
+        })
+        .collect();
+    fill_link_delays(spec, samples, &mut rows);
+    rows
+}
+
+/// The direction label of channel `ch` (channel `2i` = link `i` a->b).
+pub fn direction(ch: usize) -> Label {
+    if ch.is_multiple_of(2) {
+        "ab"
+    } else {
+        "ba"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_numpy() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&v, 50.0), 2.5);
+        assert_eq!(percentile(&v, 0.0), 1.0);
+        assert_eq!(percentile(&v, 100.0), 4.0);
+        assert!((percentile(&v, 95.0) - 3.85).abs() < 1e-12);
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+
+    #[test]
+    fn columns_grow_in_chunks_not_by_duration() {
+        let mut s = LinkSamples::default();
+        let row = LinkSample {
+            t_ns: 0,
+            t_s: 0.0,
+            link: 0,
+            direction: "ab",
+            queue_pkts: 0,
+            queue_bytes: 0,
+            queue_delay_ms: 0.0,
+            drop_pkts: 0,
+            utilisation_frac: 0.0,
+        };
+        for _ in 0..CHUNK_ROWS + 1 {
+            s.push(&row);
+        }
+        assert_eq!(s.len(), CHUNK_ROWS + 1);
+        assert!(s.t_ns.capacity() <= 2 * CHUNK_ROWS);
+        for _ in 0..4 * CHUNK_ROWS {
+            s.push(&row);
+        }
+        // Past the first chunk, at most one chunk is unused.
+        assert!(s.t_ns.capacity() - s.len() <= CHUNK_ROWS);
+    }
+
+    #[test]
+    fn recorder_stores_every_algorithm_internal_in_table_units() {
+        let mut r = FlowRecorder::new();
+        let row = FlowSample {
+            t_ns: 1,
+            t_s: 1e-9,
+            flow: 0,
+            cwnd_pkts: 10.0,
+            ssthresh_pkts: f64::INFINITY,
+            inflight_pkts: 0.0,
+            srtt_ms: f64::NAN,
+            min_rtt_ms: f64::NAN,
+            rto_ms: 1000.0,
+            pacing_rate_mbps: f64::NAN,
+            delivery_rate_mbps: 0.0,
+            goodput_mbps: 0.0,
+            retrans_pkts: 0,
+            tcp_ca_state: "Open",
+            cca_state: "STARTUP",
+        };
+        r.push(
+            &row,
+            &[("bbr_rtprop_us", 40_000.0), ("bbr_btl_bw_bps", 5e7)],
+        );
+        let t = r.into_table();
+        assert_eq!(t.f64("bbr_rtprop_ms").unwrap(), &[40.0]);
+        assert_eq!(t.f64("bbr_btl_bw_mbps").unwrap(), &[50.0]);
+        assert!(t.f64("cubic_wmax_pkts").unwrap()[0].is_nan());
+        let names: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();
+        let schema: Vec<String> = schema::columns("timeseries")
+            .into_iter()
+            .filter(|c| c.by == By::Engine)
+            .map(|c| c.name)
+            .collect();
+        assert_eq!(names, schema);
+    }
+}
