@@ -44,7 +44,15 @@ fn build_all(root: &Path, out: &Path) -> Result<(), String> {
         let src = root.join(format!("{name}.bpf.c"));
         let obj = out.join(format!("{name}.bpf.o"));
         let result = Command::new(&clang)
-            .args(["-O2", "-g", "-target", "bpf", "-D__TARGET_ARCH_x86", "-Wall", "-Werror"])
+            .args([
+                "-O2",
+                "-g",
+                "-target",
+                "bpf",
+                "-D__TARGET_ARCH_x86",
+                "-Wall",
+                "-Werror",
+            ])
             .arg("-I")
             .arg(root)
             .arg("-c")
@@ -56,10 +64,12 @@ fn build_all(root: &Path, out: &Path) -> Result<(), String> {
         if !result.status.success() {
             let stderr = String::from_utf8_lossy(&result.stderr);
             if stderr.contains("bpf/bpf_helpers.h' file not found") {
-                return Err("libbpf's headers (bpf/bpf_helpers.h) were not found when ccfair \
+                return Err(
+                    "libbpf's headers (bpf/bpf_helpers.h) were not found when ccfair \
                             was built (Debian: apt-get install libbpf-dev, then reinstall \
                             ccfair)"
-                    .into());
+                        .into(),
+                );
             }
             panic!("compiling {}:\n{stderr}", src.display());
         }

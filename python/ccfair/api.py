@@ -67,6 +67,7 @@ def run(
     *,
     backend: str | None = None,
     trace: Sequence[str] = (),
+    force_bpf: bool = False,
 ) -> RunResult:
     """Run one scenario and return its tables.
 
@@ -82,6 +83,10 @@ def run(
     every drop, every arrival) into ``RunResult.trace``: a diagnostic that changes no
     result and is not saved with the tables (docs/results.md, "Traces").
 
+    ``force_bpf`` (kernel backend only) runs bbr and copa as ccfair's BPF programs even when
+    unmodified, to compare them with the kernel's own module (docs/kernel.md); such runs
+    get their own run ids.
+
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
@@ -93,7 +98,9 @@ def run(
     if backend not in BACKENDS:
         raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
     resolved = sc.resolve()
-    rid = run_id_of(resolved.normalized, backend)
+    if force_bpf and backend != "kernel":
+        raise SpecError("force_bpf", force_bpf, 'applies to backend "kernel" only')
+    rid = run_id_of(resolved.normalized, "kernel-bpf" if force_bpf else backend)
     engine_spec = _with_trace(resolved, trace)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -102,8 +109,10 @@ def run(
     if backend == "kernel":
         from ccfair import kernel
 
-        kernel.check_scenario(resolved)
-        raw, selfcheck = kernel.run_kernel(resolved, rid, engine_spec=engine_spec)
+        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        raw, selfcheck = kernel.run_kernel(
+            resolved, rid, engine_spec=engine_spec, force_bpf=force_bpf
+        )
         flags = kernel.assess(selfcheck)
     else:
         raw = _core.run(json.dumps(engine_spec))

@@ -20,6 +20,7 @@ use serde::Serialize;
 use ccfair_sim::table::{ColumnData, SparseColumns, Table};
 use ccfair_sim::world::{push_connection_columns, ConnectionTimes, EngineStats, RunResult};
 
+use crate::bpfcc;
 use crate::config::{EmuConfig, HostConfig};
 use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
 use crate::lateness::{Histogram, Summary};
@@ -63,6 +64,8 @@ pub struct Emulation {
     cfg: EmuConfig,
     /// TUN fds, one per host (same order as `cfg.hosts`). Dropping them removes the devices.
     tuns: Vec<OwnedFd>,
+    /// ccfair's BPF congestion controls, registered until the emulation is dropped.
+    bpf: Vec<bpfcc::Registered>,
     control: Arc<Control>,
     setup_started: u64,
 }
@@ -118,6 +121,11 @@ impl Emulation {
     pub fn setup(cfg: EmuConfig) -> Result<Self, String> {
         cfg.check()?;
         let setup_started = sys::monotonic_ns();
+        let mut bpf = Vec::with_capacity(cfg.bpf.len());
+        for b in &cfg.bpf {
+            let alg = bpfcc::Algorithm::from_name(&b.algorithm).expect("checked");
+            bpf.push(bpfcc::register(alg, &b.name)?);
+        }
         let mut tuns = Vec::with_capacity(cfg.hosts.len());
         for h in &cfg.hosts {
             tuns.push(host_tun(h)?);
@@ -136,6 +144,7 @@ impl Emulation {
         Ok(Emulation {
             cfg,
             tuns,
+            bpf,
             control: Arc::new(Control::default()),
             setup_started,
         })
@@ -249,6 +258,22 @@ impl Emulation {
                 netns: src.netns.clone(),
                 thread_name: format!("ccf{tag}-s{i}"),
                 cca: cfg.flows[i].kernel_cca.clone(),
+                bpf: match cfg.bpf_of(i) {
+                    Some(b) => {
+                        let reg = self
+                            .bpf
+                            .iter()
+                            .find(|r| r.name == b.name)
+                            .expect("registered");
+                        Some(traffic::BpfFlow {
+                            algorithm: reg.algorithm,
+                            storage_fd: reg.storage_fd(),
+                            initial_value: bpfcc::initial_value(reg.algorithm, &f.cca_params)
+                                .map_err(|e| format!("flows[{i}].cca_params: {e}"))?,
+                        })
+                    }
+                    None => None,
+                },
                 to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
                 start_ns: starts[i],
                 stop_ns: f.stop_ns,
@@ -459,7 +484,10 @@ fn assemble(
                 "linux_host_counters_shared",
                 if host_alone { 0.0 } else { 1.0 },
             ),
-        ] {
+        ]
+        .into_iter()
+        .chain(s.bpf_counters.iter().copied())
+        {
             fc_flow.push(i as u64);
             fc_name.push(name);
             fc_value.push(v);
@@ -510,6 +538,10 @@ fn assemble(
         c.ca_state.push(s.ca_state);
         c.cca_state.push(s.cca_state);
         c.extra.new_row();
+        // A BPF algorithm's internals, under the simulator's names (crates/ccfair-emu/src/bpfcc.rs).
+        for &(name, value) in &smp.bpf {
+            c.extra.set(name, value);
+        }
         if let Some(b) = s.bbr {
             // The simulator's BBR names (crates/ccfair-cc/src/bbr): payload bit/s and us.
             c.extra
