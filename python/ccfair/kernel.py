@@ -235,9 +235,10 @@ def flow_program(
     """
     linux = LINUX_NAME.get(cca)
     stock = all(_cca_defaults(cca).get(k) == v for k, v in params.items())
-    if not force_bpf and linux is not None and linux in offered and stock:
+    bpf = cca in BPF_ALGORITHMS
+    if linux is not None and linux in offered and stock and not (force_bpf and bpf):
         return "kernel"
-    return "bpf" if cca in BPF_ALGORITHMS else "none"
+    return "bpf" if bpf else "none"
 
 
 def bpf_unavailable() -> str | None:
