@@ -266,11 +266,11 @@ def check_scenario(
 
     Example:
         >>> from ccfair.spec import dumbbell
-        >>> check_scenario(dumbbell(1, "vegas").resolve(), offered=["reno", "cubic"])
+        >>> check_scenario(dumbbell(1, "cubic").resolve(), offered=["reno"])
         Traceback (most recent call last):
         ...
-        ccfair.errors.SpecError: flows[0].cca: "vegas" is not available on the kernel \
-backend; this kernel offers: reno, cubic (and ccfair's BPF programs: bbr, copa)
+        ccfair.errors.SpecError: flows[0].cca: "cubic" is not available on the kernel \
+backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
     """
     offered = available_ccas() if offered is None else offered
     offers = (
