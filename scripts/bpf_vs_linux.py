@@ -67,7 +67,9 @@ def measure(r: ccfair.RunResult, impl: str, point: str, rep: int) -> dict:
     bbr = f[f["cca"] == "bbr"].iloc[0]
     ts = r.timeseries[r.timeseries["flow_name"] == bbr["name"]]
     pbw = ts[ts["cca_state"] == "PROBE_BW"]
-    ep = probe_rtt_episodes(ts)
+    # Linux's bbr mode is inferred from the gains TCP_CC_INFO reports, which read as
+    # PROBE_RTT's (1, 1) for one sample right after the handshake: count episodes after 1 s.
+    ep = [e for e in probe_rtt_episodes(ts) if e[0] > 1.0]
     return {
         "point": point,
         "impl": impl,
