@@ -197,6 +197,13 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
     # Cumulative ACKs leave the receiver in order.
     acks = t[(t["kind"] == "ack") & (t["event"] == "arrive") & (t["hop"] == 0)]["seq_bytes"]
     assert acks.max() <= data["seq_bytes"].max() + 1448 and acks.is_monotonic_increasing
+    # The receive window, as Linux 6.18 advertises it and the simulator models it: 65160 B
+    # in the SYN-ACK, then growing with the receive buffer in slow start, ACKs carrying it.
+    for trace in (t, s.trace):
+        first = trace[(trace["hop"] == 0) & trace["event"].eq("enqueue")]
+        assert first[first["kind"] == "synack"]["window_bytes"].iloc[0] == 65_160
+        windows = first[first["kind"] == "ack"]["window_bytes"]
+        assert windows.iloc[0] > 60_000 and windows.max() > 2 * windows.iloc[0]
 
 
 @pytest.mark.kernel

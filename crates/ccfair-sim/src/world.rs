@@ -282,6 +282,7 @@ impl Simulation {
                 event,
                 kind: pkt.kind.as_str(),
                 seq_bytes,
+                window_bytes: pkt.window_bytes,
                 wire_bytes: pkt.wire_bytes,
             });
         }
