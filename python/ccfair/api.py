@@ -69,6 +69,7 @@ def run(
     *,
     backend: str | None = None,
     trace: Sequence[str] = (),
+    force_bpf: bool = False,
 ) -> RunResult:
     """Run one scenario and return its tables.
 
@@ -84,6 +85,10 @@ def run(
     every drop, every arrival) into ``RunResult.trace``: a diagnostic that changes no
     result and is not saved with the tables (docs/results.md, "Traces").
 
+    ``force_bpf`` (kernel backend only) runs bbr and copa as ccfair's BPF programs even when
+    unmodified, to compare them with the kernel's own module (docs/kernel.md); such runs
+    get their own run ids.
+
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
@@ -95,7 +100,11 @@ def run(
     if backend not in BACKENDS:
         raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
     resolved = sc.resolve()
-    rid = run_id_of(resolved.normalized, backend)
+    if force_bpf and backend != "kernel":
+        raise SpecError("force_bpf", force_bpf, 'applies to backend "kernel" only')
+    # A forced BPF run is another point than the module's run of the same spec.
+    identity = "kernel-bpf" if force_bpf else backend
+    rid = run_id_of(resolved.normalized, identity)
     engine_spec = _with_trace(resolved, trace)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
@@ -104,8 +113,10 @@ def run(
     if backend == "kernel":
         from ccfair import kernel
 
-        kernel.check_scenario(resolved)
-        raw, selfcheck = kernel.run_kernel(resolved, rid, engine_spec=engine_spec)
+        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        raw, selfcheck = kernel.run_kernel(
+            resolved, rid, engine_spec=engine_spec, force_bpf=force_bpf
+        )
         flags = kernel.assess(selfcheck)
     else:
         raw = _core.run(json.dumps(engine_spec))
@@ -121,6 +132,7 @@ def run(
         wall_time_s=wall,
         selfcheck=selfcheck,
         flags=flags,
+        identity=identity,
     )
 
 

@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ccfair import _core
 from ccfair.errors import ResultsError, SpecError
@@ -207,11 +207,21 @@ def _default_out(name: str) -> str:
     return f"results/sweep-{name}" if clash else f"results/{name}"
 
 
+def _with_backend(sweep: Any, backend: str | None) -> Any:
+    """The sweep on ``backend`` (``--backend``), named ``<name>-<backend>`` when that differs
+    from its own, so that its default results directory is its own."""
+    import dataclasses
+
+    if backend is None or backend == sweep.backend:
+        return sweep
+    return dataclasses.replace(sweep, backend=backend, name=f"{sweep.name}-{backend}")
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ccfair.executor import run_sweep
     from ccfair.sweep import Sweep
 
-    sweep = Sweep.from_toml(args.spec)
+    sweep = _with_backend(Sweep.from_toml(args.spec), args.backend)
     if args.dry_run:
         points = sweep.expand()
         ids = dict.fromkeys(p.run_id for p in points)
@@ -252,7 +262,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"{'':20s} study: {p.study}")
         return 0
     preset = get(args.name)
-    sweep = preset.sweep(quick=args.quick, baselines=args.baselines)
+    sweep = _with_backend(preset.sweep(quick=args.quick, baselines=args.baselines), args.backend)
     out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
         sweep,
@@ -538,6 +548,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="results directory (default: results/<sweep name>)")
     s.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     s.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
+    s.add_argument(
+        "--backend", choices=["sim", "kernel"], help="run on this backend (default: the spec's)"
+    )
     s.add_argument("--dry-run", action="store_true", help="list the points and run ids only")
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
     s.set_defaults(func=_cmd_sweep)
@@ -549,6 +562,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--list", action="store_true", help="list the presets")
     rp.add_argument("--quick", action="store_true", help="reduced grid, short runs (demo, CI)")
     rp.add_argument("--baselines", action="store_true", help="add own-kind runs (for harm)")
+    rp.add_argument(
+        "--backend",
+        choices=["sim", "kernel"],
+        help="run on this backend (default: sim; kernel = real Linux TCP, as root)",
+    )
     rp.add_argument("--out", help="results directory (default: results/<name>[-quick])")
     rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")

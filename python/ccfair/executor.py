@@ -376,6 +376,17 @@ def run_sweep(
     specs: dict[str, dict[str, Any]] = {}
     for p in points:
         specs.setdefault(p.run_id, p.scenario.to_dict())
+    if sweep.backend == "kernel" and cluster is None:
+        from ccfair import kernel
+
+        # Before anything runs: every point must be runnable here (an algorithm neither the
+        # kernel nor ccfair's BPF programs have, or BPF congestion controls this machine
+        # cannot run, is one line now rather than a failure per point later).
+        checked: set[str] = set()
+        for p in points:
+            if p.run_id not in checked:
+                checked.add(p.run_id)
+                kernel.check_scenario(p.scenario.resolve())
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise SpecError("--workers", workers, "is not a positive number of processes")
     # Connect before touching the results directory: a wrong address changes nothing.

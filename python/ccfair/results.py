@@ -426,8 +426,13 @@ def build_result(
     wall_time_s: float,
     selfcheck: dict[str, Any] | None = None,
     flags: list[str] | None = None,
+    identity: str | None = None,
 ) -> RunResult:
     """Turn the engine's column dict into labelled DataFrames.
+
+    ``identity`` is what the run id hashed as the backend when it differs from ``backend``
+    (``"kernel-bpf"`` for a ``force_bpf`` run): the point key hashes it too, so such runs
+    are never repetitions of the kernel module's runs of the same spec.
 
     ``selfcheck`` and ``selfcheck_flags`` come from the kernel backend (see docs/kernel.md): the
     emulator's measurements of itself and the bounds they exceeded. The ``runs`` table has
@@ -484,7 +489,7 @@ def build_result(
                 "n_flows": len(spec["flows"]),
                 "n_links": len(spec["links"]),
                 "spec_json": json.dumps(normalized, sort_keys=True),
-                "point_key": point_key(normalized, backend),
+                "point_key": point_key(normalized, identity or backend),
                 **provenance(),
                 "started_at": started_at,
                 "wall_time_s": wall_time_s,

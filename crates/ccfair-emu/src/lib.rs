@@ -10,11 +10,15 @@
 //! every sampling interval. The result has the simulator's tables (`ccfair_sim::RunResult`)
 //! plus the emulator's self-checks (lateness, CPU, achieved link rates).
 //!
-//! Layout: `config` (what Python hands over), `sys` (system calls; the only `unsafe`),
+//! Layout: `config` (what Python hands over), `sys` and `bpfsys` (system calls and libbpf;
+//! the only `unsafe`), `bpfcc` (ccfair's BPF congestion controls: registration, parameters,
+//! internals),
 //! `ipv4` (packet classification), `forwarder`, `traffic` (sender and receiver),
 //! `tcpinfo` (TCP_INFO to time-series columns), `lateness`, `run` (one run end to end).
 //! See docs/kernel.md.
 
+pub mod bpfcc;
+pub mod bpfsys;
 pub mod config;
 pub mod forwarder;
 pub mod ipv4;

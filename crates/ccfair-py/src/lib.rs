@@ -192,6 +192,13 @@ impl PyEmulation {
     }
 }
 
+/// What this machine lacks to run ccfair's BPF congestion controls (one sentence), or
+/// None when it has everything (crates/ccfair-emu/src/bpfcc.rs `unavailable`).
+#[pyfunction]
+fn bpf_unavailable() -> Option<String> {
+    ccfair_emu::bpfcc::unavailable()
+}
+
 /// Each flow's effective start time (ns) for a resolved spec: the nominal start plus its
 /// seeded start jitter, as both backends apply it.
 /// Per flow, the receiver's resolved `tcp_rmem` (min, default, max bytes); per node, the
@@ -228,6 +235,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_unavailable, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__git_revision__", env!("CCFAIR_GIT_REVISION"))?;
     Ok(())
