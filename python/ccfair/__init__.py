@@ -9,8 +9,9 @@ Example:
 
 from ccfair import _core
 from ccfair.api import default_scenario, run
-from ccfair.errors import SpecError
+from ccfair.errors import CcfairError, LimitError, RunError, SpecError
 from ccfair.executor import run_sweep
+from ccfair.limits import Limits
 from ccfair.metrics import Results
 from ccfair.results import RunResult, jain_index, load, load_table
 from ccfair.spec import Scenario, dumbbell, parking_lot
@@ -19,7 +20,11 @@ from ccfair.sweep import Sweep
 __version__ = _core.__version__
 
 __all__ = [
+    "CcfairError",
+    "LimitError",
+    "Limits",
     "Results",
+    "RunError",
     "RunResult",
     "Scenario",
     "SpecError",

@@ -58,6 +58,8 @@ from pydantic import (
 
 from ccfair import _core
 from ccfair.errors import SpecError, format_path, show
+from ccfair.inputs import check_nesting, load_toml, read_spec_file
+from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NAME_CHARS, MAX_NODES
 from ccfair.topology import Graph, ack_channels, bdp_packets, buffer_packets
 from ccfair.units import (
     DURATION_HINT,
@@ -139,6 +141,10 @@ def _check_size(value: Any) -> int:
 def _check_name(value: str) -> str:
     if not value.strip():
         raise ValueError(f"{show(value)} is not a valid name (empty)")
+    if len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"{show(value)} is longer than {MAX_NAME_CHARS} characters")
+    if not value.isprintable():
+        raise ValueError(f"{show(value)} is not a valid name (it has control characters)")
     return value
 
 
@@ -408,6 +414,7 @@ class Scenario(_Model):
         """
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a scenario table (a dict of keys)")
+        _check_bounds(data)
         try:
             sc = cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -426,9 +433,12 @@ class Scenario(_Model):
             1000000
         """
         try:
-            data = tomllib.loads(text)
+            data = load_toml(text)
         except tomllib.TOMLDecodeError as exc:
             raise _toml_error(exc, text, source) from None
+        except SpecError as exc:
+            exc.source = source
+            raise
         try:
             return cls.from_dict(data)
         except SpecError as exc:
@@ -442,8 +452,7 @@ class Scenario(_Model):
         Example:
             >>> sc = Scenario.from_toml("scenarios/dumbbell.toml")  # doctest: +SKIP
         """
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_spec_file(path, "scenario")
         return cls.from_toml_str(text, source=os.fspath(path))
 
     @classmethod
@@ -507,6 +516,21 @@ class Scenario(_Model):
             (67, 33.33)
         """
         return _resolve(self, raw=None)
+
+
+def _check_bounds(data: Mapping[str, Any]) -> None:
+    """Nesting, string lengths and the number of flows, links and nodes, checked before
+    validation so that no input makes validation slow (docs/spec.md, "Limits")."""
+    check_nesting(data, "")
+    for key, most in (("flows", MAX_FLOWS), ("links", MAX_LINKS), ("nodes", MAX_NODES)):
+        items = data.get(key)
+        if isinstance(items, list) and len(items) > most:
+            raise SpecError(
+                key,
+                None,
+                f"has {len(items)} entries; a scenario has at most {most} {key}",
+                with_value=False,
+            )
 
 
 # --------------------------------------------------------------------------------------------

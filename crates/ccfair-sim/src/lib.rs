@@ -3,6 +3,8 @@
 //! Layout: `spec` (the resolved run spec), `event` (queue), `link` (channels), `packet`,
 //! `tcp` (sender, receiver, RTT), `world` (the event loop and recording), `table` (results).
 
+pub mod error;
+pub mod estimate;
 pub mod event;
 pub mod host;
 pub mod link;
@@ -13,4 +15,6 @@ pub mod tcp;
 pub mod trace;
 pub mod world;
 
-pub use world::{run_json, RunResult, Simulation};
+pub use error::SimError;
+pub use estimate::{Estimate, Limits};
+pub use world::{parse_spec, run_json, RunResult, Simulation};

@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{option_error, SimError};
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSpec {
@@ -219,79 +221,122 @@ pub const SACK_BLOCK_BYTES: u32 = 8;
 impl RunSpec {
     /// Structural checks the Python layer already makes; repeated here so that the engine
     /// never panics on a hand-written resolved spec. Errors name the field path.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SimError> {
         if self.duration_ns == 0 {
-            return Err("duration_ns: must be > 0".into());
+            return Err(SimError::spec("duration_ns", "must be > 0"));
         }
         if self.sample_interval_ns == 0 {
-            return Err("sample_interval_ns: must be > 0".into());
+            return Err(SimError::spec("sample_interval_ns", "must be > 0"));
         }
         if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns {
-            return Err(format!(
-                "measure window [{}, {}) ns: must be non-empty and within the duration {} ns",
-                self.measure_start_ns, self.measure_end_ns, self.duration_ns
+            return Err(SimError::spec(
+                "measure_end_ns",
+                format!(
+                    "window [{}, {}) ns must be non-empty and within the duration {} ns",
+                    self.measure_start_ns, self.measure_end_ns, self.duration_ns
+                ),
             ));
         }
         let n_nodes = self.nodes.len();
         for (i, l) in self.links.iter().enumerate() {
             if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
-                return Err(format!(
-                    "links[{i}] ({}): bad endpoints {} {}",
-                    l.name, l.a, l.b
+                return Err(SimError::spec(
+                    format!("links[{i}]"),
+                    format!("bad endpoints {} {}", l.a, l.b),
                 ));
             }
             if l.rate_bps == 0 {
-                return Err(format!("links[{i}].rate_bps: must be > 0"));
+                return Err(SimError::spec(
+                    format!("links[{i}].rate_bps"),
+                    "must be > 0",
+                ));
             }
             if l.buffer_pkts == 0 {
-                return Err(format!("links[{i}].buffer_pkts: must be >= 1"));
+                return Err(SimError::spec(
+                    format!("links[{i}].buffer_pkts"),
+                    "must be >= 1",
+                ));
             }
             for (name, p) in [("loss_ab", l.loss_ab), ("loss_ba", l.loss_ba)] {
                 if !(0.0..1.0).contains(&p) {
-                    return Err(format!("links[{i}].{name}: {p} not in [0, 1)"));
+                    return Err(SimError::spec(
+                        format!("links[{i}].{name}"),
+                        format!("{p} not in [0, 1)"),
+                    ));
                 }
             }
         }
         let n_ch = 2 * self.links.len();
         for (i, f) in self.flows.iter().enumerate() {
             if f.src >= n_nodes || f.dst >= n_nodes || f.src == f.dst {
-                return Err(format!("flows[{i}] ({}): bad endpoints", f.name));
+                return Err(SimError::spec(format!("flows[{i}]"), "bad endpoints"));
             }
             for (what, path, from, to) in [
                 ("path", &f.path, f.src, f.dst),
                 ("ack_path", &f.ack_path, f.dst, f.src),
             ] {
+                let at_path = || format!("flows[{i}].{what}");
                 if path.is_empty() {
-                    return Err(format!("flows[{i}].{what}: empty"));
+                    return Err(SimError::spec(at_path(), "empty"));
+                }
+                if path.len() > u16::MAX as usize {
+                    return Err(SimError::spec(at_path(), "longer than 65535 hops"));
                 }
                 let mut at = from;
                 for &ch in path.iter() {
                     if ch >= n_ch {
-                        return Err(format!("flows[{i}].{what}: channel {ch} does not exist"));
+                        return Err(SimError::spec(
+                            at_path(),
+                            format!("channel {ch} does not exist"),
+                        ));
                     }
                     let (s, d) = self.channel_ends(ch);
                     if s != at {
-                        return Err(format!(
-                            "flows[{i}].{what}: channel {ch} does not start at node {at}"
+                        return Err(SimError::spec(
+                            at_path(),
+                            format!("channel {ch} does not start at node {at}"),
                         ));
                     }
                     at = d;
                 }
                 if at != to {
-                    return Err(format!("flows[{i}].{what}: ends at node {at}, not {to}"));
+                    return Err(SimError::spec(
+                        at_path(),
+                        format!("ends at node {at}, not {to}"),
+                    ));
                 }
             }
             if f.size_bytes == Some(0) {
-                return Err(format!("flows[{i}].size_bytes: must be > 0"));
+                return Err(SimError::spec(
+                    format!("flows[{i}].size_bytes"),
+                    "must be > 0",
+                ));
             }
             if f.start_ns.saturating_add(f.start_jitter_ns) >= self.duration_ns {
-                return Err(format!(
-                    "flows[{i}].start_ns + start_jitter_ns: not before the end of the run"
+                return Err(SimError::spec(
+                    format!("flows[{i}].start_ns"),
+                    "start_ns + start_jitter_ns is not before the end of the run",
                 ));
+            }
+            if let Some(stop) = f.stop_ns {
+                if stop > self.duration_ns {
+                    return Err(SimError::spec(
+                        format!("flows[{i}].stop_ns"),
+                        "is beyond the duration",
+                    ));
+                }
             }
             f.tcp
                 .validate()
-                .map_err(|e| format!("flows[{i}].tcp.{e}"))?;
+                .map_err(|e| option_error(&format!("flows[{i}].tcp"), &e))?;
+        }
+        for &f in &self.trace_flows {
+            if f >= self.flows.len() {
+                return Err(SimError::spec(
+                    "trace_flows",
+                    format!("flow {f} does not exist"),
+                ));
+            }
         }
         Ok(())
     }

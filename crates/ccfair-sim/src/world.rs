@@ -5,6 +5,8 @@
 
 use ccfair_cc::rng::derive_seed;
 
+use crate::error::SimError;
+use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::host::{FlowHosts, Side};
 use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
@@ -20,6 +22,9 @@ use crate::trace::{Trace, TraceEvent, TraceRow};
 pub const STREAM_FLOW: u64 = 1;
 pub const STREAM_CHANNEL: u64 = 2;
 const NOT_SCHEDULED: u64 = u64::MAX;
+/// Events at one instant after which the progress guard stops a run. Far above any real
+/// burst (every flow of the largest allowed spec starting at once, each with its window).
+pub const STALL_EVENTS: u64 = 50_000_000;
 
 struct Flow {
     sender: Sender,
@@ -152,13 +157,16 @@ pub struct Simulation {
 
 impl Simulation {
     /// Build a simulation from a resolved spec. Errors name the offending field.
-    pub fn new(spec: RunSpec) -> Result<Self, String> {
+    pub fn new(spec: RunSpec) -> Result<Self, SimError> {
         spec.check()?;
         let max_id = crate::event::MAX_EVENT_ID as usize;
         if spec.flows.len() > max_id || 2 * spec.links.len() > max_id {
-            return Err(format!(
-                "flows/links: at most {max_id} flows and {} links are supported",
-                max_id / 2
+            return Err(SimError::spec(
+                "flows",
+                format!(
+                    "at most {max_id} flows and {} links are supported",
+                    max_id / 2
+                ),
             ));
         }
         let channels = build_channels(&spec);
@@ -167,7 +175,7 @@ impl Simulation {
         for (i, f) in spec.flows.iter().enumerate() {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
             let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
-                .map_err(|e| format!("flows[{i}].cca: {e}"))?;
+                .map_err(|e| SimError::spec(format!("flows[{i}].cca"), e.to_string()))?;
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
                 receiver: Receiver::new(i as u32, &f.tcp, {
@@ -214,8 +222,21 @@ impl Simulation {
         })
     }
 
-    /// Run to the end of the scenario.
-    pub fn run(mut self) -> RunResult {
+    /// Run to the end of the scenario without an event budget (tests, benchmarks).
+    ///
+    /// Panics if the loop's progress guard stops the run (`run_bounded`).
+    pub fn run(self) -> RunResult {
+        self.run_bounded(u64::MAX)
+            .expect("the run stopped making progress")
+    }
+
+    /// Run to the end of the scenario, processing at most `max_events` events.
+    ///
+    /// Two guards keep a run from hanging: the event budget, and a progress guard that
+    /// stops a run whose clock does not advance for `STALL_EVENTS` events in a row (a loop
+    /// of zero-time events; with the 1 ns floor on serialisation (`link.rs`) none is known,
+    /// the guard is the backstop). Either returns `SimError::Stopped`.
+    pub fn run_bounded(mut self, max_events: u64) -> Result<RunResult, SimError> {
         let duration = self.spec.duration_ns;
         for (i, f) in self.spec.flows.iter().enumerate() {
             // The application starts; its SYN leaves after the host's launch latency.
@@ -231,18 +252,38 @@ impl Simulation {
         self.queue.push(self.spec.measure_end_ns, Event::MeasureEnd);
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
+        let mut same_instant = 0u64;
         while let Some(t) = self.queue.peek_time() {
             if t > duration {
                 break;
             }
             let (t, ev) = self.queue.pop().expect("peeked");
+            if t == self.now {
+                same_instant += 1;
+                if same_instant > STALL_EVENTS {
+                    return Err(SimError::Stopped(format!(
+                        "the simulation made no progress: {same_instant} events at t = {t} ns \
+                         without the clock advancing (a loop of zero-time events)"
+                    )));
+                }
+            } else {
+                same_instant = 0;
+            }
             self.now = t;
             self.stats.events += 1;
+            if self.stats.events > max_events {
+                return Err(SimError::Stopped(format!(
+                    "the run exceeded its budget of {max_events} events at t = {:.3} s of \
+                     {:.3} s; raise the event limit to let it finish",
+                    t as f64 / 1e9,
+                    duration as f64 / 1e9
+                )));
+            }
             self.handle(ev);
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
         }
         self.now = duration;
-        self.finish()
+        Ok(self.finish())
     }
 
     fn handle(&mut self, ev: Event) {
@@ -910,8 +951,18 @@ pub fn link_summary_table(
     ls
 }
 
-/// Parse a resolved spec from JSON and run it.
-pub fn run_json(spec_json: &str) -> Result<RunResult, String> {
-    let spec: RunSpec = serde_json::from_str(spec_json).map_err(|e| format!("run spec: {e}"))?;
-    Ok(Simulation::new(spec)?.run())
+/// Parse a resolved spec from JSON, check its resource estimate against `limits`, and run it
+/// within the event limit.
+pub fn run_json(spec_json: &str, limits: &Limits) -> Result<RunResult, SimError> {
+    let spec = parse_spec(spec_json)?;
+    spec.estimate().check(limits)?;
+    Simulation::new(spec)?.run_bounded(limits.events)
+}
+
+/// Parse a resolved spec from JSON and check its structure.
+pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
+    let spec: RunSpec =
+        serde_json::from_str(spec_json).map_err(|e| SimError::Parse(e.to_string()))?;
+    spec.check()?;
+    Ok(spec)
 }

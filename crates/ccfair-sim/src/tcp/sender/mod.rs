@@ -999,6 +999,6 @@ mod tests {
             trace_flows: vec![],
         };
         let err = run.check().unwrap_err();
-        assert!(err.contains("size_bytes"), "{err}");
+        assert!(err.to_string().contains("size_bytes"), "{err}");
     }
 }
