@@ -42,6 +42,7 @@ __all__ = [
     "MAX_STRING_CHARS",
     "MAX_REPETITIONS",
     "estimate",
+    "estimate_sweep",
     "format_bytes",
 ]
 
@@ -61,6 +62,8 @@ MAX_NESTING = 32
 MAX_SPEC_FILE_BYTES = 16 * 2**20
 #: Repetitions of a sweep point.
 MAX_REPETITIONS = 10_000
+#: Files one run writes: one per table (crates/ccfair-sim/src/estimate.rs FILES_PER_RUN).
+FILES_PER_RUN = 5
 
 _DEFAULT_MEMORY = 2_000_000_000
 _DEFAULT_EVENTS = 20_000_000_000
@@ -240,3 +243,31 @@ def check_runs(n_runs: int, limits: Limits, what: str) -> None:
             f"the sweep has {show(n_runs) if n_runs < 10**30 else 'over 1e30'} runs, "
             f"above the run limit of {limits.runs}",
         )
+
+
+def estimate_sweep(points: Any) -> str:
+    """Totals of a sweep's estimates (``ccfair sweep --dry-run``): events and rows summed over
+    its distinct runs, the largest run's memory, files and bytes written.
+
+    Example:
+        >>> from ccfair.sweep import Sweep
+        >>> sw = Sweep.from_dict({"base": {"builder": "dumbbell", "duration": "2s"},
+        ...                       "grid": {"alpha": [1, 2]}})
+        >>> print(estimate_sweep(sw.expand()))  # doctest: +ELLIPSIS
+        estimate: ... events in all, ... time-series rows, largest run ... of memory, 12 files ...
+    """
+    runs = {p.run_id: p for p in points}
+    events = rows = out_bytes = 0
+    memory = 0
+    for p in runs.values():
+        est = estimate(p.scenario.resolve())
+        events += est.events
+        rows += est.timeseries_rows + est.link_rows
+        out_bytes += est.output_bytes
+        memory = max(memory, est.memory_bytes)
+    files = len(runs) * FILES_PER_RUN + 2  # + sweep.json and .lock
+    return (
+        f"estimate: {format_count(events)} events in all, {format_count(rows)} time-series "
+        f"rows, largest run {format_bytes(memory)} of memory, {files} files "
+        f"({format_bytes(out_bytes)} uncompressed)"
+    )

@@ -11,6 +11,12 @@ A results directory holds one Parquet file per run and table::
 Every file is written to a temporary name and renamed into place; the ``runs`` file is written
 last, so a run counts as finished exactly when its ``runs`` file exists. Reading a table of a
 directory is one call: ``pandas.read_parquet(RESULTS_DIR / "flows")`` or :func:`load`.
+
+The directory is ccfair's own: temporary files are named ``.ccfair-<writer>.<file>.tmp`` (the
+writer's process id and a random token), and only such files whose writer is gone are ever
+deleted; table folders that are symbolic links are refused (ccfair never writes or deletes
+through them); every path ccfair writes is a fixed table name and a run id (16 hex digits)
+under the directory.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +34,113 @@ import numpy as np
 import pandas as pd
 
 from ccfair import _core
+from ccfair.errors import CcfairError
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
 MARKER_TABLE = "runs"
+#: A run id: the first 16 hex digits of a content hash (:func:`ccfair.api.run_id_of`).
+RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 
-class ResultsError(ValueError):
-    """A results directory or file is missing, foreign or damaged."""
+class ResultsError(CcfairError, ValueError):
+    """A results directory or file is missing, foreign, damaged or cannot be written."""
+
+
+# --------------------------------------------------------------------------------------------
+# The directory is ccfair's own: temporary names, symlinks, containment
+
+#: This process as a writer: its pid and a random token (pids are reused; tokens are not).
+WRITER_ID = f"{os.getpid()}-{secrets.token_hex(4)}"
+_TEMPORARY = re.compile(r"\.ccfair-(\d+)-[0-9a-f]{8}\..+\.tmp")
+
+
+def temporary_path(path: Path) -> Path:
+    """Where ``path`` is written before it is renamed into place: a hidden name with the
+    ccfair prefix and this writer's id.
+
+    Example:
+        >>> temporary_path(Path("r/flows/0123456789abcdef.parquet")).name  # doctest: +ELLIPSIS
+        '.ccfair-...-....0123456789abcdef.parquet.tmp'
+    """
+    if os.getpid() != int(WRITER_ID.split("-")[0]):  # a forked child is another writer
+        _renew_writer_id()
+    return path.with_name(f".ccfair-{WRITER_ID}.{path.name}.tmp")
+
+
+def _renew_writer_id() -> None:
+    global WRITER_ID
+    WRITER_ID = f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Delete the temporary files that ccfair writers left in ``root``'s table folders and
+    whose writer process is gone (killed mid-write); returns how many. Files ccfair did
+    not create, and temporaries of writers still running, are never touched."""
+    n = 0
+    for table in (MARKER_TABLE, *TABLES):
+        folder = root / table
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            m = _TEMPORARY.fullmatch(entry.name)
+            if m is None or _alive(int(m.group(1))) or not entry.is_file():
+                continue
+            entry.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+def table_folder(root: Path, table: str) -> Path:
+    """``root/table``, created if missing; a symbolic link there (or a file) is refused, so
+    that nothing is written or deleted outside ``root`` through it."""
+    folder = root / table
+    if folder.is_symlink():
+        raise ResultsError(
+            f"{folder}: is a symbolic link; ccfair writes only into real folders of the "
+            "results directory (remove the link or use another --out)"
+        )
+    make_dir(folder)
+    return folder
+
+
+def make_dir(path: Path) -> None:
+    """Create a directory (and parents) or fail with a :class:`ResultsError` saying why
+    (a file in the way, no permission, a read-only file system)."""
+    if path.exists() and not path.is_dir():
+        raise ResultsError(f"{path}: is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot create the directory ({exc.strerror or exc})") from None
+
+
+def write_file_atomic(path: Path, write: Any) -> None:
+    """Write ``path`` through its temporary name (``write(tmp_path)``), fsync it, and rename
+    it into place; a failure leaves no temporary behind and raises :class:`ResultsError`."""
+    table_folder(path.parent.parent, path.parent.name)
+    tmp = temporary_path(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ResultsError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _column(kind: str, data: Any) -> Any:
@@ -187,20 +294,16 @@ def jain_index(x: Any) -> float:
 
 
 def _write_atomic(frame: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    frame.to_parquet(tmp, index=False)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_file_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
 def finished_run_ids(results_dir: str | os.PathLike[str]) -> list[str]:
-    """Run ids whose results are complete in ``results_dir``."""
+    """Run ids whose results are complete in ``results_dir`` (files of other names are
+    not runs and are ignored)."""
     marker = Path(results_dir) / MARKER_TABLE
     if not marker.is_dir():
         return []
-    return sorted(p.stem for p in marker.glob("*.parquet"))
+    return sorted(p.stem for p in marker.glob("*.parquet") if RUN_ID.fullmatch(p.stem))
 
 
 def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunResult:
