@@ -94,13 +94,17 @@ DEFAULT_BUFFER_PKTS = 1000
 _U32_MAX = 2**32 - 1
 _U64_MAX = 2**64 - 1
 _SEED_LIMIT = 2**63
+#: Longest time in a spec, and longest link delay (crates/ccfair-sim/src/spec.rs MAX_TIME_NS,
+#: MAX_DELAY_NS): times plus delays stay within the engine's 64-bit clock.
+_MAX_TIME_NS = 2**62
+_MAX_DELAY_NS = 2**40
 
 # --------------------------------------------------------------------------------------------
 # Field types. Quantities are stored as integers in base units (ns, bit/s, bytes) and
 # serialised back to the shortest exact string with a unit.
 
 
-def _duration(what: str, *, positive: bool) -> Any:
+def _duration(what: str, *, positive: bool, most_ns: int = _MAX_TIME_NS) -> Any:
     def check(value: Any) -> int:
         ns = parse_duration(value)
         if ns is None:
@@ -109,8 +113,10 @@ def _duration(what: str, *, positive: bool) -> Any:
             raise ValueError(f"{show(value)} is not a positive duration; {what} must be > 0")
         if ns < 0:
             raise ValueError(f"{show(value)} is negative; {what} must be >= 0")
-        if ns > _U64_MAX:
-            raise ValueError(f"{show(value)} is too long (at most 2^64-1 ns)")
+        if ns > most_ns:
+            raise ValueError(
+                f"{show(value)} is too long ({what} is at most {format_duration(most_ns)})"
+            )
         return ns
 
     return Annotated[int, BeforeValidator(check), PlainSerializer(format_duration, return_type=str)]
@@ -340,7 +346,7 @@ class Link(_Model):
     name: Name | None = None
     between: Annotated[list[Name], Field(min_length=2, max_length=2)]
     rate: Rate
-    delay: _duration("delay", positive=False)  # type: ignore[valid-type]
+    delay: _duration("delay", positive=False, most_ns=_MAX_DELAY_NS)  # type: ignore[valid-type]
     buffer: Buffer = Field(default_factory=lambda: Buffer(packets=DEFAULT_BUFFER_PKTS))
     loss: Loss = Field(default_factory=Loss)
 

@@ -292,6 +292,18 @@ fn run<'py>(
     result_to_py(py, result)
 }
 
+/// Panic inside the guard `run` uses. Exists so that tests can check that a panic of the
+/// engine becomes a `RunError` naming the run, never a `PanicException`.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>, run_id: &str) -> PyResult<()> {
+    py.detach(|| {
+        catch_panic(run_id, || -> Result<(), CoreError> {
+            panic!("deliberate panic")
+        })
+    })
+    .map_err(|e| e.into_py(py))
+}
+
 /// The tables of a run (simulator or kernel backend) as the dict `run` returns.
 fn result_to_py<'py>(
     py: Python<'py>,
@@ -414,6 +426,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(check_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__git_revision__", env!("CCFAIR_GIT_REVISION"))?;
     Ok(())

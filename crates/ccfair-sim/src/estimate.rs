@@ -29,10 +29,13 @@ use crate::spec::{RunSpec, ACK_BYTES, DATA_HEADER_BYTES};
 const FLOW_ROW_BASE_BYTES: u64 = 12 * 8 + 2 * 16;
 /// Engine bytes of one link time-series row: 6 numeric columns and a direction name.
 const LINK_ROW_BYTES: u64 = 6 * 8 + 16;
-/// Bytes the Python layer holds per engine byte of a time-series table at its peak: the
-/// column bytes handed over, the numpy arrays, the pandas frame and its Parquet encoding
-/// (measured with `scripts/fuzz_campaign.py --calibrate`, rounded up).
-const PYTHON_COPIES: u64 = 4;
+/// Peak memory of a run per engine byte of its time series, in tenths: the engine's columns,
+/// the bytes handed to Python, the numpy arrays, the pandas frames and their Parquet encoding.
+/// Measured 2.87 (a 10-hop parking lot, 4.5 million rows: `scripts/fuzz_campaign.py
+/// --calibrate`), with a margin.
+const TIMESERIES_PEAK_TENTHS: u64 = 35;
+/// Copies of a trace row the Python layer holds (as for the time series).
+const PYTHON_COPIES: u64 = 3;
 /// Bytes per packet a flow keeps: its retransmission-queue segment, the packet in the
 /// engine's send burst, the packet in a channel (pipe and backlog entries), the receiver's
 /// out-of-order range and event-queue entries. Rounded up from the struct sizes.
@@ -41,7 +44,7 @@ const PACKET_STATE_BYTES: u64 = 400;
 const TRACE_ROW_BYTES: u64 = 48 * (1 + PYTHON_COPIES);
 /// Events per packet hop: the arrival, plus the timers a packet can arm (pacing,
 /// delayed ACK, retransmission), bounded above.
-const EVENTS_PER_HOP: f64 = 4.0;
+const EVENTS_PER_HOP: f64 = 2.0;
 /// Files a run writes: one per table (flows, timeseries, links, link_summary, runs).
 pub const FILES_PER_RUN: u64 = 5;
 
@@ -235,7 +238,7 @@ impl RunSpec {
         let events =
             hop_pps * duration_s * EVENTS_PER_HOP + (samples as f64) + 64.0 * n_flows as f64 + 16.0;
 
-        let ts_memory = timeseries_bytes.saturating_mul(1 + PYTHON_COPIES);
+        let ts_memory = timeseries_bytes.saturating_mul(TIMESERIES_PEAK_TENTHS) / 10;
         parts.push(MemoryPart {
             field: "sample_interval".into(),
             what: format!(

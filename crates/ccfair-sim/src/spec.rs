@@ -187,7 +187,24 @@ impl TcpOptions {
                 return Err(format!("{name}: 0 must be > 0"));
             }
         }
-        if self.mss + DATA_HEADER_BYTES > 65_535 {
+        // Upper bounds: Linux's own where it has one, else far beyond any real setting; they
+        // keep the engine's integer arithmetic in range whatever the input.
+        let at_most = [
+            ("init_cwnd", self.init_cwnd as u64, i32::MAX as u64), // tcp_snd_cwnd_set
+            ("rto_min_ms", self.rto_min_ms as u64, 120_000),       // TCP_RTO_MAX
+            ("rto_init_ms", self.rto_init_ms as u64, 120_000),
+            ("delack_ms", self.delack_ms as u64, 120_000),
+            ("quickacks", self.quickacks as u64, 65_535),
+            ("pacing_ss_ratio", self.pacing_ss_ratio as u64, 1000), // sysctl range
+            ("pacing_ca_ratio", self.pacing_ca_ratio as u64, 1000),
+            ("min_rtt_wlen_s", self.min_rtt_wlen_s as u64, 86_400), // sysctl range
+        ];
+        for (name, v, most) in at_most {
+            if v > most {
+                return Err(format!("{name}: {v} is above the maximum {most}"));
+            }
+        }
+        if self.mss as u64 + DATA_HEADER_BYTES as u64 > 65_535 {
             return Err(format!("mss: {} makes packets above 65535 bytes", self.mss));
         }
         if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
@@ -205,6 +222,12 @@ impl TcpOptions {
         Ok(())
     }
 }
+
+/// Longest run: 2^62 ns (146 years), so that times plus delays and timeouts stay in u64.
+pub const MAX_TIME_NS: u64 = 1 << 62;
+/// Longest one-way link delay: 2^40 ns (about 18 minutes); paths of up to 65535 hops stay
+/// far within u64.
+pub const MAX_DELAY_NS: u64 = 1 << 40;
 
 /// Seed stream tag of the flows' start-time jitter (see `world::STREAM_FLOW`).
 pub const STREAM_START: u64 = 3;
@@ -225,8 +248,17 @@ impl RunSpec {
         if self.duration_ns == 0 {
             return Err(SimError::spec("duration_ns", "must be > 0"));
         }
-        if self.sample_interval_ns == 0 {
-            return Err(SimError::spec("sample_interval_ns", "must be > 0"));
+        if self.duration_ns > MAX_TIME_NS {
+            return Err(SimError::spec(
+                "duration_ns",
+                format!("{} is above the maximum 2^62 ns", self.duration_ns),
+            ));
+        }
+        if self.sample_interval_ns == 0 || self.sample_interval_ns > self.duration_ns {
+            return Err(SimError::spec(
+                "sample_interval_ns",
+                "must be > 0 and at most the duration",
+            ));
         }
         if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns {
             return Err(SimError::spec(
@@ -249,6 +281,12 @@ impl RunSpec {
                 return Err(SimError::spec(
                     format!("links[{i}].rate_bps"),
                     "must be > 0",
+                ));
+            }
+            if l.delay_ns > MAX_DELAY_NS {
+                return Err(SimError::spec(
+                    format!("links[{i}].delay_ns"),
+                    format!("{} is above the maximum 2^40 ns (1099 s)", l.delay_ns),
                 ));
             }
             if l.buffer_pkts == 0 {
