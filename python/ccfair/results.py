@@ -273,6 +273,7 @@ class RunResult:
             PosixPath('results')
         """
         root = Path(results_dir)
+        make_dir(root)
         for table in (*TABLES, MARKER_TABLE):
             frame = self.runs if table == MARKER_TABLE else getattr(self, table)
             _write_atomic(frame, root / table / f"{self.run_id}.parquet")

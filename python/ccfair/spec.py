@@ -114,9 +114,7 @@ def _duration(what: str, *, positive: bool, most_ns: int = _MAX_TIME_NS) -> Any:
         if ns < 0:
             raise ValueError(f"{show(value)} is negative; {what} must be >= 0")
         if ns > most_ns:
-            raise ValueError(
-                f"{show(value)} is too long ({what} is at most {format_duration(most_ns)})"
-            )
+            raise ValueError(f"{show(value)} is too long (at most {most_ns / 1e9:.4g} s)")
         return ns
 
     return Annotated[int, BeforeValidator(check), PlainSerializer(format_duration, return_type=str)]

@@ -966,3 +966,71 @@ pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
     spec.check()?;
     Ok(spec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{FlowSpec, LinkSpec, TcpOptions};
+
+    fn two_node_spec(rate_bps: u64, delay_ns: u64, duration_ns: u64) -> RunSpec {
+        RunSpec {
+            duration_ns,
+            seed: 1,
+            sample_interval_ns: duration_ns,
+            measure_start_ns: 0,
+            measure_end_ns: duration_ns,
+            nodes: vec!["a".into(), "b".into()],
+            links: vec![LinkSpec {
+                name: "l".into(),
+                a: 0,
+                b: 1,
+                rate_bps,
+                delay_ns,
+                buffer_pkts: 100,
+                loss_ab: 0.0,
+                loss_ba: 0.0,
+            }],
+            flows: vec![FlowSpec {
+                name: "f".into(),
+                src: 0,
+                dst: 1,
+                path: vec![0],
+                ack_path: vec![1],
+                cca: "cubic".into(),
+                cca_params: serde_json::Value::Null,
+                start_ns: 0,
+                start_jitter_ns: 0,
+                stop_ns: None,
+                size_bytes: None,
+                tcp: TcpOptions {
+                    app_latency: crate::host::Latency::None,
+                    host_latency: crate::host::Latency::None,
+                    ..TcpOptions::default()
+                },
+            }],
+            trace_flows: vec![],
+        }
+    }
+
+    #[test]
+    fn the_event_budget_stops_a_run_with_an_error() {
+        let sim = Simulation::new(two_node_spec(10_000_000, 1_000_000, 10_000_000_000)).unwrap();
+        let err = sim.run_bounded(1000).err().expect("stopped");
+        assert!(
+            matches!(&err, SimError::Stopped(m) if m.contains("budget of 1000 events")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_zero_delay_terabit_link_still_advances_the_clock() {
+        // 100 Tbit/s: a 52-byte ACK takes 0.004 ns, rounded up to the 1 ns floor.
+        let ch: Channel<Packet> = Channel::new(100_000_000_000_000, 0, 10, 0.0, 1);
+        assert_eq!(ch.serialisation_ns(52), 1);
+        let r = Simulation::new(two_node_spec(100_000_000_000_000, 0, 1_000_000))
+            .unwrap()
+            .run_bounded(100_000_000)
+            .expect("finishes");
+        assert!(r.stats.events > 0);
+    }
+}
