@@ -707,7 +707,7 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
             ) from None
     if "builder" in raw:
         builder = raw["builder"]
-        if builder not in BUILDERS:
+        if not isinstance(builder, str) or builder not in BUILDERS:
             raise SpecError(
                 "base.builder", builder, f"is not a builder; known: {', '.join(BUILDERS)}"
             )
