@@ -761,7 +761,7 @@ def _run_dask(
                 try:
                     res = fut.result()
                 except Exception as exc:  # noqa: BLE001 - record and go on with the others
-                    if _connection_lost(client):
+                    if _connection_lost(client, exc):
                         raise _lost(client, outcome) from None
                     outcome.failed[rid] = _one_line(exc)
                     say(f"run {rid} failed: {outcome.failed[rid]}")
@@ -780,13 +780,18 @@ def _run_dask(
         except (OSError, TimeoutError) as exc:
             raise _lost(client, outcome, exc) from None
         except Exception as exc:  # noqa: BLE001 - distributed's own errors when the link drops
-            if _connection_lost(client):
+            if _connection_lost(client, exc):
                 raise _lost(client, outcome, exc) from None
             raise
 
 
-def _connection_lost(client: Any) -> bool:
-    return getattr(client, "status", "running") not in ("running", "connecting")
+def _connection_lost(client: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` means the scheduler is gone (rather than a run failing): the client
+    says so, or distributed cancelled the run or closed the link."""
+    if getattr(client, "status", "running") not in ("running", "connecting"):
+        return True
+    lost = ("FutureCancelledError", "CancelledError", "CommClosedError", "StreamClosedError")
+    return type(exc).__name__ in lost
 
 
 def _lost(client: Any, outcome: SweepOutcome, exc: BaseException | None = None) -> RunError:
@@ -804,15 +809,22 @@ def _lost(client: Any, outcome: SweepOutcome, exc: BaseException | None = None) 
 def _quiet_dask() -> Iterator[None]:
     """Keep distributed's own log records (tracebacks when a connection drops) off the
     terminal while a sweep runs: ccfair reports the failure itself, in one line."""
-    loggers = [logging.getLogger(n) for n in ("distributed", "tornado", "asyncio")]
-    levels = [lg.level for lg in loggers]
+    # distributed sets levels on its child loggers (distributed.client, ...): quiet each.
+    names = ["distributed", "tornado", "asyncio"]
+    names += [
+        n
+        for n in list(logging.root.manager.loggerDict)
+        if n.startswith(("distributed.", "tornado.", "asyncio."))
+    ]
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [lg.disabled for lg in loggers]
     for lg in loggers:
-        lg.setLevel(logging.CRITICAL + 1)
+        lg.disabled = True
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
+        for lg, was in zip(loggers, saved, strict=True):
+            lg.disabled = was
 
 
 def _close_quietly(client: Any) -> None:
