@@ -111,7 +111,8 @@ INTERESTING = [
 def random_value(rng: random.Random, depth: int = 0) -> Any:
     r = rng.random()
     if r < 0.55 or depth > 3:
-        return rng.choice(INTERESTING)
+        # A copy: mutating a shared pool value in place would change later specs.
+        return copy.deepcopy(rng.choice(INTERESTING))
     if r < 0.7:
         return rng.randint(-(2**66), 2**66)
     if r < 0.8:
