@@ -238,7 +238,7 @@ impl RunSpec {
         let events =
             hop_pps * duration_s * EVENTS_PER_HOP + (samples as f64) + 64.0 * n_flows as f64 + 16.0;
 
-        let ts_memory = timeseries_bytes.saturating_mul(TIMESERIES_PEAK_TENTHS) / 10;
+        let ts_memory = sat(timeseries_bytes as f64 * TIMESERIES_PEAK_TENTHS as f64 / 10.0);
         parts.push(MemoryPart {
             field: "sample_interval".into(),
             what: format!(
