@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import _core
-from ccfair.errors import SpecError, show
+from ccfair.errors import CcfairError, SpecError, show
 
 __all__ = [
     "KernelError",
@@ -82,7 +82,7 @@ TURN_ENV = "CCFAIR_KERNEL_TURN_HELD_BY"
 LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
 
 
-class KernelError(RuntimeError):
+class KernelError(CcfairError, RuntimeError):
     """The kernel backend cannot run here, or a run failed. The message is one line."""
 
 
