@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import _core
-from ccfair.errors import SpecError, show
+from ccfair.errors import CcfairError, SpecError, show
 
 __all__ = [
     "KernelError",
@@ -88,7 +88,7 @@ BPF_ALGORITHMS = ("bbr", "copa")
 BPF_NAME_RE = re.compile(r"^ccf([0-9a-f]{8})(bbr|copa)$")
 
 
-class KernelError(RuntimeError):
+class KernelError(CcfairError, RuntimeError):
     """The kernel backend cannot run here, or a run failed. The message is one line."""
 
 

@@ -31,7 +31,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair.results import ResultsError, check_schema, finished_run_ids, jain_index, load_table
+from ccfair.errors import SpecError
+from ccfair.results import (
+    ResultsError,
+    check_schema,
+    finished_run_ids,
+    jain_index,
+    load_table,
+    looked_up,
+)
 from ccfair.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
@@ -168,7 +176,7 @@ class Results:
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
         from ccfair.executor import read_sweep_record
 
-        self.root = Path(results_dir)
+        self.root = looked_up(Path(results_dir))
         if not self.root.is_dir():
             raise ResultsError(f"{self.root}: no such results directory")
         self.record = read_sweep_record(self.root)
@@ -510,6 +518,15 @@ class Results:
                     if c.endswith("_share_frac")
                 ),
             ]
+        else:
+            shared = set(a_runs.columns) & set(b_runs.columns)
+            unknown = [v for v in values if v not in shared]
+            if unknown:
+                raise SpecError(
+                    "values",
+                    unknown[0],
+                    "is not a runs column of both directories (docs/results.md, 'runs')",
+                )
         rows = []
         a_groups = dict(
             tuple(

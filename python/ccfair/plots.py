@@ -26,6 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ccfair.metrics import Results, bottlenecks
+from ccfair.results import replace_via_temporary
 
 __all__ = [
     "CCA_COLORS",
@@ -88,9 +89,10 @@ def save(
     for ext in formats or ("png", "svg"):
         kwargs = options[ext]
         path = out / f"{name}.{ext}"
-        tmp = out / f".{name}.{os.getpid()}.{ext}"
-        fig.savefig(tmp, format=ext, **kwargs)  # the figures use constrained layout
-        os.replace(tmp, path)
+        # The figures use constrained layout; the temporary is ccfair-named (results.py).
+        replace_via_temporary(
+            path, lambda tmp, ext=ext, kwargs=kwargs: fig.savefig(tmp, format=ext, **kwargs)
+        )
         paths.append(path)
     return paths
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ccfair import plots
 from ccfair.metrics import Results
+from ccfair.results import replace_via_temporary
 
 __all__ = ["make_figures", "write_report"]
 
@@ -404,7 +405,5 @@ def write_report(
         + "\n</body></html>\n"
     )
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, target)
+    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return target

@@ -122,7 +122,7 @@ impl EmuConfig {
     /// Consistency checks beyond the simulator's own (`RunSpec::check`). Errors name the
     /// field.
     pub fn check(&self) -> Result<(), String> {
-        self.spec.check()?;
+        self.spec.check().map_err(|e| e.to_string())?;
         if self.flows.len() != self.spec.flows.len() {
             return Err(format!(
                 "flows: {} entries for {} flows in the spec",

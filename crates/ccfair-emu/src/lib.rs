@@ -32,9 +32,27 @@ pub mod turnaround;
 pub use config::EmuConfig;
 pub use run::{EmuResult, Emulation, SelfCheck};
 
+/// The errors of the kernel backend's entry points (the Python bindings map each to one
+/// ccfair exception).
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// The configuration is not valid JSON of the [`EmuConfig`] shape.
+    #[error("emulator config: {0}")]
+    Config(String),
+    /// Setting the run up or running it failed (devices, threads, sockets, self-checks);
+    /// the message is one line.
+    #[error("{0}")]
+    System(String),
+}
+
 /// Parse a configuration (JSON, see [`EmuConfig`]) and set the run up.
-pub fn setup_json(config_json: &str) -> Result<Emulation, String> {
+pub fn setup_json(config_json: &str) -> Result<Emulation, EmuError> {
     let cfg: EmuConfig =
-        serde_json::from_str(config_json).map_err(|e| format!("emulator config: {e}"))?;
-    Emulation::setup(cfg)
+        serde_json::from_str(config_json).map_err(|e| EmuError::Config(e.to_string()))?;
+    Emulation::setup(cfg).map_err(EmuError::System)
+}
+
+/// Run a set-up emulation to its end.
+pub fn run(emu: Emulation) -> Result<EmuResult, EmuError> {
+    emu.run().map_err(EmuError::System)
 }

@@ -49,7 +49,7 @@ impl Cell for Label {
 
 /// Grow a column when it is full: doubling while it is small (a short run stays small),
 /// then by [`CHUNK_ROWS`] at a time (a long run never holds more than one chunk unused).
-fn push_chunked<T>(v: &mut Vec<T>, x: T) {
+pub(crate) fn push_chunked<T>(v: &mut Vec<T>, x: T) {
     if v.len() == v.capacity() {
         v.reserve_exact(v.len().clamp(64, CHUNK_ROWS));
     }
