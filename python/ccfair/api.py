@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -56,14 +57,62 @@ def as_scenario(scenario: Scenario | dict[str, Any] | str | os.PathLike[str]) ->
 
 
 def run_id_of(normalized: dict[str, Any], backend: str) -> str:
-    """Content hash of a normalised spec and backend: the same point never runs twice.
+    """Content hash of a normalised spec's identity (:func:`spec_identity`) and backend: the
+    same point never runs twice.
 
     Example:
         >>> run_id_of({"a": 1}, "sim") == run_id_of({"a": 1}, "sim")
         True
     """
-    blob = json.dumps({"spec": normalized, "backend": backend}, sort_keys=True)
+    blob = json.dumps({"spec": spec_identity(normalized), "backend": backend}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@functools.cache
+def _tcp_defaults() -> dict[str, Any]:
+    return json.loads(_core.normalize_tcp("{}"))
+
+
+@functools.cache
+def _cca_defaults(cca: str) -> dict[str, Any]:
+    return json.loads(_core.normalize_cca(cca, "{}"))
+
+
+def spec_identity(normalized: dict[str, Any]) -> dict[str, Any]:
+    """What names a run: the normalised spec without the TCP options and algorithm
+    parameters that are at their defaults. The normalised record keeps them all; the
+    identity leaves them out so that a ccfair version adding an option (at a default that
+    keeps the old behaviour) keeps every earlier run id, and finished runs, the kernel's
+    above all, stay valid.
+
+    Example:
+        >>> spec_identity({"tcp": {"mss": 1448, "sack": False}, "flows": []})
+        {'tcp': {'sack': False}, 'flows': []}
+    """
+    tcp_defaults = _tcp_defaults()
+
+    def tcp(options: dict[str, Any]) -> dict[str, Any]:
+        return {
+            k: v for k, v in options.items() if tcp_defaults.get(k, v) != v or k not in tcp_defaults
+        }
+
+    out = dict(normalized)
+    if isinstance(out.get("tcp"), dict):
+        out["tcp"] = tcp(out["tcp"])
+    flows = []
+    for f in out.get("flows", []):
+        f = dict(f)
+        if isinstance(f.get("tcp"), dict):
+            f["tcp"] = tcp(f["tcp"])
+        if isinstance(f.get("cca_params"), dict) and isinstance(f.get("cca"), str):
+            defaults = _cca_defaults(f["cca"])
+            f["cca_params"] = {
+                k: v for k, v in f["cca_params"].items() if k not in defaults or defaults[k] != v
+            }
+        flows.append(f)
+    if "flows" in out:
+        out["flows"] = flows
+    return out
 
 
 def run(

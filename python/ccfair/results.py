@@ -686,6 +686,8 @@ def point_key(normalized: dict[str, Any], backend: str) -> str:
         >>> point_key({"seed": 1, "a": 2}, "sim") == point_key({"seed": 7, "a": 2}, "sim")
         True
     """
-    spec = {k: v for k, v in normalized.items() if k != "seed"}
+    from ccfair.api import spec_identity
+
+    spec = {k: v for k, v in spec_identity(normalized).items() if k != "seed"}
     blob = json.dumps({"spec": spec, "backend": backend}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
