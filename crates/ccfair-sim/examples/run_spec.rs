@@ -10,16 +10,17 @@ fn main() {
     match ccfair_sim::run_json(&json, &ccfair_sim::Limits::default()) {
         Ok(r) => {
             println!(
-                "wall {:.3} s, {} events, {} packet-hops, {} timeseries rows",
+                "wall {:.3} s, {} events, {} packet-hops, peak heap {}, {} timeseries rows",
                 t0.elapsed().as_secs_f64(),
                 r.stats.events,
                 r.stats.packet_hops,
+                r.stats.peak_heap_len,
                 r.timeseries.n_rows()
             );
-            let g = r.flows.f64("goodput_bps").unwrap();
+            let g = r.flows.f64("goodput_mbps").unwrap();
             let rt = r.flows.u64("retrans_pkts").unwrap();
             for (i, (g, rt)) in g.iter().zip(rt).enumerate() {
-                println!("flow {i}: {:.3} Mbit/s, {rt} retransmissions", g / 1e6);
+                println!("flow {i}: {g:.3} Mbit/s, {rt} retransmissions");
             }
         }
         Err(e) => {
