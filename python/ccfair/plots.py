@@ -484,7 +484,7 @@ def heatmaps(
             fig.colorbar(image, ax=list(axes), label=f"{label} [{unit}]")
         title = results.record["name"] if results.record else results.root.name
         n_text = _n_text(cells["n"])
-        head = f"{title}: {by} = {g}" if g is not None else title
+        head = f"{title}: {point_label(by, g)}" if g is not None and by else title
         fig.suptitle(f"{head} ({n_text} repetitions per cell)" if n_text else head, fontsize=11)
         out.append((f"heatmap-{slug(g) if g is not None else 'all'}", fig))
     return out
@@ -1645,6 +1645,9 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
         )
         curves.append(h)
     right.set_xscale("log", base=2)
+    ticks = [2.0**k for k in range(-3, 8) if xs[0] <= 2.0**k <= xs[-1]]
+    right.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    right.minorticks_off()
     right.set_xlabel("buffer X [BDP]")
     right.set_ylabel("measured BBR share of goodput")
     right.set_ylim(0, 1.02)

@@ -555,7 +555,12 @@ def write_report(
     lap("saving figures")
 
     rel = os.path.relpath(fig_dir, target.parent)
-    number = {fname: i for i, fname in enumerate(embedded, 1)}
+    head_figs = [f for f in (preset.headline if preset else ()) if f in embedded]
+    if not head_figs and embedded:
+        head_figs = [next(iter(embedded))]
+    # Numbered in reading order: the summary's headline figures first.
+    order = [*head_figs, *[f for f in embedded if f not in head_figs]]
+    number = {fname: i for i, fname in enumerate(order, 1)}
 
     def figure_html(fname: str) -> str:
         caption, b64 = embedded[fname]
@@ -619,9 +624,6 @@ def write_report(
         )
     items += _check_items(res, runs, identical)
     parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
-    head_figs = [f for f in (preset.headline if preset else ()) if f in embedded]
-    if not head_figs and embedded:
-        head_figs = [next(iter(embedded))]
     for fname in head_figs:
         parts.append(figure_html(fname))
 
@@ -650,7 +652,8 @@ def write_report(
         parts.append(
             "<p>"
             + ", ".join(f'<a href="#fig-{_esc(f)}">Figure {number[f]}</a>' for f in head_figs)
-            + " appear in the summary.</p>"
+            + (" appears" if len(head_figs) == 1 else " appear")
+            + " in the summary.</p>"
         )
     for fname in rest:
         parts.append(figure_html(fname))
