@@ -1196,7 +1196,7 @@ def timeseries_rows(
     """One row per (label, run id), sharing the time axis, to compare runs: ``what`` is
     ``"goodput"`` (each flow's goodput, moving average over ``smooth_s``, with the
     bottleneck capacity) or ``"rtt"`` (each flow's smoothed RTT, thick, and BBR's RTprop
-    estimate, thin). A colour per flow and a line style per algorithm; when a run has more
+    estimate, thin and solid). A colour per flow and a line style per algorithm; when a run has more
     than six flows, flows named ``cross*`` are drawn thin grey with their mean in black."""
     if what not in ("goodput", "rtt"):
         raise ValueError(f"what: {what!r} is not 'goodput' or 'rtt'")
@@ -1239,7 +1239,7 @@ def timeseries_rows(
                 y,
                 color=colors[name],
                 ls=cca_linestyle(cca),
-                lw=1.2,
+                lw=1.4 if what == "rtt" else 1.2,
                 label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
             )
             if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
@@ -1247,10 +1247,9 @@ def timeseries_rows(
                     t,
                     f["bbr_rtprop_ms"],
                     color=colors[name],
-                    lw=0.8,
+                    lw=0.7,
                     alpha=0.9,
-                    ls=(0, (2, 1)),
-                    label=f"{name} RTprop",
+                    label=f"{name} RTprop (thin)",
                 )
         if cross_lines:
             mean = pd.concat(cross_lines, axis=1).mean(axis=1)
@@ -1325,7 +1324,7 @@ def jain_series(ts: pd.DataFrame, window_s: float) -> tuple[np.ndarray, np.ndarr
         >>> ts = pd.DataFrame({"t_s": [0.5, 1.0, 0.5, 1.0], "flow_name": ["a", "a", "b", "b"],
         ...                    "goodput_mbps": [10.0, 10.0, 10.0, 30.0]})
         >>> jain_series(ts, 1.0)[1].round(3).tolist()
-        [0.889]
+        [0.9]
     """
     wide = ts.pivot_table(
         index="t_s", columns="flow_name", values="goodput_mbps", aggfunc="mean"

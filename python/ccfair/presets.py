@@ -807,8 +807,9 @@ def _katsumata_figures(res: Results) -> FigureList:
             figs.append(
                 (
                     f"rtt-over-time-bbr-vs-cubic-alpha-{a}",
-                    f"Smoothed RTT of both flows (solid) and BBR's RTprop estimate (dashed) over "
-                    f"time, one row per BBR variant (repetition 0, {where}).",
+                    f"Smoothed RTT of both flows (thick; BBR solid, CUBIC dashed) and BBR's "
+                    f"RTprop estimate (thin) over time, one row per BBR variant (repetition 0, "
+                    f"{where}); dotted: the base RTT.",
                     plots.timeseries_rows(res, duel, what="rtt", title=where),
                 )
             )

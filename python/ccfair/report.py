@@ -151,12 +151,23 @@ def _interval_cell(mean: float, half: float, n: int, bounds: tuple) -> str:
     return _esc(text)
 
 
+#: Table headers of grid keys and other label columns.
+_LABEL_HEADERS = {
+    "ccas": "algorithms",
+    "cca": "algorithm",
+    "delay": "D",
+    "alpha": "buffer [x BDP]",
+    "n_flows": "flows",
+    "per_cca": "n per algorithm",
+    "rtt_ratio": "RTT spread",
+    "params.bbr": "BBR variant",
+}
+
+
 def _header(col: str) -> str:
     if col.endswith("_share_frac"):
         return f"{col.removesuffix('_share_frac')} share"
-    if col in _HEADERS:
-        return _HEADERS[col]
-    return plots.axis_name(col) if col in plots.AXIS_LABELS else col
+    return _HEADERS.get(col) or _LABEL_HEADERS.get(col) or col
 
 
 def _html_table(
