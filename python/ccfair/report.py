@@ -140,6 +140,8 @@ def fmt_interval(mean: float, half: float, n: int, bounds: tuple = (None, None))
         return f"{fmt_number(mean)} (all {n} equal)"
     decimals = max(0, 1 - math.floor(math.log10(half)))
     lo, hi = clipped_interval(mean, half, bounds)
+    if decimals > 6:  # a tiny value: significant digits read better than zeros
+        return f"{mean:.3g} [{lo:.3g}, {hi:.3g}]"
     return f"{mean:.{decimals}f} [{lo:.{decimals}f}, {hi:.{decimals}f}]"
 
 
@@ -819,11 +821,15 @@ def _headline_numbers(res: Results, point_runs: pd.DataFrame) -> list[str]:
     grid = (
         point_runs[point_runs["baseline"] == ""] if "baseline" in point_runs.columns else point_runs
     )
+    shares = [c for c in grid.columns if c.endswith("_share_frac") and c != "bbr_share_frac"]
     for col, what in (("jain_index", "Jain index"), ("bbr_share_frac", "BBR's share of goodput")):
-        if col not in grid.columns or grid[col].isna().all() or grid[col].min() == grid[col].max():
+        rows = grid
+        if col == "bbr_share_frac" and col in grid.columns:  # only where BBR has company
+            rows = grid[grid[shares].notna().any(axis=1)] if shares else grid.iloc[0:0]
+        if col not in rows.columns or rows[col].isna().all() or rows[col].min() == rows[col].max():
             continue
-        lo = grid.loc[grid[col].idxmin()]
-        hi = grid.loc[grid[col].idxmax()]
+        lo = rows.loc[rows[col].idxmin()]
+        hi = rows.loc[rows[col].idxmax()]
 
         def where(row: Any) -> str:
             return ", ".join(plots.point_label(k, row[k]) for k in keys) or "the only point"
@@ -853,9 +859,31 @@ def _explain_identical(res: Results, runs: pd.DataFrame, group: list[str]) -> st
             reasons.append("buffer never filled")
         elif k.startswith("params.") and (sub["bbr_modification_count"].fillna(0) == 0).all():
             reasons.append("BBR modification never fired")
+        elif k == "ccas" and _only_slow_start_differs(res, group):
+            reasons.append(
+                "flows whose algorithm differs (Reno or CUBIC) never reached congestion avoidance"
+            )
         else:
             return None
     return " and ".join(reasons) if reasons else None
+
+
+def _only_slow_start_differs(res: Results, group: list[str]) -> bool:
+    """Whether the flows whose algorithm differs between the runs of ``group`` are Reno or
+    CUBIC flows that never ran congestion avoidance: CUBIC never started an epoch (its
+    bictcp_update never ran). Until then Linux's Reno and CUBIC are the same (tcp_slow_start,
+    and after a timeout ssthresh at its floor of 2), so such runs are the same run."""
+    flows = res.table("flows")
+    flows = flows[flows["run_id"].isin(group)]
+    for _, f in flows.groupby("flow_name", sort=False):
+        if f["cca"].nunique() == 1:
+            continue
+        if not set(f["cca"]) <= {"reno", "cubic"} or "cubic_epoch_count" not in f:
+            return False
+        cubic = f[f["cca"] == "cubic"]
+        if (cubic["cubic_epoch_count"].fillna(0) > 0).any():
+            return False
+    return True
 
 
 def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -> list[str]:
@@ -914,6 +942,8 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
             f'<span class="warn"><b>{len(unexplained)} group(s) of runs ended identical for no '
             f"reason ccfair can see</b>: {_esc('; '.join(described))}"
             + (" ..." if len(unexplained) > 6 else "")
-            + "; two points may describe the same network.</span>"
+            + ". Look at these points: a grid value had no effect on these runs (e.g. on a "
+            "flow starved to a few packets, Reno and CUBIC act alike), or two points describe "
+            "the same network.</span>"
         )
     return out
