@@ -7,10 +7,15 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 
 # Debian packages the tests need: chromium renders the HTML report (report test); iproute2's
-# `ip` builds the kernel backend's namespaces (kernel tests).
+# `ip` builds the kernel backend's namespaces (kernel tests); clang and libbpf-dev build
+# ccfair's BPF congestion controls (bpf/, compiled by crates/ccfair-emu/build.rs) and libbpf1
+# loads them; bpftool inspects them (docs/kernel.md).
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+[ -f /usr/include/bpf/bpf_helpers.h ] || missing+=(libbpf-dev)
+command -v bpftool >/dev/null 2>&1 || missing+=(bpftool)
 if [ "${#missing[@]}" -gt 0 ]; then
     step "Debian packages: ${missing[*]}"
     sudo_cmd=()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -40,7 +41,14 @@ def _stop(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A ``dask scheduler`` and one ``dask worker`` (subprocesses), torn down afterwards."""
-    tmp = tmp_path_factory.mktemp("dask")
+    with _cluster(tmp_path_factory.mktemp("dask")) as (address, _):
+        yield address
+
+
+@contextlib.contextmanager
+def _cluster(tmp):
+    """Start a scheduler and a worker; yields (address, scheduler process)."""
+    tmp.mkdir(parents=True, exist_ok=True)
     sched_file = tmp / "scheduler.json"
     common = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp)
     scheduler = subprocess.Popen(
@@ -86,7 +94,7 @@ def cluster(tmp_path_factory):
             ],
             **common,
         )
-        yield address
+        yield address, scheduler
     finally:
         if worker is not None:
             _stop(worker)
@@ -151,3 +159,43 @@ def test_dask_worker_helper_returns_parquet_bytes_of_every_table():
     res = run_to_bytes(p.run_id, p.scenario.to_dict(), "sim")
     assert set(res["tables"]) == {*TABLES, "runs"}
     assert all(blob[:4] == b"PAR1" and blob[-4:] == b"PAR1" for blob in res["tables"].values())
+
+
+def test_losing_the_scheduler_mid_sweep_is_one_error_line_and_keeps_finished_runs(tmp_path):
+    spec = tmp_path / "slow.toml"
+    spec.write_text(
+        SPEC.replace('duration = "3s"', 'duration = "20s"').replace(
+            'name = "on-dask"', 'name = "lost"'
+        )
+    )
+    with _cluster(tmp_path / "c") as (address, scheduler):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ccfair",
+                "sweep",
+                str(spec),
+                "--out",
+                str(tmp_path / "r"),
+                "--cluster",
+                address,
+                "--quiet",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 120
+        while not list((tmp_path / "r" / "runs").glob("*.parquet")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no run finished"
+            time.sleep(0.2)
+        scheduler.kill()
+        _, err = proc.communicate(timeout=180)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: --cluster tcp://"), err
+    assert "lost the connection to the Dask scheduler" in lines[0]
+    assert "Traceback" not in err
+    assert finished_run_ids(tmp_path / "r")  # finished runs are kept

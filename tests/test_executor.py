@@ -152,9 +152,19 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
     path = root / "flows" / f"{damaged}.parquet"
     path.write_bytes(path.read_bytes()[:100])
     assert "not readable Parquet" in verify_run(root, damaged)
-    # A run whose writer died before its marker: tables there, no runs/ file, a temp file.
+    # A run whose writer died before its marker: tables there, no runs/ file, a temp file
+    # named as ccfair names them (prefix, the dead writer's pid and token).
     (root / "runs" / f"{partial}.parquet").unlink()
-    (root / "links" / f".{partial}.parquet.999.tmp").write_bytes(b"half")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (root / "links" / f".ccfair-{dead}-0badc0de.{partial}.parquet.tmp").write_bytes(b"half")
+    # Files ccfair did not create stay, even when they look temporary.
+    (root / "links" / f".{partial}.parquet.999.tmp").write_bytes(b"not ours")
+    (root / "flows" / ".notes.tmp").write_bytes(b"not ours")
     assert partial not in finished_run_ids(root)
     # Reading the damaged directory is a clear error, not a pyarrow traceback.
     out = cli("metrics", str(root))
@@ -167,7 +177,11 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
     assert sorted(outcome.executed) == sorted([damaged, partial])
     assert outcome.recomputed == [damaged]
     assert any(f"run {damaged}: damaged" in m for m in messages)
-    assert not list(root.rglob("*.tmp"))
+    assert not list(root.rglob(".ccfair-*.tmp"))
+    assert sorted(p.name for p in root.rglob("*.tmp")) == [
+        f".{partial}.parquet.999.tmp",
+        ".notes.tmp",
+    ]
     assert_same_tables(reference, root)
 
 
@@ -272,7 +286,7 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
     worker = int(children.read_text().split()[0])  # the sweep's only worker process
     os.kill(worker, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1, err
+    assert proc.returncode == 2, err  # failed runs: exit 2, one error line
     assert "a worker process died" in err and "Traceback" not in err
     assert len(finished_run_ids(root)) == 5  # the other runs went on in a new worker
     out = cli("sweep", str(spec), "--out", str(root))

@@ -71,6 +71,8 @@ def test_a_directory_mixing_all_algorithms_reads_with_plain_pandas_pyarrow_polar
     flows = pd.read_parquet(root / "flows")
     assert flows["cubic_epoch_count"].notna().sum() == 3  # flow2 of "four" and both "cubic-only"
     assert flows["linux_retrans_bytes"].isna().all()  # kernel-only counters on the simulator
+    assert flows["bpf_copa_filter_overflow_count"].isna().all()  # ... and the BPF programs'
+    assert flows["copa_mode_switch_count"].notna().sum() == 2  # flow4 of "four", "copa-only"
 
 
 @pytest.mark.kernel

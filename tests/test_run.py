@@ -192,6 +192,9 @@ def test_cli_check_reports_buffers_in_packets_and_bdp():
         "ccfair.models",
         "ccfair.plots",
         "ccfair.presets",
+        "ccfair.limits",
+        "ccfair.inputs",
+        "ccfair.filters",
     ],
 )
 def test_docstring_examples_run(module, monkeypatch, tmp_path):

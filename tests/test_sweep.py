@@ -308,7 +308,10 @@ def test_cli_dry_run_lists_points_without_running(tmp_path):
         cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1].startswith("4 points, 4 distinct runs")
+    lines = out.stdout.strip().splitlines()
+    assert lines[-2].startswith("4 points, 4 distinct runs")
+    # The resource estimate of the whole sweep: 4 runs x 5 tables + sweep.json + .lock.
+    assert lines[-1].startswith("estimate: ") and "22 files" in lines[-1], lines[-1]
     assert not (tmp_path / "results").exists()
 
 

@@ -147,8 +147,9 @@ def test_a_presets_grid_is_a_study():
 
 
 def test_validate_rejects_what_the_kernel_lacks_before_running(tmp_path):
-    sc = ccfair.dumbbell(1, "copa", duration="2s", name="copa")
-    with pytest.raises(ccfair.SpecError, match=r"flows\[0\].cca.*\(point copa\)"):
+    # A modified cubic: neither the kernel nor ccfair's BPF programs run it.
+    sc = ccfair.dumbbell(1, "cubic", cca_params={"beta": 700}, duration="2s", name="beta")
+    with pytest.raises(ccfair.SpecError, match=r"flows\[0\].cca_params.beta.*\(point beta\)"):
         val.validate([sc], out=tmp_path / "v")
     assert not (tmp_path / "v").exists()
 

@@ -19,8 +19,9 @@ from ccfair import _core
 
 if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
     from ccfair.api import default_scenario, run  # noqa: F401
-    from ccfair.errors import SpecError  # noqa: F401
+    from ccfair.errors import CcfairError, LimitError, RunError, SpecError  # noqa: F401
     from ccfair.executor import run_sweep  # noqa: F401
+    from ccfair.limits import Limits  # noqa: F401
     from ccfair.metrics import Results  # noqa: F401
     from ccfair.results import RunResult, jain_index, load, load_table  # noqa: F401
     from ccfair.spec import Scenario, dumbbell, parking_lot  # noqa: F401
@@ -30,7 +31,11 @@ __version__ = _core.__version__
 
 #: Public name -> the module that defines it.
 _LAZY = {
+    "CcfairError": "ccfair.errors",
+    "LimitError": "ccfair.errors",
+    "Limits": "ccfair.limits",
     "Results": "ccfair.metrics",
+    "RunError": "ccfair.errors",
     "RunResult": "ccfair.results",
     "Scenario": "ccfair.spec",
     "SpecError": "ccfair.errors",

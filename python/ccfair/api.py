@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ccfair import _core
+from ccfair import limits as _limits
 from ccfair.errors import SpecError
+from ccfair.limits import Limits, as_limits
 from ccfair.spec import BACKENDS, Scenario, dumbbell
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
@@ -47,10 +48,11 @@ def as_scenario(scenario: Scenario | dict[str, Any] | str | os.PathLike[str]) ->
         return scenario
     if isinstance(scenario, dict):
         return Scenario.from_dict(scenario)
-    path = Path(scenario)
-    if not path.exists():
-        raise SpecError("scenario", str(path), "no such file")
-    return Scenario.from_toml(path)
+    if not isinstance(scenario, str | os.PathLike):
+        raise SpecError(
+            "scenario", scenario, "is not a Scenario, a spec dict or the path of a TOML file"
+        )
+    return Scenario.from_toml(scenario)
 
 
 def run_id_of(normalized: dict[str, Any], backend: str) -> str:
@@ -69,6 +71,8 @@ def run(
     *,
     backend: str | None = None,
     trace: Sequence[str] = (),
+    force_bpf: bool = False,
+    limits: Limits | dict[str, Any] | None = None,
 ) -> RunResult:
     """Run one scenario and return its tables.
 
@@ -84,6 +88,17 @@ def run(
     every drop, every arrival) into ``RunResult.trace``: a diagnostic that changes no
     result and is not saved with the tables (docs/results.md, "Traces").
 
+    ``force_bpf`` (kernel backend only) runs bbr and copa as ccfair's BPF programs even when
+    unmodified, to compare them with the kernel's own module (docs/kernel.md); such runs
+    get their own run ids.
+
+    Before it starts, the run's resource estimate (:func:`ccfair.limits.estimate`) must fit
+    ``limits`` (default :class:`ccfair.Limits`: 2 GB of memory, 2e10 events), else
+    :class:`ccfair.errors.LimitError` names the field that costs the most; raise a limit
+    with e.g. ``limits=ccfair.Limits(memory="8GB")``. A run the engine stops (event limit,
+    no progress) or that fails inside the engine raises :class:`ccfair.errors.RunError`
+    naming the run.
+
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
@@ -94,9 +109,15 @@ def run(
     backend = backend or sc.backend or "sim"
     if backend not in BACKENDS:
         raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
+    lim = as_limits(limits)
     resolved = sc.resolve()
-    rid = run_id_of(resolved.normalized, backend)
+    if force_bpf and backend != "kernel":
+        raise SpecError("force_bpf", force_bpf, 'applies to backend "kernel" only')
+    # A forced BPF run is another point than the module's run of the same spec.
+    identity = "kernel-bpf" if force_bpf else backend
+    rid = run_id_of(resolved.normalized, identity)
     engine_spec = _with_trace(resolved, trace)
+    _limits.check(engine_spec, lim)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     selfcheck = None
@@ -104,11 +125,13 @@ def run(
     if backend == "kernel":
         from ccfair import kernel
 
-        kernel.check_scenario(resolved)
-        raw, selfcheck = kernel.run_kernel(resolved, rid, engine_spec=engine_spec)
+        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        raw, selfcheck = kernel.run_kernel(
+            resolved, rid, engine_spec=engine_spec, force_bpf=force_bpf
+        )
         flags = kernel.assess(selfcheck)
     else:
-        raw = _core.run(json.dumps(engine_spec))
+        raw = _core.run(json.dumps(engine_spec), rid, lim.engine_json())
     wall = time.perf_counter() - t0
     from ccfair.results import build_result
 
@@ -121,6 +144,7 @@ def run(
         wall_time_s=wall,
         selfcheck=selfcheck,
         flags=flags,
+        identity=identity,
     )
 
 
@@ -131,6 +155,8 @@ def _with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:
     names = [f.name for f in resolved.flows]
     indices = []
     for name in trace:
+        if not isinstance(name, str):
+            raise SpecError("trace", name, "is not a flow name")
         if name not in names:
             raise SpecError("trace", name, f"is not a flow; flows: {', '.join(names[:20])}")
         indices.append(names.index(name))
@@ -147,6 +173,7 @@ def run_many(
     jobs: int = 1,
     on_result: Callable[[int, RunResult], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    limits: Limits | dict[str, Any] | None = None,
 ) -> list[RunResult]:
     """Run several scenarios; return their results in order.
 
@@ -167,9 +194,11 @@ def run_many(
     scs = [as_scenario(s) for s in scenarios]
     if backend not in (None, *BACKENDS):
         raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
+    lim = as_limits(limits)
     say = warn or (lambda m: print(f"warning: {m}", file=sys.stderr))
     # Everything is checked before anything runs.
     for sc in scs:
+        _limits.check(sc.resolve().engine_spec, lim)
         if (backend or sc.backend or "sim") == "kernel":
             kernel.check_scenario(sc.resolve())
             kernel.preflight()
@@ -178,7 +207,7 @@ def run_many(
         pending: dict[Future[RunResult], int] = {}
         try:
             for i, sc in enumerate(scs):
-                pending[pool.submit(run, sc, backend=backend)] = i
+                pending[pool.submit(run, sc, backend=backend, limits=lim)] = i
                 while len(pending) >= jobs:
                     _collect(pending, results, on_result, FIRST_COMPLETED)
             while pending:

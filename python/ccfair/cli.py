@@ -1,9 +1,11 @@
 """The ``ccfair`` command.
 
-Exit status: 0 on success, 2 on bad input (scenario, arguments, results directory) or when
-the kernel backend cannot run here (not root, a missing kernel feature), with a one-line
-message naming the field and value and no traceback; 1 on an internal error; 128 + the
-signal number after SIGINT or SIGTERM (a kernel run cleans up first).
+Exit status (docs/spec.md, "Errors"): 0 on success; 2 on any failure, with one ``error:``
+line on stderr naming the field, file or run and no traceback: bad input (scenario, sweep,
+arguments, files, encodings), a resource limit, a results directory that cannot be used or
+written, the kernel backend unable to run here, runs that failed, a lost Dask scheduler, and
+(saying so) an internal error; 128 + the signal number after SIGINT or SIGTERM (a kernel run
+cleans up first). ``--debug`` shows the traceback of an internal error instead (exit 1).
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ccfair import _core
-from ccfair.errors import ResultsError, SpecError
-from ccfair.kernel import KernelError
+from ccfair.errors import CcfairError, ResultsError, SpecError, shorten
 
 #: Exit status after SIGINT (128 + 2), as shells report it.
 EXIT_INTERRUPTED = 130
@@ -68,14 +69,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
             f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links){where}...",
             flush=True,
         )
-    result = run(sc, backend=backend, trace=args.trace or ())
+    result = run(sc, backend=backend, trace=args.trace or (), limits=_limits_of(args))
     out = None if args.no_save else args.out
     if out is not None:
+        from ccfair.results import write_file_atomic
+
         result.save(out)
         if result.trace is not None:
             path = Path(out) / "trace" / f"{result.run_id}.parquet"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            result.trace.to_parquet(path, index=False)
+            trace = result.trace
+            write_file_atomic(path, lambda tmp: trace.to_parquet(tmp, index=False))
             if not args.quiet:
                 print(f"trace: {path} ({len(result.trace)} packet events)")
     if args.json:
@@ -89,14 +92,63 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _limits_of(args: argparse.Namespace) -> object:
+    """The :class:`ccfair.Limits` of the --max-* options (defaults for those not given)."""
+    from ccfair.limits import Limits
+
+    given = {
+        name: getattr(args, f"max_{name}", None)
+        for name in ("memory", "events", "runs")
+        if getattr(args, f"max_{name}", None) is not None
+    }
+    try:
+        return Limits(**given)
+    except SpecError as exc:
+        name = exc.path.split(".", 1)[-1]
+        raise SpecError(f"--max-{name}", exc.value, exc.message, with_value=False) from None
+
+
+def _count(text: str) -> int:
+    """A count given as an integer or in scientific notation ("2e10")."""
+    try:
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(value)
+
+
+def _add_limit_options(p: argparse.ArgumentParser, *, runs: bool = False) -> None:
+    p.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help='memory limit of one run, e.g. "8GB" (default 2GB; docs/spec.md, "Limits")',
+    )
+    p.add_argument(
+        "--max-events",
+        metavar="N",
+        type=_count,
+        help="event limit of one run (default 2e10, about half an hour of CPU)",
+    )
+    if runs:
+        p.add_argument(
+            "--max-runs", metavar="N", type=_count, help="run limit of a sweep (default 50000)"
+        )
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from ccfair.api import as_scenario
+    from ccfair.limits import check, estimate
 
+    lim = _limits_of(args)
     for path in args.scenario:
         resolved = as_scenario(path).resolve()
         if args.engine:
             print(json.dumps(resolved.engine_spec, indent=2))
             continue
+        est = estimate(resolved)
+        check(resolved.engine_spec, lim)  # a run ccfair would refuse is not "valid"
         print(f"{path}: valid")
         for link in resolved.links:
             bdp = (
@@ -113,6 +165,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 f"  flow {flow.name:10s} {flow.cca:8s} {'>'.join(flow.node_path)}  "
                 f"RTT {flow.base_rtt_ns / 1e6:g} ms  BDP {flow.bdp_pkts:.2f} pkt"
             )
+        print(f"  {est.summary()}")
     return 0
 
 
@@ -186,7 +239,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _sweep_exit(outcome: object) -> int:
-    """Exit status of a sweep: 0 complete, 130 interrupted, 1 if runs failed."""
+    """Exit status of a sweep: 0 complete, 130 interrupted, 2 if runs failed."""
     if getattr(outcome, "interrupted", False):
         print(
             "interrupted: finished runs are kept; rerun the same command to run the rest",
@@ -200,7 +253,7 @@ def _sweep_exit(outcome: object) -> int:
             f"{next(iter(failed.items()))[0]}: {next(iter(failed.values()))}",
             file=sys.stderr,
         )
-        return 1
+        return 2
     return 0
 
 
@@ -212,19 +265,33 @@ def _default_out(name: str) -> str:
     return f"results/sweep-{name}" if clash else f"results/{name}"
 
 
+def _with_backend(sweep: Any, backend: str | None) -> Any:
+    """The sweep on ``backend`` (``--backend``), named ``<name>-<backend>`` when that differs
+    from its own, so that its default results directory is its own."""
+    import dataclasses
+
+    if backend is None or backend == sweep.backend:
+        return sweep
+    return dataclasses.replace(sweep, backend=backend, name=f"{sweep.name}-{backend}")
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ccfair.executor import run_sweep
     from ccfair.sweep import Sweep
 
-    sweep = Sweep.from_toml(args.spec)
+    sweep = _with_backend(Sweep.from_toml(args.spec), args.backend)
+    lim = _limits_of(args)
     if args.dry_run:
-        points = sweep.expand()
+        from ccfair.limits import estimate_sweep
+
+        points = sweep.expand(limits=lim)
         ids = dict.fromkeys(p.run_id for p in points)
         for p in points:
             extra = f"  baseline={p.baseline}" if p.baseline else ""
             params = "  ".join(f"{k}={v}" for k, v in p.params.items())
             print(f"{p.index:5d}  {p.run_id}  rep={p.rep} seed={p.seed}  {params}{extra}")
         print(f"{len(points)} points, {len(ids)} distinct runs (hash {sweep.spec_hash()})")
+        print(estimate_sweep(points))
         return 0
     out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
@@ -234,6 +301,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         cluster=args.cluster,
         progress=not args.quiet,
         log=(lambda msg: None) if args.quiet else None,
+        limits=lim,
     )
     if not args.quiet:
         print(f"sweep {sweep.name!r}: {outcome.summary()}")
@@ -259,7 +327,10 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     preset = get(args.name)
     if args.repetitions is not None and args.repetitions < 1:
         raise SpecError("--repetitions", args.repetitions, "is not a positive integer")
-    sweep = preset.sweep(quick=args.quick, baselines=args.baselines, repetitions=args.repetitions)
+    sweep = _with_backend(
+        preset.sweep(quick=args.quick, baselines=args.baselines, repetitions=args.repetitions),
+        args.backend,
+    )
     out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
         sweep,
@@ -268,6 +339,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         cluster=args.cluster,
         progress=not args.quiet,
         log=(lambda msg: None) if args.quiet else None,
+        limits=_limits_of(args),
     )
     if not args.quiet:
         print(f"{preset.name}: {outcome.summary()}")
@@ -359,13 +431,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ccfair.metrics import Results
 
     a, b = Results(args.a), Results(args.b)
-    frame = a.compare(b, values=args.metric)
-    if frame.empty:
-        print(
-            f"no matching points: {a.root} and {b.root} share no grid point or scenario",
-            file=sys.stderr,
-        )
-        return 1
+    try:
+        frame = a.compare(b, values=args.metric)
+    except SpecError as exc:  # name the option, not the Python argument
+        raise SpecError("--metric", exc.value, exc.message, with_value=False) from None
+    if frame.empty:  # one error line, exit 2, like every failure (module docstring)
+        return _fail(f"compare: {a.root} and {b.root} share no grid point or scenario")
     if args.csv:
         frame.to_csv(args.csv, index=False)
         print(f"{len(frame)} rows -> {args.csv}")
@@ -479,11 +550,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", help='override the duration, e.g. "10s"')
     r.add_argument("--json", action="store_true", help="print the per-flow table as JSON")
     r.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    _add_limit_options(r)
     r.set_defaults(func=_cmd_run)
 
-    c = sub.add_parser("check", help="validate scenario files and show what they resolve to")
+    c = sub.add_parser(
+        "check",
+        help="validate scenario files, show what they resolve to and what they will cost",
+    )
     c.add_argument("scenario", nargs="+")
     c.add_argument("--engine", action="store_true", help="print the engine's resolved spec")
+    _add_limit_options(c)
     c.set_defaults(func=_cmd_check)
 
     k = sub.add_parser(
@@ -558,8 +634,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="results directory (default: results/<sweep name>)")
     s.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     s.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
-    s.add_argument("--dry-run", action="store_true", help="list the points and run ids only")
+    s.add_argument(
+        "--backend", choices=["sim", "kernel"], help="run on this backend (default: the spec's)"
+    )
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the points, run ids and the resource estimate only",
+    )
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    _add_limit_options(s, runs=True)
     s.set_defaults(func=_cmd_sweep)
 
     rp = sub.add_parser(
@@ -575,10 +659,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="runs per grid point (default: the preset's, see docs/experiments.md)",
     )
+    rp.add_argument(
+        "--backend",
+        choices=["sim", "kernel"],
+        help="run on this backend (default: sim; kernel = real Linux TCP, as root)",
+    )
     rp.add_argument("--out", help="results directory (default: results/<name>[-quick])")
     rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
     rp.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    _add_limit_options(rp, runs=True)
     rp.set_defaults(func=_cmd_reproduce)
 
     rep = sub.add_parser("report", help="write the HTML report of a results directory")
@@ -635,24 +725,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except SpecError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except CcfairError as exc:
+        return _fail(str(exc))
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", 2)
         print(f"interrupted (signal {signum}); cleaned up", file=sys.stderr)
         return 128 + signum
-    except KernelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:  # a file or directory the user named cannot be used
+        if args.debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}")
+    except MemoryError:
+        return _fail("out of memory; lower the run's size or raise the machine's memory")
     except Exception as exc:  # noqa: BLE001 - the CLI must not dump tracebacks on users
         if args.debug:
             raise
-        print(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", file=sys.stderr)
-        return 1
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (a bug in ccfair; rerun with "
+            "--debug for the traceback and report it)"
+        )
+
+
+def _fail(message: str) -> int:
+    """Print one ``error:`` line (bounded in length) and return the exit status 2."""
+    print(f"error: {shorten(' '.join(message.split()), 2000)}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,9 +1,21 @@
-"""The one exception a bad scenario spec raises, and helpers to build its message.
+"""The exceptions of ccfair, and helpers to build their messages.
 
-Every problem found while parsing, validating or resolving a scenario is a :class:`SpecError`:
-a ``ValueError`` whose ``path`` names the field (``links[1].rate``, ``flows[0].cca``), whose
-``value`` is the offending value as the user wrote it, and whose ``str()`` is one line,
-``<path>: <message>``.
+One error contract (docs/spec.md, "Errors"): every failure a user can cause is a
+:class:`CcfairError`, whose ``str()`` is one line; the CLI prints it as one ``error:`` line and
+exits with status 2. The subclasses:
+
+- :class:`SpecError` (also a ``ValueError``): a scenario, sweep, argument or file is invalid;
+  ``path`` names the field (``links[1].rate``, ``flows[0].cca``), ``value`` is the offending
+  value as the user wrote it; ``str()`` is ``<path>: <message>``.
+- :class:`LimitError` (a :class:`SpecError`): a run's resource estimate exceeds a limit; the
+  path names the field that costs the most, the message the estimate and the limit.
+- :class:`RunError` (also a ``RuntimeError``): a run stopped (the engine's event budget or
+  progress guard, a panic of the engine, a lost Dask scheduler), naming the run.
+- :class:`ResultsError` (also a ``ValueError``): a results directory or file is missing,
+  foreign, damaged, of another schema version or cannot be written.
+- ``ccfair.kernel.KernelError``: the kernel backend.
+
+Values in messages are shortened (:func:`show`), so a 1 MB value never makes a 1 MB message.
 """
 
 from __future__ import annotations
@@ -13,10 +25,32 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SpecError", "format_path", "show"]
+__all__ = [
+    "CcfairError",
+    "LimitError",
+    "ResultsError",
+    "RunError",
+    "SpecError",
+    "format_path",
+    "show",
+]
+
+#: Longest rendering of a user value in a message; longer ones are cut in the middle.
+MAX_SHOWN_CHARS = 120
+#: Longest message of a :class:`SpecError` (a backstop: values are already shortened).
+MAX_MESSAGE_CHARS = 2000
 
 
-class SpecError(ValueError):
+class CcfairError(Exception):
+    """Base of every error a user can cause; ``str()`` is one line.
+
+    Example:
+        >>> isinstance(SpecError("seed", -1, "is negative"), CcfairError)
+        True
+    """
+
+
+class SpecError(CcfairError, ValueError):
     """A scenario spec is invalid.
 
     Attributes:
@@ -48,7 +82,8 @@ class SpecError(ValueError):
         text = f"{show(value)} {message}" if with_value else message
         self.path = path
         self.value = value
-        self.message = " ".join(text.split())  # one line
+        # One line, and bounded whatever the message quotes.
+        self.message = shorten(" ".join(text.split()), MAX_MESSAGE_CHARS)
         self.source = source
         self.errors: list[SpecError] = list(errors) or [self]
         super().__init__(self.__str__())
@@ -57,20 +92,91 @@ class SpecError(ValueError):
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
-def show(value: Any) -> str:
+#: How each limit is raised (by the words that name it in a message), for the hint of
+#: :class:`LimitError`.
+_RAISE_HINTS = {
+    "memory limit": "--max-memory SIZE, or limits=ccfair.Limits(memory=SIZE)",
+    "event limit": "--max-events N, or limits=ccfair.Limits(events=N)",
+    "run limit": "--max-runs N, or limits=ccfair.Limits(runs=N)",
+}
+
+
+class LimitError(SpecError):
+    """A run or sweep would exceed a resource limit (docs/spec.md, "Limits").
+
+    Raised before anything runs; ``path`` names the field that costs the most and the
+    message gives the estimate, the limit and how to raise it.
+
+    Example:
+        >>> str(LimitError("sample_interval", "the run needs an estimated 9.6 TB of memory "
+        ...     "(time series ...), above the memory limit of 2.0 GB"))[:60]
+        'sample_interval: the run needs an estimated 9.6 TB of memory'
+    """
+
+    def __init__(self, path: str, message: str) -> None:
+        kind = next((k for k in _RAISE_HINTS if k in message), None)
+        hint = f"; to run it anyway, raise the limit: {_RAISE_HINTS[kind]}" if kind else ""
+        super().__init__(path, None, message + hint, with_value=False)
+
+
+class RunError(CcfairError, RuntimeError):
+    """A run started and could not finish: the engine stopped it (event budget, no
+    progress), it panicked (a bug, reported with the run id), or the executor lost its
+    workers or its Dask scheduler. The message is one line and names the run.
+
+    Example:
+        >>> str(RunError("run 3f2a: the simulation made no progress"))
+        'run 3f2a: the simulation made no progress'
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
     """Render a user value the way it would appear in TOML/JSON: strings quoted, lists in
-    brackets, dicts as JSON objects.
+    brackets, dicts as JSON objects; longer than ``limit`` characters, cut in the middle.
 
     Example:
         >>> show("50Mbit/s"), show(-5), show(["s1", "s1"]), show(True)
         ('"50Mbit/s"', '-5', '["s1", "s1"]', 'true')
+        >>> show("x" * 1000)[:20], len(show("x" * 1000)) < 200
+        ('"xxxxxxxxxxxxxxxxxxx', True)
     """
+    if isinstance(value, str) and len(value) > limit:
+        # Cut before serialising: a huge string is never copied whole.
+        half = limit // 2
+        head = json.dumps(value[:half], ensure_ascii=False)[:-1]
+        tail = json.dumps(value[-half:], ensure_ascii=False)[1:]
+        return f"{head}...({len(value)} chars)...{tail}"
     if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError, RecursionError):
+            text = _safe_repr(value)
+    return shorten(text, limit)
+
+
+def _safe_repr(value: Any) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
         return repr(value)
+    except Exception:  # noqa: BLE001 - a value whose repr fails is still shown
+        return f"<{type(value).__name__}>"
+
+
+def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` cut in the middle to at most about ``limit`` characters, saying how long it was.
+
+    Example:
+        >>> shorten("a" * 300, 20)
+        'aaaaaaaaaa...(300 chars)...aaaaaaaaaa'
+    """
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}...({len(text)} chars)...{text[-half:]}"
 
 
 def format_path(loc: Sequence[str | int]) -> str:
@@ -89,5 +195,11 @@ def format_path(loc: Sequence[str | int]) -> str:
     return out
 
 
-class ResultsError(ValueError):
-    """A results directory or file is missing, foreign or damaged."""
+class ResultsError(CcfairError, ValueError):
+    """A results directory or file is missing, foreign, damaged, of another schema version,
+    or cannot be written.
+
+    Example:
+        >>> isinstance(ResultsError("out: is a file, not a directory"), CcfairError)
+        True
+    """

@@ -20,9 +20,10 @@ Parquet bytes and this process writes them, so workers need no shared file syste
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
-import io
 import json
+import logging
 import os
 import selectors
 import signal
@@ -40,8 +41,20 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ccfair import _core
-from ccfair.errors import SpecError
-from ccfair.results import MARKER_TABLE, TABLES, ResultsError, finished_run_ids
+from ccfair.errors import RunError, SpecError
+from ccfair.limits import Limits, as_limits
+from ccfair.results import (
+    MARKER_TABLE,
+    TABLES,
+    ResultsError,
+    check_schema,
+    finished_run_ids,
+    make_dir,
+    remove_stale_temporaries,
+    table_folder,
+    temporary_path,
+    write_file_atomic,
+)
 from ccfair.sweep import Point, Sweep
 
 __all__ = ["SWEEP_FILE", "SweepOutcome", "read_sweep_record", "run_sweep", "verify_run"]
@@ -139,14 +152,21 @@ def _sweep_record(sweep: Sweep, points: list[Point]) -> dict[str, Any]:
     }
 
 
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _write_bytes_atomic(path: Path, data: bytes, *, in_table: bool = True) -> None:
+    if in_table:
+        write_file_atomic(path, lambda tmp: tmp.write_bytes(data))
+        return
+    # sweep.json, at the top of the directory.
+    tmp = temporary_path(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ResultsError(f"{path}: cannot be written ({exc.strerror or exc})") from None
 
 
 def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
@@ -167,16 +187,21 @@ def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
             f"{root}: holds {len(foreign)} runs that are not from a sweep (no {SWEEP_FILE}); "
             "use another --out directory"
         )
-    root.mkdir(parents=True, exist_ok=True)
+    make_dir(root)
     blob = json.dumps(_sweep_record(sweep, points), indent=1, sort_keys=False)
-    _write_bytes_atomic(root / SWEEP_FILE, blob.encode())
+    _write_bytes_atomic(root / SWEEP_FILE, blob.encode(), in_table=False)
 
 
 @contextmanager
 def _lock(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
+    make_dir(root)
     path = root / ".lock"
-    fh = open(path, "a+")  # noqa: SIM115 - held for the whole sweep
+    try:
+        # O_NOFOLLOW: a symbolic link named .lock is refused, never written through.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
+    fh = os.fdopen(fd, "r+")
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -232,17 +257,6 @@ def _remove_run(root: Path, run_id: str) -> None:
         path.unlink(missing_ok=True)
 
 
-def _remove_temporaries(root: Path) -> int:
-    n = 0
-    for table in (MARKER_TABLE, *TABLES):
-        folder = root / table
-        if folder.is_dir():
-            for tmp in folder.glob(".*.tmp"):
-                tmp.unlink(missing_ok=True)
-                n += 1
-    return n
-
-
 # --------------------------------------------------------------------------------------------
 # Work done in worker processes (top-level functions: picklable, spawn-safe)
 
@@ -252,11 +266,13 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _compute(run_id: str, spec: dict[str, Any], backend: str) -> Any:
+def _compute(
+    run_id: str, spec: dict[str, Any], backend: str, limits: dict[str, int] | None = None
+) -> Any:
     from ccfair.api import run
     from ccfair.spec import Scenario
 
-    result = run(Scenario.from_dict(spec), backend=backend)
+    result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
     if result.run_id != run_id:
         raise RuntimeError(
             f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does not "
@@ -265,24 +281,28 @@ def _compute(run_id: str, spec: dict[str, Any], backend: str) -> Any:
     return result
 
 
-def run_and_save(run_id: str, spec: dict[str, Any], backend: str, out: str) -> dict[str, Any]:
+def run_and_save(
+    run_id: str,
+    spec: dict[str, Any],
+    backend: str,
+    out: str,
+    limits: dict[str, int] | None = None,
+) -> dict[str, Any]:
     """Run one point and write it into ``out`` (local workers)."""
     t0 = time.perf_counter()
-    result = _compute(run_id, spec, backend)
-    result.save(out)
+    result = _compute(run_id, spec, backend, limits)
+    # The sweep checked the directory (schema version, symlinks) once under its lock.
+    result.write_tables(Path(out))
     return {"run_id": run_id, "wall_s": time.perf_counter() - t0}
 
 
-def run_to_bytes(run_id: str, spec: dict[str, Any], backend: str) -> dict[str, Any]:
+def run_to_bytes(
+    run_id: str, spec: dict[str, Any], backend: str, limits: dict[str, int] | None = None
+) -> dict[str, Any]:
     """Run one point and return its tables as Parquet bytes (cluster workers)."""
     t0 = time.perf_counter()
-    result = _compute(run_id, spec, backend)
-    tables = {}
-    for table in (*TABLES, MARKER_TABLE):
-        frame = result.runs if table == MARKER_TABLE else getattr(result, table)
-        buf = io.BytesIO()
-        frame.to_parquet(buf, index=False)
-        tables[table] = buf.getvalue()
+    result = _compute(run_id, spec, backend, limits)
+    tables = result.parquet_bytes()  # the schema's exact columns, as save() writes them
     return {"run_id": run_id, "wall_s": time.perf_counter() - t0, "tables": tables}
 
 
@@ -343,6 +363,7 @@ def run_sweep(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
     connect_timeout: float = 15.0,
+    limits: Limits | dict[str, Any] | None = None,
 ) -> SweepOutcome:
     """Run every missing point of ``sweep`` into ``results_dir``; returns what was done.
 
@@ -351,8 +372,13 @@ def run_sweep(
     after the runs in progress are written (press it again to abandon them); the outcome then
     has ``interrupted`` set.
 
-    Raises :class:`SpecError` for an invalid sweep or cluster address, and
-    :class:`ResultsError` if ``results_dir`` belongs to another sweep or is in use.
+    Every run must fit ``limits`` (:class:`ccfair.Limits`; the number of runs and each run's
+    estimate are checked before anything runs).
+
+    Raises :class:`SpecError` for an invalid sweep or cluster address (and its subclass
+    :class:`~ccfair.errors.LimitError` for a sweep above a limit), :class:`ResultsError` if
+    ``results_dir`` belongs to another sweep, is in use or cannot be written, and
+    :class:`~ccfair.errors.RunError` if the Dask scheduler is lost (finished runs are kept).
 
     Example:
         >>> from ccfair.sweep import Sweep
@@ -371,21 +397,33 @@ def run_sweep(
         from ccfair import kernel
 
         kernel.warn_if_busy(say)
-    points = sweep.expand()
+    lim = as_limits(limits)
+    points = sweep.expand(limits=lim)
     root = Path(results_dir)
     specs: dict[str, dict[str, Any]] = {}
     for p in points:
         specs.setdefault(p.run_id, p.scenario.to_dict())
+    if sweep.backend == "kernel" and cluster is None:
+        from ccfair import kernel
+
+        # Before anything runs: every point must be runnable here (an algorithm neither the
+        # kernel nor ccfair's BPF programs have, or BPF congestion controls this machine
+        # cannot run, is one line now rather than a failure per point later).
+        checked: set[str] = set()
+        for p in points:
+            if p.run_id not in checked:
+                checked.add(p.run_id)
+                kernel.check_scenario(p.scenario.resolve())
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise SpecError("--workers", workers, "is not a positive number of processes")
     # Connect before touching the results directory: a wrong address changes nothing.
     client = _connect(cluster, connect_timeout) if cluster else None
     try:
         with _lock(root):
-            outcome = _run_locked(sweep, root, points, specs, workers, client, progress, say)
+            outcome = _run_locked(sweep, root, points, specs, workers, client, progress, say, lim)
     finally:
         if client is not None:
-            client.close()
+            _close_quietly(client)
     outcome.wall_s = time.perf_counter() - t0
     return outcome
 
@@ -399,10 +437,14 @@ def _run_locked(
     client: Any,
     progress: bool,
     say: Callable[[str], None],
+    lim: Limits,
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
+    check_schema(root)  # runs of another schema version cannot be mixed with these
     _claim(root, sweep, points)
-    _remove_temporaries(root)
+    for table in (*TABLES, MARKER_TABLE):  # refuses symlinked table folders up front
+        table_folder(root, table)
+    remove_stale_temporaries(root)
     finished = set(finished_run_ids(root))
     recomputed = []
     for rid in sorted(finished & specs.keys()):
@@ -431,17 +473,29 @@ def _run_locked(
     if missing:
         bar = _Progress(len(missing), sweep.name, progress)
         try:
+            limits = {"memory": lim.memory, "events": lim.events}
             if client is not None:
-                _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say)
+                _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say, limits)
             elif sweep.backend == "kernel" and (workers or 1) > 1:
                 # Parallel kernel workers share one turn of the machine (kernel.machine_turn).
                 from ccfair import kernel
 
                 with kernel.machine_turn(say):
                     env = {kernel.TURN_ENV: str(os.getpid())}
-                    _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say, env)
+                    _run_local(
+                        workers,
+                        missing,
+                        specs,
+                        sweep.backend,
+                        root,
+                        outcome,
+                        bar,
+                        say,
+                        limits,
+                        env,
+                    )
             else:
-                _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say)
+                _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say, limits)
         finally:
             bar.close()
             if sweep.backend == "kernel" and client is None:
@@ -494,9 +548,13 @@ class _Worker:
         )
         self.task: str | None = None
 
-    def send(self, run_id: str, spec: dict[str, Any], backend: str, out: str) -> None:
+    def send(
+        self, run_id: str, spec: dict[str, Any], backend: str, out: str, limits: dict[str, int]
+    ) -> None:
         assert self.proc.stdin is not None
-        line = json.dumps({"run_id": run_id, "spec": spec, "backend": backend, "out": out})
+        line = json.dumps(
+            {"run_id": run_id, "spec": spec, "backend": backend, "out": out, "limits": limits}
+        )
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
         self.task = run_id
@@ -526,7 +584,9 @@ def _worker_main() -> int:
     for line in sys.stdin:
         task = json.loads(line)
         try:
-            res = run_and_save(task["run_id"], task["spec"], task["backend"], task["out"])
+            res = run_and_save(
+                task["run_id"], task["spec"], task["backend"], task["out"], task.get("limits")
+            )
             reply = {"run_id": task["run_id"], "ok": True, "wall_s": res["wall_s"]}
         except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
             reply = {"run_id": task["run_id"], "ok": False, "error": _one_line(exc)}
@@ -543,6 +603,7 @@ def _run_local(
     outcome: SweepOutcome,
     bar: _Progress,
     say: Callable[[str], None],
+    limits: dict[str, int],
     env: dict[str, str] | None = None,
 ) -> None:
     n = min(workers or os.cpu_count() or 1, len(missing))
@@ -557,7 +618,7 @@ def _run_local(
         if queue and not outcome.interrupted:
             rid = queue.pop()
             try:
-                w.send(rid, specs[rid], backend, str(root))
+                w.send(rid, specs[rid], backend, str(root), limits)
             except OSError:
                 outcome.failed[rid] = "a worker process died (killed or out of memory)"
                 w.task = None
@@ -663,15 +724,20 @@ def _connect(address: str, timeout: float) -> Any:
             address,
             "needs the dask distributed package: pip install 'ccfair[cluster]'",
         ) from None
-    try:
-        client = Client(address, timeout=f"{timeout}s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SpecError("--cluster", address, f"cannot be reached: {_one_line(exc)}") from None
-    try:
-        client.wait_for_workers(1, timeout=max(timeout, 60.0))
-    except TimeoutError:
-        client.close()
-        raise SpecError("--cluster", address, "has no workers (none joined within 60 s)") from None
+    if not isinstance(address, str) or not address:
+        raise SpecError("--cluster", address, "is not a scheduler address, e.g. tcp://host:8786")
+    with _quiet_dask():
+        try:
+            client = Client(address, timeout=f"{timeout}s")
+        except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError, ...
+            raise SpecError("--cluster", address, f"cannot be reached: {_one_line(exc)}") from None
+        try:
+            client.wait_for_workers(1, timeout=max(timeout, 60.0))
+        except Exception:  # noqa: BLE001 - a timeout, or the scheduler going away
+            _close_quietly(client)
+            raise SpecError(
+                "--cluster", address, "has no workers (none joined within 60 s)"
+            ) from None
     return client
 
 
@@ -684,33 +750,93 @@ def _run_dask(
     outcome: SweepOutcome,
     bar: _Progress,
     say: Callable[[str], None],
+    limits: dict[str, int],
 ) -> None:
     from distributed import as_completed
 
     mine = _worker_versions()
-    for worker, version in client.run(_worker_versions).items():
-        if version != mine:
-            say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
-    futures = {
-        client.submit(
-            run_to_bytes, rid, specs[rid], backend, key=f"ccfair-run-{rid}", pure=False
-        ): rid
-        for rid in missing
-    }
+    with _quiet_dask():
+        for worker, version in client.run(_worker_versions).items():
+            if version != mine:
+                say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
+        futures = {
+            client.submit(
+                run_to_bytes, rid, specs[rid], backend, limits, key=f"ccfair-run-{rid}", pure=False
+            ): rid
+            for rid in missing
+        }
+        try:
+            for fut in as_completed(list(futures)):
+                rid = futures[fut]
+                try:
+                    res = fut.result()
+                except Exception as exc:  # noqa: BLE001 - record and go on with the others
+                    if _connection_lost(client, exc):
+                        raise _lost(client, outcome) from None
+                    outcome.failed[rid] = _one_line(exc)
+                    say(f"run {rid} failed: {outcome.failed[rid]}")
+                else:
+                    _save_bytes(root, rid, res["tables"])
+                    outcome.executed.append(rid)
+                bar.update()
+                fut.release()
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            say("\ninterrupted: cancelling the runs on the cluster")
+            with contextlib.suppress(Exception):
+                client.cancel(list(futures))
+        except RunError:
+            raise
+        except (OSError, TimeoutError) as exc:
+            raise _lost(client, outcome, exc) from None
+        except Exception as exc:  # noqa: BLE001 - distributed's own errors when the link drops
+            if _connection_lost(client, exc):
+                raise _lost(client, outcome, exc) from None
+            raise
+
+
+def _connection_lost(client: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` means the scheduler is gone (rather than a run failing): the client
+    says so, or distributed cancelled the run or closed the link."""
+    if getattr(client, "status", "running") not in ("running", "connecting"):
+        return True
+    lost = ("FutureCancelledError", "CancelledError", "CommClosedError", "StreamClosedError")
+    return type(exc).__name__ in lost
+
+
+def _lost(client: Any, outcome: SweepOutcome, exc: BaseException | None = None) -> RunError:
+    """The error of a sweep whose Dask scheduler went away (finished runs are kept)."""
+    address = getattr(getattr(client, "scheduler", None), "address", "the scheduler")
+    why = f" ({_one_line(exc)})" if exc is not None else ""
+    return RunError(
+        f"--cluster {address}: lost the connection to the Dask scheduler{why}; "
+        f"{len(outcome.executed)} run(s) finished and are kept in {outcome.results_dir}; "
+        "rerun the same command to run the rest"
+    )
+
+
+@contextmanager
+def _quiet_dask() -> Iterator[None]:
+    """Keep distributed's own log records (tracebacks when a connection drops) off the
+    terminal while a sweep runs: ccfair reports the failure itself, in one line."""
+    # distributed sets levels on its child loggers (distributed.client, ...): quiet each.
+    names = ["distributed", "tornado", "asyncio"]
+    names += [
+        n
+        for n in list(logging.root.manager.loggerDict)
+        if n.startswith(("distributed.", "tornado.", "asyncio."))
+    ]
+    loggers = [logging.getLogger(n) for n in names]
+    saved = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
     try:
-        for fut in as_completed(list(futures)):
-            rid = futures[fut]
-            try:
-                res = fut.result()
-            except Exception as exc:  # noqa: BLE001 - record and go on with the others
-                outcome.failed[rid] = _one_line(exc)
-                say(f"run {rid} failed: {outcome.failed[rid]}")
-            else:
-                _save_bytes(root, rid, res["tables"])
-                outcome.executed.append(rid)
-            bar.update()
-            fut.release()
-    except KeyboardInterrupt:
-        outcome.interrupted = True
-        say("\ninterrupted: cancelling the runs on the cluster")
-        client.cancel(list(futures))
+        yield
+    finally:
+        for lg, was in zip(loggers, saved, strict=True):
+            lg.disabled = was
+
+
+def _close_quietly(client: Any) -> None:
+    with _quiet_dask(), contextlib.suppress(Exception):
+        client.close(timeout=5)

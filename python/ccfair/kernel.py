@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import _core
-from ccfair.errors import SpecError, show
+from ccfair.errors import CcfairError, SpecError, show
 
 __all__ = [
     "KernelError",
@@ -80,9 +80,15 @@ TURN_PATH = STATE_DIR / "kernel.lock"
 TURN_ENV = "CCFAIR_KERNEL_TURN_HELD_BY"
 #: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c).
 LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
+#: ccfair algorithms with a BPF program of ccfair's own (bpf/, docs/kernel.md): a flow that
+#: modifies one of them, or asks for one this kernel lacks, runs the program, registered
+#: for the run as ``ccf<tag><algorithm>``.
+BPF_ALGORITHMS = ("bbr", "copa")
+#: Names of ccfair's BPF congestion controls (at most 15 bytes, the kernel's limit).
+BPF_NAME_RE = re.compile(r"^ccf([0-9a-f]{8})(bbr|copa)$")
 
 
-class KernelError(RuntimeError):
+class KernelError(CcfairError, RuntimeError):
     """The kernel backend cannot run here, or a run failed. The message is one line."""
 
 
@@ -212,21 +218,65 @@ def _cca_defaults(name: str) -> dict[str, Any]:
     return json.loads(_core.normalize_cca(name, "{}"))
 
 
-def check_scenario(resolved: Any, *, offered: list[str] | None = None) -> None:
+def flow_program(
+    cca: str, params: Mapping[str, Any], offered: list[str], *, force_bpf: bool = False
+) -> str:
+    """How the kernel backend runs a flow's algorithm: ``"kernel"`` (this kernel's own
+    module, unmodified), ``"bpf"`` (ccfair's BPF program: the algorithm is modified, or the
+    kernel lacks it, or ``force_bpf``), or ``"none"`` (neither can).
+
+    Example:
+        >>> flow_program("copa", {}, ["reno", "cubic", "bbr"])
+        'bpf'
+        >>> flow_program("bbr", {}, ["reno", "cubic", "bbr"])
+        'kernel'
+        >>> flow_program("bbr", {"probe_rtt_ms": 100}, ["bbr"])
+        'bpf'
+    """
+    linux = LINUX_NAME.get(cca)
+    stock = all(_cca_defaults(cca).get(k) == v for k, v in params.items())
+    bpf = cca in BPF_ALGORITHMS
+    if linux is not None and linux in offered and stock and not (force_bpf and bpf):
+        return "kernel"
+    return "bpf" if bpf else "none"
+
+
+def bpf_unavailable() -> str | None:
+    """What this machine lacks to run ccfair's BPF congestion controls (one sentence), or
+    None: the programs in this build (clang and libbpf-dev when ccfair was installed),
+    libbpf, a kernel with BTF and BPF struct_ops for TCP congestion control.
+
+    Example:
+        >>> bpf_unavailable() is None or isinstance(bpf_unavailable(), str)
+        True
+    """
+    return _core.bpf_unavailable()
+
+
+def check_scenario(
+    resolved: Any, *, offered: list[str] | None = None, force_bpf: bool = False
+) -> None:
     """Raise :class:`SpecError` if the kernel backend cannot run ``resolved`` as written:
-    an algorithm this kernel lacks, a modification of an algorithm (non-default
-    ``cca_params``), or a TCP option Linux offers no per-namespace setting for.
+    an algorithm neither this kernel nor ccfair's BPF programs offer, a modification of an
+    algorithm without a BPF program (non-default ``cca_params`` of reno or cubic), or a TCP
+    option Linux offers no per-namespace setting for; :class:`KernelError` if a flow needs
+    a BPF program and this machine cannot run one (saying what is missing).
+    ``force_bpf`` runs every algorithm that has a BPF program with it, also unmodified
+    (to compare the program with the kernel's module).
 
     Example:
         >>> from ccfair.spec import dumbbell
-        >>> check_scenario(dumbbell(1, "copa").resolve(), offered=["reno", "cubic"])
+        >>> check_scenario(dumbbell(1, "cubic").resolve(), offered=["reno"])
         Traceback (most recent call last):
         ...
-        ccfair.errors.SpecError: flows[0].cca: "copa" is not available on the kernel \
-backend; this kernel offers: reno, cubic
+        ccfair.errors.SpecError: flows[0].cca: "cubic" is not available on the kernel \
+backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
     """
     offered = available_ccas() if offered is None else offered
-    offers = f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'}"
+    offers = (
+        f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'} "
+        f"(and ccfair's BPF programs: {', '.join(BPF_ALGORITHMS)})"
+    )
     spec = resolved.engine_spec
     sc = resolved.scenario
     tcp_defaults = _tcp_defaults()
@@ -235,23 +285,29 @@ backend; this kernel offers: reno, cubic
     # share a host must agree on its settings.
     host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
     rmem, _ = _socket_buffers(resolved)
+    needs_bpf = []
     for i, f in enumerate(spec["flows"]):
         cca = f["cca"]
         linux = LINUX_NAME.get(cca)
-        if linux is None or linux not in offered:
+        how = flow_program(cca, f["cca_params"], offered, force_bpf=force_bpf)
+        if how == "none" and (linux is None or linux not in offered):
             raise SpecError(
                 f"flows[{i}].cca", cca, f"is not available on the kernel backend; {offers}"
             )
-        defaults = _cca_defaults(cca)
-        for key, value in f["cca_params"].items():
-            if defaults.get(key) != value:
-                raise SpecError(
-                    f"flows[{i}].cca_params.{key}",
-                    value,
-                    f"is a modification of {cca} that Linux's {linux} does not have (default "
-                    f"{show(defaults.get(key))}); the kernel backend runs this kernel's own "
-                    f"algorithms unmodified; {offers}",
-                )
+        if how == "none":
+            defaults = _cca_defaults(cca)
+            for key, value in f["cca_params"].items():
+                if defaults.get(key) != value:
+                    raise SpecError(
+                        f"flows[{i}].cca_params.{key}",
+                        value,
+                        f"is a modification of {cca} that Linux's {linux} does not have "
+                        f"(default {show(defaults.get(key))}); the kernel backend runs "
+                        f"modified algorithms only as ccfair's BPF programs "
+                        f"({', '.join(BPF_ALGORITHMS)})",
+                    )
+        if how == "bpf":
+            needs_bpf.append(i)
         explicit = {**sc.tcp, **sc.flows[i].tcp}
         for key, value in f["tcp"].items():
             where = "tcp" if key in sc.tcp and key not in sc.flows[i].tcp else f"flows[{i}].tcp"
@@ -290,6 +346,14 @@ backend; this kernel offers: reno, cubic
                 value,
                 f"cannot be applied on the kernel backend (Linux has no per-namespace setting "
                 f"for it; default {show(tcp_defaults.get(key))}); settable: {supported}",
+            )
+    if needs_bpf:
+        missing = bpf_unavailable()
+        if missing is not None:
+            i = needs_bpf[0]
+            raise KernelError(
+                f"flows[{i}] ({spec['flows'][i]['cca']}) needs ccfair's BPF congestion "
+                f"control on the kernel backend, and {missing}"
             )
 
 
@@ -462,9 +526,10 @@ def _host_buffer_sysctls(resolved: Any, node: int) -> list[tuple[str, str]]:
     ]
 
 
-def _plan(resolved: Any, run_id: str) -> _Plan:
+def _plan(resolved: Any, run_id: str, *, force_bpf: bool = False) -> _Plan:
     spec = resolved.engine_spec
     tag = run_id[:8]
+    offered = available_ccas()
     endpoints = sorted({f["src"] for f in spec["flows"]} | {f["dst"] for f in spec["flows"]})
     if len(endpoints) > 999:
         raise KernelError(f"{len(endpoints)} hosts; the kernel backend supports at most 999")
@@ -509,11 +574,21 @@ def _plan(resolved: Any, run_id: str) -> _Plan:
             }
         )
         netns.append(name)
-    flows = [
-        {"port": BASE_PORT + i, "kernel_cca": LINUX_NAME[f["cca"]]}
-        for i, f in enumerate(spec["flows"])
-    ]
-    config = {"tag": tag, "spec": spec, "hosts": hosts, "flows": flows}
+    flows = []
+    bpf: dict[str, str] = {}
+    for i, f in enumerate(spec["flows"]):
+        if flow_program(f["cca"], f["cca_params"], offered, force_bpf=force_bpf) == "bpf":
+            name = bpf.setdefault(f["cca"], f"ccf{tag}{f['cca']}")
+        else:
+            name = LINUX_NAME[f["cca"]]
+        flows.append({"port": BASE_PORT + i, "kernel_cca": name})
+    config = {
+        "tag": tag,
+        "spec": spec,
+        "hosts": hosts,
+        "flows": flows,
+        "bpf": [{"algorithm": a, "name": n} for a, n in bpf.items()],
+    }
     return _Plan(tag=tag, netns=netns, config=config, hosts=hosts)
 
 
@@ -695,7 +770,11 @@ def _acquire_turn(say: Any) -> int:
 
 
 def run_kernel(
-    resolved: Any, run_id: str, *, engine_spec: dict[str, Any] | None = None
+    resolved: Any,
+    run_id: str,
+    *,
+    engine_spec: dict[str, Any] | None = None,
+    force_bpf: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a resolved scenario on this kernel; return the tables (as the simulator's
     ``_core.run`` returns them) and the self-check record.
@@ -704,17 +783,19 @@ def run_kernel(
     ``KeyboardInterrupt`` / :class:`Terminated` on SIGINT / SIGTERM. Whatever happens, the
     namespaces are removed before this returns (and by the next start after a SIGKILL).
     ``engine_spec`` replaces the resolved engine spec (e.g. one asking for a trace).
+    ``force_bpf`` runs bbr (and copa) as ccfair's BPF programs even when unmodified (see
+    :func:`check_scenario`); the caller keeps such results apart from the others.
     """
     preflight()
     with machine_turn():
-        return _run_turn(resolved, run_id, engine_spec)
+        return _run_turn(resolved, run_id, engine_spec, force_bpf)
 
 
 def _run_turn(
-    resolved: Any, run_id: str, engine_spec: dict[str, Any] | None
+    resolved: Any, run_id: str, engine_spec: dict[str, Any] | None, force_bpf: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     cleanup()
-    plan = _plan(resolved, run_id)
+    plan = _plan(resolved, run_id, force_bpf=force_bpf)
     if engine_spec is not None:
         plan.config["spec"] = engine_spec
     STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -787,6 +868,8 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
         selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
         selfcheck["kernel_hz"] = kernel_hz()
         selfcheck["namespaces"] = plan.netns
+        # What each flow ran: a module's name, or ccfair's BPF program (ccf<tag><algorithm>).
+        selfcheck["kernel_cca"] = [f["kernel_cca"] for f in plan.config["flows"]]
         return raw, selfcheck
     except RuntimeError as exc:
         if isinstance(exc, KernelError):

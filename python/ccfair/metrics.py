@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ccfair.errors import SpecError
 from ccfair.results import (
     MARKER_TABLE,
     TABLES,
@@ -38,6 +39,7 @@ from ccfair.results import (
     check_versions,
     finished_run_ids,
     load_table,
+    looked_up,
     read_tables,
 )
 from ccfair.topology import PACKET_BYTES
@@ -240,7 +242,7 @@ class Results:
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
         from ccfair.executor import read_sweep_record
 
-        self.root = Path(results_dir)
+        self.root = looked_up(Path(results_dir))
         if not self.root.is_dir():
             raise ResultsError(f"{self.root}: no such results directory")
         self.record = read_sweep_record(self.root)
@@ -638,6 +640,15 @@ class Results:
                     if c.endswith("_share_frac")
                 ),
             ]
+        else:
+            shared = set(a_runs.columns) & set(b_runs.columns)
+            unknown = [v for v in values if v not in shared]
+            if unknown:
+                raise SpecError(
+                    "values",
+                    unknown[0],
+                    "is not a runs column of both directories (docs/results.md, 'runs')",
+                )
         rows = []
         a_groups = dict(
             tuple(

@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ccfair.metrics import Results, bottlenecks, bounds_of, clipped_interval
-from ccfair.results import jain_index
+from ccfair.results import jain_index, replace_via_temporary
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = [
@@ -286,9 +286,10 @@ def save(
         if ext not in options:
             raise ValueError(f"formats: {ext!r} is not png, svg or pdf")
         path = out / f"{name}.{ext}"
-        tmp = out / f".{name}.{os.getpid()}.{ext}"
-        fig.savefig(tmp, format=ext, **options[ext])  # the figures use constrained layout
-        os.replace(tmp, path)
+        # The figures use constrained layout; the temporary is ccfair-named (results.py).
+        replace_via_temporary(
+            path, lambda tmp, ext=ext, kwargs=options[ext]: fig.savefig(tmp, format=ext, **kwargs)
+        )
         paths.append(path)
     return paths
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ccfair import _core, plots
 from ccfair.metrics import Results, bounds_of, clipped_interval
+from ccfair.results import replace_via_temporary
 
 __all__ = ["fmt_interval", "fmt_number", "make_figures", "save_figures", "write_report"]
 
@@ -802,9 +803,7 @@ def write_report(
         + "\n</body></html>\n"
     )
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, target)
+    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     lap("page")
     return target
 

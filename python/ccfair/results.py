@@ -11,6 +11,12 @@ A results directory holds one Parquet file per run and table::
 Every file is written to a temporary name and renamed into place; the ``runs`` file is written
 last, so a run counts as finished exactly when its ``runs`` file exists. Reading a table of a
 directory is one call: ``pandas.read_parquet(RESULTS_DIR / "flows")`` or :func:`load`.
+
+The directory is ccfair's own: temporary files are named ``.ccfair-<writer>.<file>.tmp`` (the
+writer's process id and a random token), and only such files whose writer is gone are ever
+deleted; table folders that are symbolic links are refused (ccfair never writes or deletes
+through them); every path ccfair writes is a fixed table name and a run id (16 hex digits)
+under the directory.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import hashlib
 import json
 import os
 import platform
+import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +35,13 @@ import numpy as np
 import pandas as pd
 
 from ccfair import _core, schema
-from ccfair.errors import ResultsError
+from ccfair.errors import ResultsError, shorten
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
 MARKER_TABLE = "runs"
+#: A run id: the first 16 hex digits of a content hash (:func:`ccfair.api.run_id_of`).
+RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 __all__ = [
     "MARKER_TABLE",
@@ -43,6 +53,132 @@ __all__ = [
     "load",
     "load_table",
 ]
+
+# --------------------------------------------------------------------------------------------
+# The directory is ccfair's own: temporary names, symlinks, containment
+
+#: This process as a writer: its pid and a random token (pids are reused; tokens are not).
+WRITER_ID = f"{os.getpid()}-{secrets.token_hex(4)}"
+_TEMPORARY = re.compile(r"\.ccfair-(\d+)-[0-9a-f]{8}\..+\.tmp")
+
+
+def temporary_path(path: Path) -> Path:
+    """Where ``path`` is written before it is renamed into place: a hidden name with the
+    ccfair prefix and this writer's id.
+
+    Example:
+        >>> temporary_path(Path("r/flows/0123456789abcdef.parquet")).name  # doctest: +ELLIPSIS
+        '.ccfair-...-....0123456789abcdef.parquet.tmp'
+    """
+    if os.getpid() != int(WRITER_ID.split("-")[0]):  # a forked child is another writer
+        _renew_writer_id()
+    return path.with_name(f".ccfair-{WRITER_ID}.{path.name}.tmp")
+
+
+def _renew_writer_id() -> None:
+    global WRITER_ID
+    WRITER_ID = f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Delete the temporary files that ccfair writers left in ``root``'s table folders and
+    whose writer process is gone (killed mid-write); returns how many. Files ccfair did
+    not create, and temporaries of writers still running, are never touched."""
+    n = 0
+    for table in (MARKER_TABLE, *TABLES):
+        folder = root / table
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            m = _TEMPORARY.fullmatch(entry.name)
+            if m is None or _alive(int(m.group(1))) or not entry.is_file():
+                continue
+            entry.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
+def table_folder(root: Path, table: str) -> Path:
+    """``root/table``, created if missing; a symbolic link there (or a file) is refused, so
+    that nothing is written or deleted outside ``root`` through it."""
+    folder = root / table
+    if folder.is_symlink():
+        raise ResultsError(
+            f"{folder}: is a symbolic link; ccfair writes only into real folders of the "
+            "results directory (remove the link or use another --out)"
+        )
+    make_dir(folder)
+    return folder
+
+
+def looked_up(path: Path) -> Path:
+    """``path``, after checking that the file system can look it up (it need not exist): a
+    name too long or a parent that may not be searched is a :class:`ResultsError` naming it,
+    not an ``OSError`` from deep inside.
+
+    Example:
+        >>> looked_up(Path("x" * 300))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ccfair.errors.ResultsError: xxx...(300 chars)...xxx: cannot be used (File name too long)
+    """
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise ResultsError(
+            f"{shorten(str(path))}: cannot be used ({exc.strerror or exc})"
+        ) from None
+    return path
+
+
+def make_dir(path: Path) -> None:
+    """Create a directory (and parents) or fail with a :class:`ResultsError` saying why
+    (a file in the way, no permission, a read-only file system, a name too long)."""
+    looked_up(path)
+    if path.exists() and not path.is_dir():
+        raise ResultsError(f"{path}: is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot create the directory ({exc.strerror or exc})") from None
+
+
+def write_file_atomic(path: Path, write: Any) -> None:
+    """Write ``path`` through its temporary name (``write(tmp_path)``), fsync it, and rename
+    it into place; a failure leaves no temporary behind and raises :class:`ResultsError`.
+    ``path``'s folder is a table folder of a results directory (:func:`table_folder`)."""
+    table_folder(path.parent.parent, path.parent.name)
+    replace_via_temporary(path, write)
+
+
+def replace_via_temporary(path: Path, write: Any) -> None:
+    """Write ``path`` through its ccfair-named temporary (:func:`temporary_path`) with
+    ``write(tmp_path)``, fsync it and rename it into place, in an existing folder (figures,
+    reports, table files); a failure leaves no temporary behind and raises
+    :class:`ResultsError` naming ``path``."""
+    tmp = temporary_path(path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ResultsError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _column(kind: str, data: Any) -> Any:
@@ -222,11 +358,34 @@ class RunResult:
             PosixPath('results')
         """
         root = Path(results_dir)
+        make_dir(root)
         check_schema(root)
+        self.write_tables(root)
+        return root
+
+    def write_tables(self, root: Path) -> None:
+        """Write this run's tables into the results directory ``root``, the ``runs`` file
+        last, each in the schema's exact columns and types, through ccfair-named
+        temporaries. Unlike :meth:`save` it does not check the directory's schema version:
+        for a writer that checked it once (a sweep, under the directory's lock)."""
         for table in (*TABLES, MARKER_TABLE):
             frame = self.runs if table == MARKER_TABLE else getattr(self, table)
-            _write_atomic(frame, table, root / table / f"{self.run_id}.parquet")
-        return root
+            arrow = arrow_table(frame, table)
+            path = root / table / f"{self.run_id}.parquet"
+            write_file_atomic(path, lambda tmp, arrow=arrow: _write_parquet(arrow, tmp))
+
+    def parquet_bytes(self) -> dict[str, bytes]:
+        """Each table as the bytes of the Parquet file :meth:`write_tables` would write (a
+        cluster worker sends these; the sweep's process writes them)."""
+        import pyarrow as pa
+
+        out = {}
+        for table in (*TABLES, MARKER_TABLE):
+            frame = self.runs if table == MARKER_TABLE else getattr(self, table)
+            sink = pa.BufferOutputStream()
+            _write_parquet(arrow_table(frame, table), sink)
+            out[table] = sink.getvalue().to_pybytes()
+        return out
 
 
 def jain_index(x: Any) -> float:
@@ -243,21 +402,22 @@ def jain_index(x: Any) -> float:
     return float(np.sum(arr) ** 2 / denom) if denom > 0 else float("nan")
 
 
-def _write_atomic(frame: pd.DataFrame, table: str, path: Path) -> None:
+def arrow_table(frame: pd.DataFrame, table: str) -> Any:
+    """``frame`` as an Arrow table with the schema's exact columns and types of ``table`` and
+    no pandas metadata: a plain read of the table's folder then returns every column of every
+    run (docs/results.md, "One schema, plain reads")."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    # Every file of a table gets the schema's exact columns and types, and no pandas
-    # metadata: a plain read of the table's folder then returns every column of every run.
     arrow = pa.Table.from_pandas(
         conform(frame, table), schema=schema.arrow_schema(table), preserve_index=False
     )
-    pq.write_table(arrow.replace_schema_metadata(None), tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    return arrow.replace_schema_metadata(None)
+
+
+def _write_parquet(arrow: Any, where: Any) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(arrow, where)
 
 
 def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
@@ -302,11 +462,12 @@ def check_versions(results_dir: str | os.PathLike[str], versions: set[int]) -> N
 
 
 def finished_run_ids(results_dir: str | os.PathLike[str]) -> list[str]:
-    """Run ids whose results are complete in ``results_dir``."""
-    marker = Path(results_dir) / MARKER_TABLE
+    """Run ids whose results are complete in ``results_dir`` (files of other names are
+    not runs and are ignored)."""
+    marker = looked_up(Path(results_dir)) / MARKER_TABLE
     if not marker.is_dir():
         return []
-    return sorted(p.stem for p in marker.glob("*.parquet"))
+    return sorted(p.stem for p in marker.glob("*.parquet") if RUN_ID.fullmatch(p.stem))
 
 
 def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunResult:
@@ -449,8 +610,13 @@ def build_result(
     wall_time_s: float,
     selfcheck: dict[str, Any] | None = None,
     flags: list[str] | None = None,
+    identity: str | None = None,
 ) -> RunResult:
     """Turn the engine's column dict into labelled DataFrames.
+
+    ``identity`` is what the run id hashed as the backend when it differs from ``backend``
+    (``"kernel-bpf"`` for a ``force_bpf`` run): the point key hashes it too, so such runs
+    are never repetitions of the kernel module's runs of the same spec.
 
     ``selfcheck`` and ``selfcheck_flags`` come from the kernel backend (see docs/kernel.md): the
     emulator's measurements of itself and the bounds they exceeded. The ``runs`` table has
@@ -507,7 +673,7 @@ def build_result(
                 "n_flows": len(spec["flows"]),
                 "n_links": len(spec["links"]),
                 "spec_json": json.dumps(normalized, sort_keys=True),
-                "point_key": point_key(normalized, backend),
+                "point_key": point_key(normalized, identity or backend),
                 **provenance(),
                 "started_at": started_at,
                 "wall_time_s": wall_time_s,

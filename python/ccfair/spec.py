@@ -58,6 +58,8 @@ from pydantic import (
 
 from ccfair import _core
 from ccfair.errors import SpecError, format_path, show
+from ccfair.inputs import check_nesting, load_toml, read_spec_file
+from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NAME_CHARS, MAX_NODES
 from ccfair.topology import Graph, ack_channels, bdp_packets, buffer_packets
 from ccfair.units import (
     DURATION_HINT,
@@ -92,13 +94,17 @@ DEFAULT_BUFFER_PKTS = 1000
 _U32_MAX = 2**32 - 1
 _U64_MAX = 2**64 - 1
 _SEED_LIMIT = 2**63
+#: Longest time in a spec, and longest link delay (crates/ccfair-sim/src/spec.rs MAX_TIME_NS,
+#: MAX_DELAY_NS): times plus delays stay within the engine's 64-bit clock.
+_MAX_TIME_NS = 2**62
+_MAX_DELAY_NS = 2**40
 
 # --------------------------------------------------------------------------------------------
 # Field types. Quantities are stored as integers in base units (ns, bit/s, bytes) and
 # serialised back to the shortest exact string with a unit.
 
 
-def _duration(what: str, *, positive: bool) -> Any:
+def _duration(what: str, *, positive: bool, most_ns: int = _MAX_TIME_NS) -> Any:
     def check(value: Any) -> int:
         ns = parse_duration(value)
         if ns is None:
@@ -107,8 +113,8 @@ def _duration(what: str, *, positive: bool) -> Any:
             raise ValueError(f"{show(value)} is not a positive duration; {what} must be > 0")
         if ns < 0:
             raise ValueError(f"{show(value)} is negative; {what} must be >= 0")
-        if ns > _U64_MAX:
-            raise ValueError(f"{show(value)} is too long (at most 2^64-1 ns)")
+        if ns > most_ns:
+            raise ValueError(f"{show(value)} is too long (at most {most_ns / 1e9:.4g} s)")
         return ns
 
     return Annotated[int, BeforeValidator(check), PlainSerializer(format_duration, return_type=str)]
@@ -139,6 +145,10 @@ def _check_size(value: Any) -> int:
 def _check_name(value: str) -> str:
     if not value.strip():
         raise ValueError(f"{show(value)} is not a valid name (empty)")
+    if len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"{show(value)} is longer than {MAX_NAME_CHARS} characters")
+    if not value.isprintable():
+        raise ValueError(f"{show(value)} is not a valid name (it has control characters)")
     return value
 
 
@@ -334,7 +344,7 @@ class Link(_Model):
     name: Name | None = None
     between: Annotated[list[Name], Field(min_length=2, max_length=2)]
     rate: Rate
-    delay: _duration("delay", positive=False)  # type: ignore[valid-type]
+    delay: _duration("delay", positive=False, most_ns=_MAX_DELAY_NS)  # type: ignore[valid-type]
     buffer: Buffer = Field(default_factory=lambda: Buffer(packets=DEFAULT_BUFFER_PKTS))
     loss: Loss = Field(default_factory=Loss)
 
@@ -408,6 +418,7 @@ class Scenario(_Model):
         """
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a scenario table (a dict of keys)")
+        _check_bounds(data)
         try:
             sc = cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -426,9 +437,12 @@ class Scenario(_Model):
             1000000
         """
         try:
-            data = tomllib.loads(text)
+            data = load_toml(text)
         except tomllib.TOMLDecodeError as exc:
             raise _toml_error(exc, text, source) from None
+        except SpecError as exc:
+            exc.source = source
+            raise
         try:
             return cls.from_dict(data)
         except SpecError as exc:
@@ -442,8 +456,7 @@ class Scenario(_Model):
         Example:
             >>> sc = Scenario.from_toml("scenarios/dumbbell.toml")  # doctest: +SKIP
         """
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_spec_file(path, "scenario")
         return cls.from_toml_str(text, source=os.fspath(path))
 
     @classmethod
@@ -507,6 +520,21 @@ class Scenario(_Model):
             (67, 33.33)
         """
         return _resolve(self, raw=None)
+
+
+def _check_bounds(data: Mapping[str, Any]) -> None:
+    """Nesting, string lengths and the number of flows, links and nodes, checked before
+    validation so that no input makes validation slow (docs/spec.md, "Limits")."""
+    check_nesting(data, "")
+    for key, most in (("flows", MAX_FLOWS), ("links", MAX_LINKS), ("nodes", MAX_NODES)):
+        items = data.get(key)
+        if isinstance(items, list) and len(items) > most:
+            raise SpecError(
+                key,
+                None,
+                f"has {len(items)} entries; a scenario has at most {most} {key}",
+                with_value=False,
+            )
 
 
 # --------------------------------------------------------------------------------------------

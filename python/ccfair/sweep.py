@@ -35,7 +35,6 @@ points that describe the same run share one id and run once. See docs/experiment
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
 import inspect
@@ -44,15 +43,19 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccfair import _core
 from ccfair.api import BACKENDS, run_id_of
 from ccfair.errors import SpecError, show
+from ccfair.filters import Filter, compile_filter, evaluate
+from ccfair.inputs import check_file_name, check_nesting, load_toml, read_spec_file
+from ccfair.limits import MAX_REPETITIONS, Limits, as_limits, check_runs
 from ccfair.spec import Flow, Link, Scenario, dumbbell, parking_lot
-from ccfair.units import format_duration, parse_duration, parse_rate
+from ccfair.units import format_duration, parse_duration
 
 __all__ = ["DERIVED", "Point", "Sweep", "SpecError"]
 
@@ -299,101 +302,6 @@ def _set_path(doc: dict[str, Any], key: str, tokens: list[str | int], value: Any
 
 
 # --------------------------------------------------------------------------------------------
-# Filters: a small, safe expression language over the grid values
-
-
-_ALLOWED_NODES = (
-    ast.Expression,
-    ast.BoolOp,
-    ast.And,
-    ast.Or,
-    ast.UnaryOp,
-    ast.Not,
-    ast.USub,
-    ast.UAdd,
-    ast.Compare,
-    ast.Eq,
-    ast.NotEq,
-    ast.Lt,
-    ast.LtE,
-    ast.Gt,
-    ast.GtE,
-    ast.In,
-    ast.NotIn,
-    ast.BinOp,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.Name,
-    ast.Load,
-    ast.Constant,
-    ast.List,
-    ast.Tuple,
-    ast.Subscript,
-    ast.Call,
-)
-
-
-def _seconds(value: Any) -> float:
-    ns = parse_duration(value)
-    if ns is None:
-        raise ValueError(f"seconds({show(value)}): not a duration")
-    return ns / 1e9
-
-
-def _bps(value: Any) -> float:
-    bps = parse_rate(value)
-    if bps is None:
-        raise ValueError(f"bps({show(value)}): not a rate")
-    return float(bps)
-
-
-_FILTER_FUNCS: dict[str, Callable[[Any], Any]] = {
-    "seconds": _seconds,
-    "bps": _bps,
-    "len": len,
-}
-
-
-def _compile_filter(index: int, text: Any, names: Sequence[str]) -> Any:
-    where = f"filters[{index}]"
-    if not isinstance(text, str):
-        raise SpecError(where, text, 'is not an expression string, e.g. "alpha <= 8"')
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise SpecError(where, text, f"is not a valid expression ({exc.msg})") from None
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise SpecError(
-                where,
-                text,
-                f"uses {type(node).__name__}; filters allow comparisons, and/or/not, "
-                "arithmetic, lists, indexing and seconds()/bps()/len()",
-            )
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _FILTER_FUNCS
-        ):
-            raise SpecError(where, text, "calls a function other than seconds(), bps(), len()")
-        if (
-            isinstance(node, ast.Name)
-            and node.id not in names
-            and node.id not in _FILTER_FUNCS
-            and node.id not in ("p", "True", "False")
-        ):
-            hint = difflib.get_close_matches(node.id, names, n=1)
-            more = f'; did you mean "{hint[0]}"?' if hint else ""
-            raise SpecError(
-                where,
-                text,
-                f"uses {show(node.id)}, which is not a grid key{more} "
-                f'(grid keys: {", ".join(names)}; p["dotted.key"] reads any key)',
-            )
-    return compile(tree, where, "eval")
-
-
-# --------------------------------------------------------------------------------------------
 # The sweep
 
 
@@ -436,6 +344,7 @@ class Sweep:
         """
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a sweep table (a dict of keys)")
+        check_nesting(data, "")
         for key in data:
             if key not in _SWEEP_KEYS:
                 hint = difflib.get_close_matches(key, _SWEEP_KEYS, n=1)
@@ -448,8 +357,8 @@ class Sweep:
                     with_value=False,
                 )
         name = data.get("name", "sweep")
-        if not isinstance(name, str) or not name:
-            raise SpecError("name", name, "is not a non-empty string")
+        # The name is the default results directory (results/<name>): a file name.
+        check_file_name(name, "name")
         base = _base(data.get("base"), source)
         raw_grid = data.get("grid")
         if raw_grid is None:
@@ -469,6 +378,8 @@ class Sweep:
         reps = data.get("repetitions", 1)
         if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
             raise SpecError("repetitions", reps, "is not a positive integer")
+        if reps > MAX_REPETITIONS:
+            raise SpecError("repetitions", reps, f"is above the maximum of {MAX_REPETITIONS}")
         filters = data.get("filters", [])
         if isinstance(filters, str):
             filters = [filters]
@@ -485,9 +396,16 @@ class Sweep:
             not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
         ):
             raise SpecError("bottlenecks", bottlenecks, "is not a list of link names")
+        if bottlenecks is not None and "builder" in base:
+            raise SpecError(
+                "bottlenecks",
+                bottlenecks,
+                f"applies to a scenario-table base; the {base['builder']} builder knows its "
+                "bottleneck links (remove bottlenecks, or set links by path in the grid)",
+            )
         preset = data.get("preset")
-        if preset is not None and not isinstance(preset, str):
-            raise SpecError("preset", preset, "is not a preset name")
+        if preset is not None:
+            _check_preset(preset)
         description = data.get("description", "")
         if not isinstance(description, str):
             raise SpecError("description", description, "is not a string")
@@ -505,14 +423,14 @@ class Sweep:
         )
         sweep._check_keys()
         for i, text in enumerate(sweep.filters):
-            _compile_filter(i, text, sweep.keys)
+            compile_filter(i, text, sweep.keys)
         return sweep
 
     @classmethod
     def from_toml_str(cls, text: str, *, source: str | None = None) -> Sweep:
         """Parse a sweep spec from TOML text."""
         try:
-            data = tomllib.loads(text)
+            data = load_toml(text)
         except tomllib.TOMLDecodeError as exc:
             raise SpecError("", None, f"invalid TOML: {exc}", with_value=False) from None
         return cls.from_dict(data, source=source)
@@ -526,10 +444,7 @@ class Sweep:
             'dumbbell-buffers'
         """
         p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise SpecError("sweep", str(p), f"cannot be read ({exc.strerror or exc})") from None
+        text = read_spec_file(p, "sweep")
         try:
             return cls.from_toml_str(text, source=str(p))
         except SpecError as exc:
@@ -595,14 +510,32 @@ class Sweep:
         for key in self.keys:
             _classify(key, builder)
 
-    def expand(self) -> list[Point]:
+    def grid_runs(self) -> int:
+        """Runs of the grid before filters and baselines: the product of the axis lengths
+        times the repetitions (computed, not expanded).
+
+        Example:
+            >>> Sweep.from_dict({"base": {"builder": "dumbbell"}, "grid": {"alpha": [1, 2]},
+            ...                  "repetitions": 3}).grid_runs()
+            6
+        """
+        n = self.repetitions
+        for _, items in self.grid:
+            n *= len(items)
+        return n
+
+    def expand(self, limits: Limits | dict[str, Any] | None = None) -> list[Point]:
         """Every run of the sweep, validated, in expansion order.
 
         Raises :class:`SpecError` naming the grid point and the field if any point is
-        invalid, or if the filters leave no point.
+        invalid, or if the filters leave no point, and :class:`~ccfair.errors.LimitError` if
+        the grid has more runs than ``limits.runs`` (checked before expanding) or a point's
+        resource estimate exceeds a limit.
         """
+        lim = as_limits(limits)
+        check_runs(self.grid_runs(), lim, "grid")
         names = self.keys
-        compiled = [_compile_filter(i, t, names) for i, t in enumerate(self.filters)]
+        compiled = [compile_filter(i, t, names) for i, t in enumerate(self.filters)]
         points: list[Point] = []
         baseline_points: list[Point] = []
         seen_baselines: set[str] = set()
@@ -617,12 +550,16 @@ class Sweep:
                 seed = int(doc.get("seed", 1)) + rep
                 doc["seed"] = seed
                 sc = _validated(doc, labels, rep)
-                rid = run_id_of(sc.resolve().normalized, self.backend)
+                resolved = sc.resolve()
+                _check_estimate(resolved, lim, labels, rep)
+                rid = run_id_of(resolved.normalized, self.backend)
                 points.append(Point(len(points), labels, rep, seed, None, sc, rid))
                 if self.baselines:
                     for cca, bdoc in _homogeneous(doc):
                         bsc = _validated(bdoc, {**labels, "baseline": cca}, rep)
-                        brid = run_id_of(bsc.resolve().normalized, self.backend)
+                        bresolved = bsc.resolve()
+                        _check_estimate(bresolved, lim, {**labels, "baseline": cca}, rep)
+                        brid = run_id_of(bresolved.normalized, self.backend)
                         if brid in seen_baselines:
                             continue
                         seen_baselines.add(brid)
@@ -636,30 +573,39 @@ class Sweep:
                 self.filters,
                 "remove every point of the grid; nothing would run",
             )
+        self._check_params_used(points)
+        check_runs(
+            len({p.run_id for p in points} | {b.run_id for b in baseline_points}), lim, "grid"
+        )
         for bp in baseline_points:
             points.append(
                 Point(len(points), bp.params, bp.rep, bp.seed, bp.baseline, bp.scenario, bp.run_id)
             )
         return points
 
-    def _keep(self, compiled: list[Any], labels: dict[str, Label], values: dict[str, Any]) -> bool:
+    def _keep(
+        self, compiled: list[Filter], labels: dict[str, Label], values: dict[str, Any]
+    ) -> bool:
         env: dict[str, Any] = {}
         named = {k for k, items in self.grid if any(_label(v) != lab for lab, v in items)}
         for k in self.keys:
             env[k] = labels[k] if k in named else values[k]
-        scope = {"__builtins__": {}, **_FILTER_FUNCS, "p": dict(env), **env}
-        for i, code in enumerate(compiled):
-            try:
-                ok = eval(code, scope)  # noqa: S307 - the AST was checked by _compile_filter
-            except Exception as exc:  # noqa: BLE001 - any failure names the filter and point
+        return all(evaluate(flt, env) for flt in compiled)
+
+    def _check_params_used(self, points: list[Point]) -> None:
+        """A ``params.<cca>`` axis must change some run: some point runs ``<cca>``."""
+        for key in self.keys:
+            if not key.startswith("params."):
+                continue
+            cca = key.split(".", 1)[1]
+            if not any(f.cca == cca for p in points for f in p.scenario.flows):
                 raise SpecError(
-                    f"filters[{i}]",
-                    self.filters[i],
-                    f"fails at point {show(labels)}: {type(exc).__name__}: {exc}",
-                ) from None
-            if not ok:
-                return False
-        return True
+                    f"grid.{key}",
+                    None,
+                    f"sets parameters of {show(cca)}, but no flow of any point runs it: the "
+                    "axis would change nothing",
+                    with_value=False,
+                )
 
     def _build(self, values: dict[str, Any], labels: dict[str, Label]) -> dict[str, Any]:
         """The scenario dict of one grid point (not yet validated)."""
@@ -670,11 +616,9 @@ class Sweep:
             derived = {k: v for k, v in values.items() if kinds[k] in ("alias", "arg", "derived")}
             kwargs = _builder_kwargs(builder, kwargs, derived, labels)
             try:
-                doc = BUILDERS[builder](**kwargs).to_dict()
+                doc = _call_builder(builder, kwargs, "").to_dict()
             except SpecError as exc:
                 raise _at_point(exc, labels) from None
-            except TypeError as exc:
-                raise SpecError("base", kwargs, f"does not fit {builder}(): {exc}") from None
         else:
             doc = json.loads(json.dumps(self.base["scenario"]))
             for k, v in values.items():
@@ -687,6 +631,26 @@ class Sweep:
             if kinds[k] == "path":
                 _set_path(doc, k, _parse_path(k), json.loads(json.dumps(v)))
         return doc
+
+
+def _check_estimate(resolved: Any, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
+    from ccfair.limits import check
+
+    try:
+        check(resolved.engine_spec, lim)
+    except SpecError as exc:
+        raise type(exc)(
+            exc.path, f"{exc.message} (at grid point {show({**labels, 'rep': rep})})"
+        ) from None
+
+
+def _check_preset(preset: Any) -> None:
+    from ccfair.presets import PRESETS
+
+    if not isinstance(preset, str) or preset not in PRESETS:
+        hint = difflib.get_close_matches(str(preset), list(PRESETS), n=1)
+        more = f'; did you mean "{hint[0]}"?' if hint else ""
+        raise SpecError("preset", preset, f"is not a preset{more} (presets: {', '.join(PRESETS)})")
 
 
 def _at_point(exc: SpecError, labels: Mapping[str, Label]) -> SpecError:
@@ -724,15 +688,30 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
     if "file" in raw:
         if len(raw) > 1:
             raise SpecError("base", raw, "has keys next to file; give only file = PATH")
+        if not isinstance(raw["file"], str) or not raw["file"]:
+            raise SpecError("base.file", raw["file"], "is not a file name")
         path = Path(raw["file"])
         if source is not None and not path.is_absolute():
             path = Path(source).parent / path
-        if not path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:  # e.g. a name too long for the file system
+            raise SpecError("base.file", raw["file"], f"cannot be read ({exc.strerror})") from None
+        if not exists:
             raise SpecError("base.file", str(raw["file"]), f"does not exist (looked at {path})")
-        return {"scenario": Scenario.from_toml(path).to_dict()}
+        text = read_spec_file(path, "base.file")
+        try:
+            return {"scenario": Scenario.from_toml_str(text, source=str(path)).to_dict()}
+        except SpecError as exc:
+            raise SpecError(
+                f"base.file ({path}): {exc.path}" if exc.path else f"base.file ({path})",
+                exc.value,
+                exc.message,
+                with_value=False,
+            ) from None
     if "builder" in raw:
         builder = raw["builder"]
-        if builder not in BUILDERS:
+        if not isinstance(builder, str) or builder not in BUILDERS:
             raise SpecError(
                 "base.builder", builder, f"is not a builder; known: {', '.join(BUILDERS)}"
             )
@@ -749,10 +728,7 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
                     with_value=False,
                 )
         # Check the base builds on its own, so a typo is reported against [base].
-        try:
-            BUILDERS[builder](**{k: v for k, v in raw.items() if k != "builder"})
-        except SpecError as exc:
-            raise SpecError(f"base.{exc.path}", exc.value, exc.message, with_value=False) from None
+        _call_builder(builder, {k: v for k, v in raw.items() if k != "builder"}, "base.")
         return raw
     if "scenario" in raw and len(raw) == 1:
         raw = raw["scenario"]
@@ -765,13 +741,40 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
     return {"scenario": sc.to_dict()}
 
 
+def _call_builder(builder: str, kwargs: dict[str, Any], prefix: str) -> Scenario:
+    """Call a builder with arguments from a sweep file; any failure is a SpecError at
+    ``<prefix><argument>`` (a wrong type reaches the builder as a TypeError or ValueError)."""
+    try:
+        return BUILDERS[builder](**kwargs)
+    except SpecError as exc:
+        raise SpecError(f"{prefix}{exc.path}", exc.value, exc.message, with_value=False) from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise SpecError(
+            prefix.rstrip(".") or "base",
+            None,
+            f"does not fit {builder}(): {type(exc).__name__}: {' '.join(str(exc).split())}",
+            with_value=False,
+        ) from None
+
+
 def _classify(key: str, builder: str | None) -> str:
     """What a grid key is: ``alias``/``derived`` (derived parameter), ``params``
     (``params.<cca>``), ``arg`` (builder argument) or ``path`` (dotted scenario path)."""
     if key.startswith("params."):
-        if not key[len("params.") :]:
+        cca = key[len("params.") :]
+        if not cca:
             raise SpecError(
                 f"grid.{key}", None, "names no algorithm (params.<cca>)", with_value=False
+            )
+        known = list(_core.known_ccas())
+        if cca not in known:
+            hint = difflib.get_close_matches(cca, known, n=1)
+            more = f'; did you mean "{hint[0]}"?' if hint else ""
+            raise SpecError(
+                f"grid.{key}",
+                None,
+                f"{show(cca)} is not a known congestion control{more} (known: {', '.join(known)})",
+                with_value=False,
             )
         return "params"
     if key in ("delay", "alpha", "rate", "loss"):

@@ -88,23 +88,48 @@ class Graph:
             >>> Graph(4, [(0, 1), (0, 2), (1, 3), (2, 3)]).shortest_path(0, 3)
             [0, 1, 3]
         """
+        # A leaf (a host with one link) reaches everything through its one neighbour, and
+        # is reached only through it: route between the neighbours, whose breadth-first
+        # trees are shared by every flow (a dumbbell of n flows needs one tree, not n).
+        # The paths are the ones a search from the leaf itself would find.
+        prefix: list[int] = []
+        suffix: list[int] = []
         adjacency = self._adjacency
-        parent: dict[int, int] = {src: src}
-        queue = deque([src])
-        while queue:
-            node = queue.popleft()
-            if node == dst:
-                break
-            for nxt, _ in adjacency[node]:
-                if nxt not in parent:
-                    parent[nxt] = node
-                    queue.append(nxt)
+        if src != dst and len(adjacency[src]) == 1 and adjacency[src][0][0] != dst:
+            prefix, src = [src], adjacency[src][0][0]
+        if src != dst and len(adjacency[dst]) == 1 and adjacency[dst][0][0] != src:
+            suffix, dst = [dst], adjacency[dst][0][0]
+        if src == dst:
+            return [*prefix, src, *suffix]
+        parent = self._tree(src)
         if dst not in parent:
             return None
         path = [dst]
         while path[-1] != src:
             path.append(parent[path[-1]])
-        return path[::-1]
+        return [*prefix, *path[::-1], *suffix]
+
+    def _tree(self, src: int) -> dict[int, int]:
+        """Breadth-first parents of every node reachable from ``src`` (cached), visiting
+        neighbours in link declaration order."""
+        cached = self._trees.get(src)
+        if cached is not None:
+            return cached
+        adjacency = self._adjacency
+        parent: dict[int, int] = {src: src}
+        queue = deque([src])
+        while queue:
+            node = queue.popleft()
+            for nxt, _ in adjacency[node]:
+                if nxt not in parent:
+                    parent[nxt] = node
+                    queue.append(nxt)
+        self._trees[src] = parent
+        return parent
+
+    @cached_property
+    def _trees(self) -> dict[int, dict[int, int]]:
+        return {}
 
     def channels(self, node_path: Sequence[int]) -> list[int]:
         """Channel ids crossed by a node path (consecutive nodes must be adjacent).

@@ -25,8 +25,16 @@ __all__ = [
 
 NS_PER_S = 1_000_000_000
 
-_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-zµ/]*)\s*$")
+# ASCII digits only: "１s" (full-width) is not a duration.
+_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_QUANTITY = re.compile(rf"^[ \t]*({_NUMBER})[ \t]*([A-Za-zµ/]*)[ \t]*\Z")
+#: Decimal exponents beyond this are far outside any quantity (2^64 ns is 5.8e2 years) and
+#: would make exact arithmetic slow or overflow; they parse as "too large" / zero.
+_MAX_EXPONENT = 40
+#: Characters of a quantity string (longer ones are not quantities).
+_MAX_QUANTITY_CHARS = 100
+#: A value above every bound the spec checks (2^64), returned for huge exponents.
+_TOO_LARGE = 2**80
 
 _DURATION_UNITS = {
     "ns": 1,
@@ -79,6 +87,8 @@ def _parse(value: Any, units: dict[str, int], bare_unit: int) -> int | None:
             return None
         number, scale = Decimal(repr(value)), bare_unit
     elif isinstance(value, str):
+        if len(value) > _MAX_QUANTITY_CHARS:
+            return None
         m = _QUANTITY.match(value)
         if not m:
             return None
@@ -95,6 +105,12 @@ def _parse(value: Any, units: dict[str, int], bare_unit: int) -> int | None:
             return None
     else:
         return None
+    if number.is_zero():
+        return 0
+    if number.adjusted() > _MAX_EXPONENT:
+        return _TOO_LARGE if number > 0 else -_TOO_LARGE
+    if number.adjusted() < -_MAX_EXPONENT:
+        return 0
     return int((number * scale).to_integral_value(rounding=ROUND_HALF_UP))
 
 

@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -661,6 +662,23 @@ def validate(
     return v
 
 
+#: The time-series columns the study uses (means per flow, overlaid time series).
+_STUDY_COLUMNS = ["flow_name", "t_s", "cwnd_pkts", "srtt_ms"]
+
+
+def _slim(r: RunResult) -> RunResult:
+    """What the study keeps of a run once it is saved: its flows and runs tables and the
+    time series it compares, not every column and link sample (a 10-hop study holds
+    over a hundred runs)."""
+    return dataclasses.replace(
+        r,
+        timeseries=r.timeseries[_STUDY_COLUMNS],
+        links=r.links.iloc[:0],
+        link_summary=r.link_summary.iloc[:0],
+        trace=None,
+    )
+
+
 def _cached(results: Path | None, run_id: str) -> RunResult | None:
     if results is None or run_id not in finished_run_ids(results):
         return None
@@ -678,7 +696,7 @@ def _run_sims(
         r = run(sim_variant(p.scenario, hz), backend="sim")
         if results is not None:
             r.save(results)
-        out.append(r)
+        out.append(_slim(r))
     return out
 
 
@@ -697,7 +715,7 @@ def _run_kernels(
         if r is not None and not r.reliable:
             say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
             r = None
-        out.append(r)
+        out.append(None if r is None else _slim(r))
         if r is None:
             pending.append(i)
     t_start = time.monotonic()
@@ -716,7 +734,7 @@ def _run_kernels(
             say("  flagged: running it again")
         if results is not None:
             r.save(results)
-        out[i] = r
+        out[i] = _slim(r)
     return [r for r in out if r is not None]
 
 

@@ -20,8 +20,22 @@ pub struct EmuConfig {
     pub hosts: Vec<HostConfig>,
     /// One entry per flow of `spec.flows`, in the same order.
     pub flows: Vec<FlowConfig>,
+    /// ccfair's BPF congestion controls this run registers (docs/kernel.md): flows whose
+    /// `kernel_cca` is one of these names run the program with their own `cca_params`.
+    #[serde(default)]
+    pub bpf: Vec<BpfProgram>,
     #[serde(default)]
     pub options: EmuOptions,
+}
+
+/// A BPF congestion control registered for the run's lifetime.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BpfProgram {
+    /// The ccfair algorithm ("bbr" or "copa").
+    pub algorithm: String,
+    /// The name it is registered under (TCP_CONGESTION), at most 15 bytes.
+    pub name: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -108,7 +122,7 @@ impl EmuConfig {
     /// Consistency checks beyond the simulator's own (`RunSpec::check`). Errors name the
     /// field.
     pub fn check(&self) -> Result<(), String> {
-        self.spec.check()?;
+        self.spec.check().map_err(|e| e.to_string())?;
         if self.flows.len() != self.spec.flows.len() {
             return Err(format!(
                 "flows: {} entries for {} flows in the spec",
@@ -143,6 +157,14 @@ impl EmuConfig {
                 }
             }
         }
+        for (i, b) in self.bpf.iter().enumerate() {
+            if crate::bpfcc::Algorithm::from_name(&b.algorithm).is_none() {
+                return Err(format!(
+                    "bpf[{i}].algorithm: {:?} has no BPF program (bbr, copa)",
+                    b.algorithm
+                ));
+            }
+        }
         let mut ends = std::collections::HashSet::new();
         for (i, f) in self.flows.iter().enumerate() {
             if !ends.insert((self.spec.flows[i].dst, f.port)) {
@@ -153,6 +175,13 @@ impl EmuConfig {
             }
         }
         Ok(())
+    }
+
+    /// The BPF program a flow runs, if its `kernel_cca` is one of the run's.
+    pub fn bpf_of(&self, flow: usize) -> Option<&BpfProgram> {
+        self.bpf
+            .iter()
+            .find(|b| b.name == self.flows[flow].kernel_cca)
     }
 
     /// The host entry of a node.

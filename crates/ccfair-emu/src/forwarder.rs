@@ -109,6 +109,8 @@ struct Pkt {
     /// payload's first byte; ACKs: the acknowledgment), from the flow's ISN on.
     kind: &'static str,
     seq_bytes: u64,
+    /// ACKs and SYN-ACK: the receive window advertised, bytes (for traces).
+    window_bytes: u32,
     bytes: u32,
 }
 
@@ -590,6 +592,7 @@ impl Forwarder {
                 event,
                 kind: pkt.kind,
                 seq_bytes: pkt.seq_bytes,
+                window_bytes: pkt.window_bytes,
                 wire_bytes: pkt.bytes,
             });
         }
@@ -671,7 +674,9 @@ impl Forwarder {
             return;
         };
         let h = hdr.expect("classified packets parsed");
-        let (kind, seq_bytes) = self.streams[flow as usize].place(&h, ack, payload, syn);
+        let stream = &mut self.streams[flow as usize];
+        let (kind, seq_bytes) = stream.place(&h, ack, payload, syn);
+        let window_bytes = stream.window_bytes(&h, ack, syn);
         if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
             let c = &mut self.counts[flow as usize];
             if ack && !syn {
@@ -702,6 +707,7 @@ impl Forwarder {
             seq_mark,
             kind,
             seq_bytes,
+            window_bytes,
             bytes: n as u32,
         };
         self.offer(t, ch, pkt);
@@ -814,9 +820,24 @@ struct Stream {
     data_seen: bool,
     last_data: u64,
     last_ack: u64,
+    /// The receiver's window scale, from its SYN-ACK.
+    rcv_wscale: u8,
 }
 
 impl Stream {
+    /// The receive window an ACK or SYN-ACK of the flow advertises, in bytes: the SYN-ACK's
+    /// unscaled, later ones shifted by the scale the SYN-ACK announced (RFC 7323).
+    fn window_bytes(&mut self, h: &ipv4::Header, ack: bool, syn: bool) -> u32 {
+        if !ack {
+            return 0;
+        }
+        if syn {
+            self.rcv_wscale = h.tcp_wscale.unwrap_or(0).min(14);
+            return h.tcp_window as u32;
+        }
+        (h.tcp_window as u32) << self.rcv_wscale
+    }
+
     /// The trace kind of a packet and its position in bytes from the first data byte.
     fn place(
         &mut self,

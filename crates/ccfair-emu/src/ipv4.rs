@@ -25,6 +25,10 @@ pub struct Header {
     /// TCP sequence and acknowledgment numbers, when `ports` is set.
     pub tcp_seq: u32,
     pub tcp_ack: u32,
+    /// The TCP window field (unscaled), when `ports` is set.
+    pub tcp_window: u16,
+    /// The window-scale option's shift (RFC 7323 section 2.2), on SYN and SYN-ACK.
+    pub tcp_wscale: Option<u8>,
 }
 
 impl Header {
@@ -55,6 +59,8 @@ pub fn parse(p: &[u8]) -> Option<Header> {
     let mut tcp_payload = 0;
     let mut tcp_flags = 0;
     let (mut tcp_seq, mut tcp_ack) = (0, 0);
+    let mut tcp_window = 0;
+    let mut tcp_wscale = None;
     if protocol == PROTO_TCP && !fragmented && total_len as usize >= ihl + 20 {
         let t = &p[ihl..];
         ports = Some((
@@ -66,6 +72,10 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         tcp_flags = t[13];
         tcp_seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]);
         tcp_ack = u32::from_be_bytes([t[8], t[9], t[10], t[11]]);
+        tcp_window = u16::from_be_bytes([t[14], t[15]]);
+        if tcp_flags & TCP_SYN != 0 && data_offset > 20 && t.len() >= data_offset {
+            tcp_wscale = window_scale(&t[20..data_offset]);
+        }
     }
     Some(Header {
         src,
@@ -77,7 +87,31 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         tcp_flags,
         tcp_seq,
         tcp_ack,
+        tcp_window,
+        tcp_wscale,
     })
+}
+
+/// The shift of a window-scale option (kind 3, length 3) among TCP options.
+fn window_scale(options: &[u8]) -> Option<u8> {
+    let mut i = 0;
+    while i < options.len() {
+        match options[i] {
+            0 => return None,
+            1 => i += 1,
+            kind => {
+                let len = *options.get(i + 1)? as usize;
+                if len < 2 {
+                    return None;
+                }
+                if kind == 3 && len == 3 {
+                    return options.get(i + 2).copied();
+                }
+                i += len;
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -99,6 +133,27 @@ mod tests {
         p[22..24].copy_from_slice(&5_001u16.to_be_bytes());
         p[32] = 8 << 4; // data offset: 8 words = 32 bytes
         p
+    }
+
+    /// A SYN-ACK with Linux's options (MSS, SACK-permitted + timestamps, NOP + wscale 10):
+    /// the window field and the scale are read.
+    #[test]
+    fn synack_window_and_scale() {
+        let mut p = segment(0);
+        p.resize(20 + 40, 0);
+        p[2..4].copy_from_slice(&60u16.to_be_bytes());
+        p[32] = 10 << 4; // 40 bytes of TCP header
+        p[33] = TCP_SYN | TCP_ACK;
+        p[34..36].copy_from_slice(&65_160u16.to_be_bytes());
+        p[40..60].copy_from_slice(&[
+            2, 4, 5, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 3, 10,
+        ]);
+        let h = parse(&p).unwrap();
+        assert_eq!((h.tcp_window, h.tcp_wscale), (65_160, Some(10)));
+        let mut q = segment(0);
+        q[34..36].copy_from_slice(&63u16.to_be_bytes());
+        let h = parse(&q).unwrap();
+        assert_eq!((h.tcp_window, h.tcp_wscale), (63, None));
     }
 
     #[test]

@@ -10,11 +10,15 @@
 //! every sampling interval. The result has the simulator's tables (`ccfair_sim::RunResult`)
 //! plus the emulator's self-checks (lateness, CPU, achieved link rates).
 //!
-//! Layout: `config` (what Python hands over), `sys` (system calls; the only `unsafe`),
+//! Layout: `config` (what Python hands over), `sys` and `bpfsys` (system calls and libbpf;
+//! the only `unsafe`), `bpfcc` (ccfair's BPF congestion controls: registration, parameters,
+//! internals),
 //! `ipv4` (packet classification), `forwarder`, `traffic` (sender and receiver),
 //! `tcpinfo` (TCP_INFO to time-series columns), `lateness`, `run` (one run end to end).
 //! See docs/kernel.md.
 
+pub mod bpfcc;
+pub mod bpfsys;
 pub mod config;
 pub mod forwarder;
 pub mod ipv4;
@@ -28,9 +32,27 @@ pub mod turnaround;
 pub use config::EmuConfig;
 pub use run::{EmuResult, Emulation, SelfCheck};
 
+/// The errors of the kernel backend's entry points (the Python bindings map each to one
+/// ccfair exception).
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// The configuration is not valid JSON of the [`EmuConfig`] shape.
+    #[error("emulator config: {0}")]
+    Config(String),
+    /// Setting the run up or running it failed (devices, threads, sockets, self-checks);
+    /// the message is one line.
+    #[error("{0}")]
+    System(String),
+}
+
 /// Parse a configuration (JSON, see [`EmuConfig`]) and set the run up.
-pub fn setup_json(config_json: &str) -> Result<Emulation, String> {
+pub fn setup_json(config_json: &str) -> Result<Emulation, EmuError> {
     let cfg: EmuConfig =
-        serde_json::from_str(config_json).map_err(|e| format!("emulator config: {e}"))?;
-    Emulation::setup(cfg)
+        serde_json::from_str(config_json).map_err(|e| EmuError::Config(e.to_string()))?;
+    Emulation::setup(cfg).map_err(EmuError::System)
+}
+
+/// Run a set-up emulation to its end.
+pub fn run(emu: Emulation) -> Result<EmuResult, EmuError> {
+    emu.run().map_err(EmuError::System)
 }

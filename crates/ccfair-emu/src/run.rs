@@ -20,6 +20,7 @@ use serde::Serialize;
 use ccfair_sim::record::{self, FlowRecorder, FlowSample, FlowSummary};
 use ccfair_sim::world::{connection_columns, ConnectionTimes, EngineStats, RunResult};
 
+use crate::bpfcc;
 use crate::config::{EmuConfig, HostConfig};
 use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
 use crate::lateness::{Histogram, Summary};
@@ -63,6 +64,8 @@ pub struct Emulation {
     cfg: EmuConfig,
     /// TUN fds, one per host (same order as `cfg.hosts`). Dropping them removes the devices.
     tuns: Vec<OwnedFd>,
+    /// ccfair's BPF congestion controls, registered until the emulation is dropped.
+    bpf: Vec<bpfcc::Registered>,
     control: Arc<Control>,
     setup_started: u64,
 }
@@ -118,6 +121,11 @@ impl Emulation {
     pub fn setup(cfg: EmuConfig) -> Result<Self, String> {
         cfg.check()?;
         let setup_started = sys::monotonic_ns();
+        let mut bpf = Vec::with_capacity(cfg.bpf.len());
+        for b in &cfg.bpf {
+            let alg = bpfcc::Algorithm::from_name(&b.algorithm).expect("checked");
+            bpf.push(bpfcc::register(alg, &b.name)?);
+        }
         let mut tuns = Vec::with_capacity(cfg.hosts.len());
         for h in &cfg.hosts {
             tuns.push(host_tun(h)?);
@@ -136,6 +144,7 @@ impl Emulation {
         Ok(Emulation {
             cfg,
             tuns,
+            bpf,
             control: Arc::new(Control::default()),
             setup_started,
         })
@@ -249,6 +258,22 @@ impl Emulation {
                 netns: src.netns.clone(),
                 thread_name: format!("ccf{tag}-s{i}"),
                 cca: cfg.flows[i].kernel_cca.clone(),
+                bpf: match cfg.bpf_of(i) {
+                    Some(b) => {
+                        let reg = self
+                            .bpf
+                            .iter()
+                            .find(|r| r.name == b.name)
+                            .expect("registered");
+                        Some(traffic::BpfFlow {
+                            algorithm: reg.algorithm,
+                            storage_fd: reg.storage_fd(),
+                            initial_value: bpfcc::initial_value(reg.algorithm, &f.cca_params)
+                                .map_err(|e| format!("flows[{i}].cca_params: {e}"))?,
+                        })
+                    }
+                    None => None,
+                },
                 to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
                 start_ns: starts[i],
                 stop_ns: f.stop_ns,
@@ -355,13 +380,17 @@ fn assemble(
         .collect();
     record::fill_flow_delays(spec, &samples.samples, &mut rows);
     let linux = linux_counters(cfg, senders);
+    // Counters of ccfair's BPF programs (empty for the kernel's own modules): the names the
+    // simulator's algorithms report plus the programs' own (`schema::BPF_COUNTERS`).
+    let counters: Vec<Vec<(&'static str, f64)>> =
+        senders.iter().map(|s| s.bpf_counters.clone()).collect();
     let stats = EngineStats {
         events: report.stats.events,
         packet_hops: report.stats.packet_hops,
         peak_heap_len: report.stats.peak_heap_len,
     };
     RunResult {
-        flows: record::flows_table(&rows, Some(&linux), &[]),
+        flows: record::flows_table(&rows, Some(&linux), &counters),
         timeseries: samples.into_table(),
         links: report.links,
         link_summary: report.link_summary,
@@ -483,7 +512,7 @@ fn flow_samples(senders: &[SenderOut], receivers: &[ReceiverOut]) -> FlowRecorde
         })
         .collect();
     let mut rec = FlowRecorder::new();
-    let mut internals = Vec::with_capacity(4);
+    let mut internals = Vec::with_capacity(16);
     for &(k, i, j) in &rows {
         let smp = &senders[i].samples[j];
         let s = &smp.sample;
@@ -505,6 +534,9 @@ fn flow_samples(senders: &[SenderOut], receivers: &[ReceiverOut]) -> FlowRecorde
             cca_state: s.cca_state,
         };
         internals.clear();
+        // A BPF program's internals, read from its socket storage under the simulator's
+        // names and units (crates/ccfair-emu/src/bpfcc.rs); empty for the kernel's modules.
+        internals.extend_from_slice(&smp.bpf);
         if let Some(b) = s.bbr {
             // TCP_CC_INFO's BBR fields under the simulator's names and units
             // (crates/ccfair-cc/src/bbr: payload bit/s and us); the recorder stores them in

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 
+use crate::bpfcc::{self, Algorithm};
 use crate::forwarder::Control;
 use crate::sys;
 use crate::tcpinfo::{BbrInfo, Sample};
@@ -50,6 +51,8 @@ pub struct SenderPlan {
     pub netns: String,
     pub thread_name: String,
     pub cca: String,
+    /// Set when `cca` is one of ccfair's BPF congestion controls.
+    pub bpf: Option<BpfFlow>,
     pub to: SocketAddrV4,
     pub start_ns: u64,
     pub stop_ns: Option<u64>,
@@ -57,6 +60,16 @@ pub struct SenderPlan {
     pub timer_slack_ns: u64,
     pub priority: u32,
     pub connect_timeout_ns: u64,
+}
+
+/// What a sender needs to run one of ccfair's BPF congestion controls on its socket.
+#[derive(Clone, Debug)]
+pub struct BpfFlow {
+    pub algorithm: Algorithm,
+    /// The program's socket-storage map (valid for the run).
+    pub storage_fd: std::os::fd::RawFd,
+    /// Parameters and zero state, written into the socket's storage before connect().
+    pub initial_value: Vec<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -79,6 +92,8 @@ pub struct SenderSample {
     pub k: u64,
     pub t_ns: u64,
     pub sample: Sample,
+    /// A BPF algorithm's internals (empty otherwise), under the simulator's column names.
+    pub bpf: Vec<(&'static str, f64)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -103,6 +118,8 @@ pub struct SenderOut {
     pub mean_srtt_us: f64,
     /// TcpExt counters of the sender's namespace over the run (end minus start).
     pub netstat: BTreeMap<String, u64>,
+    /// A BPF algorithm's counters at the end (the simulator's `summary_counters`).
+    pub bpf_counters: Vec<(&'static str, f64)>,
 }
 
 /// Bytes delivered to the receiving application at one grid point.
@@ -355,6 +372,10 @@ pub fn sender(
                 plan.cca
             ));
         }
+        if let Some(b) = &plan.bpf {
+            bpfcc::attach(b.storage_fd, fd.as_raw_fd(), &b.initial_value)
+                .map_err(|e| format!("flows[{f}]: {e}"))?;
+        }
         Ok(sys::into_stream(fd))
     };
     let mut stream = match setup() {
@@ -393,15 +414,24 @@ pub fn sender(
             } else {
                 None
             };
-            let sample = Sample::from_info(&info, bbr);
+            let mut sample = Sample::from_info(&info, bbr);
             if sample.srtt_us.is_finite() {
                 srtt_sum += sample.srtt_us;
                 srtt_n += 1;
+            }
+            // The algorithm starts at the handshake: no internals while connecting.
+            let mut internals = Vec::new();
+            if let (Some(b), false) = (&plan.bpf, sample.cca_state == "connecting") {
+                let i = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
+                    .map_err(|e| format!("flows[{f}]: {e}"))?;
+                sample.cca_state = i.state;
+                internals = i.metrics;
             }
             out.samples.push(SenderSample {
                 k,
                 t_ns: now - t0,
                 sample,
+                bpf: internals,
             });
             k += 1;
             while k * iv <= tl.duration_ns && t0 + k * iv <= now {
@@ -488,6 +518,11 @@ pub fn sender(
         ));
     }
     let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+    if let Some(b) = &plan.bpf {
+        out.bpf_counters = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
+            .map_err(|e| format!("flows[{f}]: {e}"))?
+            .counters;
+    }
     out.total_retrans = info.tcpi_total_retrans as u64;
     out.total_rto = info.tcpi_total_rto as u64;
     out.total_rto_recoveries = info.tcpi_total_rto_recoveries as u64;

@@ -1,47 +1,223 @@
 //! Thin PyO3 bindings. Specs cross the boundary as JSON strings; the Python package
 //! (`python/ccfair`) owns parsing, validation messages and result tables.
+//!
+//! Errors: every binding returns a [`CoreError`], and [`CoreError::into_py`] is the one
+//! place that turns them into Python exceptions (the classes of `ccfair.errors`). A panic
+//! never crosses the boundary: bindings that run Rust code catch it and raise
+//! `ccfair.errors.RunError` naming the run.
 
-use std::sync::{Arc, Mutex};
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use ccfair_emu::forwarder::Control;
-use ccfair_emu::Emulation;
+use ccfair_emu::{EmuError, Emulation};
 
+use ccfair_cc::CcaError;
 use ccfair_sim::spec::TcpOptions;
 use ccfair_sim::table::{ColumnData, Table};
+use ccfair_sim::{Limits, SimError};
+
+/// Everything a binding can fail with.
+#[derive(Debug)]
+enum CoreError {
+    Sim(SimError),
+    Cca(CcaError),
+    Emu(EmuError),
+    /// A TCP option is invalid; the message starts with the option's name.
+    Options(String),
+    /// Rust code panicked while running `run` (a bug in ccfair).
+    Panic {
+        run: String,
+        message: String,
+    },
+    /// `Emulation.run` called twice.
+    AlreadyRun,
+}
+
+impl From<SimError> for CoreError {
+    fn from(e: SimError) -> Self {
+        CoreError::Sim(e)
+    }
+}
+
+impl CoreError {
+    /// The one mapping from Rust errors to Python exceptions (docs/spec.md, "Errors"):
+    /// spec problems are `SpecError` (naming the field), limits `LimitError`, engine stops
+    /// and panics `RunError`.
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        let made = (|| -> PyResult<PyErr> {
+            let errors = py.import("ccfair.errors")?;
+            let spec_error = |path: &str, message: &str| -> PyResult<PyErr> {
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("with_value", false)?;
+                let exc = errors
+                    .getattr("SpecError")?
+                    .call((path, py.None(), message), Some(&kwargs))?;
+                Ok(PyErr::from_value(exc))
+            };
+            let run_error = |message: String| -> PyResult<PyErr> {
+                let exc = errors.getattr("RunError")?.call1((message,))?;
+                Ok(PyErr::from_value(exc))
+            };
+            match self {
+                CoreError::Sim(SimError::Parse(m)) => spec_error("", &format!("run spec: {m}")),
+                CoreError::Sim(SimError::Spec { path, message }) => spec_error(&path, &message),
+                CoreError::Sim(SimError::Limit { field, message }) => {
+                    let exc = errors.getattr("LimitError")?.call1((field, message))?;
+                    Ok(PyErr::from_value(exc))
+                }
+                CoreError::Sim(SimError::Stopped(m)) => run_error(m),
+                CoreError::Cca(e) => spec_error("", &e.to_string()),
+                CoreError::Options(m) => spec_error("", &m),
+                CoreError::Emu(EmuError::Config(m)) => {
+                    spec_error("", &format!("emulator config: {m}"))
+                }
+                CoreError::Emu(EmuError::System(m)) => run_error(m),
+                CoreError::Panic { run, message } => run_error(format!(
+                    "run {run}: the engine panicked ({message}); this is a bug in ccfair, \
+                     please report it with the scenario"
+                )),
+                CoreError::AlreadyRun => run_error("this emulation has already run".into()),
+            }
+        })();
+        made.unwrap_or_else(|e| e)
+    }
+}
+
+thread_local! {
+    /// Set while a binding catches panics on this thread: the panic hook records the
+    /// message here instead of printing it.
+    static CAUGHT_PANIC: RefCell<Option<Option<String>>> = const { RefCell::new(None) };
+}
+
+static PANIC_HOOK: Once = Once::new();
+
+/// Install (once) a panic hook that stays silent on threads inside [`catch_panic`] and
+/// records the message and location there; elsewhere it defers to the default hook.
+fn install_panic_hook() {
+    PANIC_HOOK.call_once(|| {
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let caught = CAUGHT_PANIC.with(|c| {
+                let mut c = c.borrow_mut();
+                match c.as_mut() {
+                    Some(slot) => {
+                        let at = info
+                            .location()
+                            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                            .unwrap_or_default();
+                        *slot = Some(format!("{}{at}", panic_text(info.payload())));
+                        true
+                    }
+                    None => false,
+                }
+            });
+            if !caught {
+                default(info);
+            }
+        }));
+    });
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+/// Run `f`, turning a panic into `CoreError::Panic` naming `run`.
+fn catch_panic<T>(run: &str, f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+    install_panic_hook();
+    CAUGHT_PANIC.with(|c| *c.borrow_mut() = Some(None));
+    let out = panic::catch_unwind(AssertUnwindSafe(f));
+    let recorded = CAUGHT_PANIC.with(|c| c.borrow_mut().take()).flatten();
+    out.unwrap_or_else(|payload| {
+        Err(CoreError::Panic {
+            run: run.to_string(),
+            message: recorded.unwrap_or_else(|| panic_text(payload.as_ref())),
+        })
+    })
+}
 
 /// Names of the congestion control modules the simulator knows.
 #[pyfunction]
-fn known_ccas() -> Vec<String> {
-    ccfair_cc::known_algorithms()
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+fn known_ccas(py: Python<'_>) -> PyResult<Vec<String>> {
+    catch_panic("known_ccas", || {
+        Ok(ccfair_cc::known_algorithms()
+            .iter()
+            .map(|s| s.to_string())
+            .collect())
+    })
+    .map_err(|e| e.into_py(py))
 }
 
 /// Validate a module's parameters (JSON object) and return them with defaults filled in.
-/// Raises ValueError naming the bad key.
+/// Raises SpecError (a ValueError) naming the bad key.
 #[pyfunction]
-fn normalize_cca(name: &str, params_json: &str) -> PyResult<String> {
-    let params: serde_json::Value =
-        serde_json::from_str(params_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let v = ccfair_cc::normalize_params(name, &params)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(v.to_string())
+fn normalize_cca(py: Python<'_>, name: &str, params_json: &str) -> PyResult<String> {
+    catch_panic("normalize_cca", || {
+        let params: serde_json::Value =
+            serde_json::from_str(params_json).map_err(|e| CoreError::Options(e.to_string()))?;
+        let v = ccfair_cc::normalize_params(name, &params).map_err(CoreError::Cca)?;
+        Ok(v.to_string())
+    })
+    .map_err(|e| e.into_py(py))
 }
 
 /// Validate TCP substrate options (JSON object) and return them with Linux defaults filled in.
 #[pyfunction]
-fn normalize_tcp(options_json: &str) -> PyResult<String> {
-    let v: TcpOptions =
-        serde_json::from_str(options_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    v.validate().map_err(PyValueError::new_err)?;
-    serde_json::to_string(&v).map_err(|e| PyValueError::new_err(e.to_string()))
+fn normalize_tcp(py: Python<'_>, options_json: &str) -> PyResult<String> {
+    catch_panic("normalize_tcp", || {
+        let v: TcpOptions =
+            serde_json::from_str(options_json).map_err(|e| CoreError::Options(e.to_string()))?;
+        v.validate().map_err(CoreError::Options)?;
+        serde_json::to_string(&v).map_err(|e| CoreError::Options(e.to_string()))
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// Limits from JSON (absent keys keep their defaults; `None` = all defaults).
+fn parse_limits(limits_json: Option<&str>) -> Result<Limits, CoreError> {
+    match limits_json {
+        None => Ok(Limits::default()),
+        Some(js) => serde_json::from_str(js)
+            .map_err(|e| CoreError::Sim(SimError::spec("limits", e.to_string()))),
+    }
+}
+
+/// The resource estimate of a resolved spec (JSON), as JSON (see
+/// crates/ccfair-sim/src/estimate.rs). Raises SpecError if the spec is malformed.
+#[pyfunction]
+fn estimate(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+    catch_panic("estimate", || {
+        let spec = ccfair_sim::parse_spec(spec_json)?;
+        serde_json::to_string(&spec.estimate()).map_err(|e| CoreError::Options(e.to_string()))
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// Raise LimitError if a resolved spec's estimate exceeds the limits (JSON, optional).
+#[pyfunction]
+#[pyo3(signature = (spec_json, limits_json=None))]
+fn check_limits(py: Python<'_>, spec_json: &str, limits_json: Option<&str>) -> PyResult<()> {
+    catch_panic("check_limits", || {
+        let limits = parse_limits(limits_json)?;
+        ccfair_sim::parse_spec(spec_json)?
+            .estimate()
+            .check(&limits)
+            .map_err(CoreError::from)
+    })
+    .map_err(|e| e.into_py(py))
 }
 
 fn le_bytes<'py, const N: usize, T: Copy>(
@@ -94,15 +270,41 @@ fn table_to_py<'py>(py: Python<'py>, table: Table) -> PyResult<Bound<'py, PyDict
     Ok(d)
 }
 
-/// Run a resolved spec (JSON, see crates/ccfair-sim/src/spec.rs). Releases the GIL while the
-/// simulation runs. Returns {table: {column: (dtype, data)}} plus engine statistics.
+/// Run a resolved spec (JSON, see crates/ccfair-sim/src/spec.rs) within `limits` (JSON,
+/// optional; see `ccfair_sim::Limits`). Releases the GIL while the simulation runs. Returns
+/// {table: {column: (dtype, data)}} plus engine statistics. `run_id` names the run in
+/// errors.
 #[pyfunction]
-fn run<'py>(py: Python<'py>, spec_json: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (spec_json, run_id=None, limits_json=None))]
+fn run<'py>(
+    py: Python<'py>,
+    spec_json: &str,
+    run_id: Option<&str>,
+    limits_json: Option<&str>,
+) -> PyResult<Bound<'py, PyDict>> {
     let spec = spec_json.to_string();
+    let label = run_id.unwrap_or("(no id)").to_string();
+    let limits = parse_limits(limits_json).map_err(|e| e.into_py(py))?;
     let result = py
-        .detach(move || ccfair_sim::run_json(&spec))
-        .map_err(PyValueError::new_err)?;
+        .detach(move || {
+            catch_panic(&label, || {
+                ccfair_sim::run_json(&spec, &limits).map_err(CoreError::from)
+            })
+        })
+        .map_err(|e| e.into_py(py))?;
     result_to_py(py, result)
+}
+
+/// Panic inside the guard `run` uses. Exists so that tests can check that a panic of the
+/// engine becomes a `RunError` naming the run, never a `PanicException`.
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>, run_id: &str) -> PyResult<()> {
+    py.detach(|| {
+        catch_panic(run_id, || -> Result<(), CoreError> {
+            panic!("deliberate panic")
+        })
+    })
+    .map_err(|e| e.into_py(py))
 }
 
 /// The tables of a run (simulator or kernel backend) as the dict `run` returns.
@@ -144,8 +346,12 @@ impl PyEmulation {
     fn new(py: Python<'_>, config_json: &str) -> PyResult<Self> {
         let cfg = config_json.to_string();
         let emu = py
-            .detach(move || ccfair_emu::setup_json(&cfg))
-            .map_err(PyRuntimeError::new_err)?;
+            .detach(move || {
+                catch_panic("(kernel setup)", || {
+                    ccfair_emu::setup_json(&cfg).map_err(CoreError::Emu)
+                })
+            })
+            .map_err(|e| e.into_py(py))?;
         Ok(PyEmulation {
             control: emu.control(),
             inner: Mutex::new(Some(emu)),
@@ -168,8 +374,13 @@ impl PyEmulation {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| PyRuntimeError::new_err("this emulation has already run"))?;
-        let handle = std::thread::spawn(move || emu.run());
+            .ok_or_else(|| CoreError::AlreadyRun.into_py(py))?;
+        install_panic_hook();
+        let handle = std::thread::spawn(move || {
+            catch_panic("(kernel run)", || {
+                ccfair_emu::run(emu).map_err(CoreError::Emu)
+            })
+        });
         // Wait with the GIL released, but look at Python's signal handlers every 20 ms so
         // that Ctrl-C (and a SIGTERM handler that raises) stops the run cleanly.
         while !handle.is_finished() {
@@ -182,40 +393,57 @@ impl PyEmulation {
         }
         let out = handle
             .join()
-            .map_err(|_| PyRuntimeError::new_err("the emulation panicked"))?
-            .map_err(PyRuntimeError::new_err)?;
+            .unwrap_or_else(|_| {
+                Err(CoreError::Panic {
+                    run: "(kernel run)".into(),
+                    message: "the emulation thread panicked".into(),
+                })
+            })
+            .map_err(|e| e.into_py(py))?;
         let selfcheck = serde_json::to_string(&out.selfcheck)
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+            .map_err(|e| CoreError::Options(e.to_string()).into_py(py))?;
         let d = result_to_py(py, out.result)?;
         d.set_item("selfcheck", selfcheck)?;
         Ok(d)
     }
 }
 
-/// Each flow's effective start time (ns) for a resolved spec: the nominal start plus its
-/// seeded start jitter, as both backends apply it.
-/// Per flow, the receiver's resolved `tcp_rmem` (min, default, max bytes); per node, the
-/// socket-buffer maximum that fits every flow of the node (`RunSpec::rmem_bytes`): the
-/// kernel backend sets these as each namespace's sysctls.
+/// What this machine lacks to run ccfair's BPF congestion controls (one sentence), or
+/// None when it has everything (crates/ccfair-emu/src/bpfcc.rs `unavailable`).
 #[pyfunction]
-fn socket_buffers(spec_json: &str) -> PyResult<(Vec<[u64; 3]>, Vec<u64>)> {
-    let spec: ccfair_sim::spec::RunSpec =
-        serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok((spec.rmem_bytes(), spec.fit_socket_buffer_bytes()))
+fn bpf_unavailable(py: Python<'_>) -> PyResult<Option<String>> {
+    catch_panic("bpf_unavailable", || Ok(ccfair_emu::bpfcc::unavailable()))
+        .map_err(|e| e.into_py(py))
 }
 
+/// Per flow, the receiver's resolved `tcp_rmem` (min, default, max bytes); per node, the
+/// socket-buffer maximum that fits every flow of the node (`RunSpec::rmem_bytes`): the
+/// kernel backend sets these as each namespace's sysctls. Raises SpecError if the spec is
+/// malformed.
 #[pyfunction]
-fn flow_starts(spec_json: &str) -> PyResult<Vec<u64>> {
-    let spec: ccfair_sim::spec::RunSpec =
-        serde_json::from_str(spec_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(spec.flow_starts_ns())
+fn socket_buffers(py: Python<'_>, spec_json: &str) -> PyResult<(Vec<[u64; 3]>, Vec<u64>)> {
+    catch_panic("socket_buffers", || {
+        let spec = ccfair_sim::parse_spec(spec_json)?;
+        Ok((spec.rmem_bytes(), spec.fit_socket_buffer_bytes()))
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// Each flow's effective start time (ns) for a resolved spec: the nominal start plus its
+/// seeded start jitter, as both backends apply it.
+#[pyfunction]
+fn flow_starts(py: Python<'_>, spec_json: &str) -> PyResult<Vec<u64>> {
+    catch_panic("flow_starts", || {
+        Ok(ccfair_sim::parse_spec(spec_json)?.flow_starts_ns())
+    })
+    .map_err(|e| e.into_py(py))
 }
 
 /// The results schema (crates/ccfair-sim/src/schema.rs) as JSON: every column of every
 /// table with its type, who fills it and what it means.
 #[pyfunction]
-fn schema() -> String {
-    ccfair_sim::schema::schema_json()
+fn schema(py: Python<'_>) -> PyResult<String> {
+    catch_panic("schema", || Ok(ccfair_sim::schema::schema_json())).map_err(|e| e.into_py(py))
 }
 
 #[pymodule]
@@ -228,6 +456,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_unavailable, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__git_revision__", env!("CCFAIR_GIT_REVISION"))?;
     Ok(())

@@ -7,7 +7,7 @@ fn main() {
     let path = std::env::args().nth(1).expect("usage: run_spec SPEC.json");
     let json = std::fs::read_to_string(&path).expect("read spec");
     let t0 = std::time::Instant::now();
-    match ccfair_sim::run_json(&json) {
+    match ccfair_sim::run_json(&json, &ccfair_sim::Limits::default()) {
         Ok(r) => {
             println!(
                 "wall {:.3} s, {} events, {} packet-hops, {} timeseries rows",

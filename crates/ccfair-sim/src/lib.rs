@@ -5,6 +5,8 @@
 //! the recorders both backends share), `schema` (every results column, defined once),
 //! `table` (column storage).
 
+pub mod error;
+pub mod estimate;
 pub mod event;
 pub mod host;
 pub mod link;
@@ -17,4 +19,6 @@ pub mod tcp;
 pub mod trace;
 pub mod world;
 
-pub use world::{run_json, RunResult, Simulation};
+pub use error::SimError;
+pub use estimate::{Estimate, Limits};
+pub use world::{parse_spec, run_json, RunResult, Simulation};

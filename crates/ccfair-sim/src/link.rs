@@ -96,10 +96,14 @@ impl<P: OnWire> Channel<P> {
         }
     }
 
-    /// Serialisation time of `bytes` at the link rate, rounded to the nearest ns.
+    /// Serialisation time of `bytes` at the link rate, rounded to the nearest ns and at
+    /// least 1 ns: the engine's clock ticks in ns, and a packet that took no time on a link
+    /// would let a zero-delay path loop without the clock advancing (a livelock). The floor
+    /// only matters above ~1.6 Tbit/s (a 52-byte ACK in under 0.5 ns).
     pub fn serialisation_ns(&self, bytes: u32) -> u64 {
         let bits = bytes as u128 * 8 * 1_000_000_000;
-        ((bits + self.rate_bps as u128 / 2) / self.rate_bps as u128) as u64
+        let rate = self.rate_bps.max(1) as u128;
+        (((bits + rate / 2) / rate) as u64).max(1)
     }
 
     /// Retire packets whose serialisation finished by `now` (counters, occupancy).

@@ -49,7 +49,7 @@ impl Cell for Label {
 
 /// Grow a column when it is full: doubling while it is small (a short run stays small),
 /// then by [`CHUNK_ROWS`] at a time (a long run never holds more than one chunk unused).
-fn push_chunked<T>(v: &mut Vec<T>, x: T) {
+pub(crate) fn push_chunked<T>(v: &mut Vec<T>, x: T) {
     if v.len() == v.capacity() {
         v.reserve_exact(v.len().clamp(64, CHUNK_ROWS));
     }
@@ -61,7 +61,7 @@ fn push_chunked<T>(v: &mut Vec<T>, x: T) {
 macro_rules! rows {
     ($(#[$meta:meta])* $row:ident, $store:ident { $($field:ident: $ty:ty = $doc:literal,)* }) => {
         $(#[$meta])*
-        #[derive(Clone, Copy, Debug)]
+        #[derive(Clone, Copy, Debug, Default)]
         pub struct $row {
             $(#[doc = $doc] pub $field: $ty,)*
         }
@@ -367,7 +367,9 @@ pub fn fill_link_delays(spec: &RunSpec, samples: &LinkSamples, rows: &mut [LinkS
 }
 
 /// The flows table: summaries, then the kernel's Linux counters (NaN rows on the
-/// simulator), then every algorithm's summary counters (NaN for other algorithms).
+/// simulator), then the counters of ccfair's BPF programs and every algorithm's summary
+/// counters, each looked up by name in the flow's `counters` (NaN where a flow has none of
+/// that name: other algorithms, other programs, the other backend).
 pub fn flows_table(
     rows: &[FlowSummary],
     linux: Option<&[Vec<f64>]>,
@@ -385,7 +387,13 @@ pub fn flows_table(
             .collect();
         t.push(name, ColumnData::F64(col));
     }
-    let (_, names) = ccfair_cc::internal_names();
+    let (_, algorithm_names) = ccfair_cc::internal_names();
+    let bpf_names = schema::BPF_COUNTERS.iter().map(|&(name, _)| name);
+    let names: Vec<&str> = bpf_names.chain(algorithm_names).collect();
+    debug_assert!(
+        counters.iter().flatten().all(|(k, _)| names.contains(k)),
+        "a counter without a column in the schema: {counters:?}"
+    );
     for name in names {
         let col = (0..n)
             .map(|i| {

@@ -55,9 +55,11 @@ pub struct Column {
     pub doc: String,
 }
 
-/// Bumped whenever a column is renamed, removed or changes meaning; recorded in every run
-/// (`runs.schema_version`) so that old directories are recognised.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Bumped whenever a column is added, renamed, removed or changes meaning (every file of a
+/// table has exactly the schema's columns, so a plain read of a directory needs one
+/// version); recorded in every run (`runs.schema_version`) so that old directories are
+/// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The tables of a results directory, in writing order (`runs` last: its file marks a
 /// finished run).
@@ -169,6 +171,14 @@ pub const LINUX_COUNTERS: &[(&str, &str)] = &[
     ("linux_host_counters_shared", "1 when the host's TcpExt counters (tlp_count, recovery_count, undo_count) are shared with other flows of that host, else 0"),
 ];
 
+/// Kernel-only counters of ccfair's BPF congestion controls (bpf/, docs/kernel.md) in the
+/// flows table: NaN on the simulator and for flows that run another program. The counters
+/// the BPF programs share with the simulator's algorithms go to those algorithms' columns.
+pub const BPF_COUNTERS: &[(&str, &str)] = &[(
+    "bpf_copa_filter_overflow_count",
+    "BPF Copa: samples its windowed min/max filters (rings of 512 entries, bpf/ccfair_cc.h) folded into the newest entry because a ring was full; 0 means its filters held every sample as the simulator's do",
+)];
+
 fn decl(d: &[Decl], by: By) -> impl Iterator<Item = Column> + '_ {
     d.iter().map(move |&(name, dtype, doc)| Column {
         name: name.into(),
@@ -211,6 +221,12 @@ pub fn columns(table: &str) -> Vec<Column> {
                 by: By::Engine,
                 doc: format!("kernel: {doc} (NaN on the simulator)"),
             }))
+            .chain(BPF_COUNTERS.iter().map(|&(name, doc)| Column {
+                name: name.into(),
+                dtype: Dtype::F64,
+                by: By::Engine,
+                doc: format!("kernel: {doc} (NaN on the simulator and for other programs)"),
+            }))
             .chain(counters.iter().map(|n| internal(n, "counter")))
             .collect(),
         "timeseries" => decl(TS_HEAD, By::Python)
@@ -230,7 +246,7 @@ pub fn columns(table: &str) -> Vec<Column> {
 }
 
 /// The whole schema as JSON (what `ccfair._core.schema()` returns):
-/// `{"version": 2, "tables": {table: [{name, dtype, by, doc}]}}`.
+/// `{"version": 3, "tables": {table: [{name, dtype, by, doc}]}}`.
 pub fn schema_json() -> String {
     let tables: serde_json::Map<String, serde_json::Value> = TABLES
         .iter()

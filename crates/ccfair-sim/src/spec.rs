@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{option_error, SimError};
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSpec {
@@ -146,7 +148,10 @@ pub struct TcpOptions {
 
 /// A receive-buffer setting (`TcpOptions::rmem`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(
+    untagged,
+    expecting = "rmem: must be \"fit\", \"linux\" or three byte counts [min, default, max]"
+)]
 pub enum Rmem {
     Named(RmemName),
     /// `tcp_rmem` as three numbers of bytes: min, default, max.
@@ -209,7 +214,29 @@ impl TcpOptions {
                 return Err(format!("{name}: 0 must be > 0"));
             }
         }
-        if self.mss + DATA_HEADER_BYTES > 65_535 {
+        // Upper bounds: Linux's own where it has one, else far beyond any real setting; they
+        // keep the engine's integer arithmetic in range whatever the input.
+        let at_most = [
+            ("init_cwnd", self.init_cwnd as u64, i32::MAX as u64), // tcp_snd_cwnd_set
+            ("rto_min_ms", self.rto_min_ms as u64, 120_000),       // TCP_RTO_MAX
+            ("rto_init_ms", self.rto_init_ms as u64, 120_000),
+            ("delack_ms", self.delack_ms as u64, 120_000),
+            ("quickacks", self.quickacks as u64, 65_535),
+            ("pacing_ss_ratio", self.pacing_ss_ratio as u64, 1000), // sysctl range
+            ("pacing_ca_ratio", self.pacing_ca_ratio as u64, 1000),
+            ("min_rtt_wlen_s", self.min_rtt_wlen_s as u64, 86_400), // sysctl range
+            (
+                "rcv_truesize_bytes",
+                self.rcv_truesize_bytes as u64,
+                1 << 20,
+            ),
+        ];
+        for (name, v, most) in at_most {
+            if v > most {
+                return Err(format!("{name}: {v} is above the maximum {most}"));
+            }
+        }
+        if self.mss as u64 + DATA_HEADER_BYTES as u64 > 65_535 {
             return Err(format!("mss: {} makes packets above 65535 bytes", self.mss));
         }
         if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
@@ -218,16 +245,25 @@ impl TcpOptions {
                 self.hz
             ));
         }
+        // tcp_rmem is an int sysctl of at least 1 (proc_dointvec_minmax, extra1 = SYSCTL_ONE,
+        // net/ipv4/sysctl_net_ipv4.c); ccfair also wants the three in order, as the kernel
+        // backend writes them.
         if let Rmem::Bytes([min, default, max]) = self.rmem {
-            if min == 0 || min > default || default > max || max > 1 << 31 {
+            if min == 0 || min > default || default > max || max > i32::MAX as u64 {
                 return Err(format!(
-                    "rmem: [{min}, {default}, {max}] must be 0 < min <= default <= max <= 2 GiB"
+                    "rmem: [{min}, {default}, {max}] must be 0 < min <= default <= max <= \
+                     2147483647 (tcp_rmem is an int sysctl)"
                 ));
             }
         }
-        if !(1_500..=65_536).contains(&self.rcv_truesize_bytes) {
+        // An skb's truesize covers the packet it holds, so the payload/truesize ratio stays
+        // below 1 (Linux's scaling_ratio, a u8 in 1/256, tcp_measure_rcv_mss); the upper
+        // bound is far beyond any real skb (a 64 KiB packet's is about 66 KiB).
+        let packet_bytes = self.mss as u64 + DATA_HEADER_BYTES as u64;
+        if (self.rcv_truesize_bytes as u64) < packet_bytes {
             return Err(format!(
-                "rcv_truesize_bytes: {} must be between 1500 and 65536",
+                "rcv_truesize_bytes: {} is below the full-size packet it holds (mss + 52 = \
+                 {packet_bytes} bytes); set it with the mss (2304 for 1500-byte packets)",
                 self.rcv_truesize_bytes
             ));
         }
@@ -240,6 +276,12 @@ impl TcpOptions {
         Ok(())
     }
 }
+
+/// Longest run: 2^62 ns (146 years), so that times plus delays and timeouts stay in u64.
+pub const MAX_TIME_NS: u64 = 1 << 62;
+/// Longest one-way link delay: 2^40 ns (about 18 minutes); paths of up to 65535 hops stay
+/// far within u64.
+pub const MAX_DELAY_NS: u64 = 1 << 40;
 
 /// Seed stream tag of the flows' start-time jitter (see `world::STREAM_FLOW`).
 pub const STREAM_START: u64 = 3;
@@ -256,79 +298,137 @@ pub const SACK_BLOCK_BYTES: u32 = 8;
 impl RunSpec {
     /// Structural checks the Python layer already makes; repeated here so that the engine
     /// never panics on a hand-written resolved spec. Errors name the field path.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SimError> {
         if self.duration_ns == 0 {
-            return Err("duration_ns: must be > 0".into());
+            return Err(SimError::spec("duration_ns", "must be > 0"));
         }
-        if self.sample_interval_ns == 0 {
-            return Err("sample_interval_ns: must be > 0".into());
+        if self.duration_ns > MAX_TIME_NS {
+            return Err(SimError::spec(
+                "duration_ns",
+                format!("{} is above the maximum 2^62 ns", self.duration_ns),
+            ));
+        }
+        if self.sample_interval_ns == 0 || self.sample_interval_ns > self.duration_ns {
+            return Err(SimError::spec(
+                "sample_interval_ns",
+                "must be > 0 and at most the duration",
+            ));
         }
         if self.measure_end_ns <= self.measure_start_ns || self.measure_end_ns > self.duration_ns {
-            return Err(format!(
-                "measure window [{}, {}) ns: must be non-empty and within the duration {} ns",
-                self.measure_start_ns, self.measure_end_ns, self.duration_ns
+            return Err(SimError::spec(
+                "measure_end_ns",
+                format!(
+                    "window [{}, {}) ns must be non-empty and within the duration {} ns",
+                    self.measure_start_ns, self.measure_end_ns, self.duration_ns
+                ),
             ));
         }
         let n_nodes = self.nodes.len();
         for (i, l) in self.links.iter().enumerate() {
             if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
-                return Err(format!(
-                    "links[{i}] ({}): bad endpoints {} {}",
-                    l.name, l.a, l.b
+                return Err(SimError::spec(
+                    format!("links[{i}]"),
+                    format!("bad endpoints {} {}", l.a, l.b),
                 ));
             }
             if l.rate_bps == 0 {
-                return Err(format!("links[{i}].rate_bps: must be > 0"));
+                return Err(SimError::spec(
+                    format!("links[{i}].rate_bps"),
+                    "must be > 0",
+                ));
+            }
+            if l.delay_ns > MAX_DELAY_NS {
+                return Err(SimError::spec(
+                    format!("links[{i}].delay_ns"),
+                    format!("{} is above the maximum 2^40 ns (1099 s)", l.delay_ns),
+                ));
             }
             if l.buffer_pkts == 0 {
-                return Err(format!("links[{i}].buffer_pkts: must be >= 1"));
+                return Err(SimError::spec(
+                    format!("links[{i}].buffer_pkts"),
+                    "must be >= 1",
+                ));
             }
             for (name, p) in [("loss_ab", l.loss_ab), ("loss_ba", l.loss_ba)] {
                 if !(0.0..1.0).contains(&p) {
-                    return Err(format!("links[{i}].{name}: {p} not in [0, 1)"));
+                    return Err(SimError::spec(
+                        format!("links[{i}].{name}"),
+                        format!("{p} not in [0, 1)"),
+                    ));
                 }
             }
         }
         let n_ch = 2 * self.links.len();
         for (i, f) in self.flows.iter().enumerate() {
             if f.src >= n_nodes || f.dst >= n_nodes || f.src == f.dst {
-                return Err(format!("flows[{i}] ({}): bad endpoints", f.name));
+                return Err(SimError::spec(format!("flows[{i}]"), "bad endpoints"));
             }
             for (what, path, from, to) in [
                 ("path", &f.path, f.src, f.dst),
                 ("ack_path", &f.ack_path, f.dst, f.src),
             ] {
+                let at_path = || format!("flows[{i}].{what}");
                 if path.is_empty() {
-                    return Err(format!("flows[{i}].{what}: empty"));
+                    return Err(SimError::spec(at_path(), "empty"));
+                }
+                if path.len() > u16::MAX as usize {
+                    return Err(SimError::spec(at_path(), "longer than 65535 hops"));
                 }
                 let mut at = from;
                 for &ch in path.iter() {
                     if ch >= n_ch {
-                        return Err(format!("flows[{i}].{what}: channel {ch} does not exist"));
+                        return Err(SimError::spec(
+                            at_path(),
+                            format!("channel {ch} does not exist"),
+                        ));
                     }
                     let (s, d) = self.channel_ends(ch);
                     if s != at {
-                        return Err(format!(
-                            "flows[{i}].{what}: channel {ch} does not start at node {at}"
+                        return Err(SimError::spec(
+                            at_path(),
+                            format!("channel {ch} does not start at node {at}"),
                         ));
                     }
                     at = d;
                 }
                 if at != to {
-                    return Err(format!("flows[{i}].{what}: ends at node {at}, not {to}"));
+                    return Err(SimError::spec(
+                        at_path(),
+                        format!("ends at node {at}, not {to}"),
+                    ));
                 }
             }
             if f.size_bytes == Some(0) {
-                return Err(format!("flows[{i}].size_bytes: must be > 0"));
+                return Err(SimError::spec(
+                    format!("flows[{i}].size_bytes"),
+                    "must be > 0",
+                ));
             }
             if f.start_ns.saturating_add(f.start_jitter_ns) >= self.duration_ns {
-                return Err(format!(
-                    "flows[{i}].start_ns + start_jitter_ns: not before the end of the run"
+                return Err(SimError::spec(
+                    format!("flows[{i}].start_ns"),
+                    "start_ns + start_jitter_ns is not before the end of the run",
                 ));
+            }
+            if let Some(stop) = f.stop_ns {
+                if stop > self.duration_ns {
+                    return Err(SimError::spec(
+                        format!("flows[{i}].stop_ns"),
+                        "is beyond the duration",
+                    ));
+                }
             }
             f.tcp
                 .validate()
-                .map_err(|e| format!("flows[{i}].tcp.{e}"))?;
+                .map_err(|e| option_error(&format!("flows[{i}].tcp"), &e))?;
+        }
+        for &f in &self.trace_flows {
+            if f >= self.flows.len() {
+                return Err(SimError::spec(
+                    "trace_flows",
+                    format!("flow {f} does not exist"),
+                ));
+            }
         }
         Ok(())
     }

@@ -48,6 +48,8 @@ pub struct TraceRow {
     /// Data: the payload's first byte; ACKs: the cumulative acknowledgment, both in bytes
     /// from the start of the flow's data (the kernel backend subtracts the ISN).
     pub seq_bytes: u64,
+    /// ACKs and SYN-ACK: the receive window advertised, in bytes (0 for other packets).
+    pub window_bytes: u32,
     /// Bytes on the wire.
     pub wire_bytes: u32,
 }
@@ -88,7 +90,7 @@ impl Trace {
     }
 
     /// The trace as a table: `t_ns`, `flow`, `link`, `direction`, `hop`, `event`, `kind`,
-    /// `seq_bytes`, `wire_bytes`.
+    /// `seq_bytes`, `window_bytes`, `wire_bytes`.
     pub fn into_table(self) -> Table {
         let r = &self.rows;
         let mut t = Table::default();
@@ -123,6 +125,10 @@ impl Trace {
             ColumnData::U64(r.iter().map(|x| x.seq_bytes).collect()),
         );
         t.push(
+            "window_bytes",
+            ColumnData::U64(r.iter().map(|x| x.window_bytes as u64).collect()),
+        );
+        t.push(
             "wire_bytes",
             ColumnData::U64(r.iter().map(|x| x.wire_bytes as u64).collect()),
         );
@@ -147,6 +153,7 @@ mod tests {
                 event: TraceEvent::DropQueue,
                 kind: "data",
                 seq_bytes: 1448,
+                window_bytes: 0,
                 wire_bytes: 1500,
             });
         }

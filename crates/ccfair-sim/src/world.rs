@@ -6,6 +6,8 @@
 
 use ccfair_cc::rng::derive_seed;
 
+use crate::error::SimError;
+use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::host::{FlowHosts, Side};
 use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
@@ -22,6 +24,9 @@ use crate::trace::{Trace, TraceEvent, TraceRow};
 pub const STREAM_FLOW: u64 = 1;
 pub const STREAM_CHANNEL: u64 = 2;
 const NOT_SCHEDULED: u64 = u64::MAX;
+/// Events at one instant after which the progress guard stops a run. Far above any real
+/// burst (every flow of the largest allowed spec starting at once, each with its window).
+pub const STALL_EVENTS: u64 = 50_000_000;
 
 struct Flow {
     sender: Sender,
@@ -86,13 +91,16 @@ pub struct Simulation {
 
 impl Simulation {
     /// Build a simulation from a resolved spec. Errors name the offending field.
-    pub fn new(spec: RunSpec) -> Result<Self, String> {
+    pub fn new(spec: RunSpec) -> Result<Self, SimError> {
         spec.check()?;
         let max_id = crate::event::MAX_EVENT_ID as usize;
         if spec.flows.len() > max_id || 2 * spec.links.len() > max_id {
-            return Err(format!(
-                "flows/links: at most {max_id} flows and {} links are supported",
-                max_id / 2
+            return Err(SimError::spec(
+                "flows",
+                format!(
+                    "at most {max_id} flows and {} links are supported",
+                    max_id / 2
+                ),
             ));
         }
         let channels = build_channels(&spec);
@@ -102,7 +110,7 @@ impl Simulation {
         for (i, f) in spec.flows.iter().enumerate() {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
             let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
-                .map_err(|e| format!("flows[{i}].cca: {e}"))?;
+                .map_err(|e| SimError::spec(format!("flows[{i}].cca"), e.to_string()))?;
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
                 receiver: Receiver::new(
@@ -151,8 +159,21 @@ impl Simulation {
         })
     }
 
-    /// Run to the end of the scenario.
-    pub fn run(mut self) -> RunResult {
+    /// Run to the end of the scenario without an event budget (tests, benchmarks).
+    ///
+    /// Panics if the loop's progress guard stops the run (`run_bounded`).
+    pub fn run(self) -> RunResult {
+        self.run_bounded(u64::MAX)
+            .expect("the run stopped making progress")
+    }
+
+    /// Run to the end of the scenario, processing at most `max_events` events.
+    ///
+    /// Two guards keep a run from hanging: the event budget, and a progress guard that
+    /// stops a run whose clock does not advance for `STALL_EVENTS` events in a row (a loop
+    /// of zero-time events; with the 1 ns floor on serialisation (`link.rs`) none is known,
+    /// the guard is the backstop). Either returns `SimError::Stopped`.
+    pub fn run_bounded(mut self, max_events: u64) -> Result<RunResult, SimError> {
         let duration = self.spec.duration_ns;
         for (i, f) in self.spec.flows.iter().enumerate() {
             // The application starts; its SYN leaves after the host's launch latency.
@@ -168,18 +189,38 @@ impl Simulation {
         self.queue.push(self.spec.measure_end_ns, Event::MeasureEnd);
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
+        let mut same_instant = 0u64;
         while let Some(t) = self.queue.peek_time() {
             if t > duration {
                 break;
             }
             let (t, ev) = self.queue.pop().expect("peeked");
+            if t == self.now {
+                same_instant += 1;
+                if same_instant > STALL_EVENTS {
+                    return Err(SimError::Stopped(format!(
+                        "the simulation made no progress: {same_instant} events at t = {t} ns \
+                         without the clock advancing (a loop of zero-time events)"
+                    )));
+                }
+            } else {
+                same_instant = 0;
+            }
             self.now = t;
             self.stats.events += 1;
+            if self.stats.events > max_events {
+                return Err(SimError::Stopped(format!(
+                    "the run exceeded its budget of {max_events} events at t = {:.3} s of \
+                     {:.3} s; raise the event limit to let it finish",
+                    t as f64 / 1e9,
+                    duration as f64 / 1e9
+                )));
+            }
             self.handle(ev);
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
         }
         self.now = duration;
-        self.finish()
+        Ok(self.finish())
     }
 
     fn handle(&mut self, ev: Event) {
@@ -282,6 +323,7 @@ impl Simulation {
                 event,
                 kind: pkt.kind.as_str(),
                 seq_bytes,
+                window_bytes: pkt.window_bytes,
                 wire_bytes: pkt.wire_bytes,
             });
         }
@@ -690,8 +732,86 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
     channels
 }
 
-/// Parse a resolved spec from JSON and run it.
-pub fn run_json(spec_json: &str) -> Result<RunResult, String> {
-    let spec: RunSpec = serde_json::from_str(spec_json).map_err(|e| format!("run spec: {e}"))?;
-    Ok(Simulation::new(spec)?.run())
+/// Parse a resolved spec from JSON, check its resource estimate against `limits`, and run it
+/// within the event limit.
+pub fn run_json(spec_json: &str, limits: &Limits) -> Result<RunResult, SimError> {
+    let spec = parse_spec(spec_json)?;
+    spec.estimate().check(limits)?;
+    Simulation::new(spec)?.run_bounded(limits.events)
+}
+
+/// Parse a resolved spec from JSON and check its structure.
+pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
+    let spec: RunSpec =
+        serde_json::from_str(spec_json).map_err(|e| SimError::Parse(e.to_string()))?;
+    spec.check()?;
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{FlowSpec, LinkSpec, TcpOptions};
+
+    fn two_node_spec(rate_bps: u64, delay_ns: u64, duration_ns: u64) -> RunSpec {
+        RunSpec {
+            duration_ns,
+            seed: 1,
+            sample_interval_ns: duration_ns,
+            measure_start_ns: 0,
+            measure_end_ns: duration_ns,
+            nodes: vec!["a".into(), "b".into()],
+            links: vec![LinkSpec {
+                name: "l".into(),
+                a: 0,
+                b: 1,
+                rate_bps,
+                delay_ns,
+                buffer_pkts: 100,
+                loss_ab: 0.0,
+                loss_ba: 0.0,
+            }],
+            flows: vec![FlowSpec {
+                name: "f".into(),
+                src: 0,
+                dst: 1,
+                path: vec![0],
+                ack_path: vec![1],
+                cca: "cubic".into(),
+                cca_params: serde_json::Value::Null,
+                start_ns: 0,
+                start_jitter_ns: 0,
+                stop_ns: None,
+                size_bytes: None,
+                tcp: TcpOptions {
+                    app_latency: crate::host::Latency::None,
+                    host_latency: crate::host::Latency::None,
+                    ..TcpOptions::default()
+                },
+            }],
+            trace_flows: vec![],
+        }
+    }
+
+    #[test]
+    fn the_event_budget_stops_a_run_with_an_error() {
+        let sim = Simulation::new(two_node_spec(10_000_000, 1_000_000, 10_000_000_000)).unwrap();
+        let err = sim.run_bounded(1000).err().expect("stopped");
+        assert!(
+            matches!(&err, SimError::Stopped(m) if m.contains("budget of 1000 events")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_zero_delay_terabit_link_still_advances_the_clock() {
+        // 100 Tbit/s: a 52-byte ACK takes 0.004 ns, rounded up to the 1 ns floor.
+        let ch: Channel<Packet> = Channel::new(100_000_000_000_000, 0, 10, 0.0, 1);
+        assert_eq!(ch.serialisation_ns(52), 1);
+        let r = Simulation::new(two_node_spec(100_000_000_000_000, 0, 1_000_000))
+            .unwrap()
+            .run_bounded(100_000_000)
+            .expect("finishes");
+        assert!(r.stats.events > 0);
+    }
 }

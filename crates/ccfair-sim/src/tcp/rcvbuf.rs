@@ -47,7 +47,8 @@ fn win_from_space(ratio: u64, space: i64) -> i64 {
 
 /// Bytes of buffer for `win` bytes of window (`__tcp_space_from_win`).
 fn space_from_win(ratio: u64, win: u64) -> u64 {
-    (win << RMEM_TO_WIN_SCALE) / ratio
+    let space = ((win as u128) << RMEM_TO_WIN_SCALE) / ratio as u128;
+    space.min(u64::MAX as u128) as u64
 }
 
 fn align_up(x: u64, unit: u64) -> u64 {
@@ -344,9 +345,12 @@ impl RcvBuf {
     pub fn rcvbuf_grow(&mut self, newval: u64, ofo_span: u64) {
         let old = self.space.max(1);
         self.space = newval;
-        let mut rcvwin = newval << 1;
-        rcvwin += (rcvwin * newval.saturating_sub(old) / old) << 1;
-        rcvwin += ofo_span;
+        // Linux computes the growth term in u64 from u32s; u128 keeps it exact here for any
+        // amount read, and the sums saturate (the result is capped by tcp_rmem[2] anyway).
+        let mut rcvwin = newval.saturating_mul(2);
+        let grow = (rcvwin as u128 * newval.saturating_sub(old) as u128 / old as u128) * 2;
+        rcvwin = rcvwin.saturating_add(grow.min(u64::MAX as u128) as u64);
+        rcvwin = rcvwin.saturating_add(ofo_span);
         let rcvbuf = space_from_win(self.scaling_ratio, rcvwin).min(self.rmem_max);
         if rcvbuf > self.sk_rcvbuf {
             self.sk_rcvbuf = rcvbuf;

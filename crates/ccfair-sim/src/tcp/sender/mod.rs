@@ -640,7 +640,11 @@ impl Sender {
         } as u64;
         let cwnd = self.tp.snd_cwnd.max(self.tp.packets_out) as u64;
         // mss * cwnd / srtt * ratio/100, with srtt in µs x8.
-        let rate = self.tp.mss as u64 * (1_000_000 / 100 * 8) * ratio * cwnd / srtt8;
+        // In u128: a huge window times the ratio must not overflow (Linux computes in u64
+        // with cwnd bounded by its memory; here options may be extreme).
+        let rate = self.tp.mss as u128 * (1_000_000 / 100 * 8) * ratio as u128 * cwnd as u128
+            / srtt8 as u128;
+        let rate = u64::try_from(rate).unwrap_or(u64::MAX);
         self.tp.pacing_rate_bytes_per_sec = rate.min(self.tp.max_pacing_rate_bytes_per_sec);
     }
 
@@ -1025,6 +1029,6 @@ mod tests {
             trace_flows: vec![],
         };
         let err = run.check().unwrap_err();
-        assert!(err.contains("size_bytes"), "{err}");
+        assert!(err.to_string().contains("size_bytes"), "{err}");
     }
 }

@@ -1,0 +1,485 @@
+//! What a run will cost before it starts: events, time-series rows and bytes, memory, files.
+//!
+//! The estimate is an upper bound built from the spec alone, so that a run that would not
+//! fit (a time series of 10^9 samples, an initial window of 4 billion packets, a buffer of
+//! 4 billion packets on a long run) is refused with a one-line error naming the field that
+//! costs the most, instead of aborting the process when an allocation fails.
+//!
+//! Memory has three parts, each tied to the spec field that drives it:
+//! - time series: `flows x samples` and `2 x links x samples` rows, with `samples =
+//!   duration / sample_interval`. A row costs the engine one value per column of the
+//!   results schema that the recorder fills (`schema::columns`, `by: Engine`): the sample's
+//!   fields and every registered algorithm's internals, which every run stores (NaN for
+//!   other algorithms). Columns grow in chunks (`record::push_chunked`), so the engine holds
+//!   at most one chunk beyond what it recorded, never a preallocation by duration. The
+//!   Python layer's copies (numpy arrays, pandas frames, the Arrow table written as
+//!   Parquet, with the names and provenance columns it adds) are a measured multiple of the
+//!   engine's bytes (docs/spec.md, "Limits");
+//! - packets: a flow keeps at most its congestion window in its retransmission queue and in
+//!   the network. The window starts at `init_cwnd` and grows at most by the packets
+//!   delivered (slow start), and past the network's capacity on its path (buffers plus
+//!   packets in propagation) losses bring it down within one round trip, so at most twice
+//!   that capacity: `init_cwnd + min(delivered, 2 x capacity + 64)` packets, and never more
+//!   than the receive buffer's largest window (`tcp_rmem[2]`, `tcp/rcvbuf.rs`) allows;
+//! - traces: a row per traced packet and hop event.
+//!
+//! Events bound the run's CPU time: per link direction, at most the packets its rate can
+//! carry and the flows crossing it can send, times the events per packet hop (arrival,
+//! timers), plus the samples.
+
+use serde::Serialize;
+
+use crate::error::SimError;
+use crate::record::CHUNK_ROWS;
+use crate::schema::{self, By, Dtype};
+use crate::spec::{RunSpec, ACK_BYTES, DATA_HEADER_BYTES};
+
+/// Peak memory of a run per engine byte of its time series, in tenths: the engine's columns,
+/// the bytes handed to Python, the numpy arrays, the pandas frames (with the columns Python
+/// adds) and the Arrow table written as Parquet. Measured with the chunked recorder: 2.58
+/// (the slope between a 10-hop parking lot sampled every 1 ms for 30 s and for 120 s, 2.25
+/// and 9.0 million rows: `scripts/fuzz_campaign.py --calibrate`), 2.66 for the 120 s run
+/// alone, 2.44 for the same lot over 3600 s at 10 ms (27 million rows, 7.8 GB peak); 3.0
+/// leaves a margin of 13% over the largest.
+const TIMESERIES_PEAK_TENTHS: u64 = 30;
+/// Copies of a trace row the Python layer holds (as for the time series).
+const PYTHON_COPIES: u64 = 3;
+/// Bytes per packet a flow keeps: its retransmission-queue segment, the packet in the
+/// engine's send burst, the packet in a channel (pipe and backlog entries), the receiver's
+/// out-of-order range and event-queue entries. Rounded up from the struct sizes.
+const PACKET_STATE_BYTES: u64 = 400;
+/// Bytes of one trace row in the engine and in Python.
+const TRACE_ROW_BYTES: u64 = 48 * (1 + PYTHON_COPIES);
+/// Events per packet hop: the arrival, plus the timers a packet can arm (pacing,
+/// delayed ACK, retransmission), bounded above.
+const EVENTS_PER_HOP: f64 = 2.0;
+/// The largest window a receive buffer can give: 65535 << `TCP_MAX_WSCALE` (14).
+const MAX_WINDOW_BYTES: f64 = (65_535u64 << 14) as f64;
+/// Files a run writes: one per table (flows, timeseries, links, link_summary, runs).
+pub const FILES_PER_RUN: u64 = 5;
+
+/// Limits a run must fit. Defaults suit a machine of 2 cores and 24 GiB (docs/spec.md,
+/// "Limits"); every one can be raised explicitly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Estimated peak memory of one run.
+    pub memory_bytes: u64,
+    /// Events of one run: the estimate must fit, and the engine stops a run that exceeds it.
+    pub events: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory_bytes: 2_000_000_000,
+            events: 20_000_000_000,
+        }
+    }
+}
+
+/// One part of a run's memory and the spec field that drives it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryPart {
+    /// User-level field path (`sample_interval`, `flows[0].tcp.init_cwnd`, `links[2].buffer`).
+    pub field: String,
+    /// What the bytes hold, for messages (`time series`, `packets of flow 0`).
+    pub what: String,
+    pub bytes: u64,
+}
+
+/// The estimate of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Sampling instants (`duration / sample_interval`).
+    pub samples: u64,
+    /// Rows of the per-flow time series (at most: flows that start late have fewer).
+    pub timeseries_rows: u64,
+    /// Rows of the per-link time series (exact: one per link direction per sample).
+    pub link_rows: u64,
+    /// Bytes of both time series in the engine.
+    pub timeseries_bytes: u64,
+    /// Rows of the per-packet trace (0 without traced flows).
+    pub trace_rows: u64,
+    /// Packets the flows can hold at once (retransmission queues and network).
+    pub packets: u64,
+    /// Engine events.
+    pub events: u64,
+    /// Peak memory of the run (engine and Python tables).
+    pub memory_bytes: u64,
+    /// Bytes written (uncompressed; Parquet files are usually several times smaller).
+    pub output_bytes: u64,
+    /// Files written.
+    pub files: u64,
+    /// Memory by cause, largest first.
+    pub memory_parts: Vec<MemoryPart>,
+}
+
+fn sat(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else if x >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        x.ceil() as u64
+    }
+}
+
+/// Packets a channel can hold: its buffer plus what is in propagation at its rate.
+fn channel_capacity_pkts(spec: &RunSpec, ch: usize) -> f64 {
+    let l = &spec.links[ch / 2];
+    let in_flight = l.rate_bps as f64 * l.delay_ns as f64 / 1e9 / (8.0 * ACK_BYTES as f64);
+    l.buffer_pkts as f64 + in_flight.ceil() + 1.0
+}
+
+/// Engine bytes of one row of a time-series table: one value per column the recorder
+/// fills (numbers 8 bytes, state and direction names a 16-byte `&str`).
+pub fn engine_row_bytes(table: &str) -> u64 {
+    schema::columns(table)
+        .iter()
+        .filter(|c| c.by == By::Engine)
+        .map(|c| if c.dtype == Dtype::Str { 16 } else { 8 })
+        .sum()
+}
+
+/// Rows a column that grew to hold `rows` rows has room for (`record::push_chunked`: 64,
+/// doubling up to a chunk, then one chunk at a time).
+fn capacity_rows(rows: u64) -> u64 {
+    let chunk = CHUNK_ROWS as u64;
+    if rows == 0 {
+        0
+    } else if rows <= chunk {
+        rows.next_power_of_two().max(64)
+    } else {
+        rows.div_ceil(chunk).saturating_mul(chunk)
+    }
+}
+
+impl RunSpec {
+    /// The resource estimate of this run (see the module doc). Never panics, whatever the
+    /// numbers: arithmetic saturates.
+    pub fn estimate(&self) -> Estimate {
+        let duration_s = self.duration_ns as f64 / 1e9;
+        let samples = self.duration_ns / self.sample_interval_ns.max(1);
+        let n_flows = self.flows.len() as u64;
+        let n_ch = 2 * self.links.len() as u64;
+        let timeseries_rows = samples.saturating_mul(n_flows);
+        let link_rows = samples.saturating_mul(n_ch);
+        let timeseries_bytes = capacity_rows(timeseries_rows)
+            .saturating_mul(engine_row_bytes("timeseries"))
+            .saturating_add(capacity_rows(link_rows).saturating_mul(engine_row_bytes("links")));
+
+        // Per flow: the rate of its own bottleneck in data packets per second.
+        let data_wire = |f: &crate::spec::FlowSpec| (f.tcp.mss + DATA_HEADER_BYTES) as f64;
+        let flow_pps: Vec<f64> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let rate = f
+                    .path
+                    .iter()
+                    .map(|&c| self.links.get(c / 2).map_or(0, |l| l.rate_bps))
+                    .min()
+                    .unwrap_or(0);
+                rate as f64 / (8.0 * data_wire(f))
+            })
+            .collect();
+
+        // Packets held per flow, and the memory part of the flow or link that drives it.
+        let mut parts: Vec<MemoryPart> = Vec::new();
+        let rmem = self.rmem_bytes();
+        let mut packets = 0f64;
+        let mut trace_rows = 0f64;
+        for (i, f) in self.flows.iter().enumerate() {
+            let delivered = flow_pps[i] * duration_s;
+            let capacity: f64 = f
+                .path
+                .iter()
+                .chain(&f.ack_path)
+                .filter(|&&c| c / 2 < self.links.len())
+                .map(|&c| channel_capacity_pkts(self, c))
+                .sum();
+            // The advertised window is at most the receive buffer's payload share of
+            // tcp_rmem[2] (truesize exceeds the payload, so less than the buffer itself).
+            let rwnd_pkts = (rmem[i][2] as f64).min(MAX_WINDOW_BYTES) / f.tcp.mss.max(1) as f64;
+            let network = delivered.min(2.0 * capacity + 64.0);
+            let window = network.min(rwnd_pkts + 1.0);
+            let init = f.tcp.init_cwnd as f64;
+            let held = init + window;
+            packets += held;
+            let bytes = sat(held * PACKET_STATE_BYTES as f64);
+            // Blame the initial window when it dominates, else the receive buffer if it
+            // bounds the window, else the buffers on the path.
+            let field = if init >= window {
+                format!("flows[{i}].tcp.init_cwnd")
+            } else if window < network {
+                format!("flows[{i}].tcp.rmem")
+            } else {
+                let biggest = f
+                    .path
+                    .iter()
+                    .chain(&f.ack_path)
+                    .filter(|&&c| c / 2 < self.links.len())
+                    .max_by_key(|&&c| self.links[c / 2].buffer_pkts)
+                    .map_or(0, |&c| c / 2);
+                format!("links[{biggest}].buffer")
+            };
+            parts.push(MemoryPart {
+                field,
+                what: format!("packets held by flow {:?}", f.name),
+                bytes,
+            });
+            if self.trace_flows.contains(&i) {
+                let hops = (f.path.len() + f.ack_path.len()) as f64;
+                trace_rows += delivered * 2.0 * hops;
+            }
+        }
+
+        // Events: per channel, the packets it can carry (its rate) and the flows crossing
+        // it can send (their own bottleneck rates), whichever is smaller.
+        let mut hop_pps = 0f64;
+        for ch in 0..n_ch as usize {
+            let l = &self.links[ch / 2];
+            let mut offered = 0f64;
+            for (i, f) in self.flows.iter().enumerate() {
+                if f.path.contains(&ch) || f.ack_path.contains(&ch) {
+                    offered += flow_pps[i];
+                }
+            }
+            let carried = l.rate_bps as f64 / (8.0 * ACK_BYTES as f64);
+            hop_pps += offered.min(carried);
+        }
+        let events =
+            hop_pps * duration_s * EVENTS_PER_HOP + (samples as f64) + 64.0 * n_flows as f64 + 16.0;
+
+        let ts_memory = sat(timeseries_bytes as f64 * TIMESERIES_PEAK_TENTHS as f64 / 10.0);
+        parts.push(MemoryPart {
+            field: "sample_interval".into(),
+            what: format!(
+                "time series of {samples} samples x {n_flows} flows and {n_ch} link directions"
+            ),
+            bytes: ts_memory,
+        });
+        let trace_rows = sat(trace_rows);
+        if trace_rows > 0 {
+            parts.push(MemoryPart {
+                field: "trace".into(),
+                what: format!("packet trace of about {trace_rows} rows"),
+                bytes: trace_rows.saturating_mul(TRACE_ROW_BYTES),
+            });
+        }
+        parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.field.cmp(&b.field)));
+        let memory_bytes = parts
+            .iter()
+            .fold(0u64, |acc, p| acc.saturating_add(p.bytes));
+        let output_bytes = timeseries_bytes
+            .saturating_add(trace_rows.saturating_mul(48))
+            .saturating_add(4096 * (n_flows + n_ch));
+        Estimate {
+            samples,
+            timeseries_rows,
+            link_rows,
+            timeseries_bytes,
+            trace_rows,
+            packets: sat(packets),
+            events: sat(events),
+            memory_bytes,
+            output_bytes,
+            files: FILES_PER_RUN,
+            memory_parts: parts,
+        }
+    }
+}
+
+/// Bytes for messages: "2.0 GB", "512 MB", "3.4 kB" (decimal units).
+pub fn format_bytes(n: u64) -> String {
+    let units = [("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)];
+    for (name, scale) in units {
+        if n as f64 >= scale {
+            return format!("{:.1} {name}", n as f64 / scale);
+        }
+    }
+    format!("{n} B")
+}
+
+/// A count for messages: "1.2e9" above a million, else the integer.
+pub fn format_count(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.2e}", n as f64)
+    } else {
+        n.to_string()
+    }
+}
+
+impl Estimate {
+    /// Refuse the run if it exceeds a limit: one line naming the field that costs the most,
+    /// the estimate and the limit.
+    pub fn check(&self, limits: &Limits) -> Result<(), SimError> {
+        if self.memory_bytes > limits.memory_bytes {
+            let top = &self.memory_parts[0];
+            return Err(SimError::Limit {
+                field: top.field.clone(),
+                message: format!(
+                    "the run needs an estimated {} of memory ({}: {}), above the memory \
+                     limit of {}",
+                    format_bytes(self.memory_bytes),
+                    top.what,
+                    format_bytes(top.bytes),
+                    format_bytes(limits.memory_bytes)
+                ),
+            });
+        }
+        if self.events > limits.events {
+            return Err(SimError::Limit {
+                field: "duration".into(),
+                message: format!(
+                    "the run needs an estimated {} events, above the event limit of {}",
+                    format_count(self.events),
+                    format_count(limits.events)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{FlowSpec, LinkSpec, TcpOptions};
+
+    fn spec(duration_ns: u64, sample_ns: u64, init_cwnd: u32, buffer: u32) -> RunSpec {
+        RunSpec {
+            duration_ns,
+            seed: 1,
+            sample_interval_ns: sample_ns,
+            measure_start_ns: 0,
+            measure_end_ns: duration_ns,
+            nodes: vec!["a".into(), "b".into()],
+            links: vec![LinkSpec {
+                name: "l".into(),
+                a: 0,
+                b: 1,
+                rate_bps: 50_000_000,
+                delay_ns: 10_000_000,
+                buffer_pkts: buffer,
+                loss_ab: 0.0,
+                loss_ba: 0.0,
+            }],
+            flows: vec![FlowSpec {
+                name: "f".into(),
+                src: 0,
+                dst: 1,
+                path: vec![0],
+                ack_path: vec![1],
+                cca: "reno".into(),
+                cca_params: serde_json::Value::Null,
+                start_ns: 0,
+                start_jitter_ns: 0,
+                stop_ns: None,
+                size_bytes: None,
+                tcp: TcpOptions {
+                    init_cwnd,
+                    ..TcpOptions::default()
+                },
+            }],
+            trace_flows: vec![],
+        }
+    }
+
+    #[test]
+    fn nanosecond_sampling_is_refused_naming_sample_interval() {
+        let e = spec(1_000_000_000, 1, 10, 100).estimate();
+        assert_eq!(e.samples, 1_000_000_000);
+        assert_eq!(e.link_rows, 2_000_000_000);
+        let err = e.check(&Limits::default()).unwrap_err();
+        match err {
+            SimError::Limit { field, message } => {
+                assert_eq!(field, "sample_interval");
+                assert!(message.contains("memory limit of 2.0 GB"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn huge_initial_window_is_refused_naming_init_cwnd() {
+        let err = spec(1_000_000_000, 10_000_000, u32::MAX, 100)
+            .estimate()
+            .check(&Limits::default())
+            .unwrap_err();
+        assert!(
+            matches!(&err, SimError::Limit { field, .. } if field == "flows[0].tcp.init_cwnd"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn extreme_numbers_saturate_instead_of_overflowing() {
+        let e = spec(u64::MAX, 1, u32::MAX, u32::MAX).estimate();
+        assert_eq!(e.memory_bytes, u64::MAX);
+        assert!(e.check(&Limits::default()).is_err());
+    }
+
+    /// Bytes the engine's columns of a table reserve (capacity, not length).
+    fn reserved_bytes(t: &crate::table::Table) -> u64 {
+        use crate::table::ColumnData;
+        t.columns
+            .iter()
+            .map(|(_, c)| match c {
+                ColumnData::U64(v) => v.capacity() * 8,
+                ColumnData::F64(v) => v.capacity() * 8,
+                ColumnData::Str(v) => v.capacity() * 16,
+                ColumnData::Text(v) => v.capacity() * 24,
+            } as u64)
+            .sum()
+    }
+
+    /// The estimate covers every column the recorder fills (the sample's fields and every
+    /// algorithm's internals) with the room its chunked growth leaves, and is not far above
+    /// it: a run of 30,000 samples (more than a chunk) reserves within 5% below it.
+    #[test]
+    fn time_series_bytes_cover_the_recorder_closely() {
+        let mut s = spec(30_000_000_000, 1_000_000, 10, 100);
+        s.flows[0].tcp.app_latency = crate::host::Latency::None;
+        let est = s.estimate();
+        let r = crate::Simulation::new(s).unwrap().run();
+        assert_eq!(r.links.n_rows() as u64, est.link_rows);
+        let reserved = reserved_bytes(&r.timeseries) + reserved_bytes(&r.links);
+        assert!(reserved <= est.timeseries_bytes, "{reserved} > {est:?}");
+        assert!(
+            reserved as f64 >= 0.95 * est.timeseries_bytes as f64,
+            "{reserved} vs {}",
+            est.timeseries_bytes
+        );
+    }
+
+    /// `capacity_rows` bounds the growth of `record::push_chunked` at every size.
+    #[test]
+    fn capacity_rows_bounds_chunked_growth() {
+        for n in [
+            1usize,
+            63,
+            64,
+            65,
+            1000,
+            CHUNK_ROWS,
+            CHUNK_ROWS + 1,
+            100_000,
+            100_001,
+        ] {
+            let mut v: Vec<u8> = Vec::new();
+            for _ in 0..n {
+                crate::record::push_chunked(&mut v, 0);
+            }
+            assert_eq!(v.capacity() as u64, capacity_rows(n as u64), "{n}");
+        }
+    }
+
+    #[test]
+    fn an_ordinary_run_fits_the_default_limits() {
+        let e = spec(60_000_000_000, 10_000_000, 10, 1000).estimate();
+        assert!(e.check(&Limits::default()).is_ok(), "{e:?}");
+        assert_eq!(e.timeseries_rows, 6000);
+    }
+}

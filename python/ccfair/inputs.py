@@ -1,0 +1,181 @@
+"""Reading what users hand ccfair, within bounds: spec files and nested spec values.
+
+A spec file must be a regular file (not a directory, FIFO or device) of at most
+:data:`~ccfair.limits.MAX_SPEC_FILE_BYTES`, in UTF-8, and valid TOML; a spec value (from a file
+or a Python dict) may nest at most :data:`~ccfair.limits.MAX_NESTING` tables and lists and hold
+strings of at most :data:`~ccfair.limits.MAX_STRING_CHARS`. Every violation is one
+:class:`~ccfair.errors.SpecError` naming the file or field, checked before any work that the
+violation would make slow or unbounded.
+
+Example:
+    >>> check_nesting({"a": [[1]]}, "sweep")
+    >>> check_nesting({"a": [[[[1]]]]}, "sweep", max_depth=3)
+    Traceback (most recent call last):
+    ccfair.errors.SpecError: sweep.a[0][0]: tables and lists nest deeper than 3 levels
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+from ccfair.errors import SpecError, format_path, show
+from ccfair.limits import MAX_NAME_CHARS, MAX_NESTING, MAX_SPEC_FILE_BYTES, MAX_STRING_CHARS
+
+__all__ = ["check_file_name", "check_nesting", "load_toml", "read_spec_file"]
+
+
+def read_spec_file(path: str | os.PathLike[str], what: str) -> str:
+    """The text of a spec file; ``what`` names it in errors (``scenario``, ``base.file``).
+
+    Example:
+        >>> read_spec_file("/dev/zero", "base.file")
+        Traceback (most recent call last):
+        ccfair.errors.SpecError: base.file: "/dev/zero" is not a regular file (a character device)
+    """
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+    except OSError as exc:
+        raise SpecError(what, name, f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError(what, name, f"is not a regular file ({_kind(st.st_mode)})")
+    if st.st_size > MAX_SPEC_FILE_BYTES:
+        raise SpecError(
+            what,
+            name,
+            f"is {st.st_size} bytes; spec files are at most {MAX_SPEC_FILE_BYTES} bytes",
+        )
+    try:
+        # O_NONBLOCK: never wait on a file that turned into a FIFO after the check.
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(MAX_SPEC_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(what, name, f"cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_SPEC_FILE_BYTES:
+        raise SpecError(what, name, f"is larger than {MAX_SPEC_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            what,
+            name,
+            f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8",
+        ) from None
+
+
+def _kind(mode: int) -> str:
+    for test, word in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return word
+    return "not a plain file"
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """Parse TOML text; nesting too deep for the parser is a :class:`SpecError`.
+
+    The caller turns ``tomllib.TOMLDecodeError`` into its own message (with the line).
+
+    Example:
+        >>> load_toml("a = " + "[" * 5000 + "]" * 5000)
+        Traceback (most recent call last):
+        ccfair.errors.SpecError: tables and lists nest too deeply for the TOML parser ...
+    """
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise SpecError(
+            "",
+            None,
+            f"tables and lists nest too deeply for the TOML parser (at most {MAX_NESTING} levels)",
+            with_value=False,
+        ) from None
+
+
+def check_nesting(value: Any, where: str, *, max_depth: int = MAX_NESTING) -> None:
+    """Refuse values nested deeper than ``max_depth`` or holding strings (keys included)
+    longer than :data:`~ccfair.limits.MAX_STRING_CHARS`. Iterative: no recursion limit.
+
+    Example:
+        >>> check_nesting({"name": "x" * 20000}, "scenario")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ccfair.errors.SpecError: scenario.name: "xxx...(20000 chars)...xxx" is longer than ...
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, loc = stack.pop()
+        if isinstance(node, str):
+            if len(node) > MAX_STRING_CHARS:
+                raise SpecError(
+                    _where(where, loc), node, f"is longer than {MAX_STRING_CHARS} characters"
+                )
+            continue
+        if isinstance(node, Mapping):
+            children: list[tuple[Any, tuple[str | int, ...]]] = []
+            for k, v in node.items():
+                key = k if isinstance(k, str) else show(k)
+                if len(key) > MAX_STRING_CHARS:
+                    raise SpecError(
+                        _where(where, loc), key, f"is a key longer than {MAX_STRING_CHARS} chars"
+                    )
+                children.append((v, (*loc, key)))
+        elif isinstance(node, list | tuple):
+            children = [(v, (*loc, i)) for i, v in enumerate(node)]
+        else:
+            continue
+        if children and len(loc) >= max_depth:
+            raise SpecError(
+                _where(where, loc),
+                None,
+                f"tables and lists nest deeper than {max_depth} levels",
+                with_value=False,
+            )
+        stack.extend(children)
+
+
+def _where(where: str, loc: tuple[str | int, ...]) -> str:
+    path = format_path(loc)
+    if not path:
+        return where
+    if not where:
+        return path
+    return f"{where}{path}" if path.startswith("[") else f"{where}.{path}"
+
+
+def check_file_name(value: Any, what: str) -> str:
+    """``value`` if it can name a file or directory by itself: a non-empty string of at most
+    :data:`~ccfair.limits.MAX_NAME_CHARS` printable characters, without ``/``, ``\\`` or NUL,
+    not starting with ``.`` (so never ``.`` or ``..``). Sweep names become directories
+    (``results/<name>``); nothing a user names may lead outside its directory.
+
+    Example:
+        >>> check_file_name("dumbbell-buffers", "name")
+        'dumbbell-buffers'
+        >>> check_file_name("../../../x", "name")
+        Traceback (most recent call last):
+        ccfair.errors.SpecError: name: "../../../x" is not a file name: it must not start ...
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise SpecError(what, value, "is not a non-empty string")
+    if len(value) > MAX_NAME_CHARS:
+        raise SpecError(what, value, f"is longer than {MAX_NAME_CHARS} characters")
+    if value.startswith(".") or any(c in value for c in "/\\\0"):
+        raise SpecError(
+            what,
+            value,
+            'is not a file name: it must not start with "." or contain "/", "\\" or NUL',
+        )
+    if not value.isprintable():
+        raise SpecError(what, value, "is not a file name: it has control characters")
+    return value

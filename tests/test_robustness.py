@@ -1,0 +1,464 @@
+"""No input takes ccfair down: every input of issue 11 gets a one-line error or runs within its
+estimate (docs/spec.md, "Limits" and "Errors")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ccfair
+import pytest
+from ccfair import _core
+from ccfair.errors import CcfairError, LimitError, RunError, SpecError, show
+from ccfair.limits import Limits, estimate
+from ccfair.results import ResultsError
+from ccfair.sweep import Sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ccfair", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def one_error_line(out: subprocess.CompletedProcess[str]) -> str:
+    """The CLI failed with exit 2 and printed exactly one ``error:`` line, no traceback."""
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    assert "Traceback" not in out.stderr
+    return lines[0]
+
+
+def scenario(**top: object) -> dict:
+    spec = {
+        "duration": "2s",
+        "links": [{"between": ["a", "b"], "rate": "10Mbit/s", "delay": "5ms"}],
+        "flows": [{"src": "a", "dst": "b", "cca": "reno"}],
+    }
+    spec.update(top)
+    return spec
+
+
+def write_toml(path: Path, sc: ccfair.Scenario | dict) -> Path:
+    sc = sc if isinstance(sc, ccfair.Scenario) else ccfair.Scenario.from_dict(sc)
+    path.write_text(sc.to_toml())
+    return path
+
+
+# ---- valid-looking specs that used to kill the process ------------------------------------
+
+
+def test_nanosecond_sampling_is_refused_before_it_allocates(tmp_path):
+    sc = ccfair.Scenario.from_dict(scenario(duration="1s", sample_interval="1ns"))
+    with pytest.raises(LimitError) as info:
+        ccfair.run(sc)
+    assert info.value.path == "sample_interval"
+    assert "memory limit of 2.0 GB" in str(info.value) and "--max-memory" in str(info.value)
+    # `ccfair check` no longer calls it valid: one line, exit 2.
+    line = one_error_line(cli("check", str(write_toml(tmp_path / "s.toml", sc))))
+    assert "sample_interval: the run needs an estimated" in line
+
+
+def test_ten_billion_seconds_at_nanosecond_sampling_is_an_error_not_a_panic():
+    with pytest.raises(SpecError, match=r'^duration: "1e10s" is too long \(at most 4.612e\+09 s'):
+        ccfair.Scenario.from_dict(scenario(duration="1e10s", sample_interval="1ns"))
+    sc = ccfair.Scenario.from_dict(scenario(duration="1e9s", sample_interval="1ns"))
+    with pytest.raises(LimitError, match="^sample_interval: "):
+        ccfair.run(sc)
+
+
+def test_a_four_billion_packet_initial_window_is_refused_naming_the_option():
+    with pytest.raises(SpecError, match=r"init_cwnd.*4294967295 is above the maximum"):
+        ccfair.Scenario.from_dict(scenario(tcp={"init_cwnd": 4294967295}))
+    # The largest window Linux allows still does not fit in memory: the estimate says so.
+    sc = ccfair.Scenario.from_dict(scenario(tcp={"init_cwnd": 2**31 - 1}))
+    with pytest.raises(LimitError) as info:
+        ccfair.run(sc)
+    assert info.value.path == "flows[0].tcp.init_cwnd"
+
+
+def test_an_hour_long_ten_hop_parking_lot_at_1ms_is_refused_with_its_estimate():
+    sc = ccfair.parking_lot(10, duration="3600s", sample_interval="1ms")
+    est = estimate(sc.resolve())
+    assert est.link_rows == 3_600_000 * 2 * 32 and est.memory_bytes > 10e9  # 32 links
+    with pytest.raises(LimitError, match="^sample_interval: the run needs an estimated"):
+        ccfair.run(sc)
+    # Raised explicitly, the same run passes the check (not run here: it is long).
+    from ccfair.limits import check
+
+    check(sc.resolve().engine_spec, Limits(memory=est.memory_bytes))
+
+
+def test_a_run_uses_no_more_than_its_estimate():
+    sc = ccfair.parking_lot(2, "bbr", ["cubic", "reno"], duration="3s", sample_interval="5ms")
+    est = estimate(sc.resolve())
+    r = ccfair.run(sc)
+    assert len(r.links) == est.link_rows
+    assert len(r.timeseries) <= est.timeseries_rows
+    assert int(r.runs["engine_events"].iloc[0]) <= est.events
+
+
+# ---- livelock and unbounded work -----------------------------------------------------------
+
+TERABIT_ZERO_DELAY = {
+    "links": [
+        {"between": ["a", "s"], "rate": "100Tbit/s", "delay": 0},
+        {"between": ["s", "b"], "rate": "100Tbit/s", "delay": 0},
+    ],
+    "flows": [
+        {
+            "src": "a",
+            "dst": "b",
+            "cca": "cubic",
+            "tcp": {"app_latency": "none", "host_latency": "none"},
+        }
+    ],
+}
+
+
+def test_a_zero_delay_100_tbit_link_is_refused_or_stopped_never_a_livelock():
+    # At its estimate it is refused up front (too many events) ...
+    with pytest.raises(LimitError, match="event limit"):
+        ccfair.run(scenario(duration="60s", **TERABIT_ZERO_DELAY))
+    # ... and a short one runs to its end: a packet takes at least 1 ns on a link, so
+    # simulated time advances (the engine's event budget and progress guard are tested in
+    # crates/ccfair-sim/src/world.rs).
+    sc = ccfair.Scenario.from_dict(
+        scenario(duration="1ms", sample_interval="1ms", **TERABIT_ZERO_DELAY)
+    )
+    t0 = time.monotonic()
+    r = ccfair.run(sc, limits=Limits(events=10**9))
+    assert r.flows["delivered_bytes"].iloc[0] > 0
+    assert int(r.runs["engine_events"].iloc[0]) <= estimate(sc.resolve()).events
+    assert time.monotonic() - t0 < 120
+
+
+def test_huge_repetitions_and_grids_are_refused_before_expanding():
+    t0 = time.monotonic()
+    with pytest.raises(SpecError, match="repetitions: 9223372036854775808 is above"):
+        Sweep.from_dict(
+            {"base": {"builder": "dumbbell"}, "grid": {"alpha": [1]}, "repetitions": 2**63}
+        )
+    grid = {"alpha": list(range(1, 801)), "delay": [f"{i}ms" for i in range(1, 601)]}
+    sw = Sweep.from_dict({"base": {"builder": "dumbbell"}, "grid": grid})
+    assert sw.grid_runs() == 480_000
+    with pytest.raises(LimitError, match="480000 runs, above the run limit of 50000"):
+        sw.expand()
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_filter_cannot_build_a_huge_list():
+    t0 = time.monotonic()
+    sw = Sweep.from_dict(
+        {
+            "base": {"builder": "dumbbell", "duration": "1s"},
+            "grid": {"alpha": [1]},
+            "filters": ["len([0]*400000000) > 0"],
+        }
+    )
+    with pytest.raises(SpecError, match=r"filters\[0\].*arithmetic takes numbers"):
+        sw.expand()
+    with pytest.raises(SpecError, match="nests deeper"):
+        Sweep.from_dict(
+            {
+                "base": {"builder": "dumbbell"},
+                "grid": {"alpha": [1]},
+                "filters": ["not " * 60 + "alpha"],
+            }
+        )
+    assert time.monotonic() - t0 < 5
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_base_files_must_be_regular_files(tmp_path, kind):
+    target = {"dev-zero": "/dev/zero", "fifo": str(tmp_path / "fifo"), "directory": str(tmp_path)}[
+        kind
+    ]
+    if kind == "fifo":
+        os.mkfifo(target)
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(f'[base]\nfile = "{target}"\n[grid]\nalpha = [1]\n')
+    t0 = time.monotonic()
+    with pytest.raises(SpecError, match=r"base.file: .* is not a regular file"):
+        Sweep.from_toml(spec)
+    line = one_error_line(cli("sweep", str(spec), "--dry-run"))
+    assert "is not a regular file" in line
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_hundred_thousand_flows_are_refused_at_once():
+    flows = [{"src": "a", "dst": "b", "cca": "reno"}] * 100_000
+    t0 = time.monotonic()
+    with pytest.raises(SpecError, match="flows: has 100000 entries; a scenario has at most 10000"):
+        ccfair.Scenario.from_dict(scenario(flows=flows))
+    assert time.monotonic() - t0 < 5
+
+
+def test_ten_thousand_flows_validate_in_seconds():
+    t0 = time.monotonic()
+    ccfair.dumbbell(10_000, "reno", duration="1s")
+    assert time.monotonic() - t0 < 60  # was minutes: routing is shared across flows
+
+
+@pytest.mark.parametrize(("length", "most"), [(1000, 200), (100_000, 10_000)])
+def test_a_long_flow_name_is_refused_and_its_message_stays_short(length, most):
+    flow = {"name": "x" * length, "src": "a", "dst": "b", "cca": "reno"}
+    with pytest.raises(SpecError) as info:
+        ccfair.Scenario.from_dict(scenario(flows=[flow]))
+    assert f"is longer than {most} characters" in str(info.value)
+    assert len(str(info.value)) < 400
+
+
+def test_many_megabyte_values_make_one_short_message():
+    big = "9" * 1_000_000
+    bad = scenario(duration=big, sample_interval=big, seed=big)
+    bad["links"] = [{"between": ["a", "b"], "rate": big, "delay": big}] * 25
+    with pytest.raises(SpecError) as info:
+        ccfair.Scenario.from_dict(bad)
+    assert len(str(info.value)) < 3000
+    assert "\n" not in str(info.value)
+
+
+# ---- the results directory is ccfair's own -------------------------------------------------
+
+
+def small_sweep_file(tmp_path: Path, name: str = "robust") -> Path:
+    spec = tmp_path / "sweep.toml"
+    spec.write_text(
+        f'name = {json.dumps(name)}\n[base]\nbuilder = "dumbbell"\nduration = "1s"\n'
+        'sample_interval = "100ms"\n[grid]\nalpha = [1, 2]\n'
+    )
+    return spec
+
+
+@pytest.mark.parametrize("name", ["../../../x", "..", ".", "/tmp/abs", "a/b", ".hidden"])
+def test_sweep_names_are_file_names(tmp_path, name):
+    with pytest.raises(SpecError, match="^name: .* is not a file name"):
+        Sweep.from_toml(small_sweep_file(tmp_path, name))
+    line = one_error_line(cli("sweep", str(small_sweep_file(tmp_path, name)), cwd=tmp_path))
+    assert "is not a file name" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sweep.toml"]
+
+
+def test_a_symlinked_table_folder_is_refused_and_its_target_untouched(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".keep.tmp").write_text("mine")
+    (elsewhere / "data.parquet").write_text("mine")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "flows").symlink_to(elsewhere)
+    with pytest.raises(ResultsError, match="flows: is a symbolic link"):
+        ccfair.run_sweep(
+            Sweep.from_toml(small_sweep_file(tmp_path)), out, progress=False, log=lambda m: None
+        )
+    line = one_error_line(cli("sweep", str(small_sweep_file(tmp_path)), "--out", str(out)))
+    assert "is a symbolic link" in line
+    assert sorted(p.name for p in elsewhere.iterdir()) == [".keep.tmp", "data.parquet"]
+    r = ccfair.run(ccfair.dumbbell(1, "reno", duration="1s"))
+    with pytest.raises(ResultsError, match="symbolic link"):
+        r.save(out)
+    assert sorted(p.name for p in elsewhere.iterdir()) == [".keep.tmp", "data.parquet"]
+
+
+def test_out_that_is_a_file_or_unwritable_is_one_error_line(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    line = one_error_line(cli("run", "--duration", "1s", "--out", str(afile), "-q"))
+    assert "afile: is a file, not a directory" in line
+    line = one_error_line(cli("sweep", str(small_sweep_file(tmp_path)), "--out", str(afile)))
+    assert "is a file, not a directory" in line
+    # /proc is read-only even for root.
+    one_error_line(cli("run", "--duration", "1s", "--out", "/proc/ccfair-test", "-q"))
+
+
+# ---- one error contract -------------------------------------------------------------------
+
+
+def test_deeply_nested_toml_is_a_spec_error(tmp_path):
+    text = 'duration = "1s"\nx = ' + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(SpecError, match="nest too deeply"):
+        ccfair.Scenario.from_toml_str(text)
+    deep: object = 1
+    for _ in range(40):
+        deep = [deep]
+    with pytest.raises(SpecError, match="nest deeper than 32 levels"):
+        ccfair.Scenario.from_dict(scenario(tcp={"a": deep}))
+    (tmp_path / "deep.toml").write_text(text)
+    one_error_line(cli("check", str(tmp_path / "deep.toml")))
+
+
+def test_an_exponent_overflow_is_a_spec_error():
+    with pytest.raises(SpecError, match="too large a rate"):
+        ccfair.Scenario.from_dict(
+            scenario(links=[{"between": ["a", "b"], "rate": "1e999999999Mbit/s", "delay": 0}])
+        )
+
+
+def test_full_width_digits_are_not_numbers():
+    with pytest.raises(SpecError, match='duration: "１s" is not a duration'):
+        ccfair.Scenario.from_dict(scenario(duration="１s"))
+
+
+def test_invalid_utf8_is_one_error_line(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(SpecError, match=r"is not UTF-8 text \(byte 0xe9 at offset 11\)"):
+        ccfair.Scenario.from_toml(path)
+    assert "is not UTF-8" in one_error_line(cli("check", str(path)))
+    assert "is not UTF-8" in one_error_line(cli("sweep", str(path), "--dry-run"))
+
+
+def test_base_file_a_directory_and_base_tcp_a_list_are_one_error_line(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[base]\nbuilder = "dumbbell"\ntcp = [1, 2, 3]\n[grid]\nalpha = [1]\n')
+    assert "base" in one_error_line(cli("sweep", str(spec), "--dry-run"))
+    spec.write_text(f'[base]\nfile = "{tmp_path}"\n[grid]\nalpha = [1]\n')
+    assert "is not a regular file (a directory)" in one_error_line(
+        cli("sweep", str(spec), "--dry-run")
+    )
+
+
+@pytest.mark.parametrize(
+    ("sweep", "message"),
+    [
+        ({"grid": {"params.vegas": [{}]}}, '"vegas" is not a known congestion control'),
+        ({"grid": {"alpha": [1], "params.bbr": [{"bw_rtts": 8}]}}, "no flow of any point runs"),
+        ({"grid": {"alpha": [1]}, "preset": "nope"}, 'preset: "nope" is not a preset'),
+        (
+            {"grid": {"alpha": [1]}, "bottlenecks": ["bottleneck"]},
+            "applies to a scenario-table base",
+        ),
+    ],
+)
+def test_inputs_that_were_silently_accepted_are_errors(sweep, message):
+    spec = {"base": {"builder": "dumbbell", "duration": "1s", "ccas": "reno"}, **sweep}
+    with pytest.raises(SpecError, match=message):
+        Sweep.from_dict(spec).expand()
+
+
+def test_a_panic_in_the_engine_is_a_run_error_naming_the_run():
+    with pytest.raises(RunError, match="^run 0123abcd: the engine panicked"):
+        _core._panic_for_test("0123abcd")
+    assert issubclass(RunError, CcfairError) and issubclass(LimitError, SpecError)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: _core.socket_buffers("{"),
+        lambda: _core.socket_buffers('{"duration_ns": 0}'),
+        lambda: _core.flow_starts("[]"),
+        lambda: _core.estimate("{}"),
+        lambda: _core.check_limits("{}", '{"memory_bytes": -1}'),
+    ],
+)
+def test_bindings_raise_spec_errors_for_malformed_engine_specs(call):
+    with pytest.raises(SpecError):
+        call()
+
+
+def test_the_schema_binding_and_results_errors_follow_the_contract(tmp_path):
+    assert json.loads(_core.schema())["version"] >= 2
+    assert issubclass(ResultsError, CcfairError)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ResultsError, match="is a file, not a directory"):
+        ccfair.run(scenario(duration="1s")).save(tmp_path / "file")
+
+
+# ---- the receive buffer's options (tcp/rcvbuf.rs) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tcp", "path", "message"),
+    [
+        ({"rmem": [4096, 131072, 2**31]}, "tcp.rmem", r"<= 2147483647 \(tcp_rmem is an int"),
+        ({"rmem": [4096, 2**20, 131072]}, "tcp.rmem", "min <= default <= max"),
+        ({"rmem": [0, 1, 2]}, "tcp.rmem", "0 < min"),
+        ({"rmem": "huge"}, "tcp.rmem", 'must be "fit", "linux" or three byte counts'),
+        ({"rmem": [1, 2]}, "tcp.rmem", 'must be "fit", "linux" or three byte counts'),
+        ({"rcv_truesize_bytes": 1000}, "tcp.rcv_truesize_bytes", r"mss \+ 52 = 1500 bytes"),
+        ({"rcv_truesize_bytes": 2**20 + 1}, "tcp.rcv_truesize_bytes", "above the maximum"),
+        # A jumbo MSS with the default truesize would make the window larger than the
+        # buffer: the truesize must be set with it.
+        ({"mss": 8948}, "tcp.mss", r"rcv_truesize_bytes: 2304 .*\(mss \+ 52 = 9000"),
+    ],
+)
+def test_receive_buffer_options_have_linux_bounds(tcp, path, message):
+    with pytest.raises(SpecError, match=message) as info:
+        ccfair.Scenario.from_dict(scenario(tcp=tcp)).resolve()
+    assert info.value.path.endswith(path), info.value.path
+
+
+@pytest.mark.parametrize(
+    "tcp",
+    [
+        {"rmem": [1, 1, 1]},  # no window at all: the sender probes, nothing hangs
+        {"rmem": [4096, 2**31 - 1, 2**31 - 1]},
+        {"rcv_truesize_bytes": 2**20},
+        {"mss": 536, "rcv_truesize_bytes": 588},
+        {"mss": 8948, "rcv_truesize_bytes": 12288},
+    ],
+)
+def test_extreme_receive_buffers_run_within_their_estimate(tcp):
+    sc = ccfair.Scenario.from_dict(scenario(tcp=tcp))
+    est = estimate(sc.resolve())
+    r = ccfair.run(sc)
+    assert len(r.links) == est.link_rows
+    assert int(r.runs["engine_events"].iloc[0]) <= est.events
+
+
+def test_every_failure_path_of_the_cli_exits_2_without_debug(tmp_path):
+    assert one_error_line(cli("check", str(tmp_path / "missing.toml")))
+    assert one_error_line(cli("run", "--max-memory", "lots", "-q", "--no-save"))
+    out = cli("run", "--duration", "1s", "--max-events", "1000", "-q", "--no-save")
+    assert "event limit of 1000" in one_error_line(out)
+
+
+def test_compare_and_plot_failures_are_one_error_line(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    ccfair.run(ccfair.dumbbell(2, "reno", duration="1s", name="one")).save(a)
+    ccfair.run(ccfair.dumbbell(2, "reno", duration="1s", name="other")).save(b)
+    line = one_error_line(cli("compare", str(a), str(b)))
+    assert "share no grid point or scenario" in line
+    line = one_error_line(cli("compare", str(a), str(a), "--metric", "nope_frac"))
+    assert line.startswith('error: --metric: "nope_frac" is not a runs column')
+    line = one_error_line(cli("plot", str(a), "--window", "nope"))
+    assert "--window" in line
+    # Figures are written through ccfair-named temporaries: none is left behind.
+    assert cli("plot", str(a), "-q").returncode == 0
+    assert [p.name for p in (a / "figures").iterdir() if p.name.startswith(".")] == []
+
+
+def test_names_too_long_for_the_file_system_are_ccfair_errors(tmp_path):
+    # Found by scripts/fuzz_campaign.py: a sweep base of 400 characters was an OSError.
+    long = "not " * 100 + "alpha"
+    with pytest.raises(SpecError, match=r"^base.file: .* cannot be read \(File name too long\)"):
+        Sweep.from_dict({"name": "fz", "base": long, "grid": {"alpha": [1, 2]}})
+    far = tmp_path / ("x" * 300)
+    for call in (
+        lambda: ccfair.Results(far),
+        lambda: ccfair.load(far),
+        lambda: ccfair.load_table(far, "flows"),
+        lambda: ccfair.run(scenario(duration="1s")).save(far),
+    ):
+        with pytest.raises(
+            ResultsError, match=r"chars\)\.\.\.x+: cannot be used \(File name too long\)$"
+        ):
+            call()
+
+
+def test_show_cuts_long_values_in_the_middle():
+    text = show("a" * 10_000)
+    assert len(text) < 200 and "(10000 chars)" in text
