@@ -54,7 +54,6 @@ __all__ = [
     "ResultsPlots",
     "RunPlots",
     "axis_label",
-    "bars",
     "dots",
     "flow_distribution",
     "heatmaps",
@@ -510,6 +509,21 @@ def _interval_band(
         ax.fill_between(xv[ok], lo[ok], hi[ok], color=color, alpha=0.18, linewidth=0)
 
 
+def _hollow(ax: Any, x: Any, y: Any, color: str, marker: str, *, s: float = 9) -> None:
+    """Single runs (repetitions) as small hollow markers, the same in every figure."""
+    ax.scatter(
+        x,
+        y,
+        s=s,
+        marker=marker,
+        facecolors="none",
+        edgecolors=color,
+        linewidths=0.6,
+        alpha=0.8,
+        zorder=2,
+    )
+
+
 def _rep_dots(
     ax: Any, xv: np.ndarray, values: list[np.ndarray], color: str, marker: str, log_x: bool = True
 ) -> None:
@@ -521,17 +535,7 @@ def _rep_dots(
             continue
         spread = np.linspace(-1, 1, k) * 0.06
         xs = x0 * np.power(2.0, spread) if log_x else x0 + spread
-        ax.scatter(
-            xs,
-            vals,
-            s=9,
-            marker=marker,
-            facecolors="none",
-            edgecolors=color,
-            linewidths=0.6,
-            alpha=0.8,
-            zorder=2,
-        )
+        _hollow(ax, xs, vals, color, marker, s=9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -731,16 +735,7 @@ def dots(
                 pos = j + (i - (len(hues) - 1) / 2) * width
                 vals = rawp[rawp[x] == xv][value].to_numpy(dtype=float)
                 jitter = np.linspace(-0.25, 0.25, len(vals)) * width if len(vals) > 1 else [0.0]
-                ax.scatter(
-                    pos + np.asarray(jitter),
-                    vals,
-                    s=10,
-                    marker=marker,
-                    facecolors="none",
-                    edgecolors=color,
-                    linewidths=0.6,
-                    zorder=2,
-                )
+                _hollow(ax, pos + np.asarray(jitter), vals, color, marker, s=10)
                 m = float(row[value].iloc[0])
                 lo, hi = clipped_interval(m, float(row[f"{value}_ci95"].iloc[0]), bounds)
                 if math.isfinite(lo):
@@ -774,73 +769,6 @@ def dots(
     _legend_outside(fig, list(handles.values()) if hue else [], title=title)
     if not hue:
         fig.suptitle(title, fontsize=8)
-    return [(name or f"{value}-by-{slug(x)}", fig)]
-
-
-def bars(
-    results: Results,
-    *,
-    value: str,
-    x: str,
-    hue: str | None = None,
-    panels: Sequence[str] = (),
-    cca: str | None = None,
-    ylabel: str | None = None,
-    name: str | None = None,
-) -> list[tuple[str, Figure]]:
-    """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
-    ``per_flow_mbps``) of algorithm ``cca`` over the grid key ``x``, one bar per value of
-    ``hue`` (greys), one panel per ``panels`` combination; error bars are 95% intervals clipped
-    to the value's range. :func:`dots` shows the repetitions too and is preferred."""
-    table = results.ccas()
-    table = table[table["baseline"].isna()]
-    if cca is not None:
-        table = table[table["cca"] == cca]
-    if table.empty:
-        return []
-    summary = results.point_summary(table, [value], ["cca"])
-    keys = [k for k in panels if k in summary.columns]
-    combos = _combos(summary, keys, results.axes)
-    fig = Figure(figsize=(4.8 * len(combos), 3.6), layout="constrained")
-    axes = fig.subplots(1, len(combos), squeeze=False)[0]
-    xs = _order(summary[x], results.axes.get(x))
-    hues = _order(summary[hue], results.axes.get(hue)) if hue else [None]
-    width = 0.8 / len(hues)
-    bounds = bounds_of(value)
-    handles: dict[str, Any] = {}
-    for ax, combo in zip(axes, combos, strict=True):
-        sel = _select(summary, keys, combo)
-        for i, h in enumerate(hues):
-            part = sel if h is None else sel[sel[hue] == h]
-            means, lows, highs = [], [], []
-            for xv in xs:
-                row = part[part[x] == xv]
-                m = float(row[value].mean()) if len(row) else np.nan
-                lo, hi = clipped_interval(
-                    m, float(row[f"{value}_ci95"].mean()) if len(row) else np.nan, bounds
-                )
-                means.append(m)
-                lows.append(m - lo if math.isfinite(lo) else 0.0)
-                highs.append(hi - m if math.isfinite(hi) else 0.0)
-            pos = np.arange(len(xs)) + (i - (len(hues) - 1) / 2) * width
-            st = level_style(i)
-            b = ax.bar(
-                pos,
-                means,
-                width,
-                yerr=[lows, highs],
-                capsize=2,
-                color=st["color"],
-                label=point_label(hue, h) if hue else None,
-            )
-            if hue:
-                handles.setdefault(str(h), b)
-        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right")
-        ax.set_xlabel(axis_label(x))
-        ax.set_ylabel(ylabel or axis_label(value))
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_title(_panel_title(keys, combo), fontsize=10)
-    _legend_outside(fig, list(handles.values()), title=f"95% intervals; {_n_text(summary['n'])}")
     return [(name or f"{value}-by-{slug(x)}", fig)]
 
 
@@ -1408,16 +1336,7 @@ def throughput_delay(
         for cca in dict.fromkeys(data["cca"]):
             color, marker = cca_color(str(cca)), cca_marker(str(cca))
             mine = data[data["cca"] == cca]
-            ax.scatter(
-                mine["delay_ms"],
-                mine["goodput_mbps"],
-                s=10,
-                marker=marker,
-                facecolors="none",
-                edgecolors=color,
-                linewidths=0.6,
-                alpha=0.7,
-            )
+            _hollow(ax, mine["delay_ms"], mine["goodput_mbps"], color, marker, s=10)
             groups = mine.groupby("point_key", sort=False) if "point_key" in mine else [(0, mine)]
             for _, reps in groups:
                 x = reps["delay_ms"].to_numpy(dtype=float)
@@ -1578,16 +1497,7 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
             else (f"{by} = {g}" if g is not None else "points")
         )
         for ax, xcol in ((left, "ware_full"), (right, "x_bdp")):
-            ax.scatter(
-                sel[xcol],
-                sel["measured"],
-                s=9,
-                marker=marker,
-                facecolors="none",
-                edgecolors=color,
-                linewidths=0.6,
-                alpha=0.8,
-            )
+            _hollow(ax, sel[xcol], sel["measured"], color, marker, s=9)
         means = sel.groupby(point_cols or ["x_bdp"], sort=False)[
             ["ware_full", "x_bdp", "measured"]
         ].mean()
