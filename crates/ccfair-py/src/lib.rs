@@ -275,10 +275,10 @@ fn table_to_py<'py>(py: Python<'py>, table: Table) -> PyResult<Bound<'py, PyDict
     let d = PyDict::new(py);
     for (name, col) in table.columns {
         let v: Bound<'py, PyAny> = match col {
-            ColumnData::U64(v) => ("u8", le_bytes(py, &v, u64::to_le_bytes)?)
+            ColumnData::U64(v) => ("u64", le_bytes(py, &v, u64::to_le_bytes)?)
                 .into_pyobject(py)?
                 .into_any(),
-            ColumnData::F64(v) => ("f8", le_bytes(py, &v, f64::to_le_bytes)?)
+            ColumnData::F64(v) => ("f64", le_bytes(py, &v, f64::to_le_bytes)?)
                 .into_pyobject(py)?
                 .into_any(),
             ColumnData::Str(v) => {
