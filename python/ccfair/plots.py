@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,22 @@ matplotlib.rcParams["svg.hashsalt"] = "ccfair"
 
 
 def cca_color(cca: str) -> str:
-    """The colour of an algorithm."""
-    if cca not in CCA_COLORS:
-        CCA_COLORS[cca] = _EXTRA_COLORS[(len(CCA_COLORS) - 4) % len(_EXTRA_COLORS)]
-    return CCA_COLORS[cca]
+    """The colour of an algorithm: its own in :data:`CCA_COLORS`, else a spare colour fixed
+    by the algorithm's place in the registry (:func:`ccfair.algorithms.names`), so that a new
+    algorithm has one colour in every figure whatever order figures meet it in.
+
+    Example:
+        >>> cca_color("cubic")
+        '#ff7f0e'
+    """
+    if cca in CCA_COLORS:
+        return CCA_COLORS[cca]
+    from ccfair.algorithms import names
+
+    spare = [n for n in names() if n not in CCA_COLORS]
+    # A name the registry lacks (results of another version) still gets a stable colour.
+    i = spare.index(cca) if cca in spare else len(spare) + zlib.crc32(cca.encode())
+    return _EXTRA_COLORS[i % len(_EXTRA_COLORS)]
 
 
 def save(

@@ -57,6 +57,7 @@ from pydantic import (
 )
 
 from ccfair import _core
+from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, format_path, show
 from ccfair.inputs import check_nesting, load_toml, read_spec_file
 from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NAME_CHARS, MAX_NODES
@@ -843,7 +844,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
     )
 
     # ---- flows ----
-    known = list(_core.known_ccas())
+    known = algorithm_names()
     flow_names: list[str] = []
     flow_seen: dict[str, int] = {}
     flows: list[FlowInfo] = []
