@@ -169,15 +169,16 @@ pub fn parse_table<P: serde::de::DeserializeOwned>(
         serde_json::Value::Null => serde_json::Value::Object(Default::default()),
         serde_json::Value::Object(map) => {
             if let Some(unknown) = map.keys().find(|k| !keys.contains(&k.as_str())) {
+                // Worded as serde words it (serde_derive's unknown_field error).
+                let expected = if keys.is_empty() {
+                    "there are no fields".to_string()
+                } else {
+                    let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+                    format!("expected one of {}", quoted.join(", "))
+                };
                 return Err(ParamError::new(
                     unknown.clone(),
-                    format!(
-                        "unknown field `{unknown}`, expected one of {}",
-                        keys.iter()
-                            .map(|k| format!("`{k}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                    format!("unknown field `{unknown}`, {expected}"),
                 ));
             }
             value.clone()
@@ -287,6 +288,19 @@ mod tests {
         let d: Demo = serde_json::from_str("{}").unwrap();
         assert_eq!(d, Demo::default());
         assert!(serde_json::from_str::<Demo>(r#"{"gian": 1}"#).is_err());
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_the_keys_there_are() {
+        let e =
+            parse_table::<Demo>(&serde_json::json!({"gian": 1}), &["gain", "flag"]).unwrap_err();
+        assert_eq!(e.key, "gian");
+        assert_eq!(
+            e.message,
+            "unknown field `gian`, expected one of `gain`, `flag`"
+        );
+        let e = parse_table::<Demo>(&serde_json::json!({"gian": 1}), &[]).unwrap_err();
+        assert_eq!(e.message, "unknown field `gian`, there are no fields");
     }
 
     #[test]
