@@ -14,6 +14,7 @@ from pathlib import Path
 
 import ccfair
 import ccfair.algorithms as algorithms_module
+import pytest
 from ccfair import _core, kernel, models, plots
 from ccfair.algorithms import algorithm, algorithms, format_markdown, format_table, names
 
@@ -159,3 +160,24 @@ def test_format_table_wraps_every_parameter_doc():
 def test_docstring_examples():
     result = doctest.testmod(algorithms_module)
     assert result.attempted > 5 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "cca, kw, path, text",
+    [
+        # The key within the table comes from Rust (crates/ccfair-cc/src/params.rs), typed.
+        ("bbr", {"cca_params": {"fixed_start_phase": 9}}, "cca_params.fixed_start_phase", "9"),
+        ("bbr", {"cca_params": {"profile": "linux-3"}}, "cca_params.profile", "linux-3"),
+        ("cubic", {"cca_params": {"beta": "x"}}, "cca_params.beta", '"x"'),
+        ("reno", {"cca_params": {"betta": 1}}, "cca_params.betta", "there are no fields"),
+        ("reno", {"tcp": {"rmem": [0, 10, 20]}}, "tcp.rmem", "[0, 10, 20]"),
+        # A check across options that fails on a default blames the option the user wrote
+        # and names the check.
+        ("reno", {"tcp": {"mss": 8948}}, "tcp.mss", "rcv_truesize_bytes: 2304"),
+    ],
+)
+def test_parameter_errors_name_the_key_the_user_wrote(cca, kw, path, text):
+    with pytest.raises(ccfair.SpecError) as info:
+        ccfair.dumbbell(2, cca, **kw).resolve()
+    assert info.value.path.endswith(path), info.value.path
+    assert text in str(info.value)
