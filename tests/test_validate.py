@@ -225,3 +225,25 @@ def test_docstring_examples_run(module, monkeypatch, tmp_path):
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, extraglobs={"ccfair": ccfair})
     assert result.failed == 0
     assert result.attempted > 0
+
+
+class _Flagged:
+    reliable = False
+
+    def format_selfcheck(self) -> str:
+        return "UNRELIABLE RUN: test"
+
+    def save(self, results) -> None:
+        pass
+
+
+@pytest.mark.parametrize("rerun", [True, False])
+def test_a_finished_flagged_kernel_run_is_rerun_unless_kept(monkeypatch, tmp_path, rerun):
+    sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
+    point = val.VPoint("p", {}, 0, sc)
+    calls = []
+    monkeypatch.setattr(val, "_cached", lambda results, rid: _Flagged())
+    monkeypatch.setattr(val, "_slim", lambda r: r)
+    monkeypatch.setattr(val, "run", lambda s, backend: calls.append(backend) or _Flagged())
+    out = val._run_kernels([point], [sc], tmp_path, 0, rerun, lambda m: None)
+    assert len(out) == 1 and calls == (["kernel"] if rerun else [])

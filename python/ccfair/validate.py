@@ -620,6 +620,7 @@ def validate(
     duration: str | None = None,
     match_hz: bool = True,
     retries: int = 2,
+    rerun_flagged: bool = True,
     timeseries_figures: int = 4,
     command: str | None = None,
     progress: Callable[[str], None] | None = None,
@@ -629,7 +630,9 @@ def validate(
 
     ``duration`` overrides every scenario's duration (the measurement window then spans the
     whole run). Kernel runs happen one at a time, in real time; a kernel run the self-checks
-    flag is run again up to ``retries`` times. With ``out``, every run is saved to
+    flag is run again up to ``retries`` times; a finished kernel run that was flagged is run
+    again unless ``rerun_flagged`` is False (it is then reported as flagged). With ``out``,
+    every run is saved to
     ``out/results`` as it finishes (a rerun of the same study skips finished runs and
     reruns flagged ones), and the study writes ``out/validate_{runs,points,summary}.{csv,
     parquet}``, figures in ``out/figures`` (the agreement of shares, per-pair heatmaps of
@@ -663,7 +666,7 @@ def validate(
     hz = kernel.kernel_hz() if match_hz else None
     results = Path(out) / "results" if out is not None else None
     sims = _run_sims(points, hz, results, say)
-    kerns = _run_kernels(points, kernel_scs, results, retries, say)
+    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
     v = _study(points, sims, kerns)
     if out is not None:
         _write(v, Path(out), points, sims, kerns, hz, timeseries_figures, command)
@@ -713,6 +716,7 @@ def _run_kernels(
     scenarios: list[Scenario],
     results: Path | None,
     retries: int,
+    rerun_flagged: bool,
     say: Callable[[str], None],
 ) -> list[RunResult]:
     out: list[RunResult | None] = []
@@ -720,7 +724,7 @@ def _run_kernels(
     for i, sc in enumerate(scenarios):
         rid = run_id_of(sc.resolve().normalized, "kernel")
         r = _cached(results, rid)
-        if r is not None and not r.reliable:
+        if r is not None and not r.reliable and rerun_flagged:
             say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
             r = None
         out.append(None if r is None else _slim(r))
