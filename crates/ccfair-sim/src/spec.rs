@@ -212,6 +212,12 @@ impl TcpOptions {
 
     /// Range checks that serde cannot express; the error names the option.
     pub fn validate(&self) -> Result<(), ParamError> {
+        self.check_bounds()?;
+        self.check_sizes()
+    }
+
+    /// Every option's lower and upper bound.
+    fn check_bounds(&self) -> Result<(), ParamError> {
         let positive = [
             ("mss", self.mss as u64),
             ("init_cwnd", self.init_cwnd as u64),
@@ -266,6 +272,11 @@ impl TcpOptions {
                 format!("{} must divide 1e9 and be at most 1e6", self.hz),
             ));
         }
+        Ok(())
+    }
+
+    /// Buffer and packet sizes that must agree with each other, and the reordering bound.
+    fn check_sizes(&self) -> Result<(), ParamError> {
         // tcp_rmem is an int sysctl of at least 1 (proc_dointvec_minmax, extra1 = SYSCTL_ONE,
         // net/ipv4/sysctl_net_ipv4.c); ccfair also wants the three in order, as the kernel
         // backend writes them.
