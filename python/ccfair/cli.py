@@ -11,6 +11,7 @@ cleans up first). ``--debug`` shows the traceback of an internal error instead (
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -215,9 +216,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ccas(args: argparse.Namespace) -> int:
-    for name in _core.known_ccas():
-        params = json.loads(_core.normalize_cca(name, "{}"))
-        print(f"{name}: {json.dumps(params, sort_keys=True)}")
+    from ccfair.algorithms import algorithm, algorithms, format_markdown, format_table
+
+    for name in args.names:
+        try:
+            algorithm(name)
+        except KeyError as exc:
+            raise SpecError("ccas", name, str(exc.args[0]), with_value=False) from None
+    if args.markdown:
+        print(format_markdown(), end="")
+    elif args.json:
+        chosen = args.names or list(algorithms())
+        print(json.dumps([dataclasses.asdict(algorithm(n)) for n in chosen], indent=1))
+    else:
+        print(format_table(args.names or None))
     return 0
 
 
@@ -603,7 +615,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     v.set_defaults(func=_cmd_validate)
 
-    a = sub.add_parser("ccas", help="list congestion control algorithms and their parameters")
+    a = sub.add_parser(
+        "ccas",
+        help="list congestion control algorithms and their parameters (types, units, meanings)",
+    )
+    a.add_argument("names", nargs="*", metavar="NAME", help="only these algorithms")
+    a.add_argument("--json", action="store_true", help="print the metadata as JSON")
+    a.add_argument(
+        "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
+    )
     a.set_defaults(func=_cmd_ccas)
 
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
