@@ -11,6 +11,7 @@ cleans up first). ``--debug`` shows the traceback of an internal error instead (
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -204,6 +205,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         duration=args.duration,
         match_hz=not args.no_match_hz,
         retries=args.retries,
+        rerun_flagged=not args.keep_flagged,
         command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
     )
@@ -214,9 +216,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_ccas(args: argparse.Namespace) -> int:
-    for name in _core.known_ccas():
-        params = json.loads(_core.normalize_cca(name, "{}"))
-        print(f"{name}: {json.dumps(params, sort_keys=True)}")
+    from ccfair.algorithms import algorithm, algorithms, format_markdown, format_table
+
+    for name in args.names:
+        try:
+            algorithm(name)
+        except KeyError as exc:
+            raise SpecError("ccas", name, str(exc.args[0]), with_value=False) from None
+    if args.markdown:
+        print(format_markdown(), end="")
+    elif args.json:
+        chosen = args.names or list(algorithms())
+        print(json.dumps([dataclasses.asdict(algorithm(n)) for n in chosen], indent=1))
+    else:
+        print(format_table(args.names or None))
     return 0
 
 
@@ -589,6 +602,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=2,
         help="run a kernel run the self-checks flag again up to this many times (default 2)",
     )
+    v.add_argument(
+        "--keep-flagged",
+        action="store_true",
+        help="keep finished kernel runs the self-checks flagged (reported as such) instead of "
+        "running them again",
+    )
     v.add_argument("--duration", help='override every scenario\'s duration, e.g. "20s"')
     v.add_argument(
         "--no-match-hz",
@@ -598,7 +617,15 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     v.set_defaults(func=_cmd_validate)
 
-    a = sub.add_parser("ccas", help="list congestion control algorithms and their parameters")
+    a = sub.add_parser(
+        "ccas",
+        help="list congestion control algorithms and their parameters (types, units, meanings)",
+    )
+    a.add_argument("names", nargs="*", metavar="NAME", help="only these algorithms")
+    a.add_argument("--json", action="store_true", help="print the metadata as JSON")
+    a.add_argument(
+        "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
+    )
     a.set_defaults(func=_cmd_ccas)
 
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import _core
+from ccfair.algorithms import algorithms
 from ccfair.errors import CcfairError, SpecError, show
 
 __all__ = [
@@ -78,14 +79,15 @@ SETUP_DISTURBED = "handshake disturbed"
 TURN_PATH = STATE_DIR / "kernel.lock"
 #: Set by a driver that holds the turn for the worker processes it starts (value: its pid).
 TURN_ENV = "CCFAIR_KERNEL_TURN_HELD_BY"
-#: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c).
-LINUX_NAME = {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}
+#: ccfair algorithm name -> Linux module name (net/ipv4/tcp_{cong,cubic,bbr}.c), from the
+#: algorithm registry (ccfair.algorithms).
+LINUX_NAME = {a.name: a.linux_name for a in algorithms().values() if a.linux_name}
 #: ccfair algorithms with a BPF program of ccfair's own (bpf/, docs/kernel.md): a flow that
 #: modifies one of them, or asks for one this kernel lacks, runs the program, registered
 #: for the run as ``ccf<tag><algorithm>``.
-BPF_ALGORITHMS = ("bbr", "copa")
+BPF_ALGORITHMS = tuple(sorted(a.name for a in algorithms().values() if a.bpf_program))
 #: Names of ccfair's BPF congestion controls (at most 15 bytes, the kernel's limit).
-BPF_NAME_RE = re.compile(r"^ccf([0-9a-f]{8})(bbr|copa)$")
+BPF_NAME_RE = re.compile(rf"^ccf([0-9a-f]{{8}})({'|'.join(map(re.escape, BPF_ALGORITHMS))})$")
 
 
 class KernelError(CcfairError, RuntimeError):
@@ -215,7 +217,7 @@ def _tcp_defaults() -> dict[str, Any]:
 
 
 def _cca_defaults(name: str) -> dict[str, Any]:
-    return json.loads(_core.normalize_cca(name, "{}"))
+    return algorithms()[name].defaults()
 
 
 def flow_program(

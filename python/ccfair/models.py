@@ -35,14 +35,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ccfair.algorithms import loss_based
 from ccfair.metrics import Results, bottlenecks
 from ccfair.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = ["LOSS_BASED", "model_table", "ware_full_share", "ware_p", "ware_simple_share"]
 
-#: Algorithms the model treats as loss-based.
-LOSS_BASED = frozenset({"reno", "cubic"})
+#: Algorithms the model treats as loss-based: the registry's loss-based family
+#: (ccfair.algorithms), so that a new loss-based algorithm enters the model table.
+LOSS_BASED = loss_based()
 
 
 def ware_p(x_bdp: float, n_bbr: int, q_pkts: float) -> float:
@@ -101,7 +103,8 @@ def ware_inputs(spec: dict[str, Any]) -> dict[str, Any] | None:
     flows = spec["flows"]
     ccas = [f["cca"] for f in flows]
     n_bbr = sum(c == "bbr" for c in ccas)
-    if n_bbr == 0 or n_bbr == len(ccas) or any(c != "bbr" and c not in LOSS_BASED for c in ccas):
+    loss = loss_based()
+    if n_bbr == 0 or n_bbr == len(ccas) or any(c != "bbr" and c not in loss for c in ccas):
         return None
     bns = bottlenecks(spec)
     if len(bns) != 1:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -158,10 +159,27 @@ matplotlib.rcParams["svg.hashsalt"] = "ccfair"
 
 
 def cca_color(cca: str) -> str:
-    """The colour of an algorithm."""
-    if cca not in CCA_COLORS:
-        CCA_COLORS[cca] = _EXTRA_CCA_COLORS[(len(CCA_COLORS) - 4) % len(_EXTRA_CCA_COLORS)]
-    return CCA_COLORS[cca]
+    """The colour of an algorithm: its own in :data:`CCA_COLORS`, else a spare colour fixed
+    by the algorithm's place in the registry (:func:`ccfair.algorithms.names`), so that a new
+    algorithm has one colour in every figure whatever order figures meet it in.
+
+    Example:
+        >>> cca_color("cubic")
+        '#E69F00'
+    """
+    if cca in CCA_COLORS:
+        return CCA_COLORS[cca]
+    return _EXTRA_CCA_COLORS[_spare_index(cca, CCA_COLORS) % len(_EXTRA_CCA_COLORS)]
+
+
+def _spare_index(cca: str, own: Mapping[str, Any]) -> int:
+    """The place of an algorithm without an entry in ``own`` among the registry's algorithms
+    without one; a name the registry lacks (results of another version) gets a place from
+    its name, so that it too has one style in every figure."""
+    from ccfair.algorithms import names
+
+    spare = [n for n in names() if n not in own]
+    return spare.index(cca) if cca in spare else len(spare) + zlib.crc32(cca.encode())
 
 
 def cca_marker(cca: str) -> str:
@@ -171,9 +189,9 @@ def cca_marker(cca: str) -> str:
 
 def cca_linestyle(cca: str) -> Any:
     """The line style of an algorithm (in figures of flows)."""
-    if cca not in CCA_LINESTYLES:
-        CCA_LINESTYLES[cca] = _EXTRA_LINESTYLES[(len(CCA_LINESTYLES) - 4) % 2]
-    return CCA_LINESTYLES[cca]
+    if cca in CCA_LINESTYLES:
+        return CCA_LINESTYLES[cca]
+    return _EXTRA_LINESTYLES[_spare_index(cca, CCA_LINESTYLES) % len(_EXTRA_LINESTYLES)]
 
 
 def level_style(i: int) -> dict[str, Any]:

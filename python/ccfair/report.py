@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import _core, plots
+from ccfair import plots
+from ccfair.algorithms import algorithm
 from ccfair.metrics import Results, bounds_of, clipped_interval
 from ccfair.results import replace_via_temporary
 
@@ -367,8 +368,8 @@ def _cca_versions(res: Results) -> list[tuple[str, str]]:
     out = []
     for cca, variants in seen.items():
         try:
-            defaults = json.loads(_core.normalize_cca(cca, "{}"))
-        except ValueError:
+            defaults = algorithm(cca).defaults()
+        except KeyError:  # results of an algorithm this version lacks
             defaults = {}
         texts = []
         for params in variants:

@@ -182,9 +182,9 @@ def replace_via_temporary(path: Path, write: Any) -> None:
 
 
 def _column(kind: str, data: Any) -> Any:
-    if kind == "u8":  # u64 little-endian
+    if kind == "u64":  # little-endian
         return np.frombuffer(data, dtype="<u8").astype(np.int64)
-    if kind == "f8":
+    if kind == "f64":
         return np.frombuffer(data, dtype="<f8").copy()
     if kind == "cat":
         codes, categories = data

@@ -57,6 +57,7 @@ from pydantic import (
 )
 
 from ccfair import _core
+from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, format_path, show
 from ccfair.inputs import check_nesting, load_toml, read_spec_file
 from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NAME_CHARS, MAX_NODES
@@ -699,10 +700,6 @@ def _json_options(obj: Mapping[str, Any]) -> str:
     return json.dumps(obj, allow_nan=False)
 
 
-def _rust_message(exc: ValueError) -> str:
-    return re.sub(r" at line \d+ column \d+$", "", str(exc))
-
-
 def _normalize_via_core(
     r: _Resolver,
     loc: tuple[str | int, ...],
@@ -711,8 +708,9 @@ def _normalize_via_core(
     call: typing.Callable[[str], str],
     what: str,
 ) -> dict[str, Any]:
-    """Normalise ``options`` with a Rust function; on failure name the culprit key of
-    ``own`` (the keys the user wrote at ``loc``)."""
+    """Normalise ``options`` with a Rust function. Its :class:`SpecError` names the culprit
+    within the table (``beta``, ``rmem[2]``; crates/ccfair-cc/src/params.rs); placed at
+    ``loc`` and quoting the value the user wrote (``own``: the keys written at ``loc``)."""
     for key, value in own.items():
         try:
             _json_options({key: value})
@@ -720,29 +718,32 @@ def _normalize_via_core(
             r.fail((*loc, key), value, f"is not representable in JSON ({what})")
     try:
         return json.loads(call(_json_options(options)))
-    except ValueError as exc:
-        message = _rust_message(exc)
-    m = re.search(r"unknown field `([^`]*)`", message)
-    culprit: Any = _MISSING
-    if m and m.group(1) in own:
-        culprit = m.group(1)
-    else:
-        for key, value in own.items():
-            try:
-                call(_json_options({key: value}))
-            except ValueError:
-                culprit = key
-                break
-    if culprit is _MISSING:
+    except SpecError as exc:
+        if not exc.path:
+            raise SpecError(
+                format_path(loc),
+                dict(own),
+                f"{exc.message} (got {show(dict(own))})",
+                with_value=False,
+            ) from None
+        key = re.match(r"[^.\[]+", exc.path)
+        top = key.group(0) if key else exc.path
+        message = exc.message
+        if top not in own:
+            # A check across options (rcv_truesize_bytes against mss) failed on a default:
+            # blame the option the user wrote, and say which check failed.
+            written = [k for k in getattr(exc, "related", ()) if k in own]
+            if written:
+                message = f"{exc.path}: {message}"
+                top = written[0]
+        value = own.get(top, options.get(top))
+        path = exc.path if exc.path.startswith(top) else top
         raise SpecError(
-            format_path(loc), dict(own), f"{message} (got {show(dict(own))})", with_value=False
-        )
-    raise SpecError(
-        format_path((*loc, culprit)),
-        own[culprit],
-        f"{message} ({what} key {show(culprit)} = {show(own[culprit])})",
-        with_value=False,
-    )
+            format_path((*loc, path)),
+            value,
+            f"{message} ({what} {show(top)} = {show(value)})",
+            with_value=False,
+        ) from None
 
 
 def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
@@ -843,7 +844,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
     )
 
     # ---- flows ----
-    known = list(_core.known_ccas())
+    known = algorithm_names()
     flow_names: list[str] = []
     flow_seen: dict[str, int] = {}
     flows: list[FlowInfo] = []

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccfair import _core
+from ccfair.algorithms import names as algorithm_names
 from ccfair.api import BACKENDS, run_id_of
 from ccfair.errors import SpecError, show
 from ccfair.filters import Filter, compile_filter, evaluate
@@ -766,7 +766,7 @@ def _classify(key: str, builder: str | None) -> str:
             raise SpecError(
                 f"grid.{key}", None, "names no algorithm (params.<cca>)", with_value=False
             )
-        known = list(_core.known_ccas())
+        known = algorithm_names()
         if cca not in known:
             hint = difflib.get_close_matches(cca, known, n=1)
             more = f'; did you mean "{hint[0]}"?' if hint else ""

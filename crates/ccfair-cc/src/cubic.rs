@@ -13,8 +13,8 @@
 //!   does from the pacing rate the substrate maintains (`tcp_update_pacing_rate` runs for every
 //!   loss-based flow, paced or not); `gso_ack_delay = false` sets it to 0 (a stack without GSO).
 
-use serde::{Deserialize, Serialize};
-
+use crate::params::ParamError;
+use crate::registry::{self, Algorithm, Family};
 use crate::{AckSample, CaEvent, CaState, CongestionControl, TcpSock};
 
 /// `BICTCP_BETA_SCALE`: beta is in 1/1024.
@@ -31,88 +31,96 @@ const HYSTART_MIN_SAMPLES: u8 = 8;
 const HYSTART_DELAY_MIN_US: u32 = 4_000;
 const HYSTART_DELAY_MAX_US: u32 = 16_000;
 
-/// Module parameters of `tcp_cubic.c` (`/sys/module/tcp_cubic/parameters/*`), defaults as in
-/// Linux, plus `exact_cbrt`, which is ours.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CubicParams {
-    /// `beta`: multiplicative decrease, in 1/1024 (717 = 0.7002). After a loss,
-    /// `ssthresh = max(cwnd * beta / 1024, 2)` packets. Range 0..=1023.
-    pub beta: u32,
-    /// `bic_scale`: the cubic coefficient C in 1/10240 packets/s³ (C = bic_scale * 10 / 1024;
-    /// 41 gives C = 0.4004). Range 1..=100000.
-    pub bic_scale: u32,
-    /// `fast_convergence`: on a loss below the previous Wmax, remember only
-    /// `cwnd * (1024 + beta) / 2048` as Wmax, releasing bandwidth to newer flows.
-    pub fast_convergence: bool,
-    /// `tcp_friendliness`: never grow slower than the Reno-emulation window (AIMD with the
-    /// same beta: 3(1 - beta)/(1 + beta) packets per RTT).
-    pub tcp_friendliness: bool,
-    /// `initial_ssthresh`, packets: initial `snd_ssthresh`, used only when `hystart` is off;
-    /// 0 keeps the substrate's value (`TCP_INFINITE_SSTHRESH`).
-    pub initial_ssthresh: u32,
-    /// `hystart`: hybrid slow start (leave slow start before the first loss).
-    pub hystart: bool,
-    /// `hystart_detect`: bit set of HyStart detectors, 1 = ACK train, 2 = delay increase,
-    /// 3 = both. Range 0..=3.
-    pub hystart_detect: u32,
-    /// `hystart_low_window`, packets: HyStart runs only when cwnd is at least this.
-    pub hystart_low_window: u32,
-    /// `hystart_ack_delta_us`, µs: largest ACK spacing that still continues an ACK train.
-    /// Range 0..=2^31-1.
-    pub hystart_ack_delta_us: u32,
-    /// Not in Linux. false: K from Linux's `cubic_root` scheme (6-bit table and one
-    /// Newton-Raphson step, about 0.1 % error); true: K = round(cbrt(x)) in f64.
-    pub exact_cbrt: bool,
-    /// Include Linux's `hystart_ack_delay` term, min(1 ms, 4 x 64 KiB / pacing rate), in
-    /// the ACK-train threshold (true = Linux). False models a stack without GSO.
-    pub gso_ack_delay: bool,
-}
-
-impl Default for CubicParams {
-    fn default() -> Self {
-        CubicParams {
-            beta: 717,
-            bic_scale: 41,
-            fast_convergence: true,
-            tcp_friendliness: true,
-            initial_ssthresh: 0,
-            hystart: true,
-            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            hystart_low_window: 16,
-            hystart_ack_delta_us: 2000,
-            exact_cbrt: false,
-            gso_ack_delay: true,
-        }
+crate::param_table! {
+    /// Module parameters of `tcp_cubic.c` (`/sys/module/tcp_cubic/parameters/*`), defaults as in
+    /// Linux, plus `exact_cbrt`, which is ours.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct CubicParams {
+        /// `beta`: multiplicative decrease, in 1/1024 (717 = 0.7002). After a loss,
+        /// `ssthresh = max(cwnd * beta / 1024, 2)` packets. Range 0..=1023.
+        pub beta: u32 = 717, unit "1/1024";
+        /// `bic_scale`: the cubic coefficient C in 1/10240 packets/s³ (C = bic_scale * 10 / 1024;
+        /// 41 gives C = 0.4004). Range 1..=100000.
+        pub bic_scale: u32 = 41, unit "10/1024 packets/s^3";
+        /// `fast_convergence`: on a loss below the previous Wmax, remember only
+        /// `cwnd * (1024 + beta) / 2048` as Wmax, releasing bandwidth to newer flows.
+        pub fast_convergence: bool = true, unit "";
+        /// `tcp_friendliness`: never grow slower than the Reno-emulation window (AIMD with the
+        /// same beta: 3(1 - beta)/(1 + beta) packets per RTT).
+        pub tcp_friendliness: bool = true, unit "";
+        /// `initial_ssthresh`, packets: initial `snd_ssthresh`, used only when `hystart` is off;
+        /// 0 keeps the substrate's value (`TCP_INFINITE_SSTHRESH`).
+        pub initial_ssthresh: u32 = 0, unit "packets";
+        /// `hystart`: hybrid slow start (leave slow start before the first loss).
+        pub hystart: bool = true, unit "";
+        /// `hystart_detect`: bit set of HyStart detectors, 1 = ACK train, 2 = delay increase,
+        /// 3 = both. Range 0..=3.
+        pub hystart_detect: u32 = HYSTART_ACK_TRAIN | HYSTART_DELAY, unit "bit set";
+        /// `hystart_low_window`, packets: HyStart runs only when cwnd is at least this.
+        pub hystart_low_window: u32 = 16, unit "packets";
+        /// `hystart_ack_delta_us`, µs: largest ACK spacing that still continues an ACK train.
+        /// Range 0..=2^31-1.
+        pub hystart_ack_delta_us: u32 = 2000, unit "us";
+        /// Not in Linux. false: K from Linux's `cubic_root` scheme (6-bit table and one
+        /// Newton-Raphson step, about 0.1 % error); true: K = round(cbrt(x)) in f64.
+        pub exact_cbrt: bool = false, unit "";
+        /// Include Linux's `hystart_ack_delay` term, min(1 ms, 4 x 64 KiB / pacing rate), in
+        /// the ACK-train threshold (true = Linux). False models a stack without GSO.
+        pub gso_ack_delay: bool = true, unit "";
     }
 }
 
+/// CUBIC's entry in the registry.
+pub const ALGORITHM: Algorithm = Algorithm {
+    name: "cubic",
+    summary: "CUBIC with HyStart as Linux implements it (net/ipv4/tcp_cubic.c): the window \
+              grows as a cubic function of the time since the last loss, 0.7 x on a loss",
+    family: Family::LossBased,
+    linux_name: Some("cubic"),
+    params: <CubicParams as crate::params::ParamTable>::params,
+    normalize: |v| registry::to_table(&parse_checked(v)?),
+    build: |v, _seed| Ok(Box::new(Cubic::new(&parse_checked(v)?))),
+};
+
+/// The table parsed and range-checked.
+fn parse_checked(params: &serde_json::Value) -> Result<CubicParams, ParamError> {
+    let p: CubicParams = registry::parse(params)?;
+    p.validate()?;
+    Ok(p)
+}
+
 impl CubicParams {
-    /// Range checks that serde cannot express. The message names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Range checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ParamError> {
         if self.beta >= BETA_SCALE {
-            return Err(format!(
-                "cubic parameter `beta` must be in 0..=1023 (1/1024 units), got {}",
-                self.beta
+            return Err(ParamError::new(
+                "beta",
+                format!("must be in 0..=1023 (1/1024 units), got {}", self.beta),
             ));
         }
         if !(1..=100_000).contains(&self.bic_scale) {
-            return Err(format!(
-                "cubic parameter `bic_scale` must be in 1..=100000, got {}",
-                self.bic_scale
+            return Err(ParamError::new(
+                "bic_scale",
+                format!("must be in 1..=100000, got {}", self.bic_scale),
             ));
         }
         if self.hystart_detect > (HYSTART_ACK_TRAIN | HYSTART_DELAY) {
-            return Err(format!(
-                "cubic parameter `hystart_detect` must be in 0..=3 (1 = ack train, 2 = delay), got {}",
-                self.hystart_detect
+            return Err(ParamError::new(
+                "hystart_detect",
+                format!(
+                    "must be in 0..=3 (1 = ack train, 2 = delay), got {}",
+                    self.hystart_detect
+                ),
             ));
         }
         if self.hystart_ack_delta_us > i32::MAX as u32 {
-            return Err(format!(
-                "cubic parameter `hystart_ack_delta_us` must be at most {}, got {}",
-                i32::MAX,
-                self.hystart_ack_delta_us
+            return Err(ParamError::new(
+                "hystart_ack_delta_us",
+                format!(
+                    "must be at most {}, got {}",
+                    i32::MAX,
+                    self.hystart_ack_delta_us
+                ),
             ));
         }
         Ok(())

@@ -9,6 +9,7 @@
 //! seed given at construction.
 
 pub mod minmax;
+pub mod params;
 pub mod registry;
 pub mod rng;
 pub mod sock;
@@ -18,7 +19,10 @@ pub mod copa;
 pub mod cubic;
 pub mod reno;
 
-pub use registry::{build, internal_names, known_algorithms, normalize_params, CcaError};
+pub use registry::{
+    algorithm, build, internal_names, known_algorithms, metadata_json, normalize_params, Algorithm,
+    CcaError, Family, ALGORITHMS,
+};
 pub use sock::{AckSample, CaEvent, CaState, RateSample, TcpSock};
 
 /// Linux `struct tcp_congestion_ops`, hook for hook (include/net/tcp.h).

@@ -1,4 +1,10 @@
-//! Algorithms by name, with their parameter tables.
+//! The algorithms, each described once: [`ALGORITHMS`] lists the [`Algorithm`] entry every
+//! module declares next to its code (name, family, Linux module, parameter table, how to
+//! normalise parameters and build an instance). Everything else reads this table: the
+//! simulator builds algorithms through it, the results schema takes the internals' names
+//! from it, and the Python layer gets it as metadata ([`metadata_json`]): `ccfair ccas`,
+//! the model table (which algorithms are loss-based), the kernel backend (which Linux module
+//! runs an algorithm) and the figures (an algorithm's colour) read it there.
 //!
 //! Parameters arrive as JSON objects (from the scenario spec). Unknown keys and wrong types
 //! are errors that name the key; missing keys take the documented defaults. The normalised
@@ -8,83 +14,102 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bbr::{Bbr, BbrParams};
-use crate::copa::{Copa, CopaParams};
-use crate::cubic::{Cubic, CubicParams};
-use crate::reno::{Reno, RenoParams};
-use crate::CongestionControl;
+use crate::params::{ParamDoc, ParamError, ParamTable};
+use crate::{bbr, copa, cubic, reno, CongestionControl};
 
-/// Names accepted in `flows[].cca.name`.
-pub fn known_algorithms() -> &'static [&'static str] {
-    &["reno", "cubic", "copa", "bbr"]
+/// Every algorithm, in the order of `ccfair ccas` and of the results schema's columns.
+/// Adding an algorithm: its module declares `pub const ALGORITHM`, and one line here.
+pub const ALGORITHMS: &[Algorithm] = &[
+    reno::ALGORITHM,
+    cubic::ALGORITHM,
+    copa::ALGORITHM,
+    bbr::ALGORITHM,
+];
+
+/// How an algorithm decides how much to send (the usual families of the literature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    /// Reacts to packet loss (Reno, CUBIC).
+    LossBased,
+    /// Reacts to queueing delay (Copa, Vegas).
+    DelayBased,
+    /// Paces at a model of the path (BBR's bottleneck bandwidth and RTprop).
+    ModelBased,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Builds an instance from a parameter table and the seed of the algorithm's randomness.
+pub type BuildFn = fn(&Value, u64) -> Result<Box<dyn CongestionControl>, ParamError>;
+
+/// One algorithm: what it is and how to make it.
+pub struct Algorithm {
+    /// Name in `flows[].cca` (and `CongestionControl::name`).
+    pub name: &'static str,
+    /// One sentence: what it does and the source it follows.
+    pub summary: &'static str,
+    pub family: Family,
+    /// The Linux module of the same algorithm (`tcp_available_congestion_control`), which
+    /// the kernel backend runs when the flow's parameters are the defaults; None if Linux
+    /// has none.
+    pub linux_name: Option<&'static str>,
+    /// The parameter table (types, units, docs), in normalised-table order.
+    pub params: fn() -> Vec<ParamDoc>,
+    /// Check parameters and return the full table with every default filled in.
+    pub normalize: fn(&Value) -> Result<Value, ParamError>,
+    /// Build an instance; `seed` feeds the algorithm's own randomness.
+    pub build: BuildFn,
+}
+
+impl Algorithm {
+    /// A fresh instance with default parameters (every table has defaults for all keys).
+    fn default_instance(&self) -> Box<dyn CongestionControl> {
+        (self.build)(&Value::Null, 0).expect("every algorithm builds with its defaults")
+    }
+
+    /// Whether the algorithm has TCP pace its packets (`wants_pacing`, Linux
+    /// `SK_PACING_NEEDED`): then its sender transmits from a pacing timer, not in reaction
+    /// to ACKs.
+    pub fn paces(&self) -> bool {
+        self.default_instance().wants_pacing()
+    }
+}
+
+/// What can go wrong naming or configuring an algorithm.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CcaError {
+    #[error("unknown congestion control {0:?}; known: {known}", known = known_algorithms().join(", "))]
     UnknownAlgorithm(String),
-    /// A parameter is invalid: message from the parameter parser (names the key).
-    BadParams(String),
+    /// A parameter is invalid; `error.key` names it within the algorithm's table.
+    #[error("{algorithm} parameter {error}")]
+    BadParams {
+        algorithm: &'static str,
+        error: ParamError,
+    },
 }
 
-impl std::fmt::Display for CcaError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CcaError::UnknownAlgorithm(name) => write!(
-                f,
-                "unknown congestion control {name:?}; known: {}",
-                known_algorithms().join(", ")
-            ),
-            CcaError::BadParams(msg) => f.write_str(msg),
-        }
-    }
+/// The entry of `name`.
+pub fn algorithm(name: &str) -> Result<&'static Algorithm, CcaError> {
+    ALGORITHMS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or_else(|| CcaError::UnknownAlgorithm(name.to_string()))
 }
 
-impl std::error::Error for CcaError {}
-
-fn parse<P: DeserializeOwned + Serialize>(params: &Value) -> Result<(P, Value), CcaError> {
-    let params = if params.is_null() {
-        Value::Object(Default::default())
-    } else {
-        params.clone()
-    };
-    let p: P = serde_json::from_value(params.clone())
-        .map_err(|e| blame_key::<P>(&params, CcaError::BadParams(e.to_string())))?;
-    let normalized = serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))?;
-    Ok((p, normalized))
+/// Names accepted in `flows[].cca`.
+pub fn known_algorithms() -> Vec<&'static str> {
+    ALGORITHMS.iter().map(|a| a.name).collect()
 }
 
-/// `serde_json::from_value` does not say which key had the wrong type. Find it by parsing
-/// each key alone (the tables default every field), and name it in the error.
-fn blame_key<P: DeserializeOwned>(params: &Value, err: CcaError) -> CcaError {
-    if let Value::Object(map) = params {
-        for (key, value) in map {
-            let one = Value::Object([(key.clone(), value.clone())].into_iter().collect());
-            if let Err(e) = serde_json::from_value::<P>(one) {
-                let msg = e.to_string();
-                return CcaError::BadParams(if msg.contains(key.as_str()) {
-                    msg
-                } else {
-                    format!("parameter `{key}`: {msg}")
-                });
-            }
-        }
-    }
-    err
+/// Parse a parameter struct declared with [`crate::param_table!`]: keys checked against its
+/// table, values by serde, errors naming the key.
+pub fn parse<P: DeserializeOwned + ParamTable>(params: &Value) -> Result<P, ParamError> {
+    let keys: Vec<&str> = P::params().iter().map(|p| p.name).collect();
+    crate::params::parse_table(params, &keys)
 }
 
-/// CUBIC's table: serde checks keys and types, [`CubicParams::validate`] the ranges.
-fn parse_cubic(params: &Value) -> Result<(CubicParams, Value), CcaError> {
-    let (p, normalized) = parse::<CubicParams>(params)?;
-    p.validate().map_err(CcaError::BadParams)?;
-    Ok((p, normalized))
-}
-
-/// BBR's table, range-checked and with the profile's defaults resolved (so that results
-/// record e.g. whether extra_acked ran).
-fn parse_bbr(params: &Value) -> Result<BbrParams, CcaError> {
-    let (p, _) = parse::<BbrParams>(params).map_err(|e| blame_key::<BbrParams>(params, e))?;
-    p.validate().map_err(CcaError::BadParams)?;
-    Ok(p.resolved())
+/// A parameter struct as the normalised JSON table.
+pub fn to_table<P: Serialize>(p: &P) -> Result<Value, ParamError> {
+    serde_json::to_value(p).map_err(|e| ParamError::new("", e.to_string()))
 }
 
 /// Build an algorithm. `seed` feeds the algorithm's own randomness (derived by the caller
@@ -94,25 +119,20 @@ pub fn build(
     params: &Value,
     seed: u64,
 ) -> Result<Box<dyn CongestionControl>, CcaError> {
-    match name {
-        "reno" => {
-            let (p, _) = parse::<RenoParams>(params)?;
-            Ok(Box::new(Reno::new(&p)))
-        }
-        "cubic" => {
-            let (p, _) = parse_cubic(params)?;
-            Ok(Box::new(Cubic::new(&p)))
-        }
-        "copa" => {
-            let (p, _) = parse::<CopaParams>(params)?;
-            Ok(Box::new(Copa::new(&p).map_err(CcaError::BadParams)?))
-        }
-        "bbr" => {
-            let p = parse_bbr(params)?;
-            Ok(Box::new(Bbr::new(&p, seed)))
-        }
-        _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
-    }
+    let a = algorithm(name)?;
+    (a.build)(params, seed).map_err(|error| CcaError::BadParams {
+        algorithm: a.name,
+        error,
+    })
+}
+
+/// Validate parameters and return the full table with defaults filled in.
+pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
+    let a = algorithm(name)?;
+    (a.normalize)(params).map_err(|error| CcaError::BadParams {
+        algorithm: a.name,
+        error,
+    })
 }
 
 /// The internals every registered algorithm reports: the names of its time-series metrics
@@ -122,20 +142,12 @@ pub fn build(
 /// algorithms has every column. The contract says an algorithm reports the same names over
 /// its whole life, so a fresh instance with default parameters reports them all.
 pub fn internal_names() -> (Vec<&'static str>, Vec<&'static str>) {
-    let tp = crate::sock::TcpSock::new(1448, 10, 1000);
     let mut metrics: Vec<&'static str> = Vec::new();
     let mut counters: Vec<&'static str> = Vec::new();
-    let mut buf = Vec::new();
-    for name in known_algorithms() {
-        let cc = build(name, &Value::Null, 0).expect("every algorithm builds with its defaults");
-        for (out, sample) in [(&mut metrics, true), (&mut counters, false)] {
-            buf.clear();
-            if sample {
-                cc.sample_metrics(&tp, &mut buf);
-            } else {
-                cc.summary_counters(&tp, &mut buf);
-            }
-            for &(n, _) in &buf {
+    for a in ALGORITHMS {
+        let (m, c) = internals_of(a);
+        for (out, names) in [(&mut metrics, m), (&mut counters, c)] {
+            for n in names {
                 if !out.contains(&n) {
                     out.push(n);
                 }
@@ -145,29 +157,146 @@ pub fn internal_names() -> (Vec<&'static str>, Vec<&'static str>) {
     (metrics, counters)
 }
 
-/// Validate parameters and return the full table with defaults filled in.
-pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
-    match name {
-        "reno" => parse::<RenoParams>(params).map(|(_, v)| v),
-        "cubic" => parse_cubic(params).map(|(_, v)| v),
-        // Copa's variant decides the defaults of several options: record them resolved.
-        "copa" => {
-            let (p, _) = parse::<CopaParams>(params)?;
-            let full = p.normalized().map_err(CcaError::BadParams)?;
-            serde_json::to_value(full).map_err(|e| CcaError::BadParams(e.to_string()))
-        }
-        "bbr" => {
-            let p = parse_bbr(params)?;
-            serde_json::to_value(&p).map_err(|e| CcaError::BadParams(e.to_string()))
-        }
-        _ => Err(CcaError::UnknownAlgorithm(name.to_string())),
-    }
+/// The metric and counter names of one algorithm (a fresh instance with defaults).
+fn internals_of(a: &Algorithm) -> (Vec<&'static str>, Vec<&'static str>) {
+    let tp = crate::sock::TcpSock::new(1448, 10, 1000);
+    let cc = a.default_instance();
+    let mut buf = Vec::new();
+    cc.sample_metrics(&tp, &mut buf);
+    let metrics = buf.iter().map(|&(n, _)| n).collect();
+    buf.clear();
+    cc.summary_counters(&tp, &mut buf);
+    let counters = buf.iter().map(|&(n, _)| n).collect();
+    (metrics, counters)
+}
+
+/// One algorithm's metadata as exported to Python (`ccfair._core.algorithms()`).
+#[derive(Serialize)]
+struct Metadata {
+    name: &'static str,
+    summary: &'static str,
+    family: Family,
+    /// `wants_pacing()`: the algorithm sets the pacing rate and TCP paces (SK_PACING_NEEDED).
+    paces: bool,
+    /// `has_cong_control()`: it replaces PRR and `cong_avoid` with `cong_control`.
+    cong_control: bool,
+    linux_name: Option<&'static str>,
+    params: Vec<ParamMetadata>,
+    metrics: Vec<&'static str>,
+    counters: Vec<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ParamMetadata {
+    #[serde(flatten)]
+    doc: ParamDoc,
+    /// The normalised default (variant- and profile-dependent options resolved).
+    default: Value,
+}
+
+/// Every algorithm's metadata as JSON: name, summary, family, whether it paces and uses
+/// `cong_control`, its Linux module, its parameters (type, unit, default, doc) and the
+/// names of its internals.
+pub fn metadata_json() -> String {
+    let all: Vec<Metadata> = ALGORITHMS
+        .iter()
+        .map(|a| {
+            let cc = a.default_instance();
+            let defaults = (a.normalize)(&Value::Null).expect("defaults normalise");
+            let (metrics, counters) = internals_of(a);
+            Metadata {
+                name: a.name,
+                summary: a.summary,
+                family: a.family,
+                paces: a.paces(),
+                cong_control: cc.has_cong_control(),
+                linux_name: a.linux_name,
+                params: (a.params)()
+                    .into_iter()
+                    .map(|doc| ParamMetadata {
+                        default: defaults.get(doc.name).cloned().unwrap_or(Value::Null),
+                        doc,
+                    })
+                    .collect(),
+                metrics,
+                counters,
+            }
+        })
+        .collect();
+    serde_json::to_string(&all).expect("metadata serialises")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn every_entry_builds_under_its_own_name_and_documents_every_key() {
+        for a in ALGORITHMS {
+            assert_eq!(a.default_instance().name(), a.name);
+            let defaults = (a.normalize)(&Value::Null).unwrap();
+            let keys: Vec<&str> = defaults
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            let documented: Vec<&str> = (a.params)().iter().map(|p| p.name).collect();
+            let mut sorted = documented.clone();
+            sorted.sort();
+            let mut keys_sorted = keys.clone();
+            keys_sorted.sort();
+            assert_eq!(keys_sorted, sorted, "{}", a.name);
+            for p in (a.params)() {
+                assert!(!p.doc.is_empty(), "{}.{} has no doc", a.name, p.name);
+            }
+        }
+        let names = known_algorithms();
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(names, unique);
+    }
+
+    #[test]
+    fn metadata_names_families_pacing_and_linux_modules() {
+        let v: Value = serde_json::from_str(&metadata_json()).unwrap();
+        let by = |n: &str| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["name"] == n)
+                .unwrap()
+        };
+        assert_eq!(by("cubic")["family"], "loss-based");
+        assert_eq!(by("cubic")["paces"], false);
+        assert_eq!(by("cubic")["linux_name"], "cubic");
+        assert_eq!(by("bbr")["family"], "model-based");
+        assert_eq!(by("bbr")["paces"], true);
+        assert_eq!(by("bbr")["cong_control"], true);
+        assert_eq!(by("copa")["family"], "delay-based");
+        assert_eq!(by("copa")["linux_name"], Value::Null);
+        let beta = &by("cubic")["params"][0];
+        assert_eq!(beta["name"], "beta");
+        assert_eq!(beta["default"], 717);
+        assert_eq!(beta["unit"], "1/1024");
+        assert_eq!(beta["kind"]["base"], "integer");
+        // Profile-dependent defaults are shown resolved.
+        let bbr = by("bbr")["params"].as_array().unwrap().clone();
+        let extra = bbr.iter().find(|p| p["name"] == "extra_acked").unwrap();
+        assert_eq!(extra["default"], true);
+        assert_eq!(extra["kind"]["nullable"], true);
+        let profile = bbr.iter().find(|p| p["name"] == "profile").unwrap();
+        assert_eq!(
+            profile["kind"]["choices"],
+            json!(["linux-5.x", "linux-4.9"])
+        );
+        assert!(by("bbr")["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == "bbr_btl_bw_mbps" || m.as_str().unwrap().starts_with("bbr_")));
+    }
 
     #[test]
     fn unknown_algorithm_lists_known() {
@@ -187,8 +316,12 @@ mod tests {
     #[test]
     fn cubic_unknown_parameter_is_named() {
         let e = build("cubic", &json!({"betta": 717}), 0).err().unwrap();
-        assert!(matches!(e, CcaError::BadParams(_)));
+        assert!(matches!(e, CcaError::BadParams { .. }));
         assert!(e.to_string().contains("betta"), "{e}");
+        match e {
+            CcaError::BadParams { error, .. } => assert_eq!(error.key, "betta"),
+            _ => unreachable!(),
+        }
     }
 
     #[test]
@@ -203,8 +336,18 @@ mod tests {
         ] {
             let e = normalize_params("cubic", &json!({ key: bad })).unwrap_err();
             assert!(e.to_string().contains(key), "{key}: {e}");
+            match &e {
+                CcaError::BadParams { error, .. } => assert_eq!(error.key, key, "{e}"),
+                _ => panic!("{e}"),
+            }
             assert!(build("cubic", &json!({ key: bad }), 0).is_err(), "{key}");
         }
+    }
+
+    #[test]
+    fn a_table_that_is_not_an_object_is_refused() {
+        let e = normalize_params("cubic", &json!([1, 2])).unwrap_err();
+        assert!(e.to_string().contains("not a table"), "{e}");
     }
 
     #[test]

@@ -1,14 +1,26 @@
 //! Reno as Linux implements it (`tcp_reno_*` in net/ipv4/tcp_cong.c).
 
-use serde::{Deserialize, Serialize};
-
+use crate::registry::{self, Algorithm, Family};
 use crate::{CongestionControl, TcpSock};
 
-/// Reno has no module parameters in Linux; the struct exists so that every algorithm has a
-/// parameter table (and unknown keys are rejected).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RenoParams {}
+crate::param_table! {
+    /// Reno has no module parameters in Linux; the struct exists so that every algorithm has
+    /// a parameter table (and unknown keys are rejected).
+    #[derive(Clone, Debug)]
+    pub struct RenoParams {}
+}
+
+/// Reno's entry in the registry.
+pub const ALGORITHM: Algorithm = Algorithm {
+    name: "reno",
+    summary: "Reno as Linux implements it (tcp_reno_* in net/ipv4/tcp_cong.c): slow start, \
+              one packet per RTT in congestion avoidance, half the window on a loss",
+    family: Family::LossBased,
+    linux_name: Some("reno"),
+    params: <RenoParams as crate::params::ParamTable>::params,
+    normalize: |v| registry::to_table(&registry::parse::<RenoParams>(v)?),
+    build: |v, _seed| Ok(Box::new(Reno::new(&registry::parse::<RenoParams>(v)?))),
+};
 
 #[derive(Debug, Default)]
 pub struct Reno;

@@ -34,13 +34,20 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    /// The ccfair algorithm name (`flows[].cca.name`).
-    pub fn from_name(name: &str) -> Option<Algorithm> {
-        match name {
-            "bbr" => Some(Algorithm::Bbr),
-            "copa" => Some(Algorithm::Copa),
-            _ => None,
+    /// Every algorithm with a BPF program (bpf/*.bpf.c).
+    pub const ALL: [Algorithm; 2] = [Algorithm::Bbr, Algorithm::Copa];
+
+    /// The ccfair algorithm it implements (an entry of `ccfair_cc::ALGORITHMS`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Bbr => ccfair_cc::bbr::ALGORITHM.name,
+            Algorithm::Copa => ccfair_cc::copa::ALGORITHM.name,
         }
+    }
+
+    /// The program of the ccfair algorithm `name` (`flows[].cca`), if there is one.
+    pub fn from_name(name: &str) -> Option<Algorithm> {
+        Algorithm::ALL.into_iter().find(|a| a.name() == name)
     }
 
     fn object(self) -> Result<&'static [u8], String> {
@@ -375,7 +382,7 @@ pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>
         Algorithm::Bbr => {
             let p: BbrParams =
                 serde_json::from_value(params).map_err(|e| format!("bbr parameters: {e}"))?;
-            p.validate()?;
+            p.validate().map_err(|e| format!("bbr parameters: {e}"))?;
             let p = p.resolved();
             let c = BbrParamsC {
                 abi: ABI,
@@ -412,7 +419,7 @@ pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>
         Algorithm::Copa => {
             let p: CopaParams =
                 serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
-            let r = p.resolve()?;
+            let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
             let c = CopaParamsC {
                 abi: ABI,
                 competitive: u32::from(r.competitive),

@@ -329,8 +329,13 @@ impl Forwarder {
             handshake_disturbed: None,
             stall_threshold_ns: cfg.options.stall_threshold_us * 1_000,
             in_stall: false,
+            // Paced flows (BBR and Copa, as Linux's module or ccfair's BPF program) send
+            // from their pacing timer; only unpaced flows' data answers ACKs.
             turnaround: crate::turnaround::Turnaround::new(
-                cfg.flows.iter().map(|f| f.kernel_cca != "bbr").collect(),
+                spec.flows
+                    .iter()
+                    .map(|f| !ccfair_cc::algorithm(&f.cca).is_ok_and(|a| a.paces()))
+                    .collect(),
             ),
             streams: vec![Stream::default(); spec.flows.len()],
             trace: Trace::new(spec.flows.len(), &spec.trace_flows),

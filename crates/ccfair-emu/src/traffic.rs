@@ -389,7 +389,9 @@ pub fn sender(
     let _ = progress.send(Progress::Ready(f));
     let t0 = wait_t0(&ctl)?;
 
-    let is_bbr = plan.cca == "bbr";
+    // Linux's own BBR module reports `struct tcp_bbr_info` through TCP_CC_INFO
+    // (tcp_bbr.c bbr_get_info); ccfair's BPF programs report through their storage instead.
+    let is_bbr = plan.bpf.is_none() && ccfair_cc::bbr::ALGORITHM.linux_name == Some(&plan.cca);
     let fd = stream.as_raw_fd();
     let iv = tl.sample_interval_ns;
     let start = t0 + plan.start_ns;

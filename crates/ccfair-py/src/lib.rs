@@ -18,6 +18,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use ccfair_emu::forwarder::Control;
 use ccfair_emu::{EmuError, Emulation};
 
+use ccfair_cc::params::ParamError;
 use ccfair_cc::CcaError;
 use ccfair_sim::spec::TcpOptions;
 use ccfair_sim::table::{ColumnData, Table};
@@ -29,8 +30,10 @@ enum CoreError {
     Sim(SimError),
     Cca(CcaError),
     Emu(EmuError),
-    /// A TCP option is invalid; the message starts with the option's name.
-    Options(String),
+    /// A table of options (TCP options, limits) is invalid; `key` names the option.
+    Param(ParamError),
+    /// Input that is not JSON, or a result that cannot be serialised.
+    Json(String),
     /// Rust code panicked while running `run` (a bug in ccfair).
     Panic {
         run: String,
@@ -61,6 +64,13 @@ impl CoreError {
                     .call((path, py.None(), message), Some(&kwargs))?;
                 Ok(PyErr::from_value(exc))
             };
+            // A parameter's error: the path is the key within its table (the caller puts
+            // the table's own path in front); `related` names other keys the check used.
+            let param_error = |e: &ParamError| -> PyResult<PyErr> {
+                let err = spec_error(&e.key, &e.message)?;
+                err.value(py).setattr("related", e.related.clone())?;
+                Ok(err)
+            };
             let run_error = |message: String| -> PyResult<PyErr> {
                 let exc = errors.getattr("RunError")?.call1((message,))?;
                 Ok(PyErr::from_value(exc))
@@ -73,8 +83,11 @@ impl CoreError {
                     Ok(PyErr::from_value(exc))
                 }
                 CoreError::Sim(SimError::Stopped(m)) => run_error(m),
-                CoreError::Cca(e) => spec_error("", &e.to_string()),
-                CoreError::Options(m) => spec_error("", &m),
+                CoreError::Cca(CcaError::BadParams { error, .. }) | CoreError::Param(error) => {
+                    param_error(&error)
+                }
+                CoreError::Cca(e @ CcaError::UnknownAlgorithm(_)) => spec_error("", &e.to_string()),
+                CoreError::Json(m) => spec_error("", &m),
                 CoreError::Emu(EmuError::Config(m)) => {
                     spec_error("", &format!("emulator config: {m}"))
                 }
@@ -161,27 +174,49 @@ fn known_ccas(py: Python<'_>) -> PyResult<Vec<String>> {
     .map_err(|e| e.into_py(py))
 }
 
+/// Every algorithm's metadata (crates/ccfair-cc/src/registry.rs `metadata_json`) as JSON:
+/// family, pacing, Linux module, parameters with types, units, defaults and docs.
+#[pyfunction]
+fn algorithms(py: Python<'_>) -> PyResult<String> {
+    catch_panic("algorithms", || Ok(ccfair_cc::metadata_json())).map_err(|e| e.into_py(py))
+}
+
+/// The algorithms ccfair has a BPF congestion control of, for the kernel backend
+/// (crates/ccfair-emu/src/bpfcc.rs), whether or not this build or machine can load them.
+#[pyfunction]
+fn bpf_programs(py: Python<'_>) -> PyResult<Vec<String>> {
+    catch_panic("bpf_programs", || {
+        Ok(ccfair_emu::bpfcc::Algorithm::ALL
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+fn parse_json(text: &str) -> Result<serde_json::Value, CoreError> {
+    serde_json::from_str(text).map_err(|e| CoreError::Json(e.to_string()))
+}
+
 /// Validate a module's parameters (JSON object) and return them with defaults filled in.
-/// Raises SpecError (a ValueError) naming the bad key.
+/// Raises SpecError whose path is the bad key within the table (the caller prefixes it).
 #[pyfunction]
 fn normalize_cca(py: Python<'_>, name: &str, params_json: &str) -> PyResult<String> {
     catch_panic("normalize_cca", || {
-        let params: serde_json::Value =
-            serde_json::from_str(params_json).map_err(|e| CoreError::Options(e.to_string()))?;
-        let v = ccfair_cc::normalize_params(name, &params).map_err(CoreError::Cca)?;
+        let v =
+            ccfair_cc::normalize_params(name, &parse_json(params_json)?).map_err(CoreError::Cca)?;
         Ok(v.to_string())
     })
     .map_err(|e| e.into_py(py))
 }
 
-/// Validate TCP substrate options (JSON object) and return them with Linux defaults filled in.
+/// Validate TCP substrate options (JSON object) and return them with Linux defaults filled
+/// in. Raises SpecError whose path is the bad option (the caller prefixes it).
 #[pyfunction]
 fn normalize_tcp(py: Python<'_>, options_json: &str) -> PyResult<String> {
     catch_panic("normalize_tcp", || {
-        let v: TcpOptions =
-            serde_json::from_str(options_json).map_err(|e| CoreError::Options(e.to_string()))?;
-        v.validate().map_err(CoreError::Options)?;
-        serde_json::to_string(&v).map_err(|e| CoreError::Options(e.to_string()))
+        let v = TcpOptions::parse(&parse_json(options_json)?).map_err(CoreError::Param)?;
+        serde_json::to_string(&v).map_err(|e| CoreError::Json(e.to_string()))
     })
     .map_err(|e| e.into_py(py))
 }
@@ -201,7 +236,7 @@ fn parse_limits(limits_json: Option<&str>) -> Result<Limits, CoreError> {
 fn estimate(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     catch_panic("estimate", || {
         let spec = ccfair_sim::parse_spec(spec_json)?;
-        serde_json::to_string(&spec.estimate()).map_err(|e| CoreError::Options(e.to_string()))
+        serde_json::to_string(&spec.estimate()).map_err(|e| CoreError::Json(e.to_string()))
     })
     .map_err(|e| e.into_py(py))
 }
@@ -240,10 +275,10 @@ fn table_to_py<'py>(py: Python<'py>, table: Table) -> PyResult<Bound<'py, PyDict
     let d = PyDict::new(py);
     for (name, col) in table.columns {
         let v: Bound<'py, PyAny> = match col {
-            ColumnData::U64(v) => ("u8", le_bytes(py, &v, u64::to_le_bytes)?)
+            ColumnData::U64(v) => ("u64", le_bytes(py, &v, u64::to_le_bytes)?)
                 .into_pyobject(py)?
                 .into_any(),
-            ColumnData::F64(v) => ("f8", le_bytes(py, &v, f64::to_le_bytes)?)
+            ColumnData::F64(v) => ("f64", le_bytes(py, &v, f64::to_le_bytes)?)
                 .into_pyobject(py)?
                 .into_any(),
             ColumnData::Str(v) => {
@@ -401,7 +436,7 @@ impl PyEmulation {
             })
             .map_err(|e| e.into_py(py))?;
         let selfcheck = serde_json::to_string(&out.selfcheck)
-            .map_err(|e| CoreError::Options(e.to_string()).into_py(py))?;
+            .map_err(|e| CoreError::Json(e.to_string()).into_py(py))?;
         let d = result_to_py(py, out.result)?;
         d.set_item("selfcheck", selfcheck)?;
         Ok(d)
@@ -450,6 +485,8 @@ fn schema(py: Python<'_>) -> PyResult<String> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyEmulation>()?;
     m.add_function(wrap_pyfunction!(known_ccas, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(bpf_programs, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(flow_starts, m)?)?;
     m.add_function(wrap_pyfunction!(socket_buffers, m)?)?;

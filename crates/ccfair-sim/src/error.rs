@@ -31,12 +31,3 @@ impl SimError {
         }
     }
 }
-
-/// The error of a TCP option check (`TcpOptions::validate`), whose message starts with the
-/// option's name, placed at the spec path `prefix` (e.g. `flows[0].tcp`).
-pub fn option_error(prefix: &str, message: &str) -> SimError {
-    match message.split_once(": ") {
-        Some((name, rest)) => SimError::spec(format!("{prefix}.{name}"), rest),
-        None => SimError::spec(prefix, message),
-    }
-}

@@ -12,7 +12,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{option_error, SimError};
+use ccfair_cc::params::ParamError;
+
+use crate::error::SimError;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,7 +152,7 @@ pub struct TcpOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(
     untagged,
-    expecting = "rmem: must be \"fit\", \"linux\" or three byte counts [min, default, max]"
+    expecting = "must be \"fit\", \"linux\" or three byte counts [min, default, max]"
 )]
 pub enum Rmem {
     Named(RmemName),
@@ -195,8 +197,27 @@ impl Default for TcpOptions {
 }
 
 impl TcpOptions {
-    /// Range checks; the message starts with the option's name.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Parse a table of options (a JSON object; options left out take Linux's defaults)
+    /// and check it; the error names the option (`rmem`, `rmem[2]`).
+    pub fn parse(table: &Value) -> Result<TcpOptions, ParamError> {
+        let defaults = serde_json::to_value(TcpOptions::default()).expect("options serialise");
+        let keys: Vec<&str> = match &defaults {
+            Value::Object(map) => map.keys().map(String::as_str).collect(),
+            _ => unreachable!("TcpOptions serialises as a table"),
+        };
+        let options: TcpOptions = ccfair_cc::params::parse_table(table, &keys)?;
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Range checks that serde cannot express; the error names the option.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        self.check_bounds()?;
+        self.check_sizes()
+    }
+
+    /// Every option's lower and upper bound.
+    fn check_bounds(&self) -> Result<(), ParamError> {
         let positive = [
             ("mss", self.mss as u64),
             ("init_cwnd", self.init_cwnd as u64),
@@ -211,7 +232,7 @@ impl TcpOptions {
         ];
         for (name, v) in positive {
             if v == 0 {
-                return Err(format!("{name}: 0 must be > 0"));
+                return Err(ParamError::new(name, "0 must be > 0"));
             }
         }
         // Upper bounds: Linux's own where it has one, else far beyond any real setting; they
@@ -233,26 +254,40 @@ impl TcpOptions {
         ];
         for (name, v, most) in at_most {
             if v > most {
-                return Err(format!("{name}: {v} is above the maximum {most}"));
+                return Err(ParamError::new(
+                    name,
+                    format!("{v} is above the maximum {most}"),
+                ));
             }
         }
         if self.mss as u64 + DATA_HEADER_BYTES as u64 > 65_535 {
-            return Err(format!("mss: {} makes packets above 65535 bytes", self.mss));
-        }
-        if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
-            return Err(format!(
-                "hz: {} must divide 1e9 and be at most 1e6",
-                self.hz
+            return Err(ParamError::new(
+                "mss",
+                format!("{} makes packets above 65535 bytes", self.mss),
             ));
         }
+        if self.hz > 1_000_000 || 1_000_000_000 % self.hz as u64 != 0 {
+            return Err(ParamError::new(
+                "hz",
+                format!("{} must divide 1e9 and be at most 1e6", self.hz),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Buffer and packet sizes that must agree with each other, and the reordering bound.
+    fn check_sizes(&self) -> Result<(), ParamError> {
         // tcp_rmem is an int sysctl of at least 1 (proc_dointvec_minmax, extra1 = SYSCTL_ONE,
         // net/ipv4/sysctl_net_ipv4.c); ccfair also wants the three in order, as the kernel
         // backend writes them.
         if let Rmem::Bytes([min, default, max]) = self.rmem {
             if min == 0 || min > default || default > max || max > i32::MAX as u64 {
-                return Err(format!(
-                    "rmem: [{min}, {default}, {max}] must be 0 < min <= default <= max <= \
-                     2147483647 (tcp_rmem is an int sysctl)"
+                return Err(ParamError::new(
+                    "rmem",
+                    format!(
+                        "[{min}, {default}, {max}] must be 0 < min <= default <= max <= \
+                         2147483647 (tcp_rmem is an int sysctl)"
+                    ),
                 ));
             }
         }
@@ -261,16 +296,20 @@ impl TcpOptions {
         // bound is far beyond any real skb (a 64 KiB packet's is about 66 KiB).
         let packet_bytes = self.mss as u64 + DATA_HEADER_BYTES as u64;
         if (self.rcv_truesize_bytes as u64) < packet_bytes {
-            return Err(format!(
-                "rcv_truesize_bytes: {} is below the full-size packet it holds (mss + 52 = \
-                 {packet_bytes} bytes); set it with the mss (2304 for 1500-byte packets)",
-                self.rcv_truesize_bytes
-            ));
+            return Err(ParamError::new(
+                "rcv_truesize_bytes",
+                format!(
+                    "{} is below the full-size packet it holds (mss + 52 = {packet_bytes} \
+                     bytes); set it with the mss (2304 for 1500-byte packets)",
+                    self.rcv_truesize_bytes
+                ),
+            )
+            .related_to("mss"));
         }
         if self.reordering > 300 {
-            return Err(format!(
-                "reordering: {} above tcp_max_reordering (300)",
-                self.reordering
+            return Err(ParamError::new(
+                "reordering",
+                format!("{} above tcp_max_reordering (300)", self.reordering),
             ));
         }
         Ok(())
@@ -420,7 +459,7 @@ impl RunSpec {
             }
             f.tcp
                 .validate()
-                .map_err(|e| option_error(&format!("flows[{i}].tcp"), &e))?;
+                .map_err(|e| SimError::spec(format!("flows[{i}].tcp.{}", e.key), e.message))?;
         }
         for &f in &self.trace_flows {
             if f >= self.flows.len() {

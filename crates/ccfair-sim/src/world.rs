@@ -752,10 +752,19 @@ pub fn run_json(spec_json: &str, limits: &Limits) -> Result<RunResult, SimError>
     Simulation::new(spec)?.run_bounded(limits.events)
 }
 
-/// Parse a resolved spec from JSON and check its structure.
+/// Parse a resolved spec from JSON and check its structure; a field of the wrong shape is
+/// named by its path (serde_path_to_error).
 pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
-    let spec: RunSpec =
-        serde_json::from_str(spec_json).map_err(|e| SimError::Parse(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_str(spec_json);
+    let spec: RunSpec = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        if path == "." {
+            SimError::Parse(message)
+        } else {
+            SimError::spec(path, message)
+        }
+    })?;
     spec.check()?;
     Ok(spec)
 }

@@ -16,6 +16,30 @@ mod tests;
 
 pub use params::{BbrParams, Profile, RtpropAction, RtpropTrigger, TsoModel};
 
+use crate::params::ParamError;
+use crate::registry::{self, Algorithm, Family};
+
+/// BBR's entry in the registry.
+pub const ALGORITHM: Algorithm = Algorithm {
+    name: "bbr",
+    summary: "BBRv1 as Linux implements it (net/ipv4/tcp_bbr.c), with the RTprop \
+              modifications of the literature as options: paces at the estimated bottleneck \
+              bandwidth, cwnd 2 x BDP, PROBE_RTT every 10 s",
+    family: Family::ModelBased,
+    linux_name: Some("bbr"),
+    params: <BbrParams as crate::params::ParamTable>::params,
+    normalize: |v| registry::to_table(&parse_resolved(v)?),
+    build: |v, seed| Ok(Box::new(Bbr::new(&parse_resolved(v)?, seed))),
+};
+
+/// The table parsed, range-checked and with the profile's defaults resolved (so that
+/// results record e.g. whether extra_acked ran).
+fn parse_resolved(params: &serde_json::Value) -> Result<BbrParams, ParamError> {
+    let p: BbrParams = registry::parse(params)?;
+    p.validate()?;
+    Ok(p.resolved())
+}
+
 use crate::minmax::MinMax;
 use crate::rng::Rng;
 use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};

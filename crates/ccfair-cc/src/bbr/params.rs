@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::params::ParamError;
+
 /// Which kernel generation's BBRv1 to run (reference 4.11, 9.4).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Profile {
@@ -57,69 +59,56 @@ pub enum RtpropAction {
     Update,
 }
 
-/// Parameters of `"bbr"`. Unknown keys are rejected; missing keys take the defaults below.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct BbrParams {
-    /// Kernel generation (`linux-5.x` or `linux-4.9`).
-    pub profile: Profile,
-    /// TSO quantisation budget model (`linux` or `none`).
-    pub tso_model: TsoModel,
-    /// Long-term (policer) bandwidth estimation, `bbr_lt_bw_sampling`.
-    pub lt_bw: bool,
-    /// ACK-aggregation cwnd (`bbr_extra_acked_gain` = 1.0 when on, 0 when off). `null` takes
-    /// the profile's value; the normalised table records the resolved boolean.
-    pub extra_acked: Option<bool>,
-    /// Whether an RTT sample equal to min_rtt refreshes the min-RTT stamp (postponing
-    /// PROBE_RTT). Linux had `rtt <= min_rtt` until the 2020 fix "tcp: only postpone PROBE_RTT
-    /// if RTT is < current min_rtt estimate" (v5.10 and stable kernels), `<` since. `null`
-    /// takes the profile's value: false for `linux-5.x`, true for `linux-4.9`.
-    pub min_rtt_refresh_on_equal: Option<bool>,
-    /// PROBE_BW starts in this phase (0..=7) instead of a random one of {0, 2..7}.
-    pub fixed_start_phase: Option<u8>,
-    /// `bbr_min_rtt_win_sec`: min-RTT filter window and PROBE_RTT period, seconds.
-    pub min_rtt_win_sec: u32,
-    /// `bbr_probe_rtt_mode_ms`: time held at 4 packets in PROBE_RTT; 0 disables PROBE_RTT,
-    /// as in Linux.
-    pub probe_rtt_ms: u32,
-    /// `bbr_bw_rtts`: length of the max-bandwidth filter, in packet-timed rounds.
-    pub bw_rtts: u32,
-    /// `bbr_cwnd_gain` of PROBE_BW as a real number (Linux 2.0 = 512/256); rounded to 1/256.
-    pub cwnd_gain: f64,
-    /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`).
-    pub rtprop_trigger: RtpropTrigger,
-    /// Threshold of the ratio RTT / RTprop above which the trigger fires (strictly above).
-    pub rate_th: f64,
-    /// RTprop modification action (`expire` or `update`).
-    pub rtprop_action: RtpropAction,
-    /// Weight `a` of the RTprop update: 1 adopts the sample, 0.5 takes the midpoint.
-    pub update_gain_a: f64,
-    /// The RTprop update also refreshes `min_rtt_stamp` (which postpones the regular expiry).
-    pub update_refresh_stamp: bool,
-    /// The trigger fires at most once per packet-timed round.
-    pub trigger_once_per_round: bool,
-}
+crate::choice!(Profile: Profile::Linux5x, Profile::Linux49);
+crate::choice!(TsoModel: TsoModel::Linux, TsoModel::None);
+crate::choice!(
+    RtpropTrigger: RtpropTrigger::Off,
+    RtpropTrigger::RttRatio,
+    RtpropTrigger::RttRatioOrLoss
+);
+crate::choice!(RtpropAction: RtpropAction::Expire, RtpropAction::Update);
 
-impl Default for BbrParams {
-    fn default() -> Self {
-        BbrParams {
-            profile: Profile::Linux5x,
-            tso_model: TsoModel::Linux,
-            lt_bw: true,
-            extra_acked: None,
-            min_rtt_refresh_on_equal: None,
-            fixed_start_phase: None,
-            min_rtt_win_sec: 10,
-            probe_rtt_ms: 200,
-            bw_rtts: 10,
-            cwnd_gain: 2.0,
-            rtprop_trigger: RtpropTrigger::Off,
-            rate_th: 2.0,
-            rtprop_action: RtpropAction::Expire,
-            update_gain_a: 1.0,
-            update_refresh_stamp: false,
-            trigger_once_per_round: false,
-        }
+crate::param_table! {
+    /// Parameters of `"bbr"`. Unknown keys are rejected; missing keys take the defaults below.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct BbrParams {
+        /// Kernel generation (`linux-5.x` or `linux-4.9`).
+        pub profile: Profile = Profile::Linux5x, unit "";
+        /// TSO quantisation budget model (`linux` or `none`).
+        pub tso_model: TsoModel = TsoModel::Linux, unit "";
+        /// Long-term (policer) bandwidth estimation, `bbr_lt_bw_sampling`.
+        pub lt_bw: bool = true, unit "";
+        /// ACK-aggregation cwnd (`bbr_extra_acked_gain` = 1.0 when on, 0 when off). `null` takes
+        /// the profile's value; the normalised table records the resolved boolean.
+        pub extra_acked: Option<bool> = None, unit "";
+        /// Whether an RTT sample equal to min_rtt refreshes the min-RTT stamp (postponing
+        /// PROBE_RTT). Linux had `rtt <= min_rtt` until the 2020 fix "tcp: only postpone PROBE_RTT
+        /// if RTT is < current min_rtt estimate" (v5.10 and stable kernels), `<` since. `null`
+        /// takes the profile's value: false for `linux-5.x`, true for `linux-4.9`.
+        pub min_rtt_refresh_on_equal: Option<bool> = None, unit "";
+        /// PROBE_BW starts in this phase (0..=7) instead of a random one of {0, 2..7}.
+        pub fixed_start_phase: Option<u8> = None, unit "phase";
+        /// `bbr_min_rtt_win_sec`: min-RTT filter window and PROBE_RTT period, seconds.
+        pub min_rtt_win_sec: u32 = 10, unit "s";
+        /// `bbr_probe_rtt_mode_ms`: time held at 4 packets in PROBE_RTT; 0 disables PROBE_RTT,
+        /// as in Linux.
+        pub probe_rtt_ms: u32 = 200, unit "ms";
+        /// `bbr_bw_rtts`: length of the max-bandwidth filter, in packet-timed rounds.
+        pub bw_rtts: u32 = 10, unit "rounds";
+        /// `bbr_cwnd_gain` of PROBE_BW as a real number (Linux 2.0 = 512/256); rounded to 1/256.
+        pub cwnd_gain: f64 = 2.0, unit "x BDP";
+        /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`).
+        pub rtprop_trigger: RtpropTrigger = RtpropTrigger::Off, unit "";
+        /// Threshold of the ratio RTT / RTprop above which the trigger fires (strictly above).
+        pub rate_th: f64 = 2.0, unit "RTT / RTprop";
+        /// RTprop modification action (`expire` or `update`).
+        pub rtprop_action: RtpropAction = RtpropAction::Expire, unit "";
+        /// Weight `a` of the RTprop update: 1 adopts the sample, 0.5 takes the midpoint.
+        pub update_gain_a: f64 = 1.0, unit "";
+        /// The RTprop update also refreshes `min_rtt_stamp` (which postpones the regular expiry).
+        pub update_refresh_stamp: bool = false, unit "";
+        /// The trigger fires at most once per packet-timed round.
+        pub trigger_once_per_round: bool = false, unit "";
     }
 }
 
@@ -135,36 +124,39 @@ impl BbrParams {
         self
     }
 
-    /// Range checks that serde cannot express. The message names the key.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Range checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ParamError> {
         if let Some(k) = self.fixed_start_phase {
             if k > 7 {
-                return Err(format!("fixed_start_phase: {k} is not a phase (0..=7)"));
+                return Err(ParamError::new(
+                    "fixed_start_phase",
+                    format!("{k} is not a phase (0..=7)"),
+                ));
             }
         }
         if self.min_rtt_win_sec == 0 {
-            return Err("min_rtt_win_sec: must be >= 1".into());
+            return Err(ParamError::new("min_rtt_win_sec", "must be >= 1"));
         }
         if self.bw_rtts == 0 {
-            return Err("bw_rtts: must be >= 1".into());
+            return Err(ParamError::new("bw_rtts", "must be >= 1"));
         }
         if !(self.cwnd_gain.is_finite() && self.cwnd_gain >= 1.0 / 256.0 && self.cwnd_gain <= 16.0)
         {
-            return Err(format!(
-                "cwnd_gain: {} is outside [1/256, 16]",
-                self.cwnd_gain
+            return Err(ParamError::new(
+                "cwnd_gain",
+                format!("{} is outside [1/256, 16]", self.cwnd_gain),
             ));
         }
         if !(self.rate_th.is_finite() && self.rate_th >= 1.0) {
-            return Err(format!(
-                "rate_th: {} must be a finite ratio >= 1",
-                self.rate_th
+            return Err(ParamError::new(
+                "rate_th",
+                format!("{} must be a finite ratio >= 1", self.rate_th),
             ));
         }
         if !(0.0..=1.0).contains(&self.update_gain_a) {
-            return Err(format!(
-                "update_gain_a: {} is outside [0, 1]",
-                self.update_gain_a
+            return Err(ParamError::new(
+                "update_gain_a",
+                format!("{} is outside [0, 1]", self.update_gain_a),
             ));
         }
         Ok(())

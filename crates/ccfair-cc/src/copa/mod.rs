@@ -46,6 +46,23 @@ mod tests;
 pub mod window;
 
 pub use params::{CopaParams, CopaVariant, ModeSignal, Resolved, VelocityRule};
+
+use crate::params::ParamError;
+use crate::registry::{self, Algorithm, Family};
+
+/// Copa's entry in the registry.
+pub const ALGORITHM: Algorithm = Algorithm {
+    name: "copa",
+    summary: "Copa (Arun & Balakrishnan, NSDI 2018), the authors' genericCC code as a \
+              variant: aims at 1/delta packets of standing queue, with a competitive mode \
+              against buffer-filling flows",
+    family: Family::DelayBased,
+    linux_name: None,
+    params: <CopaParams as crate::params::ParamTable>::params,
+    // Copa's variant decides the defaults of several options: record them resolved.
+    normalize: |v| registry::to_table(&registry::parse::<CopaParams>(v)?.normalized()?),
+    build: |v, _seed| Ok(Box::new(Copa::new(&registry::parse::<CopaParams>(v)?)?)),
+};
 use window::{Extremum, WindowedExtremum};
 
 use crate::{CaState, CongestionControl, RateSample, TcpSock};
@@ -128,7 +145,7 @@ pub struct Copa {
 
 impl Copa {
     /// Parameters must come from [`CopaParams::resolve`] (the registry checks them).
-    pub fn new(params: &CopaParams) -> Result<Self, String> {
+    pub fn new(params: &CopaParams) -> Result<Self, ParamError> {
         Ok(Self::from_resolved(params.resolve()?))
     }
 

@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::params::ParamError;
+
 /// Which reference the variant-dependent options default to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -44,106 +46,84 @@ pub enum VelocityRule {
     Genericcc,
 }
 
-/// Parameters of `copa`. All fields are optional in a spec.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CopaParams {
-    /// Reference the options below default to: "paper" (default) or "genericcc".
-    pub variant: CopaVariant,
-    /// delta in default mode, and the upper bound of delta in competitive mode. Unit:
-    /// 1/packets (a flow aims at 1/delta packets of standing queue). Default 0.5 (paper;
-    /// genericCC `auto:0.5`).
-    pub delta: f64,
-    /// Competitive mode (paper section 2.2): detect buffer-filling competitors and run
-    /// AIMD on 1/delta. `false` keeps default mode and delta fixed. Default true.
-    pub competitive: bool,
-    /// Velocity (paper section 2.1). `false` keeps v = 1. Default true.
-    pub velocity: bool,
-    /// RTTmin window, seconds. Default 10 (paper and genericCC).
-    pub rtt_min_window_s: f64,
-    /// RTTmin window is at least this many RTTmin (genericCC: max(10 s, 20 RTTmin)).
-    /// 0 disables. Unit: RTTmin. Default: paper 0, genericcc 20.
-    pub rtt_min_window_rtts: Option<f64>,
-    /// Gain of Copa's own srtt EWMA, updated on every RTT sample (genericCC `RTTWindow`:
-    /// 1/16). 0 means use the TCP substrate's srtt (Linux `tcp_rtt_estimator`, gain 1/8),
-    /// the "standard" srtt of the paper. Unitless. Default: paper 0, genericcc 0.0625.
-    pub srtt_gain: Option<f64>,
-    /// Competitive-mode detector window, in srtt: the queue must not have come near empty
-    /// within this many RTTs (paper: 5; genericCC `is_copa`: 4). The "recent maximum"
-    /// queueing delay is taken over the same window. Default: paper 5, genericcc 4.
-    pub mode_window_rtts: Option<f64>,
-    /// Window of the "recent maximum" queueing delay, in srtt. The paper says "recent";
-    /// genericCC uses the detector window. Default: `mode_window_rtts`.
-    pub mode_max_window_rtts: Option<f64>,
-    /// "Nearly empty" threshold as a fraction of the recent maximum queueing delay.
-    /// Unitless. Default 0.1 (paper and genericCC).
-    pub mode_threshold: f64,
-    /// Series the detector watches: "standing" (dq from RTTstanding, paper) or "raw"
-    /// (raw RTT samples, genericCC). Default: paper "standing", genericcc "raw".
-    pub mode_signal: Option<ModeSignal>,
-    /// Leave competitive mode only on a new nearly-empty reading ("when the queue empties
-    /// again", paper). `false` re-evaluates the windowed test on every ACK as genericCC's
-    /// `is_copa` does. Default: paper true, genericcc false.
-    pub mode_return_needs_new_empty: Option<bool>,
-    /// Velocity rule: "paper" or "genericcc". Default: the variant.
-    pub velocity_rule: Option<VelocityRule>,
-    /// Same-direction windows (RTTs) before v starts doubling, paper rule only. Default 3.
-    pub velocity_rtts: u32,
-    /// Paper rule only: when v > 1 and an ACK's decision opposes the current direction,
-    /// reset v to 1 and start a new direction at once, instead of applying the large v
-    /// the wrong way until the window ends. The paper does not say which way v applies;
-    /// ccp_copa `delay_control` (by the paper's first author) and mvfst `changeDirection`
-    /// both reset. Without it, on a delayed-ACK substrate the per-ACK decisions flip
-    /// within a window while the window's net change keeps one sign, so v doubles every
-    /// RTT and cwnd swings without bound. (genericCC bounds v by delta * cwnd instead.)
-    /// Default: paper true, genericcc false.
-    pub velocity_reset_on_opposite: Option<bool>,
-    /// ACKs at connection start during which cwnd is not updated (genericCC: the first
-    /// `2 * num_probe_pkts - 1` = 19 ACKs are "for probing"). Unit: ACKs. Default: paper 0,
-    /// genericcc 19.
-    pub probe_acks: Option<u32>,
-    /// genericCC `ReduceOnLoss`: over windows of at least 2 RTTs and more than 20 packets,
-    /// if more than 30% were lost, cwnd *= 0.7. Default: paper false, genericcc true.
-    pub loss_reduce: Option<bool>,
-    /// In competitive mode, halve 1/delta at most once per srtt (paper, "on loss"). `false`
-    /// halves on every ACK that reports a loss (genericCC `update_delta(true)` is called
-    /// with cur_rtt = 0, so its once-per-RTT guard never holds). Default: paper true,
-    /// genericcc false.
-    pub delta_halve_once_per_rtt: Option<bool>,
-    /// In competitive mode, add 1 to 1/delta only at the end of an RTT without loss
-    /// (paper). `false` adds 1 every RTT regardless (genericCC). Default: paper true,
-    /// genericcc false.
-    pub delta_ai_needs_lossless_rtt: Option<bool>,
-    /// On an RTO (`set_state(Loss)`): `true` sets cwnd = init_cwnd and restarts slow start
-    /// (reference 5.4 recommended default, as ccp_copa `handle_timeout`); `false` keeps
-    /// Copa's cwnd (genericCC `onTimeout` is a no-op). Default: paper true, genericcc false.
-    pub rto_restart: Option<bool>,
-}
+crate::choice!(CopaVariant: CopaVariant::Paper, CopaVariant::Genericcc);
+crate::choice!(ModeSignal: ModeSignal::Standing, ModeSignal::Raw);
+crate::choice!(VelocityRule: VelocityRule::Paper, VelocityRule::Genericcc);
 
-impl Default for CopaParams {
-    fn default() -> Self {
-        CopaParams {
-            variant: CopaVariant::Paper,
-            delta: 0.5,
-            competitive: true,
-            velocity: true,
-            rtt_min_window_s: 10.0,
-            rtt_min_window_rtts: None,
-            srtt_gain: None,
-            mode_window_rtts: None,
-            mode_max_window_rtts: None,
-            mode_threshold: 0.1,
-            mode_signal: None,
-            mode_return_needs_new_empty: None,
-            velocity_rule: None,
-            velocity_rtts: 3,
-            velocity_reset_on_opposite: None,
-            probe_acks: None,
-            loss_reduce: None,
-            delta_halve_once_per_rtt: None,
-            delta_ai_needs_lossless_rtt: None,
-            rto_restart: None,
-        }
+crate::param_table! {
+    /// Parameters of `copa`. All fields are optional in a spec.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct CopaParams {
+        /// Reference the options below default to: "paper" (default) or "genericcc".
+        pub variant: CopaVariant = CopaVariant::Paper, unit "";
+        /// delta in default mode, and the upper bound of delta in competitive mode. Unit:
+        /// 1/packets (a flow aims at 1/delta packets of standing queue). Default 0.5 (paper;
+        /// genericCC `auto:0.5`).
+        pub delta: f64 = 0.5, unit "1/packets";
+        /// Competitive mode (paper section 2.2): detect buffer-filling competitors and run
+        /// AIMD on 1/delta. `false` keeps default mode and delta fixed. Default true.
+        pub competitive: bool = true, unit "";
+        /// Velocity (paper section 2.1). `false` keeps v = 1. Default true.
+        pub velocity: bool = true, unit "";
+        /// RTTmin window, seconds. Default 10 (paper and genericCC).
+        pub rtt_min_window_s: f64 = 10.0, unit "s";
+        /// RTTmin window is at least this many RTTmin (genericCC: max(10 s, 20 RTTmin)).
+        /// 0 disables. Unit: RTTmin. Default: paper 0, genericcc 20.
+        pub rtt_min_window_rtts: Option<f64> = None, unit "RTTmin";
+        /// Gain of Copa's own srtt EWMA, updated on every RTT sample (genericCC `RTTWindow`:
+        /// 1/16). 0 means use the TCP substrate's srtt (Linux `tcp_rtt_estimator`, gain 1/8),
+        /// the "standard" srtt of the paper. Unitless. Default: paper 0, genericcc 0.0625.
+        pub srtt_gain: Option<f64> = None, unit "";
+        /// Competitive-mode detector window, in srtt: the queue must not have come near empty
+        /// within this many RTTs (paper: 5; genericCC `is_copa`: 4). The "recent maximum"
+        /// queueing delay is taken over the same window. Default: paper 5, genericcc 4.
+        pub mode_window_rtts: Option<f64> = None, unit "srtt";
+        /// Window of the "recent maximum" queueing delay, in srtt. The paper says "recent";
+        /// genericCC uses the detector window. Default: `mode_window_rtts`.
+        pub mode_max_window_rtts: Option<f64> = None, unit "srtt";
+        /// "Nearly empty" threshold as a fraction of the recent maximum queueing delay.
+        /// Unitless. Default 0.1 (paper and genericCC).
+        pub mode_threshold: f64 = 0.1, unit "fraction";
+        /// Series the detector watches: "standing" (dq from RTTstanding, paper) or "raw"
+        /// (raw RTT samples, genericCC). Default: paper "standing", genericcc "raw".
+        pub mode_signal: Option<ModeSignal> = None, unit "";
+        /// Leave competitive mode only on a new nearly-empty reading ("when the queue empties
+        /// again", paper). `false` re-evaluates the windowed test on every ACK as genericCC's
+        /// `is_copa` does. Default: paper true, genericcc false.
+        pub mode_return_needs_new_empty: Option<bool> = None, unit "";
+        /// Velocity rule: "paper" or "genericcc". Default: the variant.
+        pub velocity_rule: Option<VelocityRule> = None, unit "";
+        /// Same-direction windows (RTTs) before v starts doubling, paper rule only. Default 3.
+        pub velocity_rtts: u32 = 3, unit "RTTs";
+        /// Paper rule only: when v > 1 and an ACK's decision opposes the current direction,
+        /// reset v to 1 and start a new direction at once, instead of applying the large v
+        /// the wrong way until the window ends. The paper does not say which way v applies;
+        /// ccp_copa `delay_control` (by the paper's first author) and mvfst `changeDirection`
+        /// both reset. Without it, on a delayed-ACK substrate the per-ACK decisions flip
+        /// within a window while the window's net change keeps one sign, so v doubles every
+        /// RTT and cwnd swings without bound. (genericCC bounds v by delta * cwnd instead.)
+        /// Default: paper true, genericcc false.
+        pub velocity_reset_on_opposite: Option<bool> = None, unit "";
+        /// ACKs at connection start during which cwnd is not updated (genericCC: the first
+        /// `2 * num_probe_pkts - 1` = 19 ACKs are "for probing"). Unit: ACKs. Default: paper 0,
+        /// genericcc 19.
+        pub probe_acks: Option<u32> = None, unit "ACKs";
+        /// genericCC `ReduceOnLoss`: over windows of at least 2 RTTs and more than 20 packets,
+        /// if more than 30% were lost, cwnd *= 0.7. Default: paper false, genericcc true.
+        pub loss_reduce: Option<bool> = None, unit "";
+        /// In competitive mode, halve 1/delta at most once per srtt (paper, "on loss"). `false`
+        /// halves on every ACK that reports a loss (genericCC `update_delta(true)` is called
+        /// with cur_rtt = 0, so its once-per-RTT guard never holds). Default: paper true,
+        /// genericcc false.
+        pub delta_halve_once_per_rtt: Option<bool> = None, unit "";
+        /// In competitive mode, add 1 to 1/delta only at the end of an RTT without loss
+        /// (paper). `false` adds 1 every RTT regardless (genericCC). Default: paper true,
+        /// genericcc false.
+        pub delta_ai_needs_lossless_rtt: Option<bool> = None, unit "";
+        /// On an RTO (`set_state(Loss)`): `true` sets cwnd = init_cwnd and restarts slow start
+        /// (reference 5.4 recommended default, as ccp_copa `handle_timeout`); `false` keeps
+        /// Copa's cwnd (genericCC `onTimeout` is a no-op). Default: paper true, genericcc false.
+        pub rto_restart: Option<bool> = None, unit "";
     }
 }
 
@@ -174,7 +154,7 @@ pub struct Resolved {
 
 impl CopaParams {
     /// Fill the variant-dependent options and check ranges. Errors name the key.
-    pub fn resolve(&self) -> Result<Resolved, String> {
+    pub fn resolve(&self) -> Result<Resolved, ParamError> {
         let paper = self.variant == CopaVariant::Paper;
         fn pick<T>(paper: bool, p: T, g: T) -> T {
             if paper {
@@ -218,7 +198,10 @@ impl CopaParams {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(format!("copa: {k} must be a finite number > 0, got {v}"))
+                Err(ParamError::new(
+                    k,
+                    format!("must be a finite number > 0, got {v}"),
+                ))
             }
         };
         finite_pos("delta", r.delta)?;
@@ -226,31 +209,31 @@ impl CopaParams {
         finite_pos("mode_window_rtts", r.mode_window_rtts)?;
         finite_pos("mode_max_window_rtts", r.mode_max_window_rtts)?;
         if !(r.rtt_min_window_rtts.is_finite() && r.rtt_min_window_rtts >= 0.0) {
-            return Err(format!(
-                "copa: rtt_min_window_rtts must be >= 0, got {}",
-                r.rtt_min_window_rtts
+            return Err(ParamError::new(
+                "rtt_min_window_rtts",
+                format!("must be >= 0, got {}", r.rtt_min_window_rtts),
             ));
         }
         if !(0.0..=1.0).contains(&r.srtt_gain) {
-            return Err(format!(
-                "copa: srtt_gain must be in [0, 1] (0 = TCP srtt), got {}",
-                r.srtt_gain
+            return Err(ParamError::new(
+                "srtt_gain",
+                format!("must be in [0, 1] (0 = TCP srtt), got {}", r.srtt_gain),
             ));
         }
         if !(0.0..1.0).contains(&r.mode_threshold) {
-            return Err(format!(
-                "copa: mode_threshold must be in [0, 1), got {}",
-                r.mode_threshold
+            return Err(ParamError::new(
+                "mode_threshold",
+                format!("must be in [0, 1), got {}", r.mode_threshold),
             ));
         }
         if r.velocity_rtts == 0 {
-            return Err("copa: velocity_rtts must be >= 1".to_string());
+            return Err(ParamError::new("velocity_rtts", "must be >= 1"));
         }
         Ok(r)
     }
 
     /// The table with every option filled in (what results record).
-    pub fn normalized(&self) -> Result<CopaParams, String> {
+    pub fn normalized(&self) -> Result<CopaParams, ParamError> {
         let r = self.resolve()?;
         Ok(CopaParams {
             variant: r.variant,
