@@ -168,6 +168,20 @@ def _check_backend(value: str) -> str:
     return value
 
 
+#: What a link's buffer counts (docs/model.md, "netem queues"): ``droptail`` the packets queued
+#: or in service; ``netem`` also those in the delay line, as netem's ``limit`` does.
+QUEUES = ("droptail", "netem")
+
+
+def _check_queue(value: str) -> str:
+    if value not in QUEUES:
+        raise ValueError(
+            f"{show(value)} is not a queue; queues: droptail (a FIFO before the serialiser, "
+            "the default) or netem (the buffer also counts the packets in the delay line)"
+        )
+    return value
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -203,6 +217,7 @@ Backend = Annotated[StrictStr, AfterValidator(_check_backend)]
 Seed = Annotated[StrictInt, AfterValidator(_check_seed)]
 Probability = Annotated[float, BeforeValidator(_check_probability)]
 Packets = Annotated[StrictInt, AfterValidator(_check_packets)]
+Queue = Annotated[StrictStr, AfterValidator(_check_queue)]
 Alpha = Annotated[float, BeforeValidator(_check_alpha)]
 Options = dict[StrictStr, Any]
 
@@ -347,6 +362,8 @@ class Link(_Model):
     delay: _duration("delay", positive=False, most_ns=_MAX_DELAY_NS)  # type: ignore[valid-type]
     buffer: Buffer = Field(default_factory=lambda: Buffer(packets=DEFAULT_BUFFER_PKTS))
     loss: Loss = Field(default_factory=Loss)
+    #: What ``buffer`` counts: ``"droptail"`` (default) or ``"netem"`` (docs/spec.md).
+    queue: Queue = "droptail"
 
 
 class Flow(_Model):
@@ -500,6 +517,9 @@ class Scenario(_Model):
             for key in ("cca_params", "tcp"):
                 if not flow.get(key):
                     flow.pop(key, None)
+        for link in d["links"]:
+            if link.get("queue") == "droptail":
+                link.pop("queue")
         return d
 
     def to_toml(self) -> str:
@@ -559,6 +579,8 @@ class LinkInfo:
     reference: str | None
     loss_ab: float
     loss_ba: float
+    #: What the buffer counts: "droptail" or "netem" (:data:`QUEUES`).
+    queue: str = "droptail"
 
     @property
     def channels(self) -> tuple[int, int]:
@@ -1040,6 +1062,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
             buf.reference,
             link.loss.forward,
             link.loss.reverse,
+            link.queue,
         )
         links.append(info)
         link_records.append(
@@ -1055,6 +1078,10 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "bdp_pkts": info.bdp_pkts,
             }
         )
+        # At its default the queue is left out of both records, so that run ids of links
+        # without it stay what they were.
+        if link.queue != "droptail":
+            link_records[-1]["queue"] = link.queue
         engine_links.append(
             {
                 "name": info.name,
@@ -1067,6 +1094,8 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "loss_ba": link.loss.reverse,
             }
         )
+        if link.queue != "droptail":
+            engine_links[-1]["queue"] = link.queue
 
     engine_spec = {
         "duration_ns": duration,

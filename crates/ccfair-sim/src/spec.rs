@@ -50,6 +50,29 @@ pub struct LinkSpec {
     /// Bernoulli loss probability of the b->a channel.
     #[serde(default)]
     pub loss_ba: f64,
+    /// What the buffer counts (`netem.rs`): `droptail` (default: queued packets and the one
+    /// in service) or `netem` (also the packets in the delay line, as netem's `limit`).
+    #[serde(default, skip_serializing_if = "Queue::is_droptail")]
+    pub queue: Queue,
+}
+
+/// What a channel's buffer counts (`LinkSpec::queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Queue {
+    /// A drop-tail FIFO in front of the serialiser (a `pfifo`, or a device's `txqueuelen`):
+    /// at most `buffer_pkts` packets queued or in service.
+    #[default]
+    Droptail,
+    /// netem holding both the delay and the queue: its `limit` counts every packet it
+    /// holds, queued, in service or in the delay line (net/sched/sch_netem.c).
+    Netem,
+}
+
+impl Queue {
+    pub fn is_droptail(&self) -> bool {
+        *self == Queue::Droptail
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1024,6 +1024,7 @@ mod tests {
                 buffer_pkts: 10,
                 loss_ab: 0.0,
                 loss_ba: 0.0,
+                queue: Default::default(),
             }],
             flows: vec![spec],
             trace_flows: vec![],
