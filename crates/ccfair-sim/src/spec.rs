@@ -151,6 +151,20 @@ pub struct TcpOptions {
     /// buffers, at least 8 MiB, as the kernel backend sets it); `"linux"` is Linux 6.18's
     /// stock setting (4096 131072 33554432); or three numbers (`tcp/rcvbuf.rs`).
     pub rmem: Rmem,
+    /// The senders' `tcp_wmem` (min, default, max bytes): `"fit"` (default) never limits a
+    /// sender (the kernel backend raises the maximum as for `rmem`); `"linux"` is Linux's
+    /// stock setting (4096 16384 4194304), whose maximum caps what a sender may have
+    /// queued, in flight or not yet sent (`tcp/sender/sndbuf.rs`); or three numbers.
+    pub wmem: Wmem,
+    /// TCP segmentation offload as Linux sizes it (`tcp/sender/tso.rs`): `"off"` (default,
+    /// the idealisation of earlier versions: one segment per skb, paced segment by segment)
+    /// or `"linux"` (`tcp_tso_autosize`: skbs of about 1 ms of data at the pacing rate,
+    /// their segments back to back; pacing per skb; the kernel backend then takes GSO
+    /// packets from its TUN devices and cuts them itself).
+    pub tso: Tso,
+    /// With `tso = "linux"`: TSO deferral (`tcp_tso_should_defer`), which holds back a
+    /// short skb while an ACK is due soon, so that unpaced flows send fuller bursts.
+    pub tso_defer: bool,
     /// `skb->truesize` of one received full-size segment: the memory it costs in the
     /// receive buffer, which sets how much window a buffer gives (`scaling_ratio`). 2304 B:
     /// a 1500-byte packet from a TUN device on x86_64 (the kernel backend's device).
@@ -188,6 +202,26 @@ pub enum RmemName {
     Linux,
 }
 
+/// A send-buffer setting (`TcpOptions::wmem`): the same forms as `Rmem`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "wmem: must be \"fit\", \"linux\" or three byte counts [min, default, max]"
+)]
+pub enum Wmem {
+    Named(RmemName),
+    /// `tcp_wmem` as three numbers of bytes: min, default, max.
+    Bytes([u64; 3]),
+}
+
+/// TCP segmentation offload (`TcpOptions::tso`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tso {
+    Off,
+    Linux,
+}
+
 impl Default for TcpOptions {
     fn default() -> Self {
         TcpOptions {
@@ -209,6 +243,9 @@ impl Default for TcpOptions {
             pacing_ca_ratio: 120,
             min_rtt_wlen_s: 300,
             rmem: Rmem::Named(RmemName::Fit),
+            wmem: Wmem::Named(RmemName::Fit),
+            tso: Tso::Off,
+            tso_defer: true,
             rcv_truesize_bytes: 2304,
             handshake: true,
             app_latency: crate::host::Latency::Kernel,
@@ -218,6 +255,13 @@ impl Default for TcpOptions {
 }
 
 impl TcpOptions {
+    fn rmem_triple(&self) -> Option<[u64; 3]> {
+        match self.rmem {
+            Rmem::Bytes(b) => Some(b),
+            Rmem::Named(_) => None,
+        }
+    }
+
     /// Range checks; the message starts with the option's name.
     pub fn validate(&self) -> Result<(), String> {
         let positive = [
@@ -271,12 +315,24 @@ impl TcpOptions {
         // tcp_rmem is an int sysctl of at least 1 (proc_dointvec_minmax, extra1 = SYSCTL_ONE,
         // net/ipv4/sysctl_net_ipv4.c); ccfair also wants the three in order, as the kernel
         // backend writes them.
-        if let Rmem::Bytes([min, default, max]) = self.rmem {
-            if min == 0 || min > default || default > max || max > i32::MAX as u64 {
-                return Err(format!(
-                    "rmem: [{min}, {default}, {max}] must be 0 < min <= default <= max <= \
-                     2147483647 (tcp_rmem is an int sysctl)"
-                ));
+        let buffers = [
+            ("rmem", self.rmem_triple()),
+            (
+                "wmem",
+                match self.wmem {
+                    Wmem::Bytes(b) => Some(b),
+                    Wmem::Named(_) => None,
+                },
+            ),
+        ];
+        for (name, triple) in buffers {
+            if let Some([min, default, max]) = triple {
+                if min == 0 || min > default || default > max || max > i32::MAX as u64 {
+                    return Err(format!(
+                        "{name}: [{min}, {default}, {max}] must be 0 < min <= default <= max \
+                         <= 2147483647 (tcp_{name} is an int sysctl)"
+                    ));
+                }
             }
         }
         // An skb's truesize covers the packet it holds, so the payload/truesize ratio stays
