@@ -98,3 +98,67 @@ def test_the_kernel_backend_refuses_simulator_only_tcp_options():
     for tcp in ({"tso": "linux"}, {"wmem": "linux"}):
         with pytest.raises(SpecError, match="tcp\\."):
             check_scenario(resolve(scenario(tcp=tcp)), offered=["cubic", "reno"])
+
+
+# ---- testbed profiles ------------------------------------------------------------------------
+
+
+def test_ideal_is_today_and_stays_out_of_the_record():
+    base = resolve(scenario())
+    ideal = resolve({**scenario(), "profile": "ideal"})
+    assert "profile" not in ideal.normalized
+    assert run_id_of(base.normalized, "sim") == run_id_of(ideal.normalized, "sim")
+
+
+@pytest.mark.parametrize(
+    ("profile", "queue"),
+    [("linux-stock", None), ("mininet-netem", "netem"), ("core-netem", "netem")],
+)
+def test_profiles_set_stock_linux_hosts_and_their_queues(profile, queue):
+    r = resolve({**scenario(), "profile": profile})
+    assert r.normalized["profile"] == profile
+    tcp = r.engine_spec["flows"][0]["tcp"]
+    assert (tcp["rmem"], tcp["tso"], tcp["wmem"]) == ("linux", "linux", "fit")
+    assert r.engine_spec["links"][0].get("queue") == queue
+    again = ccfair.Scenario.from_normalized(r.normalized).resolve()
+    assert again.engine_json == r.engine_json
+
+
+def test_the_scenario_own_settings_win_over_its_profile():
+    spec = {**scenario(tcp={"tso": "off"}, queue="droptail"), "profile": "core-netem"}
+    r = resolve(spec)
+    assert r.engine_spec["flows"][0]["tcp"]["tso"] == "off"
+    assert r.engine_spec["flows"][0]["tcp"]["rmem"] == "linux"
+    assert "queue" not in r.engine_spec["links"][0]
+    # The link's own droptail survives the record.
+    again = ccfair.Scenario.from_normalized(r.normalized).resolve()
+    assert again.engine_json == r.engine_json
+
+
+def test_an_unknown_profile_lists_the_profiles():
+    with pytest.raises(SpecError, match="profiles: ideal, linux-stock, mininet-netem") as info:
+        resolve({**scenario(), "profile": "emulab"})
+    assert info.value.path == "profile"
+
+
+def test_a_profile_is_a_sweep_axis():
+    from ccfair.sweep import Sweep
+
+    sw = Sweep.from_dict(
+        {
+            "name": "profiles",
+            "base": {"builder": "dumbbell", "duration": "2s"},
+            "grid": {"profile": ["ideal", "linux-stock", "mininet-netem"]},
+        }
+    )
+    points = sw.expand()
+    assert [p.params["profile"] for p in points] == ["ideal", "linux-stock", "mininet-netem"]
+    assert len({p.run_id for p in points}) == 3
+
+
+def test_the_kernel_backend_refuses_profiles_naming_what_it_can_take():
+    from ccfair.kernel import check_scenario
+
+    with pytest.raises(SpecError, match='tcp.rmem = "linux"') as info:
+        check_scenario(resolve({**scenario(), "profile": "linux-stock"}), offered=["cubic", "reno"])
+    assert info.value.path == "profile"
