@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ccfair.presets import PRESETS, count_runs
+from ccfair.presets import PRESETS, REPETITIONS, count_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -94,17 +94,19 @@ def harada(tmp_path_factory) -> Path:
     return root
 
 
-def test_reproduce_writes_figures_in_png_and_svg(harada):
+def test_reproduce_writes_figures_in_png_svg_and_pdf(harada):
     figs = harada / "figures"
     names = sorted(p.stem for p in figs.glob("*.png"))
     assert sorted(p.stem for p in figs.glob("*.svg")) == names
+    assert sorted(p.stem for p in figs.glob("*.pdf")) == names
     assert {"heatmap-reno-bbr", "heatmap-cubic-bbr", "heatmap-reno-cubic"} <= set(names)
-    assert "model-vs-measured" in names and "jain_index-vs-alpha" in names
+    assert {"model-vs-measured", "jain_index-vs-alpha", "jain-over-time"} <= set(names)
     assert "throughput-delay" in names
     assert sum(n.startswith("timeseries-") for n in names) == 3
     for name in names:
         assert (figs / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert ET.parse(figs / f"{name}.svg").getroot().tag.endswith("svg")
+        assert (figs / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_report_is_self_contained_and_complete(harada):
@@ -117,12 +119,28 @@ def test_report_is_self_contained_and_complete(harada):
         assert f'id="fig-{name}"' in page
     assert all(src.startswith("data:") for src in re.findall(r'src="([^"]*)"', page))
     assert "<script" not in page and "http://" not in page and "https://" not in page
-    # The summary has one row per grid point: 3 pairs x 2 delays x 2 buffers.
-    summary = page.split('id="summary"')[1].split('id="ccas"')[0]
-    assert summary.count("<tr") - 1 == 12  # minus the header row
-    assert "12 of 12 runs finished" in page
-    for section in ("Model comparison", "ware_full", "Provenance", "ccfair_version"):
+    # The table per grid point has one row per point: 3 pairs x 2 delays x 2 buffers,
+    # each with its n and intervals; no scroll boxes anywhere.
+    points = page.split('id="points"')[1].split('id="ccas"')[0]
+    assert points.count("<tr") - 1 == 12  # minus the header row
+    assert points.count("<td>2</td>") >= 12  # n = 2 on every row
+    assert 'class="ci"' in points
+    style = page.split("<style>")[1].split("</style>")[0]
+    assert "overflow" not in style and "max-height" not in style and "scroll" not in page
+    assert "24 of 24 runs finished: 12 grid points x 2 repetition(s)" in page
+    for section in ("Model comparison", "ware_full", "Provenance", "ccfair version"):
         assert section in page
+    # The summary comes first, with a headline figure; then the setup table.
+    summary = page.split('id="summary"')[1].split('id="setup"')[0]
+    assert '<figure id="fig-heatmap-reno-bbr"' in summary
+    setup = html.unescape(page.split('id="setup"')[1].split('id="figures"')[0])
+    for item in ("topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"):
+        assert f"<td>{item}</td>" in setup, item
+    assert 'profile "linux-4.9"' in setup and "bbr parameters (this run)" in setup
+    assert "ccfair" in setup and "git" in setup
+    # The host's kernel is named as such, never as the modelled TCP.
+    prov = html.unescape(page.split('id="provenance"')[1])
+    assert "host OS kernel (the machine that ran ccfair; not the TCP the simulator" in prov
 
 
 def test_report_renders_in_chromium_with_every_figure_and_no_console_error(harada, tmp_path):
@@ -132,6 +150,35 @@ def test_report_renders_in_chromium_with_every_figure_and_no_console_error(harad
     assert seen["decoded"] == seen["images"]
     assert seen["problems"] == []
     assert seen["console"] == []
+
+
+def test_report_prints_to_pdf_in_chromium_with_every_figure(harada, tmp_path):
+    assert CHROMIUM, "Debian's chromium is needed for this test (scripts/test.sh installs it)"
+    pdf = tmp_path / "report.pdf"
+    out = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={pdf}",
+            (harada / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-"
+    n_figs = len(list((harada / "figures").glob("*.png")))
+    # Each figure is an image in the printed document (the summary's headline figures are
+    # shown there instead of again among the figures), on several A4 pages.
+    assert len(re.findall(rb"/Subtype\s*/Image", data)) >= n_figs
+    pages = len(re.findall(rb"/Type\s*/Page(?!s)", data))
+    assert pages >= 3
 
 
 def test_the_chromium_check_catches_a_broken_figure_and_a_console_error(harada, tmp_path):
@@ -161,8 +208,8 @@ def test_figures_are_reproducible_byte_for_byte(harada, tmp_path):
         files.append(plots.save(fig, tmp_path / str(i), name))
     for a, b in zip(*files, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
-    svg = files[0][1].read_bytes()
-    assert svg == (harada / "figures" / files[0][1].name).read_bytes()  # as the report's
+    for path in files[0]:  # PNG, SVG and PDF as the report's
+        assert path.read_bytes() == (harada / "figures" / path.name).read_bytes(), path.name
 
 
 def test_report_of_an_incomplete_sweep_says_so(tmp_path):
@@ -211,8 +258,8 @@ def test_reproduce_list_shows_every_experiment_with_its_grid_size():
         "katsumata-rtprop",
     ):
         assert re.search(rf"^{name}\s+\d+ runs", out.stdout, re.M), name
-    assert re.search(r"^harada-dumbbell\s+108 runs", out.stdout, re.M)
-    assert re.search(r"^harada-10hop\s+324 runs", out.stdout, re.M)
+    assert re.search(r"^harada-dumbbell\s+270 runs", out.stdout, re.M)
+    assert re.search(r"^harada-10hop\s+810 runs", out.stdout, re.M)
 
 
 @pytest.mark.parametrize("name", list(PRESETS))
@@ -224,9 +271,9 @@ def test_full_preset_grids_expand_to_distinct_valid_runs(name):
 
 
 def test_harada_full_grids_are_the_studies():
-    # docs/experiments.md: 3 CCA pairs x 3 delays x 6 buffers x 2 repetitions, 60 s.
+    # docs/experiments.md: 3 CCA pairs x 3 delays x 6 buffers, 60 s; 5 repetitions.
     pts = PRESETS["harada-dumbbell"].sweep().expand()
-    assert len(pts) == 108
+    assert len(pts) == 54 * REPETITIONS
     assert {p.scenario.duration for p in pts} == {60_000_000_000}
     r = pts[0].scenario.resolve()
     assert r.link("bottleneck").rate_bps == 50_000_000
@@ -257,6 +304,10 @@ def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
     assert out.returncode == 0, out.stderr
     assert (tmp_path / f"timeseries-{rid}.png").read_bytes()[:4] == b"\x89PNG"
     assert ET.parse(tmp_path / f"timeseries-{rid}.svg").getroot().tag.endswith("svg")
+    assert (tmp_path / f"timeseries-{rid}.pdf").read_bytes()[:5] == b"%PDF-"
+    out = cli("plot", str(harada), rid, "--out", str(tmp_path), "--smooth", "-1")
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: --smooth: -1.0 is not a window of 0 or more seconds"
     out = cli("plot", str(harada), "0123456789abcdef", "--out", str(tmp_path))
     assert out.returncode == 2
     assert out.stderr.strip() == f"error: {harada}: no finished run '0123456789abcdef'"

@@ -136,7 +136,8 @@ def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
 
 def test_a_presets_grid_is_a_study():
     quick = val.validation_points(preset="harada-dumbbell", quick=True)
-    assert len(quick) == 12 and {val.pair_of(p) for p in quick} == {
+    # 3 pairs x 2 delays x 2 buffers, 2 repetitions each.
+    assert len(quick) == 24 and {val.pair_of(p) for p in quick} == {
         "reno vs bbr",
         "cubic vs bbr",
         "reno vs cubic",

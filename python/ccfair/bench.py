@@ -172,6 +172,74 @@ def sweep_main(names: list[str], quick: bool = False, workers: int | None = None
     return 0
 
 
+def report_main(targets: list[str], quick: bool = False, workers: int | None = None) -> int:
+    """Time writing the report of each target: a results directory (read only: the report
+    and its figures go to a temporary directory), or a preset, whose grid (full, or quick
+    with ``quick``) is first run with 5 s runs into a temporary directory (as many runs and
+    points as the real sweep, shorter time series). Prints the time of each step; returns
+    an exit status."""
+    import os
+    import tempfile
+
+    from ccfair.executor import run_sweep
+    from ccfair.presets import PRESETS
+    from ccfair.report import write_report
+    from ccfair.sweep import Sweep
+
+    for target in targets:
+        if not os.path.isdir(target) and target not in PRESETS:
+            print(
+                f"error: --report: {target!r} is neither a results directory nor a preset "
+                f"({', '.join(PRESETS)})"
+            )
+            return 2
+    print(
+        f"{'report of':28s} {'runs':>5s} {'figs':>5s} {'total s':>8s} {'metrics':>8s} "
+        f"{'figures':>8s} {'saving':>8s} {'page':>6s}"
+    )
+    for target in targets:
+        with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
+            results_dir = target
+            label = os.path.basename(os.path.normpath(target))
+            if not os.path.isdir(target):
+                d = PRESETS[target].sweep_dict(quick=quick)
+                d["base"] = {**d["base"], "duration": "5s"}
+                results_dir = os.path.join(tmp, "r")
+                outcome = run_sweep(
+                    Sweep.from_dict(d),
+                    results_dir,
+                    workers=workers,
+                    progress=False,
+                    log=lambda m: None,
+                )
+                if not outcome.complete:
+                    print(f"    incomplete: {outcome.summary()}")
+                    return 1
+                label = f"{d['name']} (5 s runs)"
+            steps: dict[str, float] = {}
+            t0 = time.perf_counter()
+            write_report(
+                results_dir,
+                os.path.join(tmp, "report.html"),
+                log=lambda m: None,
+                figures_dir=os.path.join(tmp, "figures"),
+                timings=steps,
+            )
+            total = time.perf_counter() - t0
+            n_figs = len(
+                [f for f in os.listdir(os.path.join(tmp, "figures")) if f.endswith(".png")]
+            )
+            from ccfair.results import finished_run_ids
+
+            n_runs = len(finished_run_ids(results_dir))
+        print(
+            f"{label:28s} {n_runs:5d} {n_figs:5d} {total:8.1f} {steps.get('metrics', 0):8.1f} "
+            f"{steps.get('figures', 0):8.1f} {steps.get('saving figures', 0):8.1f} "
+            f"{steps.get('page', 0):6.2f}"
+        )
+    return 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--child":
         _child(sys.argv[2], sys.argv[3])

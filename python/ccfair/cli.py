@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -230,6 +231,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return frontend_main(str(args.frontend_scenario or scenario))
     if args.sweep:
         return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
+    if args.report:
+        from ccfair.bench import report_main
+
+        return report_main(args.report, quick=args.quick, workers=args.workers)
     return bench_main(quick=args.quick, cases=args.case)
 
 
@@ -320,7 +325,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
             print(f"{'':20s} study: {p.study}")
         return 0
     preset = get(args.name)
-    sweep = _with_backend(preset.sweep(quick=args.quick, baselines=args.baselines), args.backend)
+    if args.repetitions is not None and args.repetitions < 1:
+        raise SpecError("--repetitions", args.repetitions, "is not a positive integer")
+    sweep = _with_backend(
+        preset.sweep(quick=args.quick, baselines=args.baselines, repetitions=args.repetitions),
+        args.backend,
+    )
     out = args.out or _default_out(sweep.name)
     outcome = run_sweep(
         sweep,
@@ -368,6 +378,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if unknown:
         raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
     window = _parse_window(args.window)
+    if not (args.smooth >= 0 and math.isfinite(args.smooth)):
+        raise SpecError("--smooth", args.smooth, "is not a window of 0 or more seconds")
     out = args.out or res.root / "figures"
     pts = res.points().drop_duplicates("run_id").set_index("run_id")
     for i, rid in enumerate(ids, 1):
@@ -376,7 +388,9 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             row = pts.loc[rid]
             label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
         try:
-            fig = plots.timeseries(res, rid, title=label, flows=args.flows, window=window)
+            fig = plots.timeseries(
+                res, rid, title=label, flows=args.flows, window=window, smooth_s=args.smooth
+            )
         except ValueError as exc:  # a flow or window that does not fit the run
             raise SpecError("plot", None, str(exc), with_value=False) from None
         paths = plots.save(fig, out, f"timeseries-{rid}", formats=args.format)
@@ -594,7 +608,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PRESET",
         help="time a preset's whole sweep from scratch instead (repeatable), e.g. harada-dumbbell",
     )
-    b.add_argument("--workers", type=int, help="local workers for --sweep (default: cores)")
+    b.add_argument(
+        "--report",
+        action="append",
+        metavar="PRESET|DIR",
+        help="time writing the report of a results directory, or of a preset's full grid run "
+        "with 5 s runs (repeatable; --quick: its quick grid)",
+    )
+    b.add_argument(
+        "--workers", type=int, help="local workers for --sweep and --report (default: cores)"
+    )
     b.add_argument(
         "--frontend",
         action="store_true",
@@ -631,6 +654,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quick", action="store_true", help="reduced grid, short runs (demo, CI)")
     rp.add_argument("--baselines", action="store_true", help="add own-kind runs (for harm)")
     rp.add_argument(
+        "--repetitions",
+        type=int,
+        metavar="N",
+        help="runs per grid point (default: the preset's, see docs/experiments.md)",
+    )
+    rp.add_argument(
         "--backend",
         choices=["sim", "kernel"],
         help="run on this backend (default: sim; kernel = real Linux TCP, as root)",
@@ -648,7 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     rep.set_defaults(func=_cmd_report)
 
-    pl = sub.add_parser("plot", help="time-series figures of runs (PNG and SVG by default)")
+    pl = sub.add_parser("plot", help="time-series figures of runs (PNG, SVG and PDF by default)")
     pl.add_argument("results", help="results directory")
     pl.add_argument(
         "run_ids", nargs="*", metavar="RUN_ID", help="runs to plot (none: the only run)"
@@ -659,10 +688,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         action="append",
         choices=["png", "svg", "pdf"],
-        help="file format (repeatable; default png and svg)",
+        help="file format (repeatable; default png, svg and pdf)",
     )
     pl.add_argument("--flows", nargs="+", metavar="FLOW", help="draw only these flows")
     pl.add_argument("--window", metavar="START:END", help="time window in seconds, e.g. 5:20")
+    pl.add_argument(
+        "--smooth",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="moving-average window of goodput (default 1; 0 draws the raw samples)",
+    )
     pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     pl.set_defaults(func=_cmd_plot)
 

@@ -945,10 +945,13 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
         )
     stall_us = stall_bound_us(selfcheck, bounds)
     if _gt(late.get("max_us"), stall_us):
+        episodes = fwd.get("stall_episodes") or []
+        over = [t for t, ms in episodes if ms * 1e3 > stall_us]
+        when = f", beyond the bound at {', '.join(f'{t:.1f}' for t in over[:5])} s" if over else ""
         flags.append(
             f"forwarder stall: an event {late['max_us'] / 1e3:.1f} ms late (> {stall_us / 1e3:.1f} "
             f"ms, a tenth of the smallest base RTT); {fwd.get('stalls', 0)} stalls over "
-            f"{fwd.get('stall_threshold_us', 0) / 1e3:g} ms"
+            f"{fwd.get('stall_threshold_us', 0) / 1e3:g} ms{when}"
         )
     ratio = rate_ratio_min(selfcheck, bounds)
     if ratio is not None and ratio < bounds.rate_ratio:

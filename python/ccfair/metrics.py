@@ -33,17 +33,28 @@ import pandas as pd
 
 from ccfair.errors import SpecError
 from ccfair.results import (
+    MARKER_TABLE,
+    TABLES,
     ResultsError,
-    check_schema,
+    check_versions,
     finished_run_ids,
-    jain_index,
     load_table,
     looked_up,
+    read_tables,
 )
 from ccfair.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
-__all__ = ["Results", "bottlenecks", "ci95", "summarize", "t_quantile", "welch_ci95"]
+__all__ = [
+    "Results",
+    "bottlenecks",
+    "bounds_of",
+    "ci95",
+    "clipped_interval",
+    "summarize",
+    "t_quantile",
+    "welch_ci95",
+]
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,6 +114,47 @@ def ci95(values: Any) -> float:
     return t_quantile(0.975, n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
 
 
+def bounds_of(column: str) -> tuple[float | None, float | None]:
+    """The physical range of a metric, (lower, upper); None where it is unbounded.
+
+    Jain's index and fractions lie in [0, 1] (harm, a relative loss, only below 1); rates,
+    delays, packet counts and BDP multiples are not negative. A confidence interval is never
+    drawn or printed beyond these (a t interval of 2 runs easily is).
+
+    Example:
+        >>> bounds_of("jain_index"), bounds_of("harm_goodput_frac"), bounds_of("goodput_mbps")
+        ((0.0, 1.0), (None, 1.0), (0.0, None))
+    """
+    if column == "jain_index":
+        return (0.0, 1.0)
+    if column.startswith("harm_"):
+        return (None, 1.0)
+    if column.endswith("_frac"):
+        return (0.0, 1.0)
+    if column.endswith(("_mbps", "_ms", "_pkts", "_bdp", "_count", "_bytes", "_s")):
+        return (0.0, None)
+    return (None, None)
+
+
+def clipped_interval(
+    mean: float, half_width: float, bounds: tuple[float | None, float | None]
+) -> tuple[float, float]:
+    """The interval mean ± half_width clipped to ``bounds`` (NaN, NaN without a half-width).
+
+    Example:
+        >>> clipped_interval(0.99, 0.07, (0.0, 1.0))
+        (0.92, 1.0)
+    """
+    if not (math.isfinite(mean) and math.isfinite(half_width)):
+        return (float("nan"), float("nan"))
+    lo, hi = mean - half_width, mean + half_width
+    if bounds[0] is not None:
+        lo = max(lo, bounds[0])
+    if bounds[1] is not None:
+        hi = min(hi, bounds[1])
+    return (round(lo, 12), round(hi, 12))
+
+
 def summarize(
     frame: pd.DataFrame, by: list[str], values: list[str], *, sort: bool = False
 ) -> pd.DataFrame:
@@ -113,16 +165,30 @@ def summarize(
         >>> summarize(df, ["k"], ["x"]).to_dict("records")[0]["x"]
         2.0
     """
-    rows = []
-    for key, group in frame.groupby(by, sort=sort, dropna=False, observed=True):
-        key = key if isinstance(key, tuple) else (key,)
-        row: dict[str, Any] = dict(zip(by, key, strict=True))
-        row["n"] = len(group)
-        for col in values:
-            row[col] = float(group[col].mean())
-            row[f"{col}_ci95"] = ci95(group[col])
-        rows.append(row)
-    return pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=[*by, "n", *[c for v in values for c in (v, f"{v}_ci95")]])
+    # Vectorised (a report summarises thousands of runs): group statistics in one pass,
+    # labels taken from each group's first row so that they stay as written (2, not 2.0).
+    data = frame.reset_index(drop=True)
+    clean = {
+        f"_v{i}": pd.to_numeric(data[col], errors="coerce")
+        .astype(float)
+        .replace([np.inf, -np.inf], np.nan)
+        for i, col in enumerate(values)
+    }
+    data = data.assign(_row=np.arange(len(data)), **clean)
+    groups = data.groupby(by, sort=sort, dropna=False, observed=True)
+    out = data.loc[groups["_row"].first().to_numpy(), by].reset_index(drop=True)
+    out["n"] = groups.size().to_numpy()
+    stats = groups[list(clean)].agg(["mean", "std", "count"])
+    for i, col in enumerate(values):
+        mean = stats[(f"_v{i}", "mean")].to_numpy(dtype=float)
+        std = stats[(f"_v{i}", "std")].to_numpy(dtype=float)
+        count = stats[(f"_v{i}", "count")].to_numpy()
+        t = np.array([t_quantile(0.975, int(c) - 1) if c >= 2 else np.nan for c in count])
+        out[col] = mean
+        out[f"{col}_ci95"] = t * std / np.sqrt(np.maximum(count, 1))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,9 +249,16 @@ class Results:
         self.run_ids = finished_run_ids(self.root)
         if not self.run_ids:
             raise ResultsError(f"{self.root}: no finished runs")
-        check_schema(self.root)
+        # The schema version is checked from the runs table itself (one threaded read of
+        # every runs file, which the metrics need anyway) rather than file by file.
+        runs = read_tables([self.root / MARKER_TABLE / f"{rid}.parquet" for rid in self.run_ids])
+        if "schema_version" in runs.columns:
+            versions = {1 if v != v else int(v) for v in runs["schema_version"]}
+        else:
+            versions = {1}
+        check_versions(self.root, versions)
         self.axes: dict[str, list[Any]] = dict(self.record["axes"]) if self.record else {}
-        self._cache: dict[str, pd.DataFrame] = {}
+        self._cache: dict[str, pd.DataFrame] = {MARKER_TABLE: runs}
 
     # ---- display ----------------------------------------------------------------------
 
@@ -222,7 +295,11 @@ class Results:
         """A results table over all finished runs (``runs``, ``flows``, ``link_summary``,
         ``timeseries``, ``links``)."""
         if name not in self._cache:
-            self._cache[name] = load_table(self.root, name, self.run_ids)
+            if name not in (MARKER_TABLE, *TABLES):
+                load_table(self.root, name)  # raises the one-line error naming the tables
+            # The schema was checked when this object was made.
+            paths = [self.root / name / f"{rid}.parquet" for rid in self.run_ids]
+            self._cache[name] = read_tables(paths)
         return self._cache[name]
 
     def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
@@ -299,51 +376,76 @@ class Results:
         """One row per run: the point's labels, rep, and run metrics: ``goodput_mbps`` (all
         flows), ``jain_index``, ``<cca>_share_frac`` per algorithm, and at the bottleneck(s)
         ``utilisation_frac``, ``loss_frac``, ``qdelay_mean_ms`` (mean sojourn minus one
-        packet's serialisation), ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``."""
+        packet's serialisation), ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``,
+        ``drop_queue_pkts`` (buffer overflows) and the sampled queue's 99th percentile
+        ``queue_p99_pkts`` and ``queue_p99_bdp`` (the largest over the bottlenecks)."""
+        if "runs_metrics" in self._cache:
+            return self._cache["runs_metrics"].copy()
         flows = self.table("flows")
         links = self.table("link_summary")
         specs = self.specs()
-        ccas = list(dict.fromkeys(flows["cca"]))
-        links_by_run = dict(tuple(links.groupby("run_id", sort=False)))
-        rows = []
-        for rid, group in flows.groupby("run_id", sort=False):
-            total = float(group["goodput_mbps"].sum())
-            row: dict[str, Any] = {
-                "run_id": rid,
-                "n_flows": len(group),
-                "goodput_mbps": total,
-                "jain_index": jain_index(group["goodput_mbps"].to_numpy()),
+        # Per run over its flows (vectorised: a report of a thousand runs must not loop).
+        goodput = flows["goodput_mbps"].astype(float)
+        by_run = flows.assign(_g=goodput, _g2=goodput * goodput).groupby("run_id", sort=False)
+        per_run = pd.DataFrame(
+            {
+                "n_flows": by_run["_g"].count(),
+                "goodput_mbps": by_run["_g"].sum(),
+                "_sumsq": by_run["_g2"].sum(),
             }
-            for cca in ccas:
-                mine = group[group["cca"] == cca]
-                row[f"{cca}_share_frac"] = (
-                    float(mine["goodput_mbps"].sum()) / total if len(mine) and total > 0 else np.nan
-                )
-            bn = bottlenecks(specs[rid])
-            ls = links_by_run.get(rid, links.iloc[0:0])
-            keep = [
-                (n, d) in bn
-                for n, d in zip(
-                    ls["link_name"].astype(str), ls["direction"].astype(str), strict=True
-                )
-            ]
-            sel = ls[keep]
-            row["bottleneck"] = ",".join(f"{n}:{d}" for n, d in bn)
-            if len(sel):
-                service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
-                arrivals = float(sel["arrival_pkts"].sum())
-                drops = float((sel["drop_queue_pkts"] + sel["drop_random_pkts"]).sum())
-                row["utilisation_frac"] = float(sel["utilisation_frac"].mean())
-                row["loss_frac"] = drops / arrivals if arrivals > 0 else np.nan
-                qdelay_ms = (sel["sojourn_mean_ms"] - service_ms).clip(lower=0).mean()
-                row["qdelay_mean_ms"] = float(qdelay_ms)
-                row["queue_delay_p95_ms"] = float(sel["queue_delay_p95_ms"].max())
-                row["buffer_pkts"] = float(sel["buffer_pkts"].mean())
-                row["buffer_bdp"] = float(sel["buffer_bdp"].mean())
-            rows.append(row)
-        return self.points().merge(
-            pd.DataFrame(rows), on="run_id", how="inner", suffixes=("", "_of_run")
         )
+        denom = per_run["n_flows"] * per_run["_sumsq"]
+        per_run["jain_index"] = (per_run["goodput_mbps"] ** 2 / denom).where(denom > 0)
+        per_run = per_run.drop(columns="_sumsq")
+        by_cca = flows.assign(_g=goodput).groupby(["run_id", "cca"], sort=False)["_g"].sum()
+        total = per_run["goodput_mbps"]
+        for cca in dict.fromkeys(flows["cca"]):
+            mine = by_cca.xs(cca, level="cca").reindex(per_run.index)
+            per_run[f"{cca}_share_frac"] = (mine / total).where(total > 0)
+        # The bottleneck link directions of every run, then their link summaries.
+        keys = []
+        names = {}
+        for rid in per_run.index:
+            bn = bottlenecks(specs[rid])
+            names[rid] = ",".join(f"{n}:{d}" for n, d in bn)
+            keys += [(rid, n, d) for n, d in bn]
+        per_run["bottleneck"] = pd.Series(names)
+        bn_frame = pd.DataFrame(keys, columns=["run_id", "link_name", "direction"])
+        sel = links.assign(
+            link_name=links["link_name"].astype(str), direction=links["direction"].astype(str)
+        ).merge(bn_frame, on=["run_id", "link_name", "direction"], how="inner")
+        service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
+        # The sampled queue's 99th percentile in packets and in BDPs of the buffer's
+        # reference path (buffer_pkts / buffer_bdp): where it stays below the buffer and
+        # nothing is dropped, the buffer never filled.
+        q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
+        sel = sel.assign(
+            _drops=sel["drop_queue_pkts"] + sel["drop_random_pkts"],
+            _qdelay=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
+            _q99=q99_pkts,
+            _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
+        )
+        agg = sel.groupby("run_id", sort=False).agg(
+            utilisation_frac=("utilisation_frac", "mean"),
+            _arrivals=("arrival_pkts", "sum"),
+            _drops=("_drops", "sum"),
+            qdelay_mean_ms=("_qdelay", "mean"),
+            queue_delay_p95_ms=("queue_delay_p95_ms", "max"),
+            buffer_pkts=("buffer_pkts", "mean"),
+            buffer_bdp=("buffer_bdp", "mean"),
+            drop_queue_pkts=("drop_queue_pkts", "sum"),
+            queue_p99_pkts=("_q99", "max"),
+            queue_p99_bdp=("_q99_bdp", "max"),
+        )
+        arrivals = agg.pop("_arrivals").astype(float)
+        drops = agg.pop("_drops").astype(float)
+        agg.insert(1, "loss_frac", (drops / arrivals).where(arrivals > 0))
+        for col in ("buffer_pkts", "drop_queue_pkts"):
+            agg[col] = agg[col].astype(float)
+        frame = per_run.join(agg, how="left").reset_index()
+        out = self.points().merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))
+        self._cache["runs_metrics"] = out
+        return out.copy()
 
     def ccas(self) -> pd.DataFrame:
         """One row per run and algorithm: ``flow_count``, ``per_flow_mbps`` (mean over its
@@ -381,55 +483,75 @@ class Results:
         (baseline - with) / baseline, and ``harm_rtt_frac`` = (with - baseline) / with of their
         mean RTT. Empty when no baseline run is present.
         """
-        from ccfair.api import run_id_of
-        from ccfair.spec import Scenario
-        from ccfair.sweep import baseline_spec
-
         runs = self.table("runs")
-        flows = self.table("flows")
+        flows = self.table("flows")[["run_id", "cca", "flow_name", "goodput_mbps", "rtt_mean_ms"]]
         specs = self.specs()
         backend = dict(zip(runs["run_id"], runs["backend"], strict=True))
-        finished = set(self.run_ids)
-        by_run = dict(tuple(flows.groupby("run_id", sort=False)))
-        rows = []
-        for rid, group in by_run.items():
-            ccas = list(dict.fromkeys(group["cca"]))
+
+        def dumps(x: Any) -> str:
+            return json.dumps(x, sort_keys=True, separators=(",", ":"))
+
+        # The baseline of a run for algorithm A (ccfair.sweep.baseline_spec) is the same
+        # normalised spec with every flow running A with the (already normalised) parameters
+        # of the run's first A flow. So runs are indexed by their spec without the flows'
+        # algorithms ("skeleton") and by what each flow runs: finding a baseline is a lookup,
+        # with no spec resolved again (that costs milliseconds per run).
+        skeleton: dict[str, str] = {}
+        by_key: dict[tuple[str, str], str] = {}
+        for rid, spec in specs.items():
+            bare = {
+                **spec,
+                "flows": [
+                    {k: v for k, v in f.items() if k not in ("cca", "cca_params")}
+                    for f in spec["flows"]
+                ],
+            }
+            skeleton[rid] = backend[rid] + dumps(bare)
+            what = dumps([[f["cca"], f.get("cca_params", {})] for f in spec["flows"]])
+            by_key[(skeleton[rid], what)] = rid
+        pairs = []
+        for rid in flows["run_id"].unique():
+            spec_flows = specs[rid]["flows"]
+            ccas = list(dict.fromkeys(f["cca"] for f in spec_flows))
             if len(ccas) < 2:
                 continue
             for cca in ccas:
-                bspec = baseline_spec(specs[rid], cca)
-                try:
-                    normalized = Scenario.from_normalized(bspec).resolve().normalized
-                except ValueError:  # e.g. an algorithm no longer registered
-                    continue
-                brid = run_id_of(normalized, backend[rid])
-                if brid not in finished:
-                    continue
-                mine = group[group["cca"] == cca]
-                base = by_run[brid]
-                base = base[base["flow_name"].isin(mine["flow_name"])]
-                with_mbps = float(mine["goodput_mbps"].sum())
-                base_mbps = float(base["goodput_mbps"].sum())
-                with_rtt = float(mine["rtt_mean_ms"].mean())
-                base_rtt = float(base["rtt_mean_ms"].mean())
-                rows.append(
-                    {
-                        "run_id": rid,
-                        "baseline_run_id": brid,
-                        "incumbent": cca,
-                        "contender": "+".join(c for c in ccas if c != cca),
-                        "goodput_mbps": with_mbps,
-                        "baseline_mbps": base_mbps,
-                        "harm_goodput_frac": (base_mbps - with_mbps) / base_mbps
-                        if base_mbps > 0
-                        else np.nan,
-                        "rtt_ms": with_rtt,
-                        "baseline_rtt_ms": base_rtt,
-                        "harm_rtt_frac": (with_rtt - base_rtt) / with_rtt
-                        if with_rtt > 0
-                        else np.nan,
-                    }
-                )
+                params = next(f.get("cca_params", {}) for f in spec_flows if f["cca"] == cca)
+                what = dumps([[cca, params] for _ in spec_flows])
+                brid = by_key.get((skeleton[rid], what))
+                if brid is not None:
+                    contender = "+".join(c for c in ccas if c != cca)
+                    pairs.append((rid, cca, brid, contender))
+        # The incumbent's flows in the mixed run, each next to the same flow in its baseline.
+        pair_frame = pd.DataFrame(pairs, columns=["run_id", "cca", "baseline_run_id", "contender"])
+        mine = flows.merge(pair_frame, on=["run_id", "cca"], how="inner")
+        base = flows[["run_id", "flow_name", "goodput_mbps", "rtt_mean_ms"]].rename(
+            columns={
+                "run_id": "baseline_run_id",
+                "goodput_mbps": "baseline_mbps",
+                "rtt_mean_ms": "baseline_rtt_ms",
+            }
+        )
+        mine = mine.merge(base, on=["baseline_run_id", "flow_name"], how="left")
+        agg = (
+            mine.groupby(["run_id", "cca"], sort=False)
+            .agg(
+                baseline_run_id=("baseline_run_id", "first"),
+                contender=("contender", "first"),
+                goodput_mbps=("goodput_mbps", "sum"),
+                baseline_mbps=("baseline_mbps", "sum"),
+                rtt_ms=("rtt_mean_ms", "mean"),
+                baseline_rtt_ms=("baseline_rtt_ms", "mean"),
+            )
+            .reset_index()
+            .rename(columns={"cca": "incumbent"})
+        )
+        base_mbps, with_rtt = agg["baseline_mbps"], agg["rtt_ms"]
+        agg["harm_goodput_frac"] = ((base_mbps - agg["goodput_mbps"]) / base_mbps).where(
+            base_mbps > 0
+        )
+        agg["harm_rtt_frac"] = ((with_rtt - agg["baseline_rtt_ms"]) / with_rtt).where(with_rtt > 0)
+        rows = agg[_HARM_COLUMNS].to_dict("records")
         frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
         points = self.points()
         return points[points["baseline"].isna()].merge(

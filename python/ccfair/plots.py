@@ -1,8 +1,22 @@
-"""Figures for papers: heatmaps, throughput-vs-buffer curves, time series, model vs measured.
+"""Figures for papers: heatmaps, curves over the buffer, per-flow distributions, time series,
+Jain over time, model vs measured, throughput against delay.
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
-state, no backend switch); :func:`save` writes it as PNG and SVG. Colours of the algorithms are
-fixed (:data:`CCA_COLORS`) so that figures of one report agree.
+state, no backend switch); :func:`save` writes it as PNG, SVG and PDF. One style throughout
+(docs/experiments.md, "Figures"):
+
+- **colour per algorithm** (:data:`CCA_COLORS`, Okabe-Ito, colourblind-safe) with a marker per
+  algorithm in figures of algorithms (curves, dots, scatter);
+- **colour per flow** (:data:`FLOW_COLORS`, Paul Tol's "muted" set, also colourblind-safe)
+  with a **line style per algorithm** (:data:`CCA_LINESTYLES`) in figures of flows (time
+  series), so that two flows of one algorithm never look alike;
+- **greys with markers and line styles** (:data:`LEVEL_STYLES`) for any other variable (delay,
+  number of flows, variant), so that no algorithm colour means anything else; links (queues,
+  capacity, buffer) are black or grey;
+- axis labels name the quantity and its unit; legends sit outside the data; goodput time
+  series are a moving average over :data:`SMOOTH_S` seconds (``smooth_s=0``: raw samples) with
+  the bottleneck capacity drawn; intervals are 95% Student t over the repetitions, clipped to
+  the metric's physical range, with each repetition drawn as a dot and n stated.
 
 Example:
     >>> from ccfair.metrics import Results
@@ -16,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,34 +38,120 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from ccfair.metrics import Results, bottlenecks
-from ccfair.results import replace_via_temporary
+from ccfair.metrics import Results, bottlenecks, bounds_of, clipped_interval
+from ccfair.results import jain_index, replace_via_temporary
+from ccfair.units import parse_duration, parse_rate
 
 __all__ = [
     "CCA_COLORS",
+    "CCA_LINESTYLES",
+    "CCA_MARKERS",
+    "FLOW_COLORS",
+    "LEVEL_STYLES",
+    "SMOOTH_S",
     "ResultsPlots",
     "RunPlots",
-    "run_timeseries",
-    "throughput_delay",
-    "bars",
+    "axis_label",
+    "dots",
+    "flow_distribution",
     "heatmaps",
+    "jain_over_time",
     "metric_vs_buffer",
     "model_vs_measured",
+    "run_timeseries",
     "save",
+    "throughput_delay",
     "throughput_vs_buffer",
     "timeseries",
     "timeseries_rows",
 ]
 
-#: One colour per algorithm (matplotlib's tab10 palette), the same in every figure.
+# --------------------------------------------------------------------------------------------
+# Style
+
+#: One colour per algorithm (Okabe & Ito's colourblind-safe palette), the same in every
+#: figure; these colours mean nothing else anywhere.
 CCA_COLORS = {
-    "reno": "#1f77b4",
-    "cubic": "#ff7f0e",
-    "bbr": "#2ca02c",
-    "copa": "#d62728",
+    "reno": "#0072B2",  # blue
+    "cubic": "#E69F00",  # orange
+    "bbr": "#009E73",  # bluish green
+    "copa": "#CC79A7",  # reddish purple
 }
-_EXTRA_COLORS = ["#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+_EXTRA_CCA_COLORS = ["#D55E00", "#56B4E9", "#F0E442"]
+#: A marker per algorithm (figures of algorithms).
+CCA_MARKERS = {"reno": "s", "cubic": "^", "bbr": "o", "copa": "D"}
+#: A line style per algorithm (figures of flows, where colour is the flow).
+CCA_LINESTYLES: dict[str, Any] = {
+    "bbr": "-",
+    "cubic": (0, (5, 1.5)),
+    "reno": (0, (1.2, 1.2)),
+    "copa": (0, (6, 1.5, 1.2, 1.5)),
+}
+_EXTRA_LINESTYLES: list[Any] = [(0, (3, 1, 1, 1, 1, 1)), (0, (8, 2))]
+#: A colour per flow, in flow order (Paul Tol's "muted" scheme, then black and grey): none
+#: is an algorithm colour.
+FLOW_COLORS = [
+    "#332288",
+    "#88CCEE",
+    "#44AA99",
+    "#117733",
+    "#999933",
+    "#DDCC77",
+    "#CC6677",
+    "#882255",
+    "#AA4499",
+    "#000000",
+    "#888888",
+]
+#: Styles of the levels of any other variable (delay, n, variant, ...): greys, markers and
+#: line styles, so that they print in black and white and never look like an algorithm.
+LEVEL_STYLES = [
+    {"color": "#000000", "marker": "o", "ls": "-"},
+    {"color": "#6b6b6b", "marker": "s", "ls": (0, (5, 1.5))},
+    {"color": "#a6a6a6", "marker": "^", "ls": (0, (1.2, 1.2))},
+    {"color": "#3d3d3d", "marker": "D", "ls": (0, (6, 1.5, 1.2, 1.5))},
+    {"color": "#8a8a8a", "marker": "v", "ls": (0, (3, 1, 1, 1, 1, 1))},
+    {"color": "#202020", "marker": "P", "ls": (0, (8, 2))},
+]
+#: Links: queues, capacity and buffer lines.
+LINK_COLOR = "#000000"
+#: Default moving-average window of goodput time series, seconds.
+SMOOTH_S = 1.0
+
+#: Full axis labels of grid keys and metrics (quantity and unit).
+AXIS_LABELS = {
+    "delay": "bottleneck one-way delay D [ms]",
+    "alpha": "buffer [x BDP]",
+    "n_flows": "number of flows",
+    "per_cca": "flows per algorithm n",
+    "rtt_ratio": "RTT spread (longest / shortest base RTT)",
+    "params.bbr": "BBR variant",
+    "ccas": "algorithms",
+    "rate": "bottleneck rate",
+    "loss": "random loss probability",
+    "jain_index": "Jain index",
+    "utilisation_frac": "bottleneck utilisation",
+    "loss_frac": "loss rate at the bottleneck",
+    "goodput_mbps": "goodput [Mbit/s]",
+    "per_flow_mbps": "goodput per flow [Mbit/s]",
+    "share_frac": "share of goodput",
+    "queue_p99_bdp": "queue, 99th percentile [BDP]",
+    "queue_p99_pkts": "queue, 99th percentile [packets]",
+    "qdelay_mean_ms": "queueing delay [ms]",
+    "queue_delay_p95_ms": "queueing delay, 95th percentile [ms]",
+}
+#: Short names of grid keys for titles and legends ("D = 18 ms").
+_SHORT = {
+    "delay": "D",
+    "alpha": "buffer",
+    "n_flows": "n",
+    "per_cca": "n",
+    "rtt_ratio": "RTT spread",
+    "params.bbr": "BBR",
+    "ccas": "",
+}
 
 # Reproducible SVG files: fixed ids, no date stamp.
 matplotlib.rcParams["svg.hashsalt"] = "ccfair"
@@ -60,8 +160,102 @@ matplotlib.rcParams["svg.hashsalt"] = "ccfair"
 def cca_color(cca: str) -> str:
     """The colour of an algorithm."""
     if cca not in CCA_COLORS:
-        CCA_COLORS[cca] = _EXTRA_COLORS[(len(CCA_COLORS) - 4) % len(_EXTRA_COLORS)]
+        CCA_COLORS[cca] = _EXTRA_CCA_COLORS[(len(CCA_COLORS) - 4) % len(_EXTRA_CCA_COLORS)]
     return CCA_COLORS[cca]
+
+
+def cca_marker(cca: str) -> str:
+    """The marker of an algorithm."""
+    return CCA_MARKERS.get(cca, "X")
+
+
+def cca_linestyle(cca: str) -> Any:
+    """The line style of an algorithm (in figures of flows)."""
+    if cca not in CCA_LINESTYLES:
+        CCA_LINESTYLES[cca] = _EXTRA_LINESTYLES[(len(CCA_LINESTYLES) - 4) % 2]
+    return CCA_LINESTYLES[cca]
+
+
+def level_style(i: int) -> dict[str, Any]:
+    """The style of the i-th level of a non-algorithm variable."""
+    return LEVEL_STYLES[i % len(LEVEL_STYLES)]
+
+
+def axis_label(key: str) -> str:
+    """The axis label of a grid key or metric: the quantity and its unit.
+
+    Example:
+        >>> axis_label("alpha")
+        'buffer [x BDP]'
+    """
+    return AXIS_LABELS.get(key, key.replace("_", " "))
+
+
+def axis_name(key: str) -> str:
+    """A short name of a grid key for titles ("D", "buffer", "n")."""
+    return _SHORT.get(key, key)
+
+
+def point_label(key: str, value: Any) -> str:
+    """A grid value as a reader says it.
+
+    Example:
+        >>> point_label("delay", "18ms"), point_label("alpha", 2), point_label("ccas", "reno-bbr")
+        ('D = 18 ms', 'buffer 2 x BDP', 'reno-bbr')
+    """
+    if key == "delay":
+        return f"D = {_ms_text(value)} ms"
+    if key == "alpha":
+        return f"buffer {value} x BDP"
+    if key in ("n_flows", "per_cca"):
+        return f"n = {value}"
+    if key == "ccas":
+        return str(value)
+    return f"{axis_name(key)} {value}"
+
+
+def _ms_text(value: Any) -> str:
+    ns = parse_duration(value)
+    return f"{ns / 1e6:g}" if ns is not None else str(value)
+
+
+def _tick(key: str, value: Any) -> str:
+    return _ms_text(value) if key == "delay" else str(value)
+
+
+def varying_keys(results: Results) -> list[str]:
+    """Grid keys with more than one value (a one-value axis is part of the setup)."""
+    return [k for k, v in results.axes.items() if len(v) > 1] or list(results.axes)
+
+
+def _legend_outside(
+    fig: Figure, handles: list, *, ncol: int | None = None, title: str | None = None
+) -> None:
+    """One legend for the whole figure, below the panels (never on data)."""
+    if not handles:
+        return
+    ncol = ncol or min(len(handles), 4)
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=ncol,
+        fontsize=8,
+        frameon=False,
+        title=title,
+        title_fontsize=8,
+    )
+
+
+def _legend_right(ax: Any, **kw: Any) -> None:
+    """A legend to the right of one axes, outside it."""
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0,
+        fontsize=7,
+        frameon=False,
+        **kw,
+    )
 
 
 def save(
@@ -70,13 +264,14 @@ def save(
     name: str,
     formats: Sequence[str] | None = None,
 ) -> list[Path]:
-    """Write ``fig`` as ``out_dir/name.png`` (150 dpi) and ``out_dir/name.svg`` (or the
-    ``formats`` asked for: png, svg, pdf); returns the paths. Files are written under a
-    temporary name and renamed.
+    """Write ``fig`` as ``out_dir/name.png`` (150 dpi), ``.svg`` and ``.pdf`` (or the
+    ``formats`` asked for: png, svg, pdf); returns the paths, in that order. Files are
+    written under a temporary name and renamed, with no date stamp, so that a figure is the
+    same byte for byte each time.
 
     Example:
         >>> save(timeseries(res, run_id), "figures", "ts-" + run_id)  # doctest: +SKIP
-        [PosixPath('figures/ts-....png'), PosixPath('figures/ts-....svg')]
+        [PosixPath('figures/ts-....png'), PosixPath('figures/ts-....svg'), ...]
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,12 +281,13 @@ def save(
         "svg": {"metadata": {"Date": None, "Creator": None}},
         "pdf": {"metadata": {"CreationDate": None, "Creator": None, "Producer": None}},
     }
-    for ext in formats or ("png", "svg"):
-        kwargs = options[ext]
+    for ext in formats or ("png", "svg", "pdf"):
+        if ext not in options:
+            raise ValueError(f"formats: {ext!r} is not png, svg or pdf")
         path = out / f"{name}.{ext}"
         # The figures use constrained layout; the temporary is ccfair-named (results.py).
         replace_via_temporary(
-            path, lambda tmp, ext=ext, kwargs=kwargs: fig.savefig(tmp, format=ext, **kwargs)
+            path, lambda tmp, ext=ext, kwargs=options[ext]: fig.savefig(tmp, format=ext, **kwargs)
         )
         paths.append(path)
     return paths
@@ -118,6 +314,65 @@ def _order(values: Sequence[Any], axis: Sequence[Any] | None) -> list[Any]:
         return present
 
 
+def _n_text(counts: Any) -> str:
+    """ "n = 5" (or "n = 2-5" when points differ) for captions and legends."""
+    ns = sorted({int(c) for c in counts if c == c})
+    if not ns:
+        return ""
+    return f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}-{ns[-1]}"
+
+
+def capacity_mbps(spec: Mapping[str, Any]) -> float:
+    """The lowest bottleneck rate of a normalised spec, in Mbit/s (NaN without links)."""
+    rates = {link["name"]: parse_rate(link["rate"]) or 0 for link in spec.get("links", [])}
+    names = [n for n, _ in bottlenecks(spec)] if spec.get("flows") else []
+    values = [rates[n] for n in names if n in rates]
+    return min(values) / 1e6 if values else float("nan")
+
+
+def _results_capacity(results: Results) -> float:
+    caps = [capacity_mbps(s) for s in results.specs().values()]
+    caps = [c for c in caps if math.isfinite(c)]
+    return max(caps) if caps else float("nan")
+
+
+def _grid(n: int, ncol_max: int = 3, w: float = 4.0, h: float = 3.0) -> tuple[Figure, np.ndarray]:
+    nrow = math.ceil(n / ncol_max)
+    ncol = math.ceil(n / nrow)
+    fig = Figure(figsize=(w * ncol + 1.6, h * nrow + 0.9), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def _combos(frame: pd.DataFrame, keys: list[str], axes: Mapping[str, Any]) -> list[tuple]:
+    if not keys:
+        return [()]
+    seen = [tuple(r) for r in frame[keys].drop_duplicates().itertuples(index=False)]
+
+    # Grid order of every key.
+    def rank(combo: tuple) -> tuple:
+        out = []
+        for k, v in zip(keys, combo, strict=True):
+            order = list(axes.get(k) or [])
+            out.append(order.index(v) if v in order else len(order))
+        return tuple(out)
+
+    return sorted(seen, key=rank)
+
+
+def _panel_title(keys: list[str], combo: tuple) -> str:
+    return ", ".join(point_label(k, v) for k, v in zip(keys, combo, strict=True))
+
+
+def _select(frame: pd.DataFrame, keys: list[str], combo: tuple) -> pd.DataFrame:
+    sel = frame
+    for k, v in zip(keys, combo, strict=True):
+        sel = sel[sel[k] == v]
+    return sel
+
+
 # --------------------------------------------------------------------------------------------
 # Heatmaps (Harada study: delay x alpha, darker = higher, values annotated)
 
@@ -139,12 +394,14 @@ def heatmaps(
     by: str | None = None,
     value: str = "goodput_mbps",
     flow_group: Callable[[str], str] = _flow_group_default,
-    cmap: str = "Blues",
+    cmap: str = "Greys",
     unit: str = "Mbit/s",
 ) -> list[tuple[str, Figure]]:
     """One figure per value of ``by`` (e.g. the CCA pair), with one heatmap per flow (or flow
     group) of the mean ``value`` over repetitions, on the grid axes ``x`` and ``y``; darker =
-    higher, each cell annotated. All panels of a figure share one colour scale.
+    higher, each cell annotated with the mean and, below it, the lowest and highest
+    repetition. All panels of a figure share one grey scale (no hue: it prints, and no
+    algorithm colour is reused).
 
     Returns (name, figure) pairs, names like ``heatmap-reno-bbr``.
     """
@@ -166,51 +423,69 @@ def heatmaps(
             .reset_index()
         )
         cells = per_run.groupby([x, y, "group"], sort=False).agg(
-            v=("v", "mean"), cca=("cca", "first")
+            v=("v", "mean"),
+            lo=("v", "min"),
+            hi=("v", "max"),
+            n=("v", "count"),
+            cca=("cca", "first"),
         )
         panels = list(dict.fromkeys(per_run["group"]))
         vmax = float(np.nanmax(cells["v"])) if len(cells) else 1.0
         ncol = len(panels)
         fig = Figure(
-            figsize=(0.9 + 3.1 * ncol, 0.8 + 0.42 * len(ys_all) + 0.9), layout="constrained"
+            figsize=(1.4 + 3.3 * ncol, 1.2 + 0.5 * len(ys_all) + 0.9), layout="constrained"
         )
         axes = fig.subplots(1, ncol, squeeze=False)[0]
         image = None
         for ax, panel in zip(axes, panels, strict=True):
             grid = np.full((len(ys_all), len(xs_all)), np.nan)
+            ranges: dict[tuple[int, int], tuple[float, float, int]] = {}
             cca = ""
             for i, yv in enumerate(ys_all):
                 for j, xv in enumerate(xs_all):
                     key = (xv, yv, panel)
                     if key in cells.index:
-                        grid[i, j] = cells.loc[key, "v"]
-                        cca = cells.loc[key, "cca"]
+                        cell = cells.loc[key]
+                        grid[i, j] = cell["v"]
+                        ranges[(i, j)] = (cell["lo"], cell["hi"], int(cell["n"]))
+                        cca = cell["cca"]
             image = ax.imshow(
                 grid, cmap=cmap, vmin=0, vmax=vmax or 1.0, origin="lower", aspect="auto"
             )
-            for i in range(len(ys_all)):
-                for j in range(len(xs_all)):
-                    v = grid[i, j]
-                    if math.isfinite(v):
-                        dark = v > 0.55 * (vmax or 1.0)
-                        ax.text(
-                            j,
-                            i,
-                            f"{v:.1f}",
-                            ha="center",
-                            va="center",
-                            fontsize=8,
-                            color="white" if dark else "black",
-                        )
-            ax.set_xticks(range(len(xs_all)), [str(v) for v in xs_all])
-            ax.set_yticks(range(len(ys_all)), [str(v) for v in ys_all])
-            ax.set_xlabel(x)
-            ax.set_ylabel(y)
+            for (i, j), (lo, hi, n) in ranges.items():
+                v = grid[i, j]
+                colour = "white" if v > 0.5 * (vmax or 1.0) else "black"
+                ax.text(
+                    j,
+                    i + (0.1 if n > 1 else 0),
+                    f"{v:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color=colour,
+                )
+                if n > 1:
+                    ax.text(
+                        j,
+                        i - 0.25,
+                        f"{lo:.1f}-{hi:.1f}",
+                        ha="center",
+                        va="center",
+                        fontsize=5.5,
+                        color=colour,
+                    )
+            ax.set_xticks(range(len(xs_all)), [_tick(x, v) for v in xs_all])
+            ax.set_yticks(range(len(ys_all)), [_tick(y, v) for v in ys_all])
+            ax.set_xlabel(axis_label(x))
+            ax.set_ylabel(axis_label(y))
             ax.set_title(f"{panel} ({cca})" if cca else str(panel), fontsize=10)
         if image is not None:
-            fig.colorbar(image, ax=list(axes), label=f"{value.replace('_mbps', '')} [{unit}]")
+            label = "mean goodput" if value == "goodput_mbps" else value.replace("_", " ")
+            fig.colorbar(image, ax=list(axes), label=f"{label} [{unit}]")
         title = results.record["name"] if results.record else results.root.name
-        fig.suptitle(f"{title}: {by} = {g}" if g is not None else title, fontsize=11)
+        n_text = _n_text(cells["n"])
+        head = f"{title}: {point_label(by, g)}" if g is not None and by else title
+        fig.suptitle(f"{head} ({n_text} repetitions per cell)" if n_text else head, fontsize=11)
         out.append((f"heatmap-{slug(g) if g is not None else 'all'}", fig))
     return out
 
@@ -223,8 +498,48 @@ def _log2_axis(ax: Any, values: Any) -> None:
     ax.minorticks_off()
 
 
+def _interval_band(
+    ax: Any, xv: np.ndarray, mean: np.ndarray, half: np.ndarray, bounds: tuple, color: str
+) -> None:
+    lo_hi = [clipped_interval(m, h, bounds) for m, h in zip(mean, half, strict=True)]
+    lo = np.array([a for a, _ in lo_hi])
+    hi = np.array([b for _, b in lo_hi])
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if ok.any():
+        ax.fill_between(xv[ok], lo[ok], hi[ok], color=color, alpha=0.18, linewidth=0)
+
+
+def _hollow(ax: Any, x: Any, y: Any, color: str, marker: str, *, s: float = 9) -> None:
+    """Single runs (repetitions) as small hollow markers, the same in every figure."""
+    ax.scatter(
+        x,
+        y,
+        s=s,
+        marker=marker,
+        facecolors="none",
+        edgecolors=color,
+        linewidths=0.6,
+        alpha=0.8,
+        zorder=2,
+    )
+
+
+def _rep_dots(
+    ax: Any, xv: np.ndarray, values: list[np.ndarray], color: str, marker: str, log_x: bool = True
+) -> None:
+    """Each repetition as a small hollow marker, spread a little along x so they do not hide
+    each other."""
+    for x0, vals in zip(xv, values, strict=True):
+        k = len(vals)
+        if k <= 1:
+            continue
+        spread = np.linspace(-1, 1, k) * 0.06
+        xs = x0 * np.power(2.0, spread) if log_x else x0 + spread
+        _hollow(ax, xs, vals, color, marker, s=9)
+
+
 # --------------------------------------------------------------------------------------------
-# Curves over the buffer (Copa study: throughput vs buffer per CCA, with CI bands)
+# Curves over the buffer (Copa study: throughput vs buffer per CCA, with intervals)
 
 
 def throughput_vs_buffer(
@@ -233,56 +548,60 @@ def throughput_vs_buffer(
     x: str = "alpha",
     panels: Sequence[str] = (),
     value: str = "per_flow_mbps",
-    ylabel: str = "mean throughput per flow [Mbit/s]",
+    ylabel: str | None = None,
 ) -> list[tuple[str, Figure]]:
-    """Mean ``value`` per algorithm against the buffer axis ``x`` (log2), one line per
-    algorithm with its 95% CI over repetitions as a band; one panel per combination of the
-    ``panels`` grid keys, in one figure."""
+    """Mean ``value`` per algorithm against the buffer axis ``x`` (log2): one line per
+    algorithm (its colour and marker), each repetition as a dot, the 95% interval as a band
+    clipped to [0, capacity]; the fair share (capacity / number of flows) dashed; one panel
+    per combination of the ``panels`` grid keys, in one figure."""
     table = results.ccas()
     table = table[table["baseline"].isna()]
     if table.empty:
         return []
     keys = [k for k in panels if k in table.columns]
     summary = results.point_summary(table, [value], ["cca"])
-    combos = (
-        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
-        if keys
-        else [()]
-    )
-    ncol = min(len(combos), 3)
-    nrow = math.ceil(len(combos) / ncol)
-    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
-    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    combos = _combos(summary, keys, results.axes)
+    fig, axes = _grid(len(combos))
+    capacity = _results_capacity(results)
+    bounds = (0.0, capacity if math.isfinite(capacity) else None)
     xs_order = results.axes.get(x)
+    handles: dict[str, Any] = {}
+    runs_per_flow = table.groupby("run_id")["flow_count"].sum()
     for ax, combo in zip(axes, combos, strict=False):
-        sel = summary
-        for k, v in zip(keys, combo, strict=True):
-            sel = sel[sel[k] == v]
+        sel = _select(summary, keys, combo)
+        raw = _select(table, keys, combo)
         for cca in dict.fromkeys(sel["cca"]):
             line = sel[sel["cca"] == cca]
             order = _order(line[x], xs_order)
             line = line.set_index(x).loc[order].reset_index()
             xv = np.asarray([float(v) for v in line[x]])
             mean = line[value].to_numpy(dtype=float)
-            ci = np.nan_to_num(line[f"{value}_ci95"].to_numpy(dtype=float))
-            color = cca_color(str(cca))
-            ax.plot(xv, mean, marker="o", ms=3.5, color=color, label=str(cca))
-            lo = np.clip(mean - ci, 0, None)  # throughput is never negative
-            ax.fill_between(xv, lo, mean + ci, color=color, alpha=0.2, linewidth=0)
+            half = line[f"{value}_ci95"].to_numpy(dtype=float)
+            color, marker = cca_color(str(cca)), cca_marker(str(cca))
+            mine = raw[raw["cca"] == cca]
+            reps = [mine[mine[x] == v][value].to_numpy(dtype=float) for v in order]
+            _interval_band(ax, xv, mean, half, bounds, color)
+            _rep_dots(ax, xv, reps, color, marker)
+            (h,) = ax.plot(xv, mean, marker=marker, ms=4, color=color, label=str(cca))
+            handles.setdefault(str(cca), h)
+        n_flows = runs_per_flow.reindex(raw["run_id"]).dropna()
+        if math.isfinite(capacity) and len(n_flows):
+            share = capacity / float(n_flows.iloc[0])
+            h = ax.axhline(share, color=LINK_COLOR, lw=0.8, ls="--", label="fair share")
+            handles.setdefault("fair share", h)
         _log2_axis(ax, summary[x])
-        ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
-        ax.set_ylabel(ylabel)
+        ax.set_xlabel(axis_label(x))
+        ax.set_ylabel(ylabel or axis_label(value))
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
-        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
-        ax.legend(fontsize=8)
-    for ax in axes[len(combos) :]:
-        ax.set_visible(False)
+        ax.set_title(_panel_title(keys, combo), fontsize=10)
+    n_text = _n_text(summary["n"])
+    _legend_outside(
+        fig,
+        list(handles.values()),
+        title=f"mean, repetitions (dots), 95% interval (band); {n_text} per point",
+    )
     return [("throughput-vs-buffer", fig)]
-
-
-#: Run metrics that live in [0, 1]: their axes and CI bands are kept there.
-_UNIT_INTERVAL = {"jain_index", "utilisation_frac", "loss_frac"}
 
 
 def metric_vs_buffer(
@@ -294,122 +613,258 @@ def metric_vs_buffer(
     panels: Sequence[str] = (),
     ylabel: str | None = None,
     name: str | None = None,
+    diagonal: bool = False,
 ) -> list[tuple[str, Figure]]:
     """A run metric (e.g. ``jain_index``, ``utilisation_frac``) against the buffer axis,
-    one line per value of ``lines`` with 95% CI bands, one panel per ``panels`` combination.
-    Metrics in [0, 1] (Jain index, utilisation, loss rate, shares) get a [0, 1] axis and bands
-    clipped to it."""
+    one line per value of ``lines`` (greys, markers and line styles), each repetition a dot,
+    95% bands clipped to the metric's range (:func:`ccfair.metrics.bounds_of`), one panel per
+    ``panels`` combination. ``diagonal`` draws y = x (e.g. a queue against its buffer)."""
     runs = results.runs()
     runs = runs[runs["baseline"].isna()]
     if runs.empty or metric not in runs.columns:
         return []
-    bounded = metric in _UNIT_INTERVAL or metric.endswith("_share_frac")
+    bounds = bounds_of(metric)
     summary = results.point_summary(runs, [metric])
-    keys = [k for k in panels if k in summary.columns]
-    combos = (
-        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
-        if keys
-        else [()]
-    )
-    ncol = min(len(combos), 3)
-    nrow = math.ceil(len(combos) / ncol)
-    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
-    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    keys = [
+        k for k in panels if k in summary.columns and len(results.axes.get(k, [None, None])) > 1
+    ]
+    lines = lines if lines in summary.columns else None
+    combos = _combos(summary, keys, results.axes)
+    fig, axes = _grid(len(combos))
+    handles: dict[str, Any] = {}
     for ax, combo in zip(axes, combos, strict=False):
-        sel = summary
-        for k, v in zip(keys, combo, strict=True):
-            sel = sel[sel[k] == v]
+        sel = _select(summary, keys, combo)
+        raw = _select(runs, keys, combo)
         line_values = _order(sel[lines], results.axes.get(lines)) if lines else [None]
         for i, lv in enumerate(line_values):
             line = sel if lv is None else sel[sel[lines] == lv]
+            mine = raw if lv is None else raw[raw[lines] == lv]
             order = _order(line[x], results.axes.get(x))
             line = line.groupby(x, sort=False).first().loc[order].reset_index()
             xv = np.asarray([float(v) for v in line[x]])
             mean = line[metric].to_numpy(dtype=float)
-            ci = np.nan_to_num(line[f"{metric}_ci95"].to_numpy(dtype=float))
-            color = f"C{i}"
-            ax.plot(
-                xv, mean, marker="o", ms=3.5, color=color, label=f"{lines}={lv}" if lines else None
+            half = line[f"{metric}_ci95"].to_numpy(dtype=float)
+            st = level_style(i)
+            reps = [mine[mine[x] == v][metric].to_numpy(dtype=float) for v in order]
+            _interval_band(ax, xv, mean, half, bounds, st["color"])
+            _rep_dots(ax, xv, reps, st["color"], st["marker"])
+            label = point_label(lines, lv) if lines else axis_label(metric)
+            (h,) = ax.plot(
+                xv, mean, marker=st["marker"], ms=4, color=st["color"], ls=st["ls"], label=label
             )
-            lo, hi = mean - ci, mean + ci
-            if bounded:  # a CI of 2 repetitions can leave [0, 1]; the metric cannot
-                lo, hi = np.clip(lo, 0, 1), np.clip(hi, 0, 1)
-            ax.fill_between(xv, lo, hi, color=color, alpha=0.2, linewidth=0)
+            handles.setdefault(label, h)
+        if diagonal:
+            ticks = np.asarray(sorted({float(v) for v in summary[x]}))
+            h = ax.plot(ticks, ticks, color=LINK_COLOR, lw=0.8, ls=":", label="y = x (the buffer)")[
+                0
+            ]
+            handles.setdefault("diagonal", h)
+            ax.set_yscale("log", base=2)
         _log2_axis(ax, summary[x])
-        ax.set_xlabel(f"buffer [{x} x BDP]" if x == "alpha" else x)
-        ax.set_ylabel(ylabel or metric)
-        if bounded:
+        ax.set_xlabel(axis_label(x))
+        ax.set_ylabel(ylabel or axis_label(metric))
+        if bounds == (0.0, 1.0):
             ax.set_ylim(0, 1.03)
         ax.grid(alpha=0.3)
-        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
-        if lines:
-            ax.legend(fontsize=8)
-    for ax in axes[len(combos) :]:
-        ax.set_visible(False)
+        ax.set_title(_panel_title(keys, combo), fontsize=10)
+    n_text = _n_text(summary["n"])
+    _legend_outside(
+        fig,
+        list(handles.values()),
+        title=f"mean, repetitions (dots), 95% interval (band); {n_text} per point",
+    )
     return [(name or f"{metric}-vs-{x}", fig)]
 
 
-def bars(
+def dots(
     results: Results,
     *,
     value: str,
     x: str,
     hue: str | None = None,
     panels: Sequence[str] = (),
-    cca: str | None = None,
+    table: str = "ccas",
+    where: Mapping[str, Any] | None = None,
     ylabel: str | None = None,
     name: str | None = None,
 ) -> list[tuple[str, Figure]]:
-    """Grouped bars of a per-algorithm ``value`` (from :meth:`Results.ccas`, e.g.
-    ``per_flow_mbps`` or ``share_frac``) of algorithm ``cca`` over the grid key ``x``, one bar per
-    value of ``hue``, one panel per ``panels`` combination; error bars are 95% CIs."""
-    table = results.ccas()
-    table = table[table["baseline"].isna()]
-    if cca is not None:
-        table = table[table["cca"] == cca]
-    if table.empty:
+    """A value over a categorical grid key ``x`` (e.g. the BBR variant): each repetition a
+    dot, the mean a larger marker with its 95% interval (clipped to the value's range), one
+    group per value of ``hue`` (algorithm colours when ``hue`` is ``"cca"``, greys otherwise),
+    one panel per ``panels`` combination. ``table`` is ``"ccas"`` (per-algorithm values, e.g.
+    ``per_flow_mbps``) or ``"runs"`` (run metrics, e.g. ``jain_index``); ``where`` keeps rows
+    whose columns have these values."""
+    frame = results.ccas() if table == "ccas" else results.runs()
+    frame = frame[frame["baseline"].isna()]
+    for k, v in (where or {}).items():
+        if k in frame.columns:
+            frame = frame[frame[k] == v]
+    if frame.empty or value not in frame.columns:
         return []
-    summary = results.point_summary(table, [value], ["cca"])
-    keys = [k for k in panels if k in summary.columns]
-    combos = (
-        [tuple(r) for r in summary[keys].drop_duplicates().itertuples(index=False)]
-        if keys
-        else [()]
-    )
-    fig = Figure(figsize=(4.8 * len(combos), 3.4), layout="constrained")
-    axes = fig.subplots(1, len(combos), squeeze=False)[0]
+    extra = ["cca"] if table == "ccas" else []
+    summary = results.point_summary(frame, [value], extra)
+    keys = [k for k in panels if k in summary.columns and len(set(summary[k])) > 1]
+    combos = _combos(summary, keys, results.axes)
+    ncol = len(list(dict.fromkeys(summary[keys[-1]]))) if keys else 1
+    fig, axes = _grid(len(combos), ncol_max=max(1, min(ncol, 4)), w=3.6, h=3.0)
+    bounds = bounds_of(value)
+    if value.endswith("_mbps"):
+        cap = _results_capacity(results)
+        bounds = (0.0, cap if math.isfinite(cap) else None)
     xs = _order(summary[x], results.axes.get(x))
     hues = _order(summary[hue], results.axes.get(hue)) if hue else [None]
+    width = 0.7 / len(hues)
+    handles: dict[str, Any] = {}
+    for ax, combo in zip(axes, combos, strict=False):
+        sel = _select(summary, keys, combo)
+        raw = _select(frame, keys, combo)
+        for i, h in enumerate(hues):
+            if hue == "cca":
+                color, marker = cca_color(str(h)), cca_marker(str(h))
+            else:
+                st = level_style(i)
+                color, marker = st["color"], st["marker"]
+            part = sel if h is None else sel[sel[hue] == h]
+            rawp = raw if h is None else raw[raw[hue] == h]
+            if part.empty:
+                continue
+            for j, xv in enumerate(xs):
+                row = part[part[x] == xv]
+                if row.empty:
+                    continue
+                pos = j + (i - (len(hues) - 1) / 2) * width
+                vals = rawp[rawp[x] == xv][value].to_numpy(dtype=float)
+                jitter = np.linspace(-0.25, 0.25, len(vals)) * width if len(vals) > 1 else [0.0]
+                _hollow(ax, pos + np.asarray(jitter), vals, color, marker, s=10)
+                m = float(row[value].iloc[0])
+                lo, hi = clipped_interval(m, float(row[f"{value}_ci95"].iloc[0]), bounds)
+                if math.isfinite(lo):
+                    ax.plot([pos, pos], [lo, hi], color=color, lw=1.4, zorder=3)
+                mk = ax.scatter(
+                    [pos],
+                    [m],
+                    s=34,
+                    marker=marker,
+                    color=color,
+                    edgecolors="black",
+                    linewidths=0.5,
+                    zorder=4,
+                    label=str(h) if h is not None else axis_label(value),
+                )
+                handles.setdefault(str(h), mk)
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=25, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(xs) - 0.4)
+        ax.set_xlabel(axis_label(x))
+        ax.set_ylabel(ylabel or axis_label(value))
+        if bounds == (0.0, 1.0):
+            ax.set_ylim(top=1.01)
+        elif bounds[1] is not None:
+            ax.set_ylim(0, bounds[1] * 1.05)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(_panel_title(keys, combo), fontsize=10)
+    n_text = _n_text(summary["n"])
+    title = f"repetitions (hollow), mean with 95% interval (filled); {n_text} per point"
+    _legend_outside(fig, list(handles.values()) if hue else [], title=title)
+    if not hue:
+        fig.suptitle(title, fontsize=8)
+    return [(name or f"{value}-by-{slug(x)}", fig)]
+
+
+def flow_distribution(
+    results: Results,
+    *,
+    x: str = "alpha",
+    panels: Sequence[str] = (),
+    hue: str | None = None,
+    name: str = "flow-distribution",
+) -> list[tuple[str, Figure]]:
+    """How the flows of each point split the capacity: every flow's goodput relative to its
+    fair share (goodput x number of flows / total goodput; 1 = an equal split), each flow of
+    each repetition a dot coloured by flow, a box over them per point (middle half, median),
+    one group per value of ``hue`` (marker shape), one panel per ``panels`` combination."""
+    flows = results.flows()
+    flows = flows[flows["baseline"].isna()]
+    if flows.empty:
+        return []
+    total = flows.groupby("run_id")["goodput_mbps"].transform("sum")
+    count = flows.groupby("run_id")["goodput_mbps"].transform("count")
+    flows = flows.assign(rel=flows["goodput_mbps"] * count / total.where(total > 0))
+    keys = [k for k in panels if k in flows.columns and len(set(flows[k])) > 1]
+    combos = _combos(flows, keys, results.axes)
+    fig, axes = _grid(len(combos), ncol_max=3, w=4.2, h=3.0)
+    xs = _order(flows[x], results.axes.get(x))
+    hues = _order(flows[hue], results.axes.get(hue)) if hue and hue in flows.columns else [None]
     width = 0.8 / len(hues)
-    for ax, combo in zip(axes, combos, strict=True):
-        sel = summary
-        for k, v in zip(keys, combo, strict=True):
-            sel = sel[sel[k] == v]
+    names = list(dict.fromkeys(flows.sort_values("flow")["flow_name"]))
+    flow_color = {n: FLOW_COLORS[i % len(FLOW_COLORS)] for i, n in enumerate(names)}
+    markers = ["o", "s", "^", "D"]
+    ymax = 1.0
+    for ax, combo in zip(axes, combos, strict=False):
+        sel = _select(flows, keys, combo)
         for i, h in enumerate(hues):
             part = sel if h is None else sel[sel[hue] == h]
-            means, cis = [], []
-            for xv in xs:
-                row = part[part[x] == xv]
-                means.append(float(row[value].mean()) if len(row) else np.nan)
-                cis.append(float(row[f"{value}_ci95"].mean()) if len(row) else np.nan)
-            pos = np.arange(len(xs)) + (i - (len(hues) - 1) / 2) * width
-            ax.bar(
-                pos,
-                means,
-                width,
-                yerr=np.nan_to_num(cis),
-                capsize=2,
-                color=f"C{i}",
-                label=f"{hue}={h}" if hue else None,
-            )
-        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right")
-        ax.set_xlabel(x)
-        ax.set_ylabel(ylabel or value)
+            for j, xv in enumerate(xs):
+                cell = part[part[x] == xv]
+                if cell.empty:
+                    continue
+                pos = j + (i - (len(hues) - 1) / 2) * width
+                vals = cell["rel"].to_numpy(dtype=float)
+                ymax = max(ymax, float(np.nanmax(vals)))
+                ax.boxplot(
+                    [vals[np.isfinite(vals)]],
+                    positions=[pos],
+                    widths=width * 0.8,
+                    showfliers=False,
+                    manage_ticks=False,
+                    medianprops={"color": "black"},
+                    boxprops={"color": "#555555"},
+                    whiskerprops={"color": "#555555"},
+                    capprops={"color": "#555555"},
+                )
+                spread = np.linspace(-0.3, 0.3, len(cell)) * width
+                ax.scatter(
+                    pos + spread,
+                    vals,
+                    s=8,
+                    marker=markers[i % len(markers)],
+                    c=[flow_color[n] for n in cell["flow_name"]],
+                    linewidths=0,
+                    zorder=3,
+                )
+        ax.axhline(1.0, color=LINK_COLOR, lw=0.8, ls="--")
+        ax.set_xticks(range(len(xs)), [_tick(x, v) for v in xs])
+        ax.set_xlabel(axis_label(x))
+        ax.set_ylabel("goodput / fair share")
+        ax.set_ylim(0, max(2.0, ymax * 1.05))
         ax.grid(axis="y", alpha=0.3)
-        ax.set_title(", ".join(f"{k}={v}" for k, v in zip(keys, combo, strict=True)), fontsize=10)
-        if hue:
-            ax.legend(fontsize=8)
-    return [(name or f"{value}-by-{slug(x)}", fig)]
+        ax.set_title(_panel_title(keys, combo), fontsize=10)
+    handles = [
+        Line2D([], [], ls="none", marker="o", ms=5, color=flow_color[n], label=n) for n in names
+    ]
+    if hue and len(hues) > 1:
+        handles += [
+            Line2D(
+                [],
+                [],
+                ls="none",
+                marker=markers[i % 4],
+                ms=5,
+                color="#555555",
+                label=point_label(hue, h),
+            )
+            for i, h in enumerate(hues)
+        ]
+    handles.append(Line2D([], [], color=LINK_COLOR, lw=0.8, ls="--", label="fair share"))
+    n_text = _n_text(flows.groupby("point_key")["run_id"].nunique())
+    _legend_outside(
+        fig,
+        handles,
+        ncol=min(len(handles), 6),
+        title=f"each flow of each repetition; {n_text} repetitions per point",
+    )
+    return [(name, fig)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -427,13 +882,23 @@ def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     return sums / counts
 
 
+def _sample_dt(ts: pd.DataFrame) -> float:
+    return float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
+
+
+def _goodput_label(smooth_s: float, dt: float) -> str:
+    if smooth_s > 0:
+        return f"goodput, {smooth_s:g} s average\n[Mbit/s]"
+    return f"goodput per {dt * 1e3:g} ms sample\n[Mbit/s]"
+
+
 def timeseries(
     results: Results,
     run_id: str,
     *,
     title: str | None = None,
-    smooth_s: float = 0.5,
-    max_flows: int = 6,
+    smooth_s: float = SMOOTH_S,
+    max_flows: int = len(FLOW_COLORS),
     flows: Sequence[str] | None = None,
     window: tuple[float, float] | None = None,
 ) -> Figure:
@@ -475,24 +940,54 @@ def _pick_flows(names: list[str], flows: Sequence[str] | None, max_flows: int) -
     return list(flows)
 
 
+def flow_colors(names: Sequence[str]) -> dict[str, str]:
+    """The colour of each flow of a run, by its position in the spec."""
+    return {n: FLOW_COLORS[i % len(FLOW_COLORS)] for i, n in enumerate(names)}
+
+
+def _link_label(spec: Mapping[str, Any], name: str, direction: str) -> str:
+    """ "bottleneck (s1 -> s2)": a link direction named by the nodes it goes between."""
+    for link in spec.get("links", []):
+        if link["name"] == name:
+            a, b = link["between"]
+            src, dst = (a, b) if direction == "ab" else (b, a)
+            return f"{name} ({src} \u2192 {dst})"
+    return f"{name} ({direction})"
+
+
+def _capacity_lines(ax: Any, spec: Mapping[str, Any], shown: Sequence[str]) -> Any:
+    rates = {link["name"]: parse_rate(link["rate"]) or 0 for link in spec["links"]}
+    sub = {**spec, "flows": [f for f in spec["flows"] if f["name"] in shown]}
+    caps = sorted({rates[n] / 1e6 for n, _ in bottlenecks(sub) if n in rates})
+    handle = None
+    for c in caps:
+        handle = ax.axhline(
+            c, color=LINK_COLOR, lw=0.8, ls="--", label=f"bottleneck capacity ({c:g} Mbit/s)"
+        )
+    return handle
+
+
 def run_timeseries(
     ts: pd.DataFrame,
     links: pd.DataFrame,
     spec: dict[str, Any],
     *,
     title: str = "",
-    smooth_s: float = 0.5,
-    max_flows: int = 6,
+    smooth_s: float = SMOOTH_S,
+    max_flows: int = len(FLOW_COLORS),
     flows: Sequence[str] | None = None,
     window: tuple[float, float] | None = None,
 ) -> Figure:
-    """Time series of one run: goodput per flow (moving average over ``smooth_s``), cwnd
-    and in-flight packets, smoothed RTT, RTprop (BBR) or min RTT, the bottleneck queue, and,
-    when Copa flows are present, Copa's delta and mode. ``flows`` names the flows to draw
-    (default: the first ``max_flows``; the title says when some are left out); ``window``
-    = (start s, end s) limits the time axis. Legends name each flow and its algorithm."""
+    """Time series of one run, one panel each: goodput per flow (moving average over
+    ``smooth_s`` seconds, 0 = the raw samples) with the bottleneck capacity; cwnd (thick) and
+    packets in flight (thin); smoothed RTT with BBR's RTprop estimate (thin) and the base RTT;
+    the queue at each bottleneck against its buffer; and, when Copa flows are present, Copa's
+    delta and mode. A colour per flow, a line style per algorithm, one legend above the
+    panels. ``flows`` names the flows to draw (default: the first ``max_flows``; the title
+    says when some are left out); ``window`` = (start s, end s) limits the time axis."""
     names = [f["name"] for f in spec["flows"]]
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
+    colors = flow_colors(names)
     shown = _pick_flows(names, flows, max_flows)
     if window is not None:
         lo, hi = window
@@ -505,75 +1000,274 @@ def run_timeseries(
         and any(ccas[n] == "copa" for n in shown)
         and ts["copa_delta"].notna().any()
     )
-    rows = 6 if has_copa else 5
-    fig = Figure(figsize=(8.5, 1.9 * rows + 0.6), layout="constrained")
-    axes = fig.subplots(rows, 1, sharex=True)
-    dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
-    window_n = max(1, round(smooth_s / dt)) if dt > 0 else 1
-    styles = ["-", "--", ":", "-."]
+    copa_flows = [n for n in shown if ccas[n] == "copa"] if has_copa else []
+    rows = 6 if has_copa else 4
+    heights = [1.0] * 4 + ([0.8, 0.15 + 0.12 * len(copa_flows)] if has_copa else [])
+    fig = Figure(figsize=(9.0, 2.0 * sum(heights) + 1.3), layout="constrained")
+    axes = fig.subplots(rows, 1, sharex=True, gridspec_kw={"height_ratios": heights})
+    dt = _sample_dt(ts)
+    window_n = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
+    handles = []
     for name in shown:
         f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")
-        color = cca_color(ccas[name])
-        ls = styles[[n for n in shown if ccas[n] == ccas[name]].index(name) % len(styles)]
-        label = f"{name} ({ccas[name]})"
+        style = {"color": colors[name], "ls": cca_linestyle(ccas[name])}
         t = f["t_s"].to_numpy()
-        axes[0].plot(
+        (h,) = axes[0].plot(
             t,
             _smooth(f["goodput_mbps"].to_numpy(), window_n),
-            color=color,
-            ls=ls,
-            lw=1,
-            label=label,
+            lw=1.2,
+            label=f"{name} ({ccas[name]})",
+            **style,
         )
-        axes[1].plot(t, f["cwnd_pkts"], color=color, ls=ls, lw=1, label=f"{name} cwnd")
-        axes[1].plot(t, f["inflight_pkts"], color=color, ls=ls, lw=0.6, alpha=0.5)
-        axes[2].plot(t, f["srtt_ms"], color=color, ls=ls, lw=1)
-        if f["bbr_rtprop_ms"].notna().any():
-            axes[3].plot(t, f["bbr_rtprop_ms"], color=color, ls=ls, lw=1.2, label=f"{name} RTprop")
-        else:
-            axes[3].plot(t, f["min_rtt_ms"], color=color, ls=ls, lw=1, label=f"{name} min RTT")
+        handles.append(h)
+        axes[1].plot(t, f["cwnd_pkts"], lw=1.3, **style)
+        axes[1].plot(t, f["inflight_pkts"], lw=0.6, alpha=0.6, **style)
+        axes[2].plot(t, f["srtt_ms"], lw=1.3, **style)
+        if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
+            axes[2].plot(t, f["bbr_rtprop_ms"], lw=0.7, alpha=0.8, **style)
         if has_copa and ccas[name] == "copa":
-            axes[5].plot(t, f["copa_delta"], color=color, ls=ls, lw=1, label=f"{name} delta")
-            comp = f["copa_mode_competitive"].to_numpy(dtype=float)
+            axes[4].plot(t, f["copa_delta"], lw=1.2, **style)
+            # Competitive mode as bars, one row per Copa flow (shading would stack up).
+            comp = np.nan_to_num(f["copa_mode_competitive"].to_numpy(dtype=float)) > 0.5
+            row = copa_flows.index(name)
             axes[5].fill_between(
-                t,
-                0,
-                np.nan_to_num(comp) * np.nanmax(f["copa_delta"]),
-                color=color,
-                alpha=0.12,
-                step="post",
+                t, row + 0.1, row + 0.9, where=comp, step="post", color=colors[name], linewidth=0
             )
+    cap = _capacity_lines(axes[0], spec, shown)
+    if cap is not None:
+        handles.append(cap)
+    base_rtts = sorted({round(_base_rtt_ms(spec, n), 3) for n in shown} - {float("nan")})
+    for b in base_rtts[:3]:
+        axes[2].axhline(b, color=LINK_COLOR, lw=0.6, ls=":")
     bns = bottlenecks(spec)
-    for bn_name, direction in bns:
+    buffers = {link["name"]: link.get("buffer_pkts") for link in spec["links"]}
+    many = len(bns) > 3
+    qs = []
+    for i, (bn_name, direction) in enumerate(bns):
         q = links[
             (links["link_name"].astype(str) == bn_name)
             & (links["direction"].astype(str) == direction)
-        ]
-        q = q.sort_values("t_s")
-        axes[4].plot(q["t_s"], q["queue_pkts"], lw=0.8, label=f"{bn_name} ({direction})")
-    buffers = [link["buffer_pkts"] for link in spec["links"] if (link["name"], "ab") in bns]
-    if buffers:
-        axes[4].axhline(max(buffers), color="black", lw=0.6, ls=":", label="buffer")
-    axes[0].set_ylabel("goodput\n[Mbit/s]")
-    axes[1].set_ylabel("cwnd (thin: in flight)\n[packets]")
-    axes[2].set_ylabel("smoothed RTT\n[ms]")
-    axes[3].set_ylabel("RTprop / min RTT\n[ms]")
-    axes[4].set_ylabel("bottleneck queue\n[packets]")
+        ].sort_values("t_s")
+        if many:
+            axes[3].plot(
+                q["t_s"],
+                q["queue_pkts"],
+                lw=0.5,
+                color="#b0b0b0",
+                label="each bottleneck" if i == 0 else None,
+            )
+            qs.append(q.set_index("t_s")["queue_pkts"])
+        else:
+            st = level_style(i)
+            axes[3].plot(
+                q["t_s"],
+                q["queue_pkts"],
+                lw=1.0,
+                color=st["color"],
+                ls=st["ls"],
+                label=_link_label(spec, bn_name, direction),
+            )
+    if many and qs:
+        mean_q = pd.concat(qs, axis=1).mean(axis=1)
+        axes[3].plot(
+            mean_q.index,
+            mean_q.to_numpy(),
+            lw=1.1,
+            color=LINK_COLOR,
+            label=f"mean of {len(qs)} bottlenecks",
+        )
+    sizes = sorted({buffers[n] for n, _ in bns if buffers.get(n)})
+    for s in sizes[:3]:
+        axes[3].axhline(s, color=LINK_COLOR, lw=0.8, ls=":", label=f"buffer ({s} packets)")
+    axes[0].set_ylabel(_goodput_label(smooth_s, dt))
+    axes[1].set_ylabel("cwnd (thick), in flight\n(thin) [packets]")
+    axes[2].set_ylabel("smoothed RTT [ms]\n(thin: BBR RTprop)")
+    axes[3].set_ylabel("bottleneck queue\n[packets]")
     if has_copa:
-        axes[5].set_ylabel("Copa delta\n(shaded: competitive)")
+        axes[4].set_ylabel("Copa delta")
+        axes[4].set_yscale("log", base=2)
+        axes[5].set_ylabel("Copa in competitive\nmode (bars)")
+        axes[5].set_yticks([i + 0.5 for i in range(len(copa_flows))], copa_flows, fontsize=7)
+        axes[5].set_ylim(0, len(copa_flows))
     axes[-1].set_xlabel("time [s]")
-    axes[0].legend(fontsize=7, ncol=min(3, len(shown)), loc="upper right")
-    if len(bns) <= 3:
-        axes[4].legend(fontsize=7, loc="upper right")
-    for ax in axes:
+    _legend_right(axes[3])
+    if base_rtts:
+        axes[2].plot([], [], color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+        _legend_right(axes[2])
+    for ax in axes[:4]:
         ax.grid(alpha=0.3)
-    axes[0].set_ylim(bottom=0)
+        ax.set_ylim(bottom=0)
     if window is not None:
         axes[-1].set_xlim(*window)
     more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
     fig.suptitle(title + more, fontsize=10)
+    _legend_outside(fig, handles, ncol=min(len(handles), 4))
     return fig
+
+
+def _base_rtt_ms(spec: Mapping[str, Any], flow: str) -> float:
+    for f in spec["flows"]:
+        if f["name"] == flow and f.get("base_rtt") is not None:
+            ns = parse_duration(f["base_rtt"])
+            return ns / 1e6 if ns is not None else float("nan")
+    return float("nan")
+
+
+def timeseries_rows(
+    results: Results,
+    runs: Sequence[tuple[str, str]],
+    *,
+    what: str = "goodput",
+    smooth_s: float = SMOOTH_S,
+    title: str | None = None,
+) -> Figure:
+    """One row per (label, run id), sharing the time axis, to compare runs: ``what`` is
+    ``"goodput"`` (each flow's goodput, moving average over ``smooth_s``, with the
+    bottleneck capacity) or ``"rtt"`` (each flow's smoothed RTT, thick, and BBR's RTprop
+    estimate, thin and solid). A colour per flow and a line style per algorithm; when a run has more
+    than six flows, flows named ``cross*`` are drawn thin grey with their mean in black."""
+    if what not in ("goodput", "rtt"):
+        raise ValueError(f"what: {what!r} is not 'goodput' or 'rtt'")
+    fig = Figure(figsize=(9.0, 1.7 * len(runs) + 1.2), layout="constrained")
+    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
+    specs = results.specs()
+    for ax, (label, rid) in zip(axes, runs, strict=True):
+        ts = results.run_tables(rid)["timeseries"]
+        spec = specs[rid]
+        names = [f["name"] for f in spec["flows"]]
+        ccas = {f["name"]: f["cca"] for f in spec["flows"]}
+        colors = flow_colors(names)
+        dt = _sample_dt(ts)
+        window = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+        group_cross = len(names) > 6
+        cross_lines = []
+        by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
+        for name in names:
+            f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")
+            t = f["t_s"].to_numpy()
+            cca = ccas[name]
+            y = (
+                _smooth(f["goodput_mbps"].to_numpy(), window)
+                if what == "goodput"
+                else f["srtt_ms"].to_numpy()
+            )
+            if group_cross and name.startswith("cross"):
+                ax.plot(
+                    t,
+                    y,
+                    color="#b8b8b8",
+                    lw=0.5,
+                    ls=cca_linestyle(cca),
+                    label=f"each cross flow ({cca})" if not cross_lines else None,
+                )
+                cross_lines.append(pd.Series(y, index=t))
+                continue
+            ax.plot(
+                t,
+                y,
+                color=colors[name],
+                ls=cca_linestyle(cca),
+                lw=1.4 if what == "rtt" else 1.2,
+                label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
+            )
+            if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
+                ax.plot(
+                    t,
+                    f["bbr_rtprop_ms"],
+                    color=colors[name],
+                    lw=0.7,
+                    alpha=0.9,
+                    label=f"{name} RTprop (thin)",
+                )
+        if cross_lines:
+            mean = pd.concat(cross_lines, axis=1).mean(axis=1)
+            ax.plot(
+                mean.index,
+                mean.to_numpy(),
+                color=LINK_COLOR,
+                lw=1.2,
+                label=f"mean of {len(cross_lines)} cross flows",
+            )
+        if what == "goodput":
+            _capacity_lines(ax, spec, names)
+        else:
+            for n in names[:1]:
+                b = _base_rtt_ms(spec, n)
+                if math.isfinite(b):
+                    ax.axhline(b, color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+        ax.set_title(label, fontsize=9, loc="left")
+        ax.set_ylabel(_goodput_label(smooth_s, dt) if what == "goodput" else "RTT [ms]")
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+        _legend_right(ax)
+    axes[-1].set_xlabel("time [s]")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def jain_over_time(
+    results: Results,
+    runs: Sequence[tuple[str, str]],
+    *,
+    window_s: float = SMOOTH_S,
+    title: str | None = None,
+) -> Figure:
+    """Jain's index of the flows' goodput over time, one line per (label, run id): each
+    flow's goodput is averaged over consecutive windows of ``window_s`` seconds and the index
+    taken over the flows in each window (the first window starts at the first sample)."""
+    fig = Figure(figsize=(9.0, 3.4), layout="constrained")
+    ax = fig.subplots()
+    handles = []
+    for i, (label, rid) in enumerate(runs):
+        ts = results.run_tables(rid)["timeseries"]
+        t, jain = jain_series(ts, window_s)
+        st = level_style(i)
+        (h,) = ax.plot(
+            t,
+            jain,
+            color=st["color"],
+            ls=st["ls"],
+            marker=st["marker"],
+            ms=3,
+            markevery=max(1, len(t) // 12),
+            lw=1.1,
+            label=label,
+        )
+        handles.append(h)
+    ax.set_ylim(0, 1.03)
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel(f"Jain index\n(goodput over {window_s:g} s windows)")
+    ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    _legend_outside(fig, handles, ncol=min(len(handles), 5))
+    return fig
+
+
+def jain_series(ts: pd.DataFrame, window_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(window end times, Jain index per window) of a run's time series table.
+
+    Example:
+        >>> ts = pd.DataFrame({"t_s": [0.5, 1.0, 0.5, 1.0], "flow_name": ["a", "a", "b", "b"],
+        ...                    "goodput_mbps": [10.0, 10.0, 10.0, 30.0]})
+        >>> jain_series(ts, 1.0)[1].round(3).tolist()
+        [0.9]
+    """
+    wide = ts.pivot_table(
+        index="t_s", columns="flow_name", values="goodput_mbps", aggfunc="mean"
+    ).sort_index()
+    if wide.empty:
+        return np.array([]), np.array([])
+    t = wide.index.to_numpy(dtype=float)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else window_s
+    start = t[0] - dt
+    bins = np.floor((t - start - 1e-9) / window_s).astype(int)
+    means = wide.groupby(bins).mean()
+    ends = start + (means.index.to_numpy() + 1) * window_s
+    jain = np.array([jain_index(row[np.isfinite(row)]) for row in means.to_numpy(dtype=float)])
+    return ends, jain
 
 
 # --------------------------------------------------------------------------------------------
@@ -635,43 +1329,44 @@ def throughput_delay(
         .reset_index()
     )
     panels = list(dict.fromkeys(per_run[by])) if by is not None else [None]
-    ncol = min(len(panels), 3)
-    nrow = math.ceil(len(panels) / ncol)
-    fig = Figure(figsize=(4.4 * ncol, 3.6 * nrow), layout="constrained")
-    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    fig, axes = _grid(len(panels), w=4.2, h=3.4)
+    handles: dict[str, Any] = {}
     for ax, panel in zip(axes, panels, strict=False):
         data = per_run if panel is None else per_run[per_run[by] == panel]
         for cca in dict.fromkeys(data["cca"]):
-            color = cca_color(str(cca))
+            color, marker = cca_color(str(cca)), cca_marker(str(cca))
             mine = data[data["cca"] == cca]
-            ax.scatter(mine["delay_ms"], mine["goodput_mbps"], s=10, color=color, alpha=0.5)
+            _hollow(ax, mine["delay_ms"], mine["goodput_mbps"], color, marker, s=10)
             groups = mine.groupby("point_key", sort=False) if "point_key" in mine else [(0, mine)]
-            first = True
             for _, reps in groups:
                 x = reps["delay_ms"].to_numpy(dtype=float)
                 y = reps["goodput_mbps"].to_numpy(dtype=float)
-                ax.scatter(
+                h = ax.scatter(
                     [np.nanmean(x)],
                     [np.nanmean(y)],
-                    s=60,
+                    s=50,
+                    marker=marker,
                     color=color,
                     edgecolor="black",
                     lw=0.5,
-                    label=str(cca) if first else None,
+                    label=str(cca),
                     zorder=3,
                 )
-                first = False
+                handles.setdefault(str(cca), h)
                 if len(reps) >= 3:
                     _ellipse(ax, x, y, color)
         ax.invert_xaxis()
         ax.set_xlabel(f"{delay.removesuffix('_ms').replace('_', ' ')} [ms] (better: right)")
         ax.set_ylabel("goodput per flow [Mbit/s]")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
         if panel is not None:
-            ax.set_title(f"{by} = {panel}", fontsize=10)
-    for ax in axes[len(panels) :]:
-        ax.set_visible(False)
+            ax.set_title(point_label(by, panel) if by else str(panel), fontsize=10)
+    _legend_outside(
+        fig,
+        list(handles.values()),
+        title="hollow: one run; filled: mean of a point's repetitions; "
+        "shaded: 1-sd ellipse (3+ repetitions)",
+    )
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
@@ -698,10 +1393,10 @@ class RunPlots:
         *,
         flows: Sequence[str] | None = None,
         window: tuple[float, float] | None = None,
-        smooth_s: float = 0.5,
+        smooth_s: float = SMOOTH_S,
         title: str | None = None,
     ) -> Figure:
-        """Goodput, cwnd, RTT, RTprop and the bottleneck queue over time (see
+        """Goodput, cwnd, RTT and RTprop, and the bottleneck queue over time (see
         :func:`run_timeseries`)."""
         r = self._r
         return run_timeseries(
@@ -763,110 +1458,114 @@ class ResultsPlots:
         return timeseries(res, run_id, **kwargs)
 
 
-def timeseries_rows(
-    results: Results,
-    runs: Sequence[tuple[str, str]],
-    *,
-    what: str = "goodput",
-    smooth_s: float = 0.5,
-    title: str | None = None,
-) -> Figure:
-    """One row per (label, run id), sharing the time axis, to compare runs: ``what`` is
-    ``"goodput"`` (each flow's goodput, moving average over ``smooth_s``) or ``"rtt"`` (each
-    flow's smoothed RTT, and BBR's RTprop estimate, dashed)."""
-    if what not in ("goodput", "rtt"):
-        raise ValueError(f"what: {what!r} is not 'goodput' or 'rtt'")
-    fig = Figure(figsize=(8.5, 1.6 * len(runs) + 0.8), layout="constrained")
-    axes = fig.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
-    specs = results.specs()
-    for ax, (label, rid) in zip(axes, runs, strict=True):
-        ts = results.run_tables(rid)["timeseries"]
-        ccas = {f["name"]: f["cca"] for f in specs[rid]["flows"]}
-        dt = float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
-        window = max(1, round(smooth_s / dt)) if dt > 0 else 1
-        for name, cca in ccas.items():
-            f = ts[ts["flow_name"].astype(str) == name].sort_values("t_s")
-            t = f["t_s"].to_numpy()
-            color = cca_color(cca)
-            if what == "goodput":
-                y = _smooth(f["goodput_mbps"].to_numpy(), window)
-                ax.plot(t, y, color=color, lw=1, label=f"{name} ({cca})")
-            else:
-                ax.plot(t, f["srtt_ms"], color=color, lw=1, label=f"{name} ({cca}) RTT")
-                if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
-                    ax.plot(
-                        t,
-                        f["bbr_rtprop_ms"],
-                        color=color,
-                        lw=1.3,
-                        ls="--",
-                        label=f"{name} RTprop",
-                    )
-        ax.set_title(label, fontsize=9, loc="left")
-        ax.set_ylabel("goodput [Mbit/s]" if what == "goodput" else "RTT [ms]")
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7, loc="upper right", ncol=3)
-    axes[-1].set_xlabel("time [s]")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
-
-
 # --------------------------------------------------------------------------------------------
 # Model vs measurement
 
 
+def _competitor(ccas_label: Any) -> str:
+    """The loss-based algorithm of a BBR pair label ("reno-bbr" -> "reno")."""
+    parts = [p for p in str(ccas_label).split("-") if p != "bbr"]
+    return parts[0] if parts else "bbr"
+
+
 def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure | None:
-    """Measured BBR share against the Ware et al. predictions: left, measured vs predicted
-    (full N-flow form, and the simple form) with the identity line; right, share against the
-    buffer in BDPs (X) with the model curves. ``model`` is :func:`ccfair.models.model_table`."""
+    """Measured BBR share against the Ware et al. predictions: left, measured vs the full
+    N-flow prediction with the identity line; right, share against the buffer in BDPs (X)
+    with both model curves. Each run is a small hollow marker, each point's mean a filled
+    one; colour and marker: the loss-based algorithm BBR competes with (when ``by`` is the
+    ``ccas`` key), else greys. ``model`` is :func:`ccfair.models.model_table`."""
     from ccfair.models import ware_full_share, ware_simple_share
 
     if model.empty:
         return None
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = Figure(figsize=(10, 4.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     groups = list(dict.fromkeys(model[by])) if by and by in model.columns else [None]
+    handles = []
+    point_cols = [c for c in ("point_key",) if c in model.columns]
     for i, g in enumerate(groups):
         sel = model if g is None else model[model[by] == g]
-        color = f"C{i}"
-        label = f"{by}={g}" if g is not None else "points"
-        left.scatter(
-            sel["ware_full"], sel["measured"], s=18, color=color, label=f"{label}: full form"
+        if by == "ccas":
+            comp = _competitor(g)
+            color, marker = cca_color(comp), cca_marker(comp)
+        else:
+            st = level_style(i)
+            color, marker = st["color"], st["marker"]
+        label = (
+            f"BBR vs {_competitor(g)}"
+            if by == "ccas"
+            else (f"{by} = {g}" if g is not None else "points")
         )
-        left.scatter(
-            sel["ware_simple"],
-            sel["measured"],
-            s=18,
-            facecolors="none",
-            edgecolors=color,
-            label=f"{label}: simple form",
+        for ax, xcol in ((left, "ware_full"), (right, "x_bdp")):
+            _hollow(ax, sel[xcol], sel["measured"], color, marker, s=9)
+        means = sel.groupby(point_cols or ["x_bdp"], sort=False)[
+            ["ware_full", "x_bdp", "measured"]
+        ].mean()
+        h = left.scatter(
+            means["ware_full"],
+            means["measured"],
+            s=30,
+            marker=marker,
+            color=color,
+            edgecolors="black",
+            linewidths=0.4,
+            label=label,
+            zorder=3,
         )
-        right.scatter(sel["x_bdp"], sel["measured"], s=18, color=color, label=f"{label} measured")
-    left.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--", label="measured = predicted")
+        right.scatter(
+            means["x_bdp"],
+            means["measured"],
+            s=30,
+            marker=marker,
+            color=color,
+            edgecolors="black",
+            linewidths=0.4,
+            zorder=3,
+        )
+        handles.append(h)
+    (ident,) = left.plot(
+        [0, 1], [0, 1], color=LINK_COLOR, lw=0.8, ls="--", label="measured = predicted"
+    )
     left.set_xlim(0, 1.02)
     left.set_ylim(0, 1.02)
-    left.set_xlabel("predicted BBR share (Ware et al. 2019)")
-    left.set_ylabel("measured BBR share")
-    left.legend(fontsize=7)
+    left.set_xlabel("predicted BBR share, full N-flow form (Ware et al. 2019)")
+    left.set_ylabel("measured BBR share of goodput")
     left.grid(alpha=0.3)
     xs = np.geomspace(
         max(0.25, float(model["x_bdp"].min()) * 0.8), float(model["x_bdp"].max()) * 1.25, 200
     )
-    right.plot(xs, [ware_simple_share(x) for x in xs], color="black", ls=":", label="simple form")
+    (simple,) = right.plot(
+        xs,
+        [ware_simple_share(x) for x in xs],
+        color=LINK_COLOR,
+        ls=":",
+        label="model without PROBE_RTT terms",
+    )
+    curves = [simple]
     # The full form depends on c, l and N too: draw it for each distinct (c, l, N).
-    for (c, l_s, n), _ in model.groupby(["c_pps", "l_s", "n_bbr"]):
-        right.plot(
+    for j, ((c, l_s, n), _) in enumerate(model.groupby(["c_pps", "l_s", "n_bbr"])):
+        st = level_style(j + 1)
+        (h,) = right.plot(
             xs,
             [ware_full_share(c, l_s, x * c * l_s, int(n)) for x in xs],
             lw=0.9,
-            label=f"full form, RTT {l_s * 1e3:.0f} ms, N={int(n)}",
+            color=st["color"],
+            ls=st["ls"],
+            label=f"full form, RTT {l_s * 1e3:.0f} ms, N = {int(n)}",
         )
+        curves.append(h)
     right.set_xscale("log", base=2)
+    ticks = [2.0**k for k in range(-3, 8) if xs[0] <= 2.0**k <= xs[-1]]
+    right.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    right.minorticks_off()
     right.set_xlabel("buffer X [BDP]")
-    right.set_ylabel("BBR share of goodput")
+    right.set_ylabel("measured BBR share of goodput")
     right.set_ylim(0, 1.02)
-    right.legend(fontsize=7)
     right.grid(alpha=0.3)
+    _legend_outside(
+        fig,
+        [*handles, ident, *curves],
+        ncol=3,
+        title="hollow: one run; filled: mean over the repetitions of a point",
+    )
     return fig

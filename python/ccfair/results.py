@@ -447,7 +447,12 @@ def check_schema(results_dir: str | os.PathLike[str]) -> None:
     Example:
         >>> check_schema("results")  # doctest: +SKIP
     """
-    old = sorted(v for v in schema_versions(results_dir) if v != schema.VERSION)
+    check_versions(results_dir, schema_versions(results_dir))
+
+
+def check_versions(results_dir: str | os.PathLike[str], versions: set[int]) -> None:
+    """:func:`check_schema` for versions already read (e.g. from a loaded runs table)."""
+    old = sorted(v for v in versions if v != schema.VERSION)
     if old:
         raise ResultsError(
             f"{results_dir}: holds runs written with results schema {old[0]} (another ccfair "
@@ -497,10 +502,14 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
 def read_run_table(path: Path) -> pd.DataFrame:
     """Read one run's table file; a missing or damaged file raises :class:`ResultsError`
     naming it (never a pyarrow traceback)."""
+    return _read_arrow(path).to_pandas()
+
+
+def _read_arrow(path: Path) -> Any:
     try:
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pandas()
+        return pq.read_table(path)
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
         raise ResultsError(
             f"{path}: cannot be read ({' '.join(str(exc).split())[:200]}); if it belongs to a "
@@ -525,7 +534,21 @@ def load_table(
     if not paths:
         raise ResultsError(f"{root}: no finished runs")
     check_schema(root)
-    return pd.concat([read_run_table(p) for p in paths], ignore_index=True)
+    return read_tables(paths)
+
+
+def read_tables(paths: list[Path]) -> pd.DataFrame:
+    """Several run files of one table as one frame (the schema is not checked here).
+
+    Opening a file costs more than reading it: they are read on a few threads (pyarrow
+    releases the GIL) and converted to pandas once, not once per run."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(paths)))) as pool:
+        tables = list(pool.map(_read_arrow, paths))
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 
 def provenance() -> dict[str, str]:

@@ -37,6 +37,9 @@ use crate::ipv4;
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
 
+/// Stall episodes listed in the self-check record (all are counted).
+const MAX_STALLS_LISTED: usize = 50;
+
 /// Largest packet a TUN read may return with MTU 1500 and no packet-information header; the
 /// slot size keeps a margin so that a larger packet is detected rather than truncated.
 const SLOT_BYTES: usize = 2048;
@@ -204,6 +207,9 @@ pub struct ForwarderStats {
     /// consecutive late events counts once), and the threshold used (us).
     pub stalls: u64,
     pub stall_threshold_us: f64,
+    /// The first stall episodes (at most `MAX_STALLS_LISTED`): when each began (s after
+    /// t = 0, model time) and its largest lateness (ms), to tell slow start from steady state.
+    pub stall_episodes: Vec<(f64, f64)>,
     /// How fast the hosts react (see `crate::turnaround`): receivers from a data segment
     /// delivered to the ACK it triggers, senders of unpaced flows from an ACK delivered to
     /// the data it releases, as quantiles.
@@ -481,6 +487,16 @@ impl Forwarder {
         let stalled = self.stall_threshold_ns > 0 && late > self.stall_threshold_ns;
         if stalled && !self.in_stall {
             self.stats.stalls += 1;
+            if self.stats.stall_episodes.len() < MAX_STALLS_LISTED {
+                let since_t0 = t.saturating_sub(self.t0.unwrap_or(t));
+                self.stats
+                    .stall_episodes
+                    .push((since_t0 as f64 / 1e9, late as f64 / 1e6));
+            }
+        } else if stalled && self.stats.stalls as usize <= MAX_STALLS_LISTED {
+            if let Some(last) = self.stats.stall_episodes.last_mut() {
+                last.1 = last.1.max(late as f64 / 1e6);
+            }
         }
         self.in_stall = stalled;
         if pkt.syn {

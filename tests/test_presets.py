@@ -1,0 +1,129 @@
+"""Presets follow their studies' setups, state every choice, run no point twice, and their
+reports say what the checks find (buffers that never fill, runs that end identical)."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from ccfair.presets import PRESETS, REPETITIONS
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ccfair", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_full_grids_run_the_studies_bbr_and_no_network_twice(name):
+    preset = PRESETS[name]
+    points = preset.sweep().expand()
+    specs: dict[str, str] = {}
+    bbr_flows = 0
+    for p in points:
+        spec = dict(p.scenario.resolve().normalized)
+        # The studies ran Linux 4.13 and 4.15: no extra_acked, no EDT term, min_rtt refreshed
+        # on equal samples; that is the linux-4.9 profile, never the linux-5.x default.
+        for f in spec["flows"]:
+            if f["cca"] == "bbr":
+                bbr_flows += 1
+                params = f["cca_params"]
+                assert params["profile"] == "linux-4.9", (name, p.params)
+                assert params["extra_acked"] is False
+                assert params["min_rtt_refresh_on_equal"] is True
+        # Two grid points never describe one network (only the seed tells repetitions apart).
+        spec.pop("seed")
+        key = json.dumps(spec, sort_keys=True)
+        label = json.dumps(p.params, sort_keys=True)
+        assert specs.setdefault(key, label) == label, f"{label} and {specs[key]} are one network"
+    assert bbr_flows > 0
+    assert len(specs) * preset.full["repetitions"] == len(points)
+    assert preset.full["repetitions"] == REPETITIONS >= 5
+
+
+def test_katsumata_runs_the_loss_trigger_as_a_variant():
+    variants = PRESETS["katsumata-rtprop"].full["grid"]["params.bbr"]
+    loss = variants["forced-expire-2.4-loss"]
+    assert loss["rtprop_trigger"] == "rtt_ratio_or_loss"
+    assert loss["rate_th"] == 2.4 and loss["rtprop_action"] == "expire"
+    assert variants["forced-expire-2.4"]["rtprop_trigger"] == "rtt_ratio"
+    # Every link parameter the studies leave open is a row of the setup table, with a reason.
+    rows = {r.item: r for r in PRESETS["katsumata-rtprop"].setup}
+    for item in ("bottleneck", "buffer", "duration"):
+        assert rows[item].study.startswith("not"), item
+        assert rows[item].ccfair and (rows[item].why or item == "duration")
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_states_its_setup(name):
+    preset = PRESETS[name]
+    items = {r.item for r in preset.setup}
+    assert {"topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"} <= items
+    for row in preset.setup:
+        assert row.study and row.ccfair, row
+        if row.study.startswith("not"):  # ccfair chose: say what and, mostly, why
+            assert row.ccfair
+    assert preset.headline, "no headline figure"
+
+
+def test_reproduce_takes_a_number_of_repetitions(tmp_path):
+    out = cli(
+        "reproduce",
+        "harada-10hop",
+        "--quick",
+        "--repetitions",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert out.returncode == 0, out.stderr
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    assert record["sweep"]["repetitions"] == 1 and len(record["run_ids"]) == 2
+    out = cli("reproduce", "harada-10hop", "--quick", "--repetitions", "0")
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: --repetitions: 0 is not a positive integer"
+
+
+def _report_of(tmp_path, grid) -> str:
+    spec = tmp_path / "s.toml"
+    lines = [
+        'name = "chk"',
+        "[base]",
+        'builder = "dumbbell"',
+        "n_flows = 1",
+        'ccas = "bbr"',
+        'duration = "3s"',
+        "[grid]",
+        *grid,
+    ]
+    spec.write_text("\n".join(lines) + "\n")
+    root = tmp_path / "r"
+    out = cli("sweep", str(spec), "--out", str(root), "--quiet")
+    assert out.returncode == 0, out.stderr
+    out = cli("report", str(root), "--quiet")
+    assert out.returncode == 0, out.stderr
+    page = (root / "report.html").read_text(encoding="utf-8")
+    return html.unescape(re.sub(r"<(?!h2 )[^>]+>", "", page))
+
+
+def test_report_says_when_the_buffer_never_filled(tmp_path):
+    # A lone BBR flow keeps at most about 2 BDP in flight: 4 and 8 BDP buffers never fill,
+    # so the two points are one network and their runs are identical, for a stated reason.
+    page = _report_of(tmp_path, ["alpha = [4, 8]"])
+    summary = page.split('id="summary"')[1].split('id="setup"')[0]
+    assert "The buffer never filled in any repetition at 2 point(s)" in summary
+    assert "1 group(s) of runs of one seed ended bit-identical" in summary
+    assert "because the buffer never filled" in summary
+    assert "for no reason" not in summary
+
+
+def test_report_warns_of_runs_identical_for_no_reason(tmp_path):
+    # F-RTO only acts after a timeout; a lone BBR flow in a deep buffer has none, so both
+    # points give the same run, and nothing ccfair knows explains it: a warning.
+    page = _report_of(tmp_path, ["alpha = [8]", '"tcp.frto" = [true, false]'])
+    summary = page.split('id="summary"')[1].split('id="setup"')[0]
+    assert "1 group(s) of runs ended identical for no reason ccfair can see" in summary
