@@ -91,6 +91,20 @@ def test_summary_per_pair_takes_each_points_largest_flow_difference():
     assert summary.loc["all", "points"] == 3 and summary.loc["all", "over_10pp"] == 1
 
 
+def test_flagged_kernel_runs_are_counted_but_not_averaged():
+    runs = _runs([0.5, 0.5], [0.52, 0.90], point="p1")
+    runs.loc[1, "kernel_reliable"] = False  # the 0.90 run had a stalled forwarder
+    lone = _runs([0.5], [0.10], point="p2")
+    lone["kernel_reliable"] = False
+    points = val.summarize_points(pd.concat([runs, lone], ignore_index=True)).set_index("point")
+    assert points.loc["p1", "n_kernel"] == 1 and points.loc["p1", "kernel_unreliable"] == 1
+    assert points.loc["p1", "share_diff"] == pytest.approx(0.02)
+    assert points.loc["p2", "n_kernel"] == 0 and pd.isna(points.loc["p2", "share_diff"])
+    summary = val.summarize_pairs(points.reset_index()).set_index("pair")
+    assert summary.loc["all", "points"] == 1 and summary.loc["all", "no_reliable_kernel"] == 1
+    assert summary.loc["all", "max_abs_diff_pp"] == pytest.approx(2.0)
+
+
 def test_pairs_come_from_the_ccas_axis_or_the_flows():
     sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
     assert val.pair_of(val.VPoint("x", {"ccas": "reno,bbr"}, 0, sc)) == "reno vs bbr"
@@ -211,3 +225,25 @@ def test_docstring_examples_run(module, monkeypatch, tmp_path):
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS, extraglobs={"ccfair": ccfair})
     assert result.failed == 0
     assert result.attempted > 0
+
+
+class _Flagged:
+    reliable = False
+
+    def format_selfcheck(self) -> str:
+        return "UNRELIABLE RUN: test"
+
+    def save(self, results) -> None:
+        pass
+
+
+@pytest.mark.parametrize("rerun", [True, False])
+def test_a_finished_flagged_kernel_run_is_rerun_unless_kept(monkeypatch, tmp_path, rerun):
+    sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
+    point = val.VPoint("p", {}, 0, sc)
+    calls = []
+    monkeypatch.setattr(val, "_cached", lambda results, rid: _Flagged())
+    monkeypatch.setattr(val, "_slim", lambda r: r)
+    monkeypatch.setattr(val, "run", lambda s, backend: calls.append(backend) or _Flagged())
+    out = val._run_kernels([point], [sc], tmp_path, 0, rerun, lambda m: None)
+    assert len(out) == 1 and calls == (["kernel"] if rerun else [])

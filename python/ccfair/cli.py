@@ -204,6 +204,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         duration=args.duration,
         match_hz=not args.no_match_hz,
         retries=args.retries,
+        rerun_flagged=not args.keep_flagged,
         command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
     )
@@ -586,6 +587,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=2,
         help="run a kernel run the self-checks flag again up to this many times (default 2)",
+    )
+    v.add_argument(
+        "--keep-flagged",
+        action="store_true",
+        help="keep finished kernel runs the self-checks flagged (reported as such) instead of "
+        "running them again",
     )
     v.add_argument("--duration", help='override every scenario\'s duration, e.g. "20s"')
     v.add_argument(

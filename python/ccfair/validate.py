@@ -295,7 +295,9 @@ def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:
     """Per point and flow over the repetitions: mean share and goodput on each backend, 95%
     confidence half-widths (Student t; NaN with one repetition), the difference of the
     means and whether the intervals [mean - ci, mean + ci] overlap (with one repetition,
-    whether the two values are equal).
+    whether the two values are equal). Kernel means use only the runs that passed their
+    self-checks (``n_kernel``; ``kernel_unreliable`` counts the others): a point without
+    one has no kernel mean and no difference.
 
     Example:
         >>> runs = pd.DataFrame({"point": "p", "pair": "a vs b", "flow": "f1", "cca": "a",
@@ -312,14 +314,18 @@ def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:
     for key, g in runs.groupby(keys, sort=False, observed=True):
         row = dict(zip(keys, key, strict=True))
         row.update({c: g[c].iloc[0] for c in extra})
+        # Kernel runs the self-checks flagged (after their retries) are counted but not
+        # averaged: a stalled forwarder is a different network, not a repetition.
+        reliable = g[g["kernel_reliable"].astype(bool)]
         row["n_sim"] = int(g["share_sim"].notna().sum())
-        row["n_kernel"] = int(g["share_kernel"].notna().sum())
-        row["kernel_unreliable"] = int((~g["kernel_reliable"]).sum())
-        for b in ("sim", "kernel"):
-            vals = g[f"share_{b}"].dropna().to_numpy()
+        row["n_kernel"] = int(reliable["share_kernel"].notna().sum())
+        row["kernel_unreliable"] = int((~g["kernel_reliable"].astype(bool)).sum())
+        for b, rows_b in (("sim", g), ("kernel", reliable)):
+            vals = rows_b[f"share_{b}"].dropna().to_numpy()
             row[f"share_{b}_mean"] = float(vals.mean()) if len(vals) else np.nan
             row[f"share_{b}_ci"] = ci95(vals) if len(vals) > 1 else np.nan
-            row[f"goodput_{b}_mbps"] = float(g[f"goodput_{b}_mbps"].mean())
+            gp = rows_b[f"goodput_{b}_mbps"]
+            row[f"goodput_{b}_mbps"] = float(gp.mean()) if len(gp) else np.nan
         row["share_diff"] = row["share_kernel_mean"] - row["share_sim_mean"]
         row["ci_overlap"] = _overlap(
             row["share_sim_mean"],
@@ -344,8 +350,9 @@ def _overlap(m1: float, c1: float, m2: float, c2: float) -> bool:
 
 def summarize_pairs(points: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm pair over its points: the median and largest |share difference| (pp,
-    per point the largest over its flows), how many points exceed the 10 pp target, and the
-    fraction of point-flows whose intervals overlap.
+    per point the largest over its flows), how many points exceed the 10 pp target, the
+    fraction of point-flows whose intervals overlap, and how many points have no reliable
+    kernel run (they have no difference and count in neither statistic).
 
     Example:
         >>> pts = pd.DataFrame({"point": ["p", "q"], "pair": "a vs b", "flow": "f1",
@@ -355,31 +362,25 @@ def summarize_pairs(points: pd.DataFrame) -> pd.DataFrame:
         0  a vs b                 7.0             12.0          1
         1     all                 7.0             12.0          1
     """
-    rows = []
-    for pair, g in points.groupby("pair", sort=False, observed=True):
-        per_point = g.assign(a=g["share_diff"].abs()).groupby("point", sort=False)["a"].max()
-        rows.append(
-            {
-                "pair": pair,
-                "points": len(per_point),
-                "median_abs_diff_pp": round(100 * float(per_point.median()), 2),
-                "max_abs_diff_pp": round(100 * float(per_point.max()), 2),
-                "over_10pp": int((per_point > TARGET_MAX_PP / 100).sum()),
-                "ci_overlap_frac": round(float(g["ci_overlap"].mean()), 3),
-            }
-        )
-    all_points = points.assign(a=points["share_diff"].abs()).groupby("point", sort=False)["a"].max()
-    rows.append(
-        {
-            "pair": "all",
-            "points": len(all_points),
-            "median_abs_diff_pp": round(100 * float(all_points.median()), 2),
-            "max_abs_diff_pp": round(100 * float(all_points.max()), 2),
-            "over_10pp": int((all_points > TARGET_MAX_PP / 100).sum()),
-            "ci_overlap_frac": round(float(points["ci_overlap"].mean()), 3),
-        }
-    )
-    return pd.DataFrame(rows)
+    groups = [(pair, g) for pair, g in points.groupby("pair", sort=False, observed=True)]
+    return pd.DataFrame([_pair_row(pair, g) for pair, g in [*groups, ("all", points)]])
+
+
+def _pair_row(pair: str, g: pd.DataFrame) -> dict[str, Any]:
+    per_point = g.assign(a=g["share_diff"].abs()).groupby("point", sort=False)["a"].max()
+    measured = per_point.dropna()
+    compared = g[g["share_diff"].notna()]
+    return {
+        "pair": pair,
+        "points": int(len(measured)),
+        "median_abs_diff_pp": round(100 * float(measured.median()), 2) if len(measured) else np.nan,
+        "max_abs_diff_pp": round(100 * float(measured.max()), 2) if len(measured) else np.nan,
+        "over_10pp": int((measured > TARGET_MAX_PP / 100).sum()),
+        "ci_overlap_frac": (
+            round(float(compared["ci_overlap"].mean()), 3) if len(compared) else np.nan
+        ),
+        "no_reliable_kernel": int(per_point.isna().sum()),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -575,7 +576,14 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         "",
         f"Targets: median |difference| <= {TARGET_MEDIAN_PP:g} pp and largest <= "
         f"{TARGET_MAX_PP:g} pp over reliable runs: **{verdict}** (median "
-        f"{overall['median_abs_diff_pp']:.2f} pp, largest {overall['max_abs_diff_pp']:.2f} pp).",
+        f"{overall['median_abs_diff_pp']:.2f} pp, largest {overall['max_abs_diff_pp']:.2f} pp, "
+        f"over {overall['points']} points"
+        + (
+            f"; {overall['no_reliable_kernel']} points had no reliable kernel run and are left out"
+            if overall["no_reliable_kernel"]
+            else ""
+        )
+        + ").",
         "",
         _md_table(s),
         "",
@@ -612,6 +620,7 @@ def validate(
     duration: str | None = None,
     match_hz: bool = True,
     retries: int = 2,
+    rerun_flagged: bool = True,
     timeseries_figures: int = 4,
     command: str | None = None,
     progress: Callable[[str], None] | None = None,
@@ -621,7 +630,9 @@ def validate(
 
     ``duration`` overrides every scenario's duration (the measurement window then spans the
     whole run). Kernel runs happen one at a time, in real time; a kernel run the self-checks
-    flag is run again up to ``retries`` times. With ``out``, every run is saved to
+    flag is run again up to ``retries`` times; a finished kernel run that was flagged is run
+    again unless ``rerun_flagged`` is False (it is then reported as flagged). With ``out``,
+    every run is saved to
     ``out/results`` as it finishes (a rerun of the same study skips finished runs and
     reruns flagged ones), and the study writes ``out/validate_{runs,points,summary}.{csv,
     parquet}``, figures in ``out/figures`` (the agreement of shares, per-pair heatmaps of
@@ -655,7 +666,7 @@ def validate(
     hz = kernel.kernel_hz() if match_hz else None
     results = Path(out) / "results" if out is not None else None
     sims = _run_sims(points, hz, results, say)
-    kerns = _run_kernels(points, kernel_scs, results, retries, say)
+    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
     v = _study(points, sims, kerns)
     if out is not None:
         _write(v, Path(out), points, sims, kerns, hz, timeseries_figures, command)
@@ -705,6 +716,7 @@ def _run_kernels(
     scenarios: list[Scenario],
     results: Path | None,
     retries: int,
+    rerun_flagged: bool,
     say: Callable[[str], None],
 ) -> list[RunResult]:
     out: list[RunResult | None] = []
@@ -712,7 +724,7 @@ def _run_kernels(
     for i, sc in enumerate(scenarios):
         rid = run_id_of(sc.resolve().normalized, "kernel")
         r = _cached(results, rid)
-        if r is not None and not r.reliable:
+        if r is not None and not r.reliable and rerun_flagged:
             say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
             r = None
         out.append(None if r is None else _slim(r))
