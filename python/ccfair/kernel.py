@@ -281,6 +281,15 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
     )
     spec = resolved.engine_spec
     sc = resolved.scenario
+    profile = resolved.normalized.get("profile")
+    if profile is not None:
+        raise SpecError(
+            "profile",
+            profile,
+            "is a simulator model for now: the kernel backend's hosts are Linux (its own "
+            'GSO skbs, tcp.tso must stay "off") and its links ccfair\'s forwarder; set '
+            'tcp.rmem = "linux" and the links\' queue = "netem" for what it can do (issue 14)',
+        )
     tcp_defaults = _tcp_defaults()
     hz = kernel_hz()
     # (host, setting) -> (field that set it, value): one kernel per host, so flows that

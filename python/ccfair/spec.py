@@ -169,6 +169,63 @@ def _check_backend(value: str) -> str:
     return value
 
 
+#: What a link's buffer counts (docs/model.md, "netem queues"): ``droptail`` the packets queued
+#: or in service; ``netem`` also those in the delay line, as netem's ``limit`` does.
+QUEUES = ("droptail", "netem")
+
+
+def _check_queue(value: str) -> str:
+    if value not in QUEUES:
+        raise ValueError(
+            f"{show(value)} is not a queue; queues: droptail (a FIFO before the serialiser, "
+            "the default) or netem (the buffer also counts the packets in the delay line)"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A testbed profile: what a kind of testbed does that the ideal network does not,
+    applied under the scenario's own settings (a TCP option or a link's ``queue`` written
+    in the scenario wins). docs/spec.md, "Testbed profiles", gives the sources."""
+
+    #: TCP options the testbed's hosts run with (under ``[tcp]`` and each flow's ``tcp``).
+    tcp: Mapping[str, Any]
+    #: What every link's buffer counts unless the link says (None: ``droptail``).
+    queue: str | None
+    summary: str
+
+
+#: Testbed profiles by name (``Scenario.profile``). ``ideal`` is the default behaviour.
+PROFILES: dict[str, Profile] = {
+    "ideal": Profile({}, None, "the ideal network and hosts of earlier versions"),
+    # Stock Linux 6.18 hosts: tcp_rmem 4096 131072 33554432 (tcp_init, net/ipv4/tcp.c) and
+    # GSO skbs sized by tcp_tso_autosize (net/ipv4/tcp_output.c), which Linux TCP always
+    # builds ("tcp: switch to GSO being always on", 4.12).
+    "linux-stock": Profile(
+        {"rmem": "linux", "tso": "linux"}, None, "stock Linux hosts: tcp_rmem and TSO/GSO"
+    ),
+    # Mininet's TCLink (mininet/link.py, TCIntf.bwCmds/delayCmds): per interface an HTB class
+    # at the link rate with a netem child "delay D limit max_queue_size"; hosts are network
+    # namespaces of a stock kernel (offloads on; TCIntf turns GRO off, a receive-side
+    # offload ccfair does not model).
+    "mininet-netem": Profile(
+        {"rmem": "linux", "tso": "linux"}, "netem", "stock Linux hosts, Mininet TCLink queues"
+    ),
+    # CORE (coreemu/core, daemon/core/nodes/interface.py, tc_cmd): per interface one netem
+    # qdisc "rate R limit N delay D" on veth pairs between namespaces of a stock kernel.
+    "core-netem": Profile(
+        {"rmem": "linux", "tso": "linux"}, "netem", "stock Linux hosts, CORE netem links"
+    ),
+}
+
+
+def _check_profile(value: str) -> str:
+    if value not in PROFILES:
+        raise ValueError(f"{show(value)} is not a testbed profile; profiles: {', '.join(PROFILES)}")
+    return value
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -204,6 +261,8 @@ Backend = Annotated[StrictStr, AfterValidator(_check_backend)]
 Seed = Annotated[StrictInt, AfterValidator(_check_seed)]
 Probability = Annotated[float, BeforeValidator(_check_probability)]
 Packets = Annotated[StrictInt, AfterValidator(_check_packets)]
+Queue = Annotated[StrictStr, AfterValidator(_check_queue)]
+ProfileName = Annotated[StrictStr, AfterValidator(_check_profile)]
 Alpha = Annotated[float, BeforeValidator(_check_alpha)]
 Options = dict[StrictStr, Any]
 
@@ -348,6 +407,9 @@ class Link(_Model):
     delay: _duration("delay", positive=False, most_ns=_MAX_DELAY_NS)  # type: ignore[valid-type]
     buffer: Buffer = Field(default_factory=lambda: Buffer(packets=DEFAULT_BUFFER_PKTS))
     loss: Loss = Field(default_factory=Loss)
+    #: What ``buffer`` counts: ``"droptail"`` or ``"netem"`` (docs/spec.md); absent: the
+    #: scenario's profile decides (``droptail`` without one).
+    queue: Queue | None = None
 
 
 class Flow(_Model):
@@ -401,6 +463,8 @@ class Scenario(_Model):
     sample_interval: _duration("sample_interval", positive=True) = 10_000_000  # type: ignore[valid-type]
     measure: Measure | None = None
     nodes: list[Name] | None = None
+    #: Testbed profile (:data:`PROFILES`); absent or ``"ideal"``: today's ideal network.
+    profile: ProfileName | None = None
     tcp: Options = Field(default_factory=dict)
     links: Annotated[list[Link], Field(min_length=1)]
     flows: Annotated[list[Flow], Field(min_length=1)]
@@ -560,6 +624,8 @@ class LinkInfo:
     reference: str | None
     loss_ab: float
     loss_ba: float
+    #: What the buffer counts: "droptail" or "netem" (:data:`QUEUES`).
+    queue: str = "droptail"
 
     @property
     def channels(self) -> tuple[int, int]:
@@ -839,8 +905,9 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
     graph = Graph(len(nodes), ends)
 
     # ---- TCP defaults ----
+    profile = PROFILES[sc.profile or "ideal"]
     tcp_default = _normalize_via_core(
-        r, ("tcp",), sc.tcp, sc.tcp, _core.normalize_tcp, "TCP option"
+        r, ("tcp",), {**profile.tcp, **sc.tcp}, sc.tcp, _core.normalize_tcp, "TCP option"
     )
 
     # ---- flows ----
@@ -880,7 +947,12 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
             f"{f.cca} parameter",
         )
         tcp = _normalize_via_core(
-            r, (*loc, "tcp"), {**sc.tcp, **f.tcp}, f.tcp, _core.normalize_tcp, "TCP option"
+            r,
+            (*loc, "tcp"),
+            {**profile.tcp, **sc.tcp, **f.tcp},
+            f.tcp,
+            _core.normalize_tcp,
+            "TCP option",
         )
         if f.start >= duration:
             r.fail(
@@ -1041,6 +1113,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
             buf.reference,
             link.loss.forward,
             link.loss.reverse,
+            link.queue or profile.queue or "droptail",
         )
         links.append(info)
         link_records.append(
@@ -1056,6 +1129,11 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "bdp_pkts": info.bdp_pkts,
             }
         )
+        # At its default the queue is left out of both records, so that run ids of links
+        # without it stay what they were; under a profile that sets it, the record keeps it
+        # (a link's own "droptail" must survive Scenario.from_normalized).
+        if info.queue != "droptail" or profile.queue is not None:
+            link_records[-1]["queue"] = info.queue
         engine_links.append(
             {
                 "name": info.name,
@@ -1068,6 +1146,8 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 "loss_ba": link.loss.reverse,
             }
         )
+        if info.queue != "droptail":
+            engine_links[-1]["queue"] = info.queue
 
     engine_spec = {
         "duration_ns": duration,
@@ -1092,6 +1172,9 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
         "links": link_records,
         "flows": flow_records,
     }
+    # Absent or "ideal": left out, so that run ids stay what they were.
+    if sc.profile not in (None, "ideal"):
+        normalized["profile"] = sc.profile
     return Resolved(sc, nodes, links, flows, engine_spec, normalized)
 
 

@@ -72,6 +72,18 @@ pub trait CongestionControl: Send {
         false
     }
 
+    /// `min_tso_segs`: the fewest segments per TSO skb the module wants; `None` leaves it to
+    /// `tcp_min_tso_segs` (2). Used by the simulator's TSO model (`tcp.tso`).
+    fn min_tso_segs(&self, _tp: &TcpSock) -> Option<u32> {
+        None
+    }
+
+    /// `sndbuf_expand`: the send buffer in multiples of cwnd x per-segment memory
+    /// (`tcp_sndbuf_expand`; 2 when the module leaves the hook NULL).
+    fn sndbuf_expand(&self) -> u32 {
+        2
+    }
+
     /// Short name of the algorithm's current state for time series ("slow_start", "PROBE_BW", ...).
     fn state_name(&self, tp: &TcpSock) -> &'static str {
         if tp.in_slow_start() {

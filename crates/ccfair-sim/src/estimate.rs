@@ -365,6 +365,7 @@ mod tests {
                 buffer_pkts: buffer,
                 loss_ab: 0.0,
                 loss_ba: 0.0,
+                queue: Default::default(),
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),

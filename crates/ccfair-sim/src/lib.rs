@@ -10,6 +10,7 @@ pub mod estimate;
 pub mod event;
 pub mod host;
 pub mod link;
+pub mod netem;
 pub mod packet;
 pub mod record;
 pub mod schema;

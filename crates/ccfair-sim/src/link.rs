@@ -7,12 +7,16 @@
 //! of 1 packet means "no queue, only the packet on the wire".
 //!
 //! Random loss happens on the wire: the packet uses its serialisation time, then is lost.
+//!
+//! With `queue = Netem` the buffer counts the packets in the delay line too, and random
+//! loss strikes when a packet is offered, as netem does (`netem.rs`).
 
 use std::collections::VecDeque;
 
 use ccfair_cc::rng::Rng;
 
 use crate::packet::Packet;
+use crate::spec::Queue;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChannelCounters {
@@ -70,6 +74,8 @@ pub struct Channel<P: OnWire = Packet> {
     pub delay_ns: u64,
     pub buffer_pkts: u32,
     pub loss_prob: f64,
+    /// What `buffer_pkts` counts (`netem.rs`).
+    pub queue: Queue,
     rng: Rng,
     backlog: VecDeque<Backlogged>,
     backlog_bytes: u64,
@@ -87,6 +93,7 @@ impl<P: OnWire> Channel<P> {
             delay_ns,
             buffer_pkts,
             loss_prob,
+            queue: Queue::Droptail,
             rng: Rng::new(seed),
             // Grows with the queue: memory follows what is in flight, not the configured
             // buffer (reserving it cost up to 4096 entries of 24 bytes, ~100 KB, per channel
@@ -152,7 +159,18 @@ impl<P: OnWire> Channel<P> {
     pub fn enqueue(&mut self, now: u64, pkt: P) -> Enqueued<P> {
         self.advance(now);
         self.counters.arrivals += 1;
-        if self.backlog.len() >= self.buffer_pkts as usize {
+        let held = match self.queue {
+            Queue::Droptail => self.backlog.len(),
+            Queue::Netem => {
+                // netem_enqueue: random loss first, then the limit.
+                if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
+                    self.counters.drops_random += 1;
+                    return Enqueued::LostOnWire(pkt);
+                }
+                crate::netem::held(&self.pipe, now)
+            }
+        };
+        if held >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
             return Enqueued::BufferFull(pkt);
         }
@@ -167,7 +185,10 @@ impl<P: OnWire> Channel<P> {
         self.backlog_bytes += bytes as u64;
         debug_assert!(self.backlog.len() <= self.buffer_pkts as usize);
         // Random loss happens on the wire: the packet still takes its serialisation time.
-        if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
+        if self.queue == Queue::Droptail
+            && self.loss_prob > 0.0
+            && self.rng.uniform() < self.loss_prob
+        {
             self.counters.drops_random += 1;
             return Enqueued::LostOnWire(pkt);
         }

@@ -52,6 +52,29 @@ pub struct LinkSpec {
     /// Bernoulli loss probability of the b->a channel.
     #[serde(default)]
     pub loss_ba: f64,
+    /// What the buffer counts (`netem.rs`): `droptail` (default: queued packets and the one
+    /// in service) or `netem` (also the packets in the delay line, as netem's `limit`).
+    #[serde(default, skip_serializing_if = "Queue::is_droptail")]
+    pub queue: Queue,
+}
+
+/// What a channel's buffer counts (`LinkSpec::queue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Queue {
+    /// A drop-tail FIFO in front of the serialiser (a `pfifo`, or a device's `txqueuelen`):
+    /// at most `buffer_pkts` packets queued or in service.
+    #[default]
+    Droptail,
+    /// netem holding both the delay and the queue: its `limit` counts every packet it
+    /// holds, queued, in service or in the delay line (net/sched/sch_netem.c).
+    Netem,
+}
+
+impl Queue {
+    pub fn is_droptail(&self) -> bool {
+        *self == Queue::Droptail
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -130,6 +153,20 @@ pub struct TcpOptions {
     /// buffers, at least 8 MiB, as the kernel backend sets it); `"linux"` is Linux 6.18's
     /// stock setting (4096 131072 33554432); or three numbers (`tcp/rcvbuf.rs`).
     pub rmem: Rmem,
+    /// The senders' `tcp_wmem` (min, default, max bytes): `"fit"` (default) never limits a
+    /// sender (the kernel backend raises the maximum as for `rmem`); `"linux"` is Linux's
+    /// stock setting (4096 16384 4194304), whose maximum caps what a sender may have
+    /// queued, in flight or not yet sent (`tcp/sender/sndbuf.rs`); or three numbers.
+    pub wmem: Wmem,
+    /// TCP segmentation offload as Linux sizes it (`tcp/sender/tso.rs`): `"off"` (default,
+    /// the idealisation of earlier versions: one segment per skb, paced segment by segment)
+    /// or `"linux"` (`tcp_tso_autosize`: skbs of about 1 ms of data at the pacing rate,
+    /// their segments back to back; pacing per skb; the kernel backend then takes GSO
+    /// packets from its TUN devices and cuts them itself).
+    pub tso: Tso,
+    /// With `tso = "linux"`: TSO deferral (`tcp_tso_should_defer`), which holds back a
+    /// short skb while an ACK is due soon, so that unpaced flows send fuller bursts.
+    pub tso_defer: bool,
     /// `skb->truesize` of one received full-size segment: the memory it costs in the
     /// receive buffer, which sets how much window a buffer gives (`scaling_ratio`). 2304 B:
     /// a 1500-byte packet from a TUN device on x86_64 (the kernel backend's device).
@@ -167,6 +204,26 @@ pub enum RmemName {
     Linux,
 }
 
+/// A send-buffer setting (`TcpOptions::wmem`): the same forms as `Rmem`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "wmem: must be \"fit\", \"linux\" or three byte counts [min, default, max]"
+)]
+pub enum Wmem {
+    Named(RmemName),
+    /// `tcp_wmem` as three numbers of bytes: min, default, max.
+    Bytes([u64; 3]),
+}
+
+/// TCP segmentation offload (`TcpOptions::tso`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tso {
+    Off,
+    Linux,
+}
+
 impl Default for TcpOptions {
     fn default() -> Self {
         TcpOptions {
@@ -188,6 +245,9 @@ impl Default for TcpOptions {
             pacing_ca_ratio: 120,
             min_rtt_wlen_s: 300,
             rmem: Rmem::Named(RmemName::Fit),
+            wmem: Wmem::Named(RmemName::Fit),
+            tso: Tso::Off,
+            tso_defer: true,
             rcv_truesize_bytes: 2304,
             handshake: true,
             app_latency: crate::host::Latency::Kernel,
@@ -197,6 +257,13 @@ impl Default for TcpOptions {
 }
 
 impl TcpOptions {
+    fn rmem_triple(&self) -> Option<[u64; 3]> {
+        match self.rmem {
+            Rmem::Bytes(b) => Some(b),
+            Rmem::Named(_) => None,
+        }
+    }
+
     /// Parse a table of options (a JSON object; options left out take Linux's defaults)
     /// and check it; the error names the option (`rmem`, `rmem[2]`).
     pub fn parse(table: &Value) -> Result<TcpOptions, ParamError> {
@@ -280,15 +347,27 @@ impl TcpOptions {
         // tcp_rmem is an int sysctl of at least 1 (proc_dointvec_minmax, extra1 = SYSCTL_ONE,
         // net/ipv4/sysctl_net_ipv4.c); ccfair also wants the three in order, as the kernel
         // backend writes them.
-        if let Rmem::Bytes([min, default, max]) = self.rmem {
-            if min == 0 || min > default || default > max || max > i32::MAX as u64 {
-                return Err(ParamError::new(
-                    "rmem",
-                    format!(
-                        "[{min}, {default}, {max}] must be 0 < min <= default <= max <= \
-                         2147483647 (tcp_rmem is an int sysctl)"
-                    ),
-                ));
+        let buffers = [
+            ("rmem", self.rmem_triple()),
+            (
+                "wmem",
+                match self.wmem {
+                    Wmem::Bytes(b) => Some(b),
+                    Wmem::Named(_) => None,
+                },
+            ),
+        ];
+        for (name, triple) in buffers {
+            if let Some([min, default, max]) = triple {
+                if min == 0 || min > default || default > max || max > i32::MAX as u64 {
+                    return Err(ParamError::new(
+                        name,
+                        format!(
+                            "[{min}, {default}, {max}] must be 0 < min <= default <= max <= \
+                             2147483647 (tcp_{name} is an int sysctl)"
+                        ),
+                    ));
+                }
             }
         }
         // An skb's truesize covers the packet it holds, so the payload/truesize ratio stays

@@ -732,13 +732,9 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
     for (i, l) in spec.links.iter().enumerate() {
         for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
             let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
-            channels.push(Channel::new(
-                l.rate_bps,
-                l.delay_ns,
-                l.buffer_pkts,
-                loss,
-                seed,
-            ));
+            let mut channel = Channel::new(l.rate_bps, l.delay_ns, l.buffer_pkts, loss, seed);
+            channel.queue = l.queue;
+            channels.push(channel);
         }
     }
     channels
@@ -791,6 +787,7 @@ mod tests {
                 buffer_pkts: 100,
                 loss_ab: 0.0,
                 loss_ba: 0.0,
+                queue: Default::default(),
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),

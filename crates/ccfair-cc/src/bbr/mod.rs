@@ -1103,6 +1103,16 @@ impl CongestionControl for Bbr {
         true
     }
 
+    /// `bbr_min_tso_segs`.
+    fn min_tso_segs(&self, tp: &TcpSock) -> Option<u32> {
+        Some(Self::min_tso_segs(tp) as u32)
+    }
+
+    /// `bbr_sndbuf_expand`: 3 x cwnd, since BBR may slow-start even during recovery.
+    fn sndbuf_expand(&self) -> u32 {
+        3
+    }
+
     fn state_name(&self, _tp: &TcpSock) -> &'static str {
         self.mode.as_str()
     }

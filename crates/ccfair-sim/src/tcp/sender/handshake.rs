@@ -163,6 +163,7 @@ impl Sender {
         if !self.cc.has_cong_control() {
             self.update_pacing_rate();
         }
+        self.sndbuf_init();
     }
 
     /// The idealised start without a handshake (`tcp.handshake = false`): established at
@@ -185,6 +186,7 @@ impl Sender {
         if !self.app_stopped {
             self.app_end = self.app_total;
         }
+        self.app_fill();
         self.push(super::Rexmit::None, out);
     }
 

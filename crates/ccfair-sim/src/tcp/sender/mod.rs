@@ -11,7 +11,9 @@ mod rack;
 mod rate;
 mod recovery;
 mod scoreboard;
+mod sndbuf;
 mod timers;
+mod tso;
 
 use std::collections::VecDeque;
 
@@ -22,6 +24,7 @@ use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
 use crate::tcp::rtt::{RttEstimator, RTO_MAX_US};
 
 pub use handshake::Conn;
+pub use sndbuf::wmem_bytes;
 
 // Scoreboard tag bits (`TCP_SKB_CB(skb)->sacked`).
 const SACKED: u8 = 0x01; // TCPCB_SACKED_ACKED
@@ -29,6 +32,8 @@ const SACKED_RETRANS: u8 = 0x02; // TCPCB_SACKED_RETRANS: retransmit in flight
 const LOST: u8 = 0x04; // TCPCB_LOST
 const EVER_RETRANS: u8 = 0x08; // TCPCB_EVER_RETRANS
 const RETRANS: u8 = SACKED_RETRANS | EVER_RETRANS; // TCPCB_RETRANS
+/// The first segment of an skb as first sent (`tso.rs`; every segment without TSO).
+const SKB_HEAD: u8 = 0x10;
 
 // tcp_ack flags (subset of FLAG_* in tcp_input.c).
 const FLAG_DATA: u32 = 0x01;
@@ -194,6 +199,9 @@ pub struct Sender {
 
     xmit_timer: Option<(u64, XmitTimer)>,
     pacing_wake: Option<u64>,
+    /// Segmentation offload (`tso.rs`) and the socket buffer (`sndbuf.rs`).
+    tso: tso::Tso,
+    sndbuf: sndbuf::SndBuf,
     pub stats: SenderStats,
     /// Time when the last byte of a finite flow was acknowledged.
     pub completed_ns: Option<u64>,
@@ -286,6 +294,8 @@ impl Sender {
             snd_wnd: u64::MAX,
             xmit_timer: None,
             pacing_wake: None,
+            tso: tso::Tso::new(opts),
+            sndbuf: sndbuf::SndBuf::new(opts),
             stats: SenderStats {
                 rtt_min_us: u64::MAX,
                 ..SenderStats::default()
@@ -350,7 +360,7 @@ impl Sender {
     }
 
     fn has_new_data(&self) -> bool {
-        self.tp.snd_nxt < self.app_end
+        self.tp.snd_nxt < self.send_limit()
     }
 
     fn set_now(&mut self, now: u64) {
@@ -393,8 +403,14 @@ impl Sender {
         }
     }
 
-    /// Emit segment `seq` (`__tcp_transmit_skb` + `tcp_rate_skb_sent`).
+    /// Emit segment `seq` as an skb of its own (`__tcp_transmit_skb` + `tcp_rate_skb_sent`).
     fn transmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
+        self.transmit_skb(seq, 1, out);
+    }
+
+    /// Emit segments `first..first + n` as one skb: they leave together, share the rate
+    /// sampler's snapshot, and the pacer counts them as one (`tso.rs`).
+    fn transmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
         let now = self.tp.now_ns;
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
@@ -409,7 +425,8 @@ impl Sender {
             self.first_tx_mstamp_ns,
             self.tp.app_limited != 0,
         );
-        {
+        let mut payload = 0;
+        for seq in first..first + n {
             let s = self.seg_mut(seq);
             s.tx_ns = now;
             s.delivered = snapshot.0;
@@ -417,69 +434,85 @@ impl Sender {
             s.first_tx_mstamp_ns = snapshot.2;
             s.is_app_limited = snapshot.3;
             s.rate_pending = true;
+            self.ts_push_tail(seq);
+            payload += self.seg_bytes(seq);
         }
-        self.ts_push_tail(seq);
-        let payload = self.seg_bytes(seq);
-        // __tcp_transmit_skb counts the segment before tcp_update_skb_after_send.
-        self.data_segs_out += 1;
+        // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
+        self.data_segs_out += n;
         self.update_wstamp_after_send(payload);
         self.tp.lsndtime_ns = now;
-        self.stats.data_pkts_sent += 1;
+        self.stats.data_pkts_sent += n;
         if self.tp.in_cwnd_reduction() {
-            self.prr_out += 1;
+            self.prr_out += n as u32;
         }
-        out.push(Packet {
-            flow: self.flow,
-            kind: Kind::Data,
-            hop: 0,
-            wire_bytes: payload + DATA_HEADER_BYTES,
-            seq,
-            payload_bytes: payload,
-            tsval: ticks(now),
-            tsecr: self.ts_recent,
-            n_sack: 0,
-            window_bytes: 0,
-            sack: [SackBlock::default(); 3],
-        });
+        for seq in first..first + n {
+            let payload = self.seg_bytes(seq);
+            out.push(Packet {
+                flow: self.flow,
+                kind: Kind::Data,
+                hop: 0,
+                wire_bytes: payload + DATA_HEADER_BYTES,
+                seq,
+                payload_bytes: payload,
+                tsval: ticks(now),
+                tsecr: self.ts_recent,
+                n_sack: 0,
+                window_bytes: 0,
+                sack: [SackBlock::default(); 3],
+            });
+        }
     }
 
-    /// Send new segment `snd_nxt` (`tcp_event_new_data_sent`).
-    fn send_new(&mut self, out: &mut Vec<Packet>) {
-        let seq = self.tp.snd_nxt;
-        self.segs.push_back(Seg {
-            tx_ns: 0,
-            delivered: 0,
-            delivered_mstamp_ns: 0,
-            first_tx_mstamp_ns: 0,
-            is_app_limited: false,
-            rate_pending: false,
-            flags: 0,
-            ts_prev: NONE,
-            ts_next: NONE,
-            in_ts: false,
-        });
-        self.transmit(seq, out);
+    /// Send new segments `snd_nxt..snd_nxt + n` as one skb (`tcp_transmit_skb`, then
+    /// `tcp_event_new_data_sent`); without TSO every skb has one segment.
+    fn send_new(&mut self, n: u64, out: &mut Vec<Packet>) {
+        let first = self.tp.snd_nxt;
+        for i in 0..n {
+            self.segs.push_back(Seg {
+                tx_ns: 0,
+                delivered: 0,
+                delivered_mstamp_ns: 0,
+                first_tx_mstamp_ns: 0,
+                is_app_limited: false,
+                rate_pending: false,
+                flags: if i == 0 { SKB_HEAD } else { 0 },
+                ts_prev: NONE,
+                ts_next: NONE,
+                in_ts: false,
+            });
+        }
+        self.transmit_skb(first, n, out);
         let prior_packets = self.tp.packets_out;
-        self.tp.snd_nxt += 1;
-        self.tp.packets_out += 1;
+        self.tp.snd_nxt += n;
+        self.tp.packets_out += n as u32;
+        if first > self.tp.snd_una {
+            self.sndbuf.heads_after_una += 1;
+        }
         if prior_packets == 0 || self.pending() == Some(XmitTimer::LossProbe) {
             self.rearm_rto();
         }
     }
 
-    /// `tcp_retransmit_skb`.
+    /// `tcp_retransmit_skb` of segment `seq`.
     fn retransmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
-        self.transmit(seq, out);
-        self.seg_mut(seq).flags |= RETRANS;
-        self.tp.retrans_out += 1;
-        self.stats.retrans_pkts += 1;
+        self.retransmit_skb(seq, 1, out);
+    }
+
+    /// `tcp_retransmit_skb` of segments `first..first + n` as one skb.
+    fn retransmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
+        self.transmit_skb(first, n, out);
+        for seq in first..first + n {
+            self.seg_mut(seq).flags |= RETRANS;
+        }
+        self.tp.retrans_out += n as u32;
+        self.stats.retrans_pkts += n;
         if self.retrans_stamp_ticks == 0 {
             self.retrans_stamp_ticks = ticks(self.tp.now_ns);
         }
         if self.undo_retrans < 0 {
             self.undo_retrans = 0;
         }
-        self.undo_retrans += 1;
+        self.undo_retrans += n as i64;
     }
 
     /// `tcp_xmit_retransmit_queue`.
@@ -505,11 +538,18 @@ impl Sender {
                 seq += 1;
                 continue;
             }
-            self.retransmit(seq, out);
+            // A lost skb goes out whole, within the cwnd's room and the TSO size.
+            let n = if self.tso.on {
+                let room = (self.tp.snd_cwnd - self.tp.packets_in_flight()) as u64;
+                self.lost_skb_run(seq, room.min(self.tso_segs() as u64))
+            } else {
+                1
+            };
+            self.retransmit_skb(seq, n, out);
             if seq == self.tp.snd_una && self.pending() != Some(XmitTimer::ReoTimeout) {
                 rearm = true;
             }
-            seq += 1;
+            seq += n;
         }
         if rearm {
             self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
@@ -518,6 +558,26 @@ impl Sender {
 
     /// `tcp_write_xmit` for new data, then `tcp_cwnd_validate`.
     fn write_xmit(&mut self, out: &mut Vec<Packet>, probe: bool) -> u32 {
+        let (sent, mut cwnd_limited) = if self.tso.on {
+            self.write_loop_tso(out, probe)
+        } else {
+            self.write_loop(out, probe)
+        };
+        if sent > 0 && !probe {
+            self.schedule_loss_probe(false);
+        }
+        cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if sent > 0 || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        // tcp_rate_check_app_limited runs when the application writes (tcp_sendmsg); our
+        // applications write everything up front (or forever), so only BBR's PROBE_RTT
+        // marks samples app-limited, as in Linux for such applications.
+        sent
+    }
+
+    /// New data one segment per skb. Returns (segments sent, cwnd-limited).
+    fn write_loop(&mut self, out: &mut Vec<Packet>, probe: bool) -> (u32, bool) {
         let mut sent = 0;
         let mut cwnd_limited = false;
         while self.has_new_data() {
@@ -532,23 +592,13 @@ impl Sender {
                 cwnd_limited = true;
                 break;
             }
-            self.send_new(out);
+            self.send_new(1, out);
             sent += 1;
             if probe {
                 break;
             }
         }
-        if sent > 0 && !probe {
-            self.schedule_loss_probe(false);
-        }
-        cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
-        if sent > 0 || cwnd_limited {
-            self.cwnd_validate(cwnd_limited);
-        }
-        // tcp_rate_check_app_limited runs when the application writes (tcp_sendmsg); our
-        // applications write everything up front (or forever), so only BBR's PROBE_RTT
-        // marks samples app-limited, as in Linux for such applications.
-        sent
+        (sent, cwnd_limited)
     }
 
     /// `tcp_cwnd_validate`.
@@ -730,6 +780,10 @@ impl Sender {
         let rs = st.rs;
         self.cong_control(ack, delivered, flag, &rs);
         self.push(rexmit, out);
+        // tcp_data_snd_check: push, then tcp_check_space (the application may write).
+        if self.check_space() {
+            self.push(Rexmit::None, out);
+        }
         if self.total_bytes.is_some()
             && self.completed_ns.is_none()
             && self.tp.snd_una >= self.app_end
@@ -1024,6 +1078,7 @@ mod tests {
                 buffer_pkts: 10,
                 loss_ab: 0.0,
                 loss_ba: 0.0,
+                queue: Default::default(),
             }],
             flows: vec![spec],
             trace_flows: vec![],

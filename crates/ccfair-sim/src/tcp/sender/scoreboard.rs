@@ -296,6 +296,9 @@ impl Sender {
             self.ts_remove(seq);
             self.segs.pop_front();
             self.tp.snd_una += 1;
+            if self.segs.front().is_some_and(|f| f.flags & SKB_HEAD != 0) {
+                self.sndbuf.heads_after_una -= 1;
+            }
             *flag |= FLAG_ACKED;
         }
         if self.highest_sack_end < self.tp.snd_una {
