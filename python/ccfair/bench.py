@@ -6,12 +6,23 @@ serialisation on one link is one packet-hop) and memory: the engine's own (peak 
 memory during the run minus the process's peak before it, i.e. simulator state plus the
 result columns handed to Python) and the whole process's peak, next to the target
 of the issue that set it; speed is a ratio measured in this run, never a pass/fail in tests.
+
+With ``--instructions`` (and valgrind installed) each case also runs 10 simulated seconds under
+callgrind, counting only the engine's instructions (from the start of the event loop to the
+finished result columns, ``Simulation::run_bounded``), and reports instructions per
+packet-hop: a count that, unlike wall time, barely moves on a noisy machine, so a change to
+the engine can be judged by it. ``--history FILE`` appends one JSON line per invocation (the
+commit, the date and every case's numbers) to ``FILE``, e.g. ``benches/history.jsonl``, so a
+regression shows in review.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -29,8 +40,20 @@ class Case:
 
 CASES = [
     Case(
+        "dumbbell-bbr-vs-cubic-a0.5",
+        "dumbbell, BBR vs CUBIC, 50 Mbit/s, RTT 40 ms, 0.5 BDP, 60 s",
+        0.3,
+        None,
+    ),
+    Case(
         "dumbbell-bbr-vs-cubic",
         "dumbbell, BBR vs CUBIC, 50 Mbit/s, RTT 40 ms, 2 BDP, 60 s",
+        0.3,
+        None,
+    ),
+    Case(
+        "dumbbell-bbr-vs-cubic-a16",
+        "dumbbell, BBR vs CUBIC, 50 Mbit/s, RTT 40 ms, 16 BDP, 60 s",
         0.3,
         None,
     ),
@@ -53,9 +76,11 @@ def scenario_for(name: str, duration: str) -> Any:
 
     if name == "dumbbell-cubic":
         return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
-    if name == "dumbbell-bbr-vs-cubic":
+    alphas = {"dumbbell-bbr-vs-cubic": 2.0, "dumbbell-bbr-vs-cubic-a0.5": 0.5}
+    alphas["dumbbell-bbr-vs-cubic-a16"] = 16.0
+    if name in alphas:
         return dumbbell(
-            2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration
+            2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=alphas[name], duration=duration
         )
     if name == "parking-lot-10hop-bbr-main":
         return parking_lot(10, "bbr", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
@@ -99,9 +124,84 @@ def run_case(name: str, duration: str) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(quick: bool = False, cases: list[str] | None = None) -> int:
+#: Simulated time of an instruction count (the issue's measurement: 10 s).
+INSTRUCTIONS_DURATION = "10s"
+#: The engine function callgrind counts in: the event loop through the finished columns.
+ENGINE_FUNCTION = "*Simulation::run_bounded*"
+
+
+def instructions_per_hop(name: str, duration: str = INSTRUCTIONS_DURATION) -> float | None:
+    """Instructions the engine executes per packet-hop on a case (callgrind, counting only
+    inside the engine's run), or None without valgrind."""
+    import tempfile
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
+        out = subprocess.run(
+            [
+                valgrind,
+                "--tool=callgrind",
+                "--collect-atstart=no",
+                f"--toggle-collect={ENGINE_FUNCTION}",
+                f"--callgrind-out-file={os.path.join(tmp, 'callgrind.out')}",
+                sys.executable,
+                "-m",
+                "ccfair.bench",
+                "--child",
+                name,
+                duration,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    collected = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+    if collected is None:
+        raise RuntimeError(f"callgrind reported no count: {out.stderr[-500:]}")
+    m = json.loads(out.stdout.strip().splitlines()[-1])
+    return int(collected.group(1)) / m["packet_hops"]
+
+
+def git_revision() -> str | None:
+    """The commit of the ccfair checkout this module runs from, if it is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=os.path.dirname(os.path.abspath(__file__)),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def append_history(path: str, results: dict[str, dict[str, Any]], quick: bool) -> None:
+    """Append one line (JSON) with this invocation's numbers to the history file ``path``."""
+    line = {
+        "commit": git_revision(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "quick": quick,
+        "cases": results,
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def main(
+    quick: bool = False,
+    cases: list[str] | None = None,
+    instructions: bool = False,
+    history: str | None = None,
+) -> int:
     """Run the benchmark cases and print a table; returns an exit status."""
     duration = "5s" if quick else "60s"
+    if instructions and shutil.which("valgrind") is None:
+        print("note: valgrind is not installed; instructions per packet-hop are not counted")
+        instructions = False
     selected = [c for c in CASES if cases is None or c.name in cases]
     unknown = set(cases or []) - {c.name for c in CASES}
     if unknown:
@@ -109,10 +209,13 @@ def main(quick: bool = False, cases: list[str] | None = None) -> int:
         return 2
     print(
         f"{'case':28s} {'wall s':>8s} {'sim/wall':>9s} {'Mhops/s':>8s} {'engine MB':>9s} "
-        f"{'proc MB':>8s}  target"
+        f"{'proc MB':>8s} {'instr/hop':>9s}  target"
     )
+    results: dict[str, dict[str, Any]] = {}
     for case in selected:
         m = run_case(case.name, duration)
+        ir = instructions_per_hop(case.name) if instructions else None
+        results[case.name] = {**m, "duration": duration, "instructions_per_hop": ir}
         target = f"<= {case.target_wall_s} s"
         if case.target_mem_mb:
             target += f", < {case.target_mem_mb} MB"
@@ -124,9 +227,14 @@ def main(quick: bool = False, cases: list[str] | None = None) -> int:
         print(
             f"{case.name:28s} {m['wall_s']:8.3f} {m['sim_s'] / m['wall_s']:9.1f} "
             f"{m['packet_hops'] / m['wall_s'] / 1e6:8.2f} {m['engine_mb']:9.1f} "
-            f"{m['peak_mb']:8.1f}  {target}"
+            f"{m['peak_mb']:8.1f} {'-' if ir is None else f'{ir:.0f}':>9s}  {target}"
         )
         print(f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events")
+    if instructions:
+        print(f"    instr/hop: callgrind, {INSTRUCTIONS_DURATION} simulated, engine run only")
+    if history:
+        append_history(history, results, quick)
+        print(f"appended to {history}")
     return 0
 
 

@@ -248,7 +248,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         from ccfair.bench import report_main
 
         return report_main(args.report, quick=args.quick, workers=args.workers)
-    return bench_main(quick=args.quick, cases=args.case)
+    return bench_main(
+        quick=args.quick, cases=args.case, instructions=args.instructions, history=args.history
+    )
 
 
 def _sweep_exit(outcome: object) -> int:
@@ -629,6 +631,16 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     b.add_argument("--case", action="append", help="run only this case (repeatable)")
+    b.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count the engine's instructions per packet-hop under callgrind (valgrind)",
+    )
+    b.add_argument(
+        "--history",
+        metavar="FILE",
+        help="append this run's numbers as one JSON line to FILE (e.g. benches/history.jsonl)",
+    )
     b.add_argument(
         "--sweep",
         action="append",

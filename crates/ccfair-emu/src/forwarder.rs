@@ -280,7 +280,13 @@ impl Forwarder {
     /// of `cfg.hosts[i]`.
     pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
         let spec = &cfg.spec;
-        let channels = build_channels(spec);
+        let mut channels: Vec<Channel<Pkt>> = build_channels(spec);
+        // The real-time path allocates no queue room while packets flow (as before the
+        // simulator's channels stopped reserving their buffers).
+        for ch in &mut channels {
+            let room = ch.buffer_pkts.min(4096) as usize;
+            ch.reserve(room);
+        }
         let host_index = |node: usize| cfg.hosts.iter().position(|h| h.node == node);
         let mut routes = Vec::new();
         let mut by_receiver = HashMap::new();

@@ -1,25 +1,36 @@
 //! Run a resolved spec (JSON file, e.g. from `ccfair check --engine`) and print engine
 //! statistics and per-flow goodput: for profiling and comparing engines without Python.
 //!
-//! `cargo run --release -p ccfair-sim --example run_spec -- spec.json`
+//! `cargo run --release -p ccfair-sim --example run_spec -- spec.json [MEMORY_LIMIT_GB]`
+//!
+//! The optional second argument raises the estimated-memory limit (default 2 GB), e.g. for
+//! the 1000-flow dumbbell of the scale curve (issue 16), whose estimate is far above what it
+//! uses.
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: run_spec SPEC.json");
+    let usage = "usage: run_spec SPEC.json [MEMORY_LIMIT_GB]";
+    let path = std::env::args().nth(1).expect(usage);
+    let mut limits = ccfair_sim::Limits::default();
+    if let Some(gb) = std::env::args().nth(2) {
+        let gb: f64 = gb.parse().expect(usage);
+        limits.memory_bytes = (gb * 1e9) as u64;
+    }
     let json = std::fs::read_to_string(&path).expect("read spec");
     let t0 = std::time::Instant::now();
-    match ccfair_sim::run_json(&json, &ccfair_sim::Limits::default()) {
+    match ccfair_sim::run_json(&json, &limits) {
         Ok(r) => {
             println!(
-                "wall {:.3} s, {} events, {} packet-hops, {} timeseries rows",
+                "wall {:.3} s, {} events, {} packet-hops, peak heap {}, {} timeseries rows",
                 t0.elapsed().as_secs_f64(),
                 r.stats.events,
                 r.stats.packet_hops,
+                r.stats.peak_heap_len,
                 r.timeseries.n_rows()
             );
-            let g = r.flows.f64("goodput_bps").unwrap();
+            let g = r.flows.f64("goodput_mbps").unwrap();
             let rt = r.flows.u64("retrans_pkts").unwrap();
             for (i, (g, rt)) in g.iter().zip(rt).enumerate() {
-                println!("flow {i}: {:.3} Mbit/s, {rt} retransmissions", g / 1e6);
+                println!("flow {i}: {g:.3} Mbit/s, {rt} retransmissions");
             }
         }
         Err(e) => {

@@ -1,11 +1,15 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence).
+//! The event queue: a binary min-heap of `u128` entries ordered by (time, insertion sequence).
+//!
+//! It replaces `std::collections::BinaryHeap` (a max-heap of 16-byte entries with a reversed
+//! `Ord`): entries compare as plain integers, and `pop_push` serves the engine's common step,
+//! a channel arrival that schedules the channel's next arrival, in one pass over the heap
+//! instead of a pop and a push. Callgrind on the 0.5 BDP dumbbell: the queue went from about
+//! 49 M to 32 M instructions per 10 simulated seconds (226 k events). A 4-ary heap was tried
+//! and counted slightly more instructions at these sizes (peak 24 entries).
 //!
 //! Ties at the same nanosecond are broken by insertion order, so a run is a pure function of
 //! its spec and seed. Events are small `Copy` values; packets never live in the heap (channels
 //! keep them in FIFO order and only the head of each channel is scheduled).
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -40,27 +44,9 @@ pub enum TimerKind {
 
 pub const N_TIMER_KINDS: usize = 4;
 
-/// Heap entries are 16 bytes: the time and one key packing the insertion sequence (high
-/// 40 bits) above the event (low 24 bits). Comparing (time, key) orders by time, then by
+/// Heap entries are one `u128`: the time (high 64 bits), then the insertion sequence (40
+/// bits), then the event (24 bits). Comparing entries as integers orders by time, then by
 /// insertion, since sequence numbers are unique.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    time_ns: u64,
-    key: u64,
-}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed: BinaryHeap is a max-heap, we pop the earliest.
-        (other.time_ns, other.key).cmp(&(self.time_ns, self.key))
-    }
-}
-
 const EVENT_BITS: u32 = 24;
 const ID_BITS: u32 = 19;
 /// Largest flow or channel index an event can carry.
@@ -101,27 +87,62 @@ fn decode(code: u64) -> Event {
     }
 }
 
+fn entry_time(e: u128) -> u64 {
+    (e >> 64) as u64
+}
+
+fn entry_event(e: u128) -> Event {
+    decode(e as u64 & ((1 << EVENT_BITS) - 1))
+}
+
+/// A min-heap of events ordered by (time, insertion sequence).
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    heap: Vec<u128>,
     next_seq: u64,
 }
 
 impl EventQueue {
-    pub fn push(&mut self, time_ns: u64, event: Event) {
+    fn entry(&mut self, time_ns: u64, event: Event) -> u128 {
         let key = (self.next_seq << EVENT_BITS) | encode(event);
         self.next_seq += 1;
-        self.heap.push(Entry { time_ns, key });
+        ((time_ns as u128) << 64) | key as u128
+    }
+
+    pub fn push(&mut self, time_ns: u64, event: Event) {
+        let e = self.entry(time_ns, event);
+        self.heap.push(e);
+        self.sift_up(self.heap.len() - 1, e);
     }
 
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        self.heap
-            .pop()
-            .map(|e| (e.time_ns, decode(e.key & ((1 << EVENT_BITS) - 1))))
+        let top = *self.heap.first()?;
+        let last = self.heap.pop().expect("not empty");
+        if !self.heap.is_empty() {
+            self.sift_down(0, last);
+        }
+        Some((entry_time(top), entry_event(top)))
+    }
+
+    /// Remove the earliest event and schedule `event` at `time_ns`, in one pass over the
+    /// heap: the same order as `pop` then `push` (the new event takes the next sequence
+    /// number), at about the cost of one of them. The engine's common step: a channel's
+    /// arrival, which schedules that channel's next arrival.
+    ///
+    /// Panics if the queue is empty.
+    pub fn pop_push(&mut self, time_ns: u64, event: Event) {
+        assert!(!self.heap.is_empty(), "pop_push on an empty queue");
+        let e = self.entry(time_ns, event);
+        self.sift_down(0, e);
+    }
+
+    /// The earliest event, left in the queue.
+    pub fn peek(&self) -> Option<(u64, Event)> {
+        self.heap.first().map(|&e| (entry_time(e), entry_event(e)))
     }
 
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|e| e.time_ns)
+        self.heap.first().map(|&e| entry_time(e))
     }
 
     pub fn len(&self) -> usize {
@@ -130,6 +151,42 @@ impl EventQueue {
 
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
+    }
+
+    /// Move `e` from slot `i` towards the root until its parent is earlier.
+    fn sift_up(&mut self, mut i: usize, e: u128) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let p = self.heap[parent];
+            if p <= e {
+                break;
+            }
+            self.heap[i] = p;
+            i = parent;
+        }
+        self.heap[i] = e;
+    }
+
+    /// Put `e` in slot `i` and move it down until its children are later.
+    fn sift_down(&mut self, mut i: usize, e: u128) {
+        let heap = &mut self.heap[..];
+        let n = heap.len();
+        loop {
+            let mut child = 2 * i + 1;
+            if child >= n {
+                break;
+            }
+            if child + 1 < n && heap[child + 1] < heap[child] {
+                child += 1;
+            }
+            let c = heap[child];
+            if e <= c {
+                break;
+            }
+            heap[i] = c;
+            i = child;
+        }
+        heap[i] = e;
     }
 }
 
@@ -156,5 +213,38 @@ mod tests {
                 (5, Event::FlowStart(2)),
             ]
         );
+    }
+
+    /// Against a reference (a sorted list of (time, sequence)): random pushes, pops and
+    /// pop_push at heap sizes from 0 to a few hundred, with many equal times.
+    #[test]
+    fn matches_a_sorted_reference_under_random_operations() {
+        let mut rng = ccfair_cc::rng::Rng::new(5);
+        let mut q = EventQueue::default();
+        let mut reference: Vec<(u64, u64, Event)> = Vec::new();
+        let mut seq = 0u64;
+        for step in 0..200_000u64 {
+            let grow = (step / 20_000) % 2 == 0;
+            let u = rng.uniform();
+            let t = (rng.uniform() * 50.0) as u64 + step / 100;
+            let ev = Event::ChannelArrival((step % 1000) as u32);
+            if u < if grow { 0.55 } else { 0.3 } {
+                q.push(t, ev);
+                reference.push((t, seq, ev));
+                seq += 1;
+            } else if u < 0.8 || reference.is_empty() {
+                reference.sort_by_key(|&(t, s, _)| (t, s));
+                let want = (!reference.is_empty()).then(|| reference.remove(0));
+                assert_eq!(q.pop(), want.map(|(t, _, e)| (t, e)), "step {step}");
+            } else {
+                reference.sort_by_key(|&(t, s, _)| (t, s));
+                let (wt, _, we) = reference.remove(0);
+                assert_eq!(q.peek(), Some((wt, we)), "step {step}");
+                q.pop_push(t, ev);
+                reference.push((t, seq, ev));
+                seq += 1;
+            }
+            assert_eq!(q.len(), reference.len());
+        }
     }
 }

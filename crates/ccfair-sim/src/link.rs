@@ -95,7 +95,10 @@ impl<P: OnWire> Channel<P> {
             loss_prob,
             queue: Queue::Droptail,
             rng: Rng::new(seed),
-            backlog: VecDeque::with_capacity(buffer_pkts.min(4096) as usize),
+            // Grows with the queue: memory follows what is in flight, not the configured
+            // buffer (reserving it cost up to 4096 entries of 24 bytes, ~100 KB, per channel
+            // direction, mostly never used).
+            backlog: VecDeque::new(),
             backlog_bytes: 0,
             last_departure_ns: 0,
             pipe: VecDeque::new(),
@@ -108,9 +111,20 @@ impl<P: OnWire> Channel<P> {
     /// would let a zero-delay path loop without the clock advancing (a livelock). The floor
     /// only matters above ~1.6 Tbit/s (a 52-byte ACK in under 0.5 ns).
     pub fn serialisation_ns(&self, bytes: u32) -> u64 {
-        let bits = bytes as u128 * 8 * 1_000_000_000;
-        let rate = self.rate_bps.max(1) as u128;
-        (((bits + rate / 2) / rate) as u64).max(1)
+        let rate = self.rate_bps.max(1);
+        // In 64 bits whenever the rounded numerator fits (bytes * 8e9 + rate / 2 < 2^64: any
+        // packet below ~2.3 GB at any rate), else in 128 bits: the same value either way,
+        // without a 128-bit division (a library call) per packet.
+        match (bytes as u64).checked_mul(8_000_000_000) {
+            Some(bits) if bits <= u64::MAX - rate / 2 => ((bits + rate / 2) / rate).max(1),
+            _ => serialisation_ns_wide(bytes, rate),
+        }
+    }
+
+    /// Reserve room for `packets` more queued packets up front, so that enqueueing up to
+    /// that many allocates nothing (the kernel backend's real-time forwarder).
+    pub fn reserve(&mut self, packets: usize) {
+        self.backlog.reserve(packets);
     }
 
     /// Retire packets whose serialisation finished by `now` (counters, occupancy).
@@ -196,6 +210,14 @@ impl<P: OnWire> Channel<P> {
     }
 }
 
+/// [`Channel::serialisation_ns`] in 128-bit arithmetic: nanoseconds to serialise `bytes` at
+/// `rate_bps`, rounded to nearest, at least 1.
+fn serialisation_ns_wide(bytes: u32, rate_bps: u64) -> u64 {
+    let bits = bytes as u128 * 8 * 1_000_000_000;
+    let rate = rate_bps.max(1) as u128;
+    (((bits + rate / 2) / rate) as u64).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +250,30 @@ mod tests {
     fn serialisation_of_1500_bytes_at_50_mbps_is_240_us() {
         let ch: Channel = Channel::new(50_000_000, 0, 10, 0.0, 1);
         assert_eq!(ch.serialisation_ns(1500), 240_000);
+    }
+
+    /// The 64-bit path gives the 128-bit value for every size and rate, at the edges of
+    /// both ranges and at random.
+    #[test]
+    fn serialisation_matches_the_wide_computation() {
+        let mut rng = Rng::new(7);
+        let mut rates = vec![1, 2, 3, 999, 1_000_000, 50_000_000, 1_000_000_000];
+        rates.extend([10_000_000_000, u64::MAX / 2, u64::MAX - 1, u64::MAX]);
+        let mut sizes = vec![0, 1, 52, 1500, 65_535, 2_305_843, u32::MAX / 2, u32::MAX];
+        for _ in 0..300 {
+            rates.push((rng.uniform() * 2f64.powi(rng.below(64) as i32)) as u64);
+            sizes.push((rng.uniform() * 2f64.powi(rng.below(33) as i32)) as u32);
+        }
+        for &rate in &rates {
+            let ch: Channel = Channel::new(rate, 0, 10, 0.0, 1);
+            for &bytes in &sizes {
+                assert_eq!(
+                    ch.serialisation_ns(bytes),
+                    serialisation_ns_wide(bytes, rate),
+                    "{bytes} B at {rate} bit/s"
+                );
+            }
+        }
     }
 
     #[test]

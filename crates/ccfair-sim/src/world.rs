@@ -190,11 +190,10 @@ impl Simulation {
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
         let mut same_instant = 0u64;
-        while let Some(t) = self.queue.peek_time() {
+        while let Some((t, ev)) = self.queue.peek() {
             if t > duration {
                 break;
             }
-            let (t, ev) = self.queue.pop().expect("peeked");
             if t == self.now {
                 same_instant += 1;
                 if same_instant > STALL_EVENTS {
@@ -216,7 +215,14 @@ impl Simulation {
                     duration as f64 / 1e9
                 )));
             }
-            self.handle(ev);
+            match ev {
+                // Takes the event off the queue itself (`channel_arrival`).
+                Event::ChannelArrival(ch) => self.channel_arrival(ch),
+                _ => {
+                    self.queue.pop();
+                    self.handle(ev);
+                }
+            }
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
         }
         self.now = duration;
@@ -225,7 +231,7 @@ impl Simulation {
 
     fn handle(&mut self, ev: Event) {
         match ev {
-            Event::ChannelArrival(ch) => self.channel_arrival(ch),
+            Event::ChannelArrival(_) => unreachable!("handled by channel_arrival"),
             Event::FlowStart(f) => {
                 let now = self.now;
                 let flow = &mut self.flows[f as usize];
@@ -338,10 +344,16 @@ impl Simulation {
         }
     }
 
+    /// The head of channel `ch` arrives: its event is the queue's earliest, still in the
+    /// queue. It leaves the queue here, replaced by the channel's next arrival if any (one
+    /// heap pass instead of a pop and a push; the same order).
     fn channel_arrival(&mut self, ch: u32) {
         let (mut pkt, next) = self.channels[ch as usize].arrival();
-        if let Some(t) = next {
-            self.queue.push(t, Event::ChannelArrival(ch));
+        match next {
+            Some(t) => self.queue.pop_push(t, Event::ChannelArrival(ch)),
+            None => {
+                self.queue.pop();
+            }
         }
         if self.trace.is_some() {
             self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);

@@ -1,0 +1,52 @@
+"""``ccfair bench``'s instruction count and history file (the timing itself is not tested:
+speed is never a pass/fail here)."""
+
+from __future__ import annotations
+
+import json
+
+from ccfair import bench
+
+
+def test_instruction_count_is_skipped_without_valgrind(monkeypatch, capsys):
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    assert bench.instructions_per_hop("dumbbell-cubic") is None
+    monkeypatch.setattr(
+        bench,
+        "run_case",
+        lambda name, duration: {
+            "wall_s": 1.0,
+            "sim_s": 5.0,
+            "packet_hops": 10,
+            "events": 12,
+            "peak_mb": 1.0,
+            "engine_mb": 0.5,
+        },
+    )
+    assert bench.main(quick=True, cases=["dumbbell-cubic"], instructions=True) == 0
+    out = capsys.readouterr().out
+    assert "valgrind is not installed" in out and "dumbbell-cubic" in out
+
+
+def test_history_gets_one_json_line_per_invocation(monkeypatch, tmp_path):
+    m = {"wall_s": 0.5, "sim_s": 5.0, "packet_hops": 1000, "events": 1200}
+    monkeypatch.setattr(
+        bench, "run_case", lambda name, duration: {**m, "peak_mb": 9.0, "engine_mb": 1.0}
+    )
+    monkeypatch.setattr(bench, "instructions_per_hop", lambda name: 512.0)
+    monkeypatch.setattr(bench.shutil, "which", lambda name: "/usr/bin/valgrind")
+    path = tmp_path / "history.jsonl"
+    for _ in range(2):
+        bench.main(
+            quick=True, cases=["dumbbell-bbr-vs-cubic-a0.5"], instructions=True, history=str(path)
+        )
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(lines) == 2
+    case = lines[0]["cases"]["dumbbell-bbr-vs-cubic-a0.5"]
+    assert case["instructions_per_hop"] == 512.0 and case["packet_hops"] == 1000
+    assert {"commit", "date", "quick"} <= set(lines[0])
+
+
+def test_every_case_has_a_scenario():
+    for case in bench.CASES:
+        assert bench.scenario_for(case.name, "1s").flows
