@@ -103,6 +103,11 @@ def test_flagged_kernel_runs_are_counted_but_not_averaged():
     summary = val.summarize_pairs(points.reset_index()).set_index("pair")
     assert summary.loc["all", "points"] == 1 and summary.loc["all", "no_reliable_kernel"] == 1
     assert summary.loc["all", "max_abs_diff_pp"] == pytest.approx(2.0)
+    runs_all = pd.concat([runs, lone], ignore_index=True)
+    runs_all["kernel_flags"] = ""
+    v = val.Validation(runs=runs_all, points=points.reset_index(), summary=summary.reset_index())
+    report = val.report_section(v, {"kernel": "test"})
+    assert "no reliable run" in report and "1 points had no reliable kernel run" in report
 
 
 def test_pairs_come_from_the_ccas_axis_or_the_flows():

@@ -547,6 +547,14 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
     per_point["CIs overlap"] = p["ci_overlap"].map({True: "yes", False: "no"})
     per_point["sim Mbit/s"] = p["goodput_sim_mbps"].round(2)
     per_point["Linux Mbit/s"] = p["goodput_kernel_mbps"].round(2)
+    missing = p["share_kernel_mean"].isna()
+    for col, text in (
+        ("Linux share %", "no reliable run"),
+        ("diff pp", ""),
+        ("CIs overlap", "n/a"),
+        ("Linux Mbit/s", ""),
+    ):
+        per_point[col] = per_point[col].astype(object).where(~missing, text)
     if not params:
         per_point.insert(1, "point", p["point"])
     s = v.summary
