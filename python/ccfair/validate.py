@@ -640,13 +640,12 @@ def validate(
     whole run). Kernel runs happen one at a time, in real time; a kernel run the self-checks
     flag is run again up to ``retries`` times; a finished kernel run that was flagged is run
     again unless ``rerun_flagged`` is False (it is then reported as flagged). With ``out``,
-    every run is saved to
-    ``out/results`` as it finishes (a rerun of the same study skips finished runs and
-    reruns flagged ones), and the study writes ``out/validate_{runs,points,summary}.{csv,
-    parquet}``, figures in ``out/figures`` (the agreement of shares, per-pair heatmaps of
-    the difference over two grid axes, and overlaid time series of the
-    ``timeseries_figures`` points that differ most) and the report section
-    ``out/validate.md``.
+    every run is saved to ``out/results`` as it finishes (a rerun of the same study skips
+    finished runs and reruns flagged ones), and the study writes
+    ``out/validate_{runs,points,summary}.{csv,parquet}``, figures in ``out/figures`` (the
+    agreement of shares, per-pair heatmaps of the difference over two grid axes, and
+    overlaid time series of the ``timeseries_figures`` points that differ most) and the
+    report section ``out/validate.md``.
 
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
