@@ -28,6 +28,8 @@ mask_without() { # the hex CPU mask of every online CPU except $1
 case "${1:-}" in
 apply)
     cpu=${2:?usage: isolate_cpu.sh apply CPU}
+    [[ "$cpu" =~ ^[0-9]+$ ]] && [ "$cpu" -lt "$(nproc --all)" ] ||
+        { echo "CPU: '$cpu' is not a CPU of this machine (0 to $(($(nproc --all) - 1)))" >&2; exit 2; }
     [ -e "$saved" ] && { echo "already applied (restore first): $saved" >&2; exit 1; }
     mask=$(mask_without "$cpu")
     [ "$mask" != 0 ] || { echo "CPU $cpu is the only CPU" >&2; exit 1; }

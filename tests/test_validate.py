@@ -252,3 +252,9 @@ def test_a_finished_flagged_kernel_run_is_rerun_unless_kept(monkeypatch, tmp_pat
     monkeypatch.setattr(val, "run", lambda s, backend: calls.append(backend) or _Flagged())
     out = val._run_kernels([point], [sc], tmp_path, 0, rerun, lambda m: None)
     assert len(out) == 1 and calls == (["kernel"] if rerun else [])
+
+
+@pytest.mark.parametrize("bad", ["no", 1, None])
+def test_rerun_flagged_must_be_true_or_false(bad):
+    with pytest.raises(ccfair.SpecError, match="rerun_flagged"):
+        val.validate([ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")], rerun_flagged=bad)

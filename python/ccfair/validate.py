@@ -653,6 +653,8 @@ def validate(
     say = progress or (lambda m: None)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
+    if not isinstance(rerun_flagged, bool):
+        raise SpecError("rerun_flagged", rerun_flagged, "is not true or false")
     points = validation_points(inputs, preset=preset, quick=quick)
     if not points:
         raise SpecError("inputs", list(inputs), "name no scenario, sweep or preset to validate")
