@@ -13,6 +13,8 @@ pub mod params;
 pub mod registry;
 pub mod rng;
 pub mod sock;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub mod bbr;
 pub mod copa;

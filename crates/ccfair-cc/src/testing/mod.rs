@@ -1,0 +1,935 @@
+//! One test driver for every algorithm: [`TestSender`] plays the part of the TCP substrate
+//! around a congestion control module, so that unit tests, the conformance suite and the
+//! trajectory snapshots all see the hooks called in the order, and with the rate samples,
+//! of `ccfair-sim`'s sender (which follows net/ipv4/tcp_input.c and tcp_rate.c).
+//!
+//! Two levels:
+//! - Segments: [`TestSender::send`], [`TestSender::ack`] (cumulative, SACKs, losses marked
+//!   on the ACK, recovery entered on it), [`TestSender::lose`], [`TestSender::rto`],
+//!   [`TestSender::retransmit`], [`TestSender::set_app_limited`]. Each segment keeps the
+//!   snapshot of `tcp_rate_skb_sent`; an ACK builds its [`RateSample`] with
+//!   `tcp_rate_skb_delivered` and `tcp_rate_gen`, and the RTT with `tcp_ack_update_rtt`
+//!   (srtt x8 as `tcp_rtt_estimator`, windowed min RTT as `tcp_update_rtt_min`).
+//!   A test in `ccfair-sim` (tests/harness.rs) drives the real sender and this one
+//!   through the same sequence and compares every hook call.
+//! - Samples: [`TestSender::deliver`] applies one ACK whose rate sample the test writes
+//!   itself (to test a rule of the algorithm on a sample the pipe would rarely produce);
+//!   the socket's accounting and the hook order are still the substrate's.
+//!
+//! What the driver leaves to the test: loss detection (RACK, dupthresh), timers, the
+//! retransmission policy and time itself. [`path::Path`] adds a bottleneck (rate,
+//! propagation delay, drop-tail buffer) and those policies for end-to-end scenarios.
+//!
+//! Available to this crate's tests and, with the `testing` feature, to other crates' tests;
+//! never compiled into the engine.
+
+pub mod path;
+pub mod record;
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use crate::minmax::MinMax;
+use crate::sock::TCP_INFINITE_SSTHRESH;
+use crate::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
+
+/// `tp->mss_cache` of the tests: a 1500-byte MTU with timestamps.
+pub const MSS: u32 = 1448;
+/// `tcp_min_rtt_wlen` (s), Linux's default, as the simulator's `min_rtt_wlen_s`.
+const MIN_RTT_WLEN_S: u64 = 300;
+/// `tcp_pacing_ss_ratio` and `tcp_pacing_ca_ratio` (percent), Linux's defaults.
+const PACING_SS_RATIO: u64 = 200;
+const PACING_CA_RATIO: u64 = 120;
+
+/// One segment of the retransmission queue: the scoreboard bits of
+/// `TCP_SKB_CB(skb)->sacked` and the rate snapshot of `TCP_SKB_CB(skb)->tx`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    tx_ns: u64,
+    delivered: u64,
+    delivered_mstamp_ns: u64,
+    first_tx_mstamp_ns: u64,
+    is_app_limited: bool,
+    /// Not yet counted by the rate sampler (`tx.delivered_mstamp != 0`).
+    rate_pending: bool,
+    sacked: bool,
+    lost: bool,
+    /// A retransmission is in flight (`TCPCB_SACKED_RETRANS`).
+    retrans: bool,
+    ever_retrans: bool,
+}
+
+/// What one ACK says, and what the sender decides on it before congestion control runs.
+#[derive(Clone, Debug, Default)]
+pub struct Ack {
+    /// The cumulative ACK: every segment below it is acknowledged.
+    pub cum: u64,
+    /// SACK blocks (segment ranges) above `cum`.
+    pub sacks: Vec<Range<u64>>,
+    /// Segments the sender's loss detection marks lost on this ACK (RACK's verdict);
+    /// the ACK then enters Recovery, as `tcp_fastretrans_alert` does.
+    pub lost: Vec<Range<u64>>,
+}
+
+impl Ack {
+    /// A cumulative ACK of everything below `cum`.
+    pub fn to(cum: u64) -> Self {
+        Ack {
+            cum,
+            ..Ack::default()
+        }
+    }
+
+    /// Also SACK `range`.
+    pub fn sack(mut self, range: Range<u64>) -> Self {
+        self.sacks.push(range);
+        self
+    }
+
+    /// Also mark `range` lost on this ACK (and so enter Recovery, if not in it).
+    pub fn lose(mut self, range: Range<u64>) -> Self {
+        self.lost.push(range);
+        self
+    }
+}
+
+/// One ACK with a rate sample written by the test ([`TestSender::deliver`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery {
+    /// Packets newly (S)ACKed (`rs.acked_sacked`, added to `tp.delivered`).
+    pub acked: u32,
+    /// Packets newly marked lost (`rs.losses`, added to `tp.lost`).
+    pub losses: u32,
+    /// The ACK's RTT sample in µs (`rs.rtt_us`, `ack_sample.rtt_us`); -1: none.
+    pub rtt_us: i64,
+    /// `tp.packets_out` after this ACK (nothing SACKed or lost in the scoreboard); None
+    /// leaves it.
+    pub packets_out: Option<u32>,
+    /// The sample's `prior_delivered`, `prior_mstamp_ns`, `delivered`, `interval_us`,
+    /// `is_app_limited`, `is_retrans` and `is_ack_delayed`; the other fields are the
+    /// substrate's.
+    pub rs: RateSample,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            acked: 1,
+            losses: 0,
+            rtt_us: -1,
+            packets_out: None,
+            rs: RateSample::default(),
+        }
+    }
+}
+
+/// Per-ACK scratch state of the rate sampler (`struct rate_sample` under construction).
+#[derive(Default)]
+struct RateState {
+    rs: RateSample,
+    prior_set: bool,
+    last_end_seq: u64,
+}
+
+/// A congestion control module inside a minimal Linux sender. `cc` and `tp` are public:
+/// tests read the module's state and set socket fields to build a situation.
+pub struct TestSender<C> {
+    pub cc: C,
+    pub tp: TcpSock,
+    /// The sample built by the last ACK.
+    pub last_rs: RateSample,
+    /// cwnd when the last ACK arrived, before any hook ran.
+    pub cwnd_before_ack: u32,
+    /// Compute `sk_pacing_rate` for modules without `cong_control`, as Linux (and the
+    /// simulator) do after every ACK (`tcp_update_pacing_rate`). CUBIC's HyStart reads it.
+    pub update_pacing_rate: bool,
+    segs: VecDeque<Seg>,
+    first_tx_mstamp_ns: u64,
+    srtt_us8: u64,
+    min_rtt: MinMax,
+    has_min_rtt: bool,
+    paced: bool,
+    data_segs_out: u64,
+    high_seq: u64,
+    /// RTOs since the last ACK that advanced `snd_una` (`icsk_retransmits`).
+    retransmits: u32,
+    prior_ssthresh: u32,
+    undo_marker: Option<u64>,
+    prr_delivered: u32,
+    prr_out: u32,
+    cwnd_usage_seq: u64,
+    rate_delivered: u64,
+    rate_interval_us: u64,
+}
+
+impl TestSender<Box<dyn CongestionControl>> {
+    /// A registered algorithm with `params` (JSON) and `seed`, on a default socket.
+    pub fn registered(name: &str, params: &serde_json::Value, seed: u64) -> Self {
+        let cc = crate::build(name, params, seed).expect("a registered algorithm");
+        TestSender::new(cc, TcpSock::new(MSS, 10, 1000))
+    }
+}
+
+impl<C: CongestionControl> TestSender<C> {
+    /// A connection at time `tp.now_ns` with `tp`'s settings; calls `init`.
+    pub fn new(mut cc: C, mut tp: TcpSock) -> Self {
+        let paced = cc.wants_pacing();
+        tp.is_paced = tp.is_paced || paced;
+        // tcp_init_transfer: the connection is established now.
+        tp.lsndtime_ns = tp.now_ns;
+        cc.init(&mut tp);
+        let mut s = TestSender {
+            cc,
+            tp,
+            last_rs: RateSample::default(),
+            cwnd_before_ack: 0,
+            update_pacing_rate: true,
+            segs: VecDeque::new(),
+            first_tx_mstamp_ns: 0,
+            srtt_us8: 0,
+            min_rtt: MinMax::default(),
+            has_min_rtt: false,
+            paced,
+            data_segs_out: 0,
+            high_seq: 0,
+            retransmits: 0,
+            prior_ssthresh: 0,
+            undo_marker: None,
+            prr_delivered: 0,
+            prr_out: 0,
+            cwnd_usage_seq: 0,
+            rate_delivered: 0,
+            rate_interval_us: 0,
+        };
+        if !s.cc.has_cong_control() {
+            s.set_pacing_rate();
+        }
+        s
+    }
+
+    /// A default socket (MSS 1448, IW 10, HZ 1000) around `cc`.
+    pub fn with(cc: C) -> Self {
+        Self::new(cc, TcpSock::new(MSS, 10, 1000))
+    }
+
+    // ------------------------------------------------------------------ time
+
+    pub fn now_ns(&self) -> u64 {
+        self.tp.now_ns
+    }
+
+    /// Move the clock forward by `dt_ns`.
+    pub fn advance(&mut self, dt_ns: u64) {
+        self.tp.now_ns += dt_ns;
+    }
+
+    /// Move the clock to `t_ns` (never backwards).
+    pub fn advance_to(&mut self, t_ns: u64) {
+        self.tp.now_ns = self.tp.now_ns.max(t_ns);
+    }
+
+    // ------------------------------------------------------------------ queries
+
+    /// Smoothed RTT in µs (0 before the first sample).
+    pub fn srtt_us(&self) -> u64 {
+        self.srtt_us8 >> 3
+    }
+
+    /// Whether segment `seq` is still in the retransmission queue.
+    pub fn outstanding(&self, seq: u64) -> bool {
+        seq >= self.tp.snd_una && seq < self.tp.snd_nxt
+    }
+
+    /// Whether `seq` is marked lost and not yet retransmitted.
+    pub fn needs_retransmit(&self, seq: u64) -> bool {
+        self.outstanding(seq) && {
+            let s = self.seg(seq);
+            s.lost && !s.retrans && !s.sacked
+        }
+    }
+
+    /// Whether `seq` was SACKed.
+    pub fn is_sacked(&self, seq: u64) -> bool {
+        self.outstanding(seq) && self.seg(seq).sacked
+    }
+
+    /// `tp.delivered` and the delivery-rate sample last kept for `tcp_info`
+    /// (`rate_delivered`, `rate_interval_us`).
+    pub fn rate_info(&self) -> (u64, u64) {
+        (self.rate_delivered, self.rate_interval_us)
+    }
+
+    /// Room to send: cwnd minus packets in flight (0 when full).
+    pub fn cwnd_room(&self) -> u32 {
+        self.tp.snd_cwnd.saturating_sub(self.tp.packets_in_flight())
+    }
+
+    fn seg(&self, seq: u64) -> &Seg {
+        &self.segs[(seq - self.tp.snd_una) as usize]
+    }
+
+    fn seg_mut(&mut self, seq: u64) -> &mut Seg {
+        let i = (seq - self.tp.snd_una) as usize;
+        &mut self.segs[i]
+    }
+
+    // ------------------------------------------------------------------ sending
+
+    /// `tcp_set_ca_state`: the module's hook, then the new state.
+    pub fn set_ca_state(&mut self, state: CaState) {
+        self.cc.set_state(&mut self.tp, state);
+        self.tp.ca_state = state;
+    }
+
+    /// `__tcp_transmit_skb` of one segment with `tcp_rate_skb_sent` and EDT pacing.
+    fn transmit(&mut self, seq: u64) {
+        let now = self.tp.now_ns;
+        if self.tp.packets_in_flight() == 0 {
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+        }
+        if self.tp.packets_out == 0 {
+            self.tp.delivered_mstamp_ns = now;
+            self.first_tx_mstamp_ns = now;
+        }
+        let snapshot = Seg {
+            tx_ns: now,
+            delivered: self.tp.delivered,
+            delivered_mstamp_ns: self.tp.delivered_mstamp_ns,
+            first_tx_mstamp_ns: self.first_tx_mstamp_ns,
+            is_app_limited: self.tp.app_limited != 0,
+            rate_pending: true,
+            ..*self.seg(seq)
+        };
+        *self.seg_mut(seq) = snapshot;
+        self.data_segs_out += 1;
+        self.update_wstamp_after_send(self.tp.mss);
+        self.tp.lsndtime_ns = now;
+        if self.tp.in_cwnd_reduction() {
+            self.prr_out += 1;
+        }
+    }
+
+    /// `tcp_update_skb_after_send`: the earliest departure time of the next packet.
+    fn update_wstamp_after_send(&mut self, payload: u32) {
+        let prior = self.tp.wstamp_ns;
+        self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
+        let rate = self.tp.pacing_rate_bytes_per_sec;
+        // Like sch_fq, the first 10 segments are not paced.
+        if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
+            let mut len_ns = payload as u64 * 1_000_000_000 / rate;
+            let credit = self.tp.wstamp_ns - prior;
+            len_ns -= (len_ns / 2).min(credit);
+            self.tp.wstamp_ns += len_ns;
+        }
+    }
+
+    /// Send `n` new segments now, whatever cwnd says (the test is the sender's policy),
+    /// then `tcp_cwnd_validate` as `tcp_write_xmit` does. Returns their sequence numbers.
+    pub fn send(&mut self, n: u64) -> Range<u64> {
+        let first = self.tp.snd_nxt;
+        for _ in 0..n {
+            let seq = self.tp.snd_nxt;
+            self.segs.push_back(Seg::default());
+            self.transmit(seq);
+            self.tp.snd_nxt += 1;
+            self.tp.packets_out += 1;
+        }
+        let cwnd_limited = self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if n > 0 || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        first..self.tp.snd_nxt
+    }
+
+    /// Send new segments while cwnd has room (a bulk sender; pacing is the test's
+    /// business: see [`TestSender::pacing_allows`]). Returns them.
+    pub fn send_to_cwnd(&mut self) -> Range<u64> {
+        let n = self.cwnd_room() as u64;
+        self.send(n)
+    }
+
+    /// `tcp_write_xmit` of new data: up to `max` segments while cwnd has room and the
+    /// pacer allows, then `tcp_cwnd_validate`. Returns them.
+    pub fn write_xmit(&mut self, max: u64) -> Range<u64> {
+        let first = self.tp.snd_nxt;
+        let mut cwnd_limited = false;
+        while self.tp.snd_nxt - first < max && self.pacing_allows() {
+            if self.tp.packets_in_flight() >= self.tp.snd_cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            let seq = self.tp.snd_nxt;
+            self.segs.push_back(Seg::default());
+            self.transmit(seq);
+            self.tp.snd_nxt += 1;
+            self.tp.packets_out += 1;
+        }
+        cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
+        if self.tp.snd_nxt > first || cwnd_limited {
+            self.cwnd_validate(cwnd_limited);
+        }
+        first..self.tp.snd_nxt
+    }
+
+    /// Whether the pacer lets a packet leave now (`tp.wstamp_ns <= now` when paced).
+    pub fn pacing_allows(&self) -> bool {
+        !self.paced || self.tp.wstamp_ns <= self.tp.now_ns
+    }
+
+    /// Whether the module asked for pacing (`wants_pacing` at construction).
+    pub fn is_paced(&self) -> bool {
+        self.paced
+    }
+
+    /// `tcp_cwnd_validate`.
+    fn cwnd_validate(&mut self, is_cwnd_limited: bool) {
+        if self.tp.snd_una >= self.cwnd_usage_seq
+            || is_cwnd_limited
+            || (!self.tp.is_cwnd_limited && self.tp.packets_out > self.tp.max_packets_out)
+        {
+            self.tp.is_cwnd_limited = is_cwnd_limited;
+            self.tp.max_packets_out = self.tp.packets_out;
+            self.cwnd_usage_seq = self.tp.snd_nxt;
+        }
+    }
+
+    /// `tcp_retransmit_skb` of segment `seq` (it must be outstanding and not SACKed).
+    pub fn retransmit(&mut self, seq: u64) {
+        assert!(self.outstanding(seq), "segment {seq} is not outstanding");
+        assert!(!self.seg(seq).sacked, "segment {seq} was SACKed");
+        self.transmit(seq);
+        let s = self.seg_mut(seq);
+        s.retrans = true;
+        s.ever_retrans = true;
+        self.tp.retrans_out += 1;
+    }
+
+    /// `tcp_rate_check_app_limited`: the application has nothing more to send, so samples
+    /// taken until what is in flight now is delivered are app-limited.
+    pub fn set_app_limited(&mut self) {
+        self.tp.app_limited = (self.tp.delivered + self.tp.packets_in_flight() as u64).max(1);
+    }
+
+    // ------------------------------------------------------------------ losses and states
+
+    /// `tcp_mark_skb_lost` of `range`, between ACKs (as a timer would: the losses appear
+    /// in no rate sample).
+    pub fn lose(&mut self, range: Range<u64>) {
+        for seq in range {
+            self.mark_lost(seq);
+        }
+    }
+
+    /// `tcp_mark_skb_lost`.
+    fn mark_lost(&mut self, seq: u64) {
+        if !self.outstanding(seq) {
+            return;
+        }
+        let s = *self.seg(seq);
+        if s.sacked {
+            return;
+        }
+        if s.lost {
+            if s.retrans {
+                // A retransmission lost again.
+                self.seg_mut(seq).retrans = false;
+                self.tp.retrans_out -= 1;
+                self.tp.lost += 1;
+            }
+        } else {
+            self.seg_mut(seq).lost = true;
+            self.tp.lost_out += 1;
+            self.tp.lost += 1;
+        }
+    }
+
+    /// `tcp_current_ssthresh`.
+    fn current_ssthresh(&self) -> u32 {
+        if self.tp.in_cwnd_reduction() {
+            self.tp.snd_ssthresh
+        } else {
+            self.tp
+                .snd_ssthresh
+                .max((self.tp.snd_cwnd >> 1) + (self.tp.snd_cwnd >> 2))
+        }
+    }
+
+    /// `tcp_enter_recovery` (with `tcp_init_cwnd_reduction`): `ssthresh` saves what it
+    /// needs, then `set_state(Recovery)`.
+    pub fn enter_recovery(&mut self) {
+        self.prior_ssthresh = 0;
+        self.undo_marker = Some(self.tp.snd_una);
+        if !self.tp.in_cwnd_reduction() {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.high_seq = self.tp.snd_nxt;
+            self.tp.snd_cwnd_cnt = 0;
+            self.tp.prior_cwnd = self.tp.snd_cwnd;
+            self.prr_delivered = 0;
+            self.prr_out = 0;
+            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        }
+        self.set_ca_state(CaState::Recovery);
+    }
+
+    /// The end of Recovery as `tcp_fastretrans_alert` does it once `snd_una` passes
+    /// `high_seq` ([`TestSender::ack`] calls it; tests may call it to end Recovery
+    /// early): `set_state(Open)`, then `tcp_end_cwnd_reduction` (cwnd = ssthresh and
+    /// `CA_EVENT_COMPLETE_CWR`, unless the module has `cong_control`).
+    pub fn exit_recovery(&mut self) {
+        self.set_ca_state(CaState::Open);
+        if self.cc.has_cong_control() {
+            return;
+        }
+        if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH && self.undo_marker.is_some() {
+            self.tp.snd_cwnd = self.tp.snd_ssthresh;
+        }
+        self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+    }
+
+    /// `tcp_undo_cwnd_reduction` (a spurious reduction: `undo_cwnd`, the old ssthresh),
+    /// then Open.
+    pub fn undo(&mut self) {
+        if self.prior_ssthresh != 0 {
+            self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
+            if self.prior_ssthresh > self.tp.snd_ssthresh {
+                self.tp.snd_ssthresh = self.prior_ssthresh;
+            }
+        }
+        self.undo_marker = None;
+        self.set_ca_state(CaState::Open);
+    }
+
+    /// The retransmission timer fired: `tcp_enter_loss` (every segment not SACKed is
+    /// lost, `ssthresh` and `CA_EVENT_LOSS` on a new episode, cwnd = in flight + 1,
+    /// `set_state(Loss)`). The test retransmits (e.g. [`TestSender::retransmit`] of
+    /// `snd_una`).
+    pub fn rto(&mut self) {
+        for seq in self.tp.snd_una..self.tp.snd_nxt {
+            self.mark_lost(seq);
+        }
+        if self.tp.ca_state <= CaState::Disorder
+            || self.high_seq <= self.tp.snd_una
+            || (self.tp.ca_state == CaState::Loss && self.retransmits == 0)
+        {
+            self.prior_ssthresh = self.current_ssthresh();
+            self.tp.prior_cwnd = self.tp.snd_cwnd;
+            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+            self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
+            self.undo_marker = Some(self.tp.snd_una);
+        }
+        self.tp.snd_cwnd = self.tp.packets_in_flight() + 1;
+        self.tp.snd_cwnd_cnt = 0;
+        self.set_ca_state(CaState::Loss);
+        self.high_seq = self.tp.snd_nxt;
+        self.retransmits += 1;
+    }
+
+    // ------------------------------------------------------------------ ACKs
+
+    /// Process one ACK (`tcp_ack`): SACK tagging, the cumulative ACK (`pkts_acked`),
+    /// losses and recovery entry as `a` says, the end of Recovery/Loss once `high_seq` is
+    /// passed, `tcp_rate_gen`, then `cong_control` (or PRR / `cong_avoid`) and the pacing
+    /// rate. Returns the rate sample.
+    pub fn ack(&mut self, a: &Ack) -> RateSample {
+        let now = self.tp.now_ns;
+        assert!(
+            a.cum >= self.tp.snd_una && a.cum <= self.tp.snd_nxt,
+            "ACK {} outside [{}, {}]",
+            a.cum,
+            self.tp.snd_una,
+            self.tp.snd_nxt
+        );
+        self.cwnd_before_ack = self.tp.snd_cwnd;
+        let prior_delivered = self.tp.delivered;
+        // Only losses marked on this ACK count (as `tcp_ack`): the RTO's do not.
+        let prior_lost = self.tp.lost;
+        let mut st = RateState::default();
+        st.rs.prior_in_flight = self.tp.packets_in_flight();
+        st.rs.rtt_us = -1;
+        let una_advanced = a.cum > self.tp.snd_una;
+        if una_advanced {
+            self.retransmits = 0;
+        }
+
+        // tcp_sacktag_write_queue.
+        let mut first_sackt: Option<u64> = None;
+        let mut newly_sacked = false;
+        let mut last_sackt = 0;
+        let mut blocks = a.sacks.clone();
+        blocks.sort_by_key(|b| b.start);
+        for b in blocks {
+            for seq in b.start.max(a.cum)..b.end.min(self.tp.snd_nxt) {
+                newly_sacked |= !self.seg(seq).sacked;
+                if let Some(tx) = self.sacktag_one(seq, &mut st) {
+                    first_sackt.get_or_insert(tx);
+                    last_sackt = tx;
+                }
+            }
+        }
+
+        // tcp_clean_rtx_queue.
+        let mut pkts_acked = 0u32;
+        let mut first_ackt: Option<u64> = None;
+        let mut last_ackt = 0;
+        let mut retrans_acked = false;
+        while self.tp.snd_una < a.cum {
+            let seq = self.tp.snd_una;
+            let s = *self.seg(seq);
+            if s.ever_retrans {
+                if s.retrans {
+                    self.tp.retrans_out -= 1;
+                }
+                retrans_acked = true;
+            } else if !s.sacked {
+                last_ackt = s.tx_ns;
+                first_ackt.get_or_insert(s.tx_ns);
+            }
+            if s.sacked {
+                self.tp.sacked_out -= 1;
+            } else {
+                self.tp.delivered += 1;
+            }
+            if s.lost {
+                self.tp.lost_out -= 1;
+            }
+            self.tp.packets_out -= 1;
+            pkts_acked += 1;
+            self.rate_skb_delivered(seq, &mut st);
+            self.segs.pop_front();
+            self.tp.snd_una += 1;
+        }
+        let mut seq_rtt_us = -1i64;
+        let mut ca_rtt_us = -1i64;
+        let mut sack_rtt_us = -1i64;
+        // FLAG_ACK_MAYBE_DELAYED needs one segment shorter than the MSS acked alone; the
+        // test's segments are all full-sized.
+        let maybe_delayed = false;
+        if let Some(first) = first_ackt {
+            if !retrans_acked {
+                seq_rtt_us = ((now - first) / 1_000) as i64;
+                ca_rtt_us = ((now - last_ackt) / 1_000) as i64;
+            }
+        }
+        if let Some(first) = first_sackt {
+            sack_rtt_us = ((now - first) / 1_000) as i64;
+            ca_rtt_us = ((now - last_sackt) / 1_000) as i64;
+        }
+        self.ack_update_rtt(seq_rtt_us, sack_rtt_us, ca_rtt_us, maybe_delayed, &mut st);
+        let sample = AckSample {
+            pkts_acked,
+            rtt_us: st.rs.rtt_us,
+            in_flight: self.tp.packets_in_flight(),
+        };
+        self.cc.pkts_acked(&mut self.tp, &sample);
+
+        // tcp_fastretrans_alert on a dubious ACK (one that advances nothing, SACKs something
+        // new, or arrives outside Open), with `a.lost` as the loss detection's verdict.
+        if !una_advanced || newly_sacked || self.tp.ca_state != CaState::Open {
+            self.fastretrans_alert(&a.lost);
+        }
+        let delivered = (self.tp.delivered - prior_delivered) as u32;
+        let lost = (self.tp.lost - prior_lost) as u32;
+        st.rs.is_ack_delayed = maybe_delayed;
+        self.rate_gen(delivered, lost, &mut st);
+        let rs = st.rs;
+        self.cong_control(a.cum, delivered, una_advanced, &rs);
+        self.last_rs = rs;
+        rs
+    }
+
+    /// `tcp_fastretrans_alert`: the end of Recovery or Loss once `high_seq` is passed,
+    /// losses (`lost`), then Recovery when something is lost, else Disorder or Open.
+    fn fastretrans_alert(&mut self, lost: &[Range<u64>]) {
+        let recovered = self.tp.snd_una >= self.high_seq;
+        if self.tp.ca_state == CaState::Recovery && recovered {
+            self.exit_recovery();
+        }
+        match self.tp.ca_state {
+            CaState::Recovery => {
+                self.lose_all(lost);
+                return;
+            }
+            CaState::Loss => {
+                if recovered {
+                    self.set_ca_state(CaState::Open);
+                }
+                self.lose_all(lost);
+                if self.tp.ca_state != CaState::Open {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.lose_all(lost);
+        if self.tp.lost_out == 0 {
+            self.try_keep_open();
+        } else {
+            self.enter_recovery();
+        }
+    }
+
+    fn lose_all(&mut self, lost: &[Range<u64>]) {
+        for r in lost {
+            self.lose(r.clone());
+        }
+    }
+
+    /// `tcp_try_keep_open`: Disorder while anything is SACKed, lost or retransmitted.
+    fn try_keep_open(&mut self) {
+        let retrans = self.tp.retrans_out > 0 || self.segs.front().is_some_and(|s| s.ever_retrans);
+        let state = if self.tp.sacked_out + self.tp.lost_out > 0 || retrans {
+            CaState::Disorder
+        } else {
+            CaState::Open
+        };
+        if self.tp.ca_state != state {
+            self.set_ca_state(state);
+            self.high_seq = self.tp.snd_nxt;
+        }
+    }
+
+    /// `tcp_sacktag_one` of a segment not SACKed before; returns its send time when it
+    /// was never retransmitted (an RTT sample).
+    fn sacktag_one(&mut self, seq: u64, st: &mut RateState) -> Option<u64> {
+        let mut s = *self.seg(seq);
+        if s.sacked {
+            return None;
+        }
+        let mut rtt_tx = None;
+        if s.retrans {
+            if s.lost {
+                s.lost = false;
+                s.retrans = false;
+                self.tp.lost_out -= 1;
+                self.tp.retrans_out -= 1;
+            }
+        } else {
+            if !s.ever_retrans {
+                rtt_tx = Some(s.tx_ns);
+            }
+            if s.lost {
+                s.lost = false;
+                self.tp.lost_out -= 1;
+            }
+        }
+        s.sacked = true;
+        *self.seg_mut(seq) = s;
+        self.tp.sacked_out += 1;
+        self.tp.delivered += 1;
+        self.rate_skb_delivered(seq, st);
+        rtt_tx
+    }
+
+    /// `tcp_rate_skb_delivered`: the most recently sent of the (S)ACKed segments starts
+    /// the sample's interval.
+    fn rate_skb_delivered(&mut self, seq: u64, st: &mut RateState) {
+        let s = *self.seg(seq);
+        if !s.rate_pending {
+            return;
+        }
+        let sent_after = s.tx_ns > self.first_tx_mstamp_ns
+            || (s.tx_ns == self.first_tx_mstamp_ns && seq + 1 > st.last_end_seq);
+        if !st.prior_set || sent_after {
+            st.prior_set = true;
+            st.rs.prior_delivered = s.delivered;
+            st.rs.prior_mstamp_ns = s.delivered_mstamp_ns;
+            st.rs.is_app_limited = s.is_app_limited;
+            st.rs.is_retrans = s.ever_retrans;
+            st.last_end_seq = seq + 1;
+            self.first_tx_mstamp_ns = s.tx_ns;
+            st.rs.interval_us = ((s.tx_ns - s.first_tx_mstamp_ns) / 1_000) as i64;
+        }
+        if s.sacked {
+            self.seg_mut(seq).rate_pending = false;
+        }
+    }
+
+    /// `tcp_ack_update_rtt` without timestamps: srtt from the first (S)ACKed segment,
+    /// the min-RTT filter and `rs.rtt_us` from the last.
+    fn ack_update_rtt(
+        &mut self,
+        mut seq_rtt_us: i64,
+        sack_rtt_us: i64,
+        ca_rtt_us: i64,
+        maybe_delayed: bool,
+        st: &mut RateState,
+    ) {
+        if seq_rtt_us < 0 {
+            seq_rtt_us = sack_rtt_us;
+        }
+        st.rs.rtt_us = ca_rtt_us;
+        if seq_rtt_us < 0 {
+            return;
+        }
+        self.update_min_rtt(ca_rtt_us.max(0) as u64, maybe_delayed);
+        self.rtt_estimator(seq_rtt_us as u64);
+    }
+
+    /// `tcp_rtt_estimator`, the srtt part: srtt x8, gain 1/8.
+    fn rtt_estimator(&mut self, mrtt_us: u64) {
+        let m = mrtt_us as i64;
+        let mut srtt = self.srtt_us8 as i64;
+        if srtt != 0 {
+            srtt += m - (srtt >> 3);
+        } else {
+            srtt = m << 3;
+        }
+        self.srtt_us8 = (srtt as u64).max(1);
+        self.tp.srtt_us = (self.srtt_us8 >> 3) as u32;
+    }
+
+    /// `tcp_update_rtt_min` over Linux's 300 s window (in jiffies, as the simulator).
+    fn update_min_rtt(&mut self, rtt_us: u64, maybe_delayed_ack: bool) {
+        if maybe_delayed_ack && rtt_us > self.tp.min_rtt_us as u64 {
+            return;
+        }
+        let v = rtt_us.max(1);
+        let now_j = self.tp.now_ns / (1_000_000_000 / self.tp.hz as u64);
+        if !self.has_min_rtt {
+            self.min_rtt.reset(now_j, v);
+            self.has_min_rtt = true;
+        } else {
+            let win = MIN_RTT_WLEN_S * self.tp.hz as u64;
+            self.min_rtt.running_min(win, now_j, v);
+        }
+        self.tp.min_rtt_us = self.min_rtt.get().min(u32::MAX as u64) as u32;
+    }
+
+    /// `tcp_rate_gen`.
+    fn rate_gen(&mut self, delivered: u32, lost: u32, st: &mut RateState) {
+        let now = self.tp.now_ns;
+        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
+            self.tp.app_limited = 0;
+        }
+        if delivered > 0 {
+            self.tp.delivered_mstamp_ns = now;
+        }
+        let rs = &mut st.rs;
+        rs.acked_sacked = delivered;
+        rs.losses = lost;
+        if !st.prior_set {
+            rs.delivered = -1;
+            rs.interval_us = -1;
+            return;
+        }
+        rs.delivered = (self.tp.delivered - rs.prior_delivered) as i64;
+        let snd_us = rs.interval_us;
+        let ack_us = ((now - rs.prior_mstamp_ns) / 1_000) as i64;
+        rs.interval_us = snd_us.max(ack_us);
+        if rs.interval_us < self.tp.min_rtt_us as i64 {
+            rs.interval_us = -1;
+            return;
+        }
+        if !rs.is_app_limited
+            || rs.delivered as u64 * self.rate_interval_us
+                >= self.rate_delivered * rs.interval_us as u64
+        {
+            self.rate_delivered = rs.delivered as u64;
+            self.rate_interval_us = rs.interval_us as u64;
+        }
+    }
+
+    /// `tcp_cong_control`, then `tcp_update_pacing_rate` for modules without it.
+    fn cong_control(&mut self, ack: u64, acked_sacked: u32, una_advanced: bool, rs: &RateSample) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.tp, rs);
+            return;
+        }
+        if self.tp.in_cwnd_reduction() {
+            self.cwnd_reduction(acked_sacked, rs.losses, una_advanced);
+        } else if una_advanced {
+            // tcp_may_raise_cwnd without reordering: FLAG_DATA_ACKED.
+            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+        }
+        if self.update_pacing_rate {
+            self.set_pacing_rate();
+        }
+    }
+
+    /// `tcp_cwnd_reduction` (PRR).
+    fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, una_advanced: bool) {
+        if newly_acked_sacked == 0 || self.tp.prior_cwnd == 0 {
+            return;
+        }
+        let in_flight = self.tp.packets_in_flight() as i64;
+        let delta = self.tp.snd_ssthresh as i64 - in_flight;
+        self.prr_delivered += newly_acked_sacked;
+        let mut sndcnt: i64;
+        if delta < 0 {
+            let dividend = self.tp.snd_ssthresh as u64 * self.prr_delivered as u64
+                + self.tp.prior_cwnd as u64
+                - 1;
+            sndcnt = (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
+        } else {
+            sndcnt =
+                (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
+            if una_advanced && newly_lost == 0 {
+                sndcnt += 1;
+            }
+            sndcnt = sndcnt.min(delta);
+        }
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.tp.snd_cwnd = (in_flight + sndcnt) as u32;
+    }
+
+    /// `tcp_update_pacing_rate`.
+    fn set_pacing_rate(&mut self) {
+        if self.srtt_us8 == 0 {
+            self.tp.pacing_rate_bytes_per_sec = u64::MAX;
+            return;
+        }
+        let ratio = if self.tp.snd_cwnd < self.tp.snd_ssthresh / 2 {
+            PACING_SS_RATIO
+        } else {
+            PACING_CA_RATIO
+        };
+        let cwnd = self.tp.snd_cwnd.max(self.tp.packets_out) as u128;
+        let rate = self.tp.mss as u128 * (1_000_000 / 100 * 8) * ratio as u128 * cwnd
+            / self.srtt_us8 as u128;
+        let rate = u64::try_from(rate).unwrap_or(u64::MAX);
+        self.tp.pacing_rate_bytes_per_sec = rate.min(self.tp.max_pacing_rate_bytes_per_sec);
+    }
+
+    /// One ACK whose rate sample the test wrote (`d.rs`): the socket's accounting of an
+    /// ACK (`delivered`, `lost`, `delivered_mstamp`, `packets_out`, srtt and min RTT from
+    /// `d.rtt_us`, the end of app-limited periods), `pkts_acked`, then `cong_control` or
+    /// `cong_avoid`, as [`TestSender::ack`] orders them. The scoreboard is not used: tests
+    /// at this level do not send segments.
+    pub fn deliver(&mut self, d: Delivery) -> RateSample {
+        self.cwnd_before_ack = self.tp.snd_cwnd;
+        let prior_in_flight = self.tp.packets_in_flight();
+        self.tp.delivered += d.acked as u64;
+        self.tp.lost += d.losses as u64;
+        if let Some(p) = d.packets_out {
+            self.tp.packets_out = p;
+        }
+        let mut st = RateState::default();
+        st.rs.rtt_us = -1;
+        if d.rtt_us >= 0 {
+            self.ack_update_rtt(d.rtt_us, -1, d.rtt_us, d.rs.is_ack_delayed, &mut st);
+        }
+        let sample = AckSample {
+            pkts_acked: d.acked,
+            rtt_us: d.rtt_us,
+            in_flight: self.tp.packets_in_flight(),
+        };
+        self.cc.pkts_acked(&mut self.tp, &sample);
+        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
+            self.tp.app_limited = 0;
+        }
+        if d.acked > 0 {
+            self.tp.delivered_mstamp_ns = self.tp.now_ns;
+        }
+        let rs = RateSample {
+            rtt_us: d.rtt_us,
+            losses: d.losses,
+            acked_sacked: d.acked,
+            prior_in_flight,
+            ..d.rs
+        };
+        let ack = self.tp.snd_una;
+        self.cong_control(ack, d.acked, d.acked > 0, &rs);
+        self.last_rs = rs;
+        rs
+    }
+}

@@ -1,0 +1,291 @@
+//! The algorithms' test driver (`ccfair_cc::testing::TestSender`) against this crate's
+//! sender: both run the same module (wrapped in a hook recorder) through the same ACKs,
+//! and must call the same hooks, in the same order, with the same arguments and rate
+//! samples. The sender decides (loss detection, retransmissions, pacing, timers); the
+//! driver is told what it decided, as a unit test tells it. A path with a FIFO
+//! bottleneck, per-packet ACKs with SACK blocks, chosen drops and an outage (which makes
+//! the retransmission timer fire) feeds both.
+
+use std::collections::BTreeSet;
+
+use ccfair_cc::testing::record::{Hook, HookLog, Recording};
+use ccfair_cc::testing::{Ack, TestSender};
+use ccfair_cc::{CaState, CongestionControl, TcpSock};
+use ccfair_sim::packet::{Kind, Packet, SackBlock};
+use ccfair_sim::spec::TcpOptions;
+use ccfair_sim::tcp::sender::Sender;
+use serde_json::json;
+
+const MS: u64 = 1_000_000;
+
+type Driver = TestSender<Recording<Box<dyn CongestionControl>>>;
+
+/// What the path does to data packets.
+struct PathSpec {
+    rtt_ns: u64,
+    ser_ns: u64,
+    /// Transmissions (counted from 1, retransmissions included) the bottleneck drops.
+    drop_tx: BTreeSet<u64>,
+    /// Every packet reaching the bottleneck in this interval is dropped.
+    outage_ns: Option<(u64, u64)>,
+    end_ns: u64,
+}
+
+struct Twin {
+    real: Sender,
+    real_log: HookLog,
+    h: Driver,
+    h_log: HookLog,
+    spec: PathSpec,
+    last_departure_ns: u64,
+    tx_count: u64,
+    /// ACKs on their way back: (arrival, segment), in time order (FIFO path).
+    acks: std::collections::VecDeque<(u64, u64)>,
+    /// Dropped transmissions the sender has not yet declared lost, oldest first.
+    undetected_drops: Vec<u64>,
+    rcv_cum: u64,
+    rcv_above: BTreeSet<u64>,
+}
+
+fn opts() -> TcpOptions {
+    TcpOptions {
+        // The driver models neither loss probes nor F-RTO: the test compares what both do.
+        tlp: false,
+        frto: false,
+        ..TcpOptions::default()
+    }
+}
+
+impl Twin {
+    fn new(cca: &str, spec: PathSpec) -> Self {
+        let o = opts();
+        let (rec, real_log) = Recording::new(ccfair_cc::build(cca, &json!({}), 1).unwrap());
+        let mut real = Sender::new(0, &o, Box::new(rec), None);
+        let (rec, h_log) = Recording::new(ccfair_cc::build(cca, &json!({}), 1).unwrap());
+        let h = TestSender::new(rec, TcpSock::new(o.mss, o.init_cwnd, o.hz));
+        let mut out = Vec::new();
+        real.set_peer_window(1 << 30);
+        real.start_without_handshake(0, &mut out);
+        let mut t = Twin {
+            real,
+            real_log,
+            h,
+            h_log,
+            spec,
+            last_departure_ns: 0,
+            tx_count: 0,
+            acks: Default::default(),
+            undetected_drops: Vec::new(),
+            rcv_cum: 0,
+            rcv_above: BTreeSet::new(),
+        };
+        t.mirror(&out);
+        t
+    }
+
+    /// Replay the real sender's transmissions on the driver, and put them on the path.
+    fn mirror(&mut self, out: &[Packet]) {
+        let mut new = 0;
+        for p in out.iter().filter(|p| p.kind == Kind::Data) {
+            if p.seq < self.h.tp.snd_nxt + new {
+                if new > 0 {
+                    self.h.send(new);
+                    new = 0;
+                }
+                self.h.retransmit(p.seq);
+            } else {
+                assert_eq!(p.seq, self.h.tp.snd_nxt + new, "new data in order");
+                new += 1;
+            }
+            self.on_path(p.seq);
+        }
+        // tcp_write_xmit validates cwnd even when it sent nothing.
+        self.h.send(new);
+    }
+
+    fn on_path(&mut self, seq: u64) {
+        self.tx_count += 1;
+        let at = self.h.now_ns() + self.spec.rtt_ns / 2;
+        let outage = self.spec.outage_ns.is_some_and(|(a, b)| at >= a && at < b);
+        if outage || self.spec.drop_tx.contains(&self.tx_count) {
+            self.undetected_drops.push(seq);
+            return;
+        }
+        let departure = self.last_departure_ns.max(at) + self.spec.ser_ns;
+        self.last_departure_ns = departure;
+        let arrival = departure + self.spec.rtt_ns - self.spec.rtt_ns / 2;
+        self.acks.push_back((arrival, seq));
+    }
+
+    /// The ACK the receiver sends for `seq`: cumulative point and up to 3 SACK blocks,
+    /// the highest first.
+    fn receive(&mut self, seq: u64) -> (Packet, Vec<std::ops::Range<u64>>) {
+        if seq >= self.rcv_cum {
+            self.rcv_above.insert(seq);
+        }
+        while self.rcv_above.remove(&self.rcv_cum) {
+            self.rcv_cum += 1;
+        }
+        let mut blocks: Vec<std::ops::Range<u64>> = Vec::new();
+        for &q in &self.rcv_above {
+            match blocks.last_mut() {
+                Some(b) if b.end == q => b.end += 1,
+                _ => blocks.push(q..q + 1),
+            }
+        }
+        blocks.reverse();
+        blocks.truncate(3);
+        let mut sack = [SackBlock::default(); 3];
+        for (i, b) in blocks.iter().enumerate() {
+            sack[i] = SackBlock {
+                start: b.start,
+                end: b.end,
+            };
+        }
+        let pkt = Packet {
+            flow: 0,
+            kind: Kind::Ack,
+            hop: 0,
+            wire_bytes: 52,
+            seq: self.rcv_cum,
+            payload_bytes: 0,
+            tsval: 1,
+            tsecr: 0,
+            n_sack: blocks.len() as u8,
+            window_bytes: 1 << 30,
+            sack,
+        };
+        (pkt, blocks)
+    }
+
+    /// Segments the real sender just declared lost: the oldest undetected drops.
+    fn newly_lost(&mut self, lost_before: u64) -> Vec<u64> {
+        let n = (self.real.tp.lost - lost_before) as usize;
+        assert!(
+            n <= self.undetected_drops.len(),
+            "the sender declared {n} lost, the path dropped {}",
+            self.undetected_drops.len()
+        );
+        self.undetected_drops.drain(..n).collect()
+    }
+
+    fn run(&mut self) {
+        let mut out = Vec::new();
+        loop {
+            let next_ack = self.acks.front().map(|a| a.0);
+            let pacing = self.real.pacing_deadline();
+            let timer = self.real.xmit_timer_deadline();
+            let Some(t) = [next_ack, pacing, timer].into_iter().flatten().min() else {
+                break;
+            };
+            if t > self.spec.end_ns {
+                break;
+            }
+            out.clear();
+            self.h.advance_to(t);
+            let lost_before = self.real.tp.lost;
+            if next_ack == Some(t) {
+                let (_, seq) = self.acks.pop_front().unwrap();
+                let (pkt, blocks) = self.receive(seq);
+                self.real.on_ack(t, &pkt, &mut out);
+                let mut ack = Ack::to(pkt.seq);
+                ack.sacks = blocks;
+                for s in self.newly_lost(lost_before) {
+                    ack = ack.lose(s..s + 1);
+                }
+                self.h.ack(&ack);
+            } else if pacing == Some(t) {
+                self.real.on_pacing_timer(t, &mut out);
+            } else {
+                let was = self.real.tp.ca_state;
+                self.real.on_xmit_timer(t, &mut out);
+                if self.real.tp.ca_state == CaState::Loss && self.real.tp.lost > lost_before {
+                    self.h.rto();
+                    self.undetected_drops.clear();
+                } else {
+                    // RACK's reordering timer.
+                    for s in self.newly_lost(lost_before) {
+                        self.h.lose(s..s + 1);
+                    }
+                    if was != CaState::Recovery && self.real.tp.ca_state == CaState::Recovery {
+                        self.h.enter_recovery();
+                    }
+                }
+            }
+            self.mirror(&out);
+            self.compare(t);
+        }
+    }
+
+    fn compare(&self, t: u64) {
+        let real = self.real_log.lock().unwrap();
+        let h = self.h_log.lock().unwrap();
+        if let Some(i) = (0..real.len().max(h.len())).find(|&i| real.get(i) != h.get(i)) {
+            let from = i.saturating_sub(3);
+            panic!(
+                "{}: hook calls differ at {t} ns, call {i}\nsender: {:?}\ndriver: {:?}",
+                self.h.cc.name(),
+                &real[from..(i + 3).min(real.len())],
+                &h[from..(i + 3).min(h.len())]
+            );
+        }
+        let (a, b) = (&self.real.tp, &self.h.tp);
+        let fields = |tp: &TcpSock| {
+            (
+                (tp.snd_cwnd, tp.snd_ssthresh, tp.snd_una, tp.snd_nxt),
+                (tp.packets_out, tp.sacked_out, tp.lost_out, tp.retrans_out),
+                (tp.delivered, tp.lost, tp.srtt_us, tp.min_rtt_us),
+                (tp.ca_state, tp.pacing_rate_bytes_per_sec, tp.app_limited),
+            )
+        };
+        assert_eq!(fields(a), fields(b), "socket at {t} ns (sender, driver)");
+    }
+}
+
+fn path(drop_tx: &[u64], outage_ns: Option<(u64, u64)>) -> PathSpec {
+    PathSpec {
+        rtt_ns: 20 * MS,
+        ser_ns: MS, // 1000 packets/s, BDP 20 packets
+        drop_tx: drop_tx.iter().copied().collect(),
+        outage_ns,
+        end_ns: 5_000 * MS,
+    }
+}
+
+fn check(cca: &str, spec: PathSpec) -> Vec<(u64, Hook)> {
+    let mut t = Twin::new(cca, spec);
+    t.run();
+    let log = t.h_log.lock().unwrap().clone();
+    assert!(log.len() > 1_000, "{cca}: only {} hook calls", log.len());
+    log
+}
+
+#[test]
+fn the_driver_calls_every_hook_as_the_sender_on_a_clean_path() {
+    for cca in ccfair_cc::known_algorithms() {
+        check(cca, path(&[], None));
+    }
+}
+
+#[test]
+fn the_driver_agrees_through_losses_and_recovery() {
+    for cca in ccfair_cc::known_algorithms() {
+        let log = check(cca, path(&[60, 61, 400, 900, 905], None));
+        assert!(
+            log.iter()
+                .any(|(_, h)| *h == Hook::SetState(CaState::Recovery)),
+            "{cca}: no recovery"
+        );
+    }
+}
+
+#[test]
+fn the_driver_agrees_through_a_retransmission_timeout() {
+    for cca in ccfair_cc::known_algorithms() {
+        let log = check(cca, path(&[], Some((500 * MS, 3_000 * MS))));
+        assert!(
+            log.iter().any(|(_, h)| *h == Hook::SetState(CaState::Loss)),
+            "{cca}: no RTO"
+        );
+    }
+}
