@@ -634,7 +634,8 @@ impl CongestionControl for Cubic {
 mod tests {
     use super::*;
     use crate::sock::TCP_INFINITE_SSTHRESH;
-    use std::collections::VecDeque;
+    use crate::testing::path::{Event, Path};
+    use crate::testing::TestSender;
 
     const MS: u64 = 1_000_000;
     const SEC: u64 = 1_000_000_000;
@@ -659,87 +660,55 @@ mod tests {
     }
 
     /// A bulk flow over one FIFO bottleneck with an unlimited buffer: propagation `rtt`
-    /// (half before the bottleneck), `ser` serialization per packet, one ACK per packet.
-    /// Calls the hooks in the order of `tcp_ack`: `pkts_acked`, then `cong_avoid` unless in
-    /// a cwnd reduction, then transmit up to cwnd.
-    struct Sim {
-        cc: Cubic,
-        tp: TcpSock,
-        d1: u64,
-        d2: u64,
-        ser: u64,
-        last_dep: u64,
-        /// (send time, ACK arrival time) of each outstanding packet, in order.
-        flight: VecDeque<(u64, u64)>,
-        /// cwnd when the last ACK arrived, before the hooks ran.
-        cwnd_before_ack: u32,
+    /// (half before the bottleneck), `ser` serialization per packet, one ACK per packet;
+    /// the sender is the common test driver (`crate::testing`), so the hooks run in the
+    /// order of `tcp_ack`. Derefs to the driver (`sim.cc`, `sim.tp`).
+    struct Sim(Path<Cubic>);
+
+    impl std::ops::Deref for Sim {
+        type Target = TestSender<Cubic>;
+        fn deref(&self) -> &Self::Target {
+            self.0.s()
+        }
+    }
+
+    impl std::ops::DerefMut for Sim {
+        fn deref_mut(&mut self) -> &mut Self::Target {
+            self.0.s_mut()
+        }
     }
 
     impl Sim {
         fn new(params: CubicParams, hz: u32, rtt: u64, ser: u64) -> Self {
-            let mut tp = TcpSock::new(1448, 10, hz);
-            tp.is_cwnd_limited = true;
-            let mut cc = Cubic::new(&params);
-            cc.init(&mut tp);
-            Sim {
-                cc,
-                tp,
-                d1: rtt / 2,
-                d2: rtt - rtt / 2,
+            let tp = TcpSock::new(1448, 10, hz);
+            Sim(Path::single(
+                TestSender::new(Cubic::new(&params), tp),
+                rtt,
                 ser,
-                last_dep: 0,
-                flight: VecDeque::new(),
-                cwnd_before_ack: 0,
-            }
+                None,
+            ))
         }
 
         /// Transmit while the window allows.
         fn send(&mut self) {
-            while self.tp.snd_nxt - self.tp.snd_una < self.tp.snd_cwnd as u64 {
-                let now = self.tp.now_ns;
-                let dep = (now + self.d1).max(self.last_dep) + self.ser;
-                self.last_dep = dep;
-                self.flight.push_back((now, dep + self.d2));
-                self.tp.snd_nxt += 1;
-            }
-            self.tp.packets_out = (self.tp.snd_nxt - self.tp.snd_una) as u32;
-            self.tp.max_packets_out = self.tp.packets_out;
+            self.0.send();
         }
 
+        /// Process the next ACK.
         fn ack(&mut self) {
-            let (sent, at) = self.flight.pop_front().expect("nothing in flight");
-            self.tp.now_ns = at;
-            self.tp.snd_una += 1;
-            self.tp.packets_out -= 1;
-            self.tp.delivered += 1;
-            self.tp.delivered_mstamp_ns = at;
-            self.cwnd_before_ack = self.tp.snd_cwnd;
-            let sample = AckSample {
-                pkts_acked: 1,
-                rtt_us: ((at - sent) / 1_000) as i64,
-                in_flight: self.tp.packets_in_flight(),
-            };
-            self.cc.pkts_acked(&mut self.tp, &sample);
-            if !self.tp.in_cwnd_reduction() {
-                let ack = self.tp.snd_una;
-                self.cc.cong_avoid(&mut self.tp, ack, 1);
-            }
-            self.send();
+            let ev = self.0.step(u64::MAX);
+            assert!(matches!(ev, Some((0, Event::Ack(_)))), "{ev:?}");
         }
 
         /// Process every ACK that arrives up to `t` (ns), then set the clock to `t`.
         fn run_until(&mut self, t: u64) {
-            while self.flight.front().is_some_and(|f| f.1 <= t) {
-                self.ack();
-            }
-            self.tp.now_ns = self.tp.now_ns.max(t);
+            self.0.run_until(t);
         }
 
         /// Process ACKs until `stop` holds after one, or until `limit` (ns). True if stopped.
         fn run_while_not(&mut self, limit: u64, stop: impl Fn(&Sim) -> bool) -> bool {
-            while self.flight.front().is_some_and(|f| f.1 <= limit) {
-                self.ack();
-                if stop(self) {
+            while let Some((_, ev)) = self.0.step(limit) {
+                if matches!(ev, Event::Ack(_)) && stop(self) {
                     return true;
                 }
             }
@@ -749,32 +718,17 @@ mod tests {
         /// Fast recovery as the substrate does it (reference 1.5-1.6), collapsed to its end
         /// state: ssthresh from the module, then cwnd = ssthresh on exit. Returns ssthresh.
         fn fast_recovery(&mut self) -> u32 {
-            self.tp.prior_cwnd = self.tp.snd_cwnd;
-            let ssthresh = self.cc.ssthresh(&mut self.tp);
-            self.tp.snd_ssthresh = ssthresh;
-            self.cc.set_state(&mut self.tp, CaState::Recovery);
-            self.tp.ca_state = CaState::Recovery;
-            self.tp.snd_cwnd = ssthresh;
-            self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
-            self.cc.set_state(&mut self.tp, CaState::Open);
-            self.tp.ca_state = CaState::Open;
+            self.enter_recovery();
+            let ssthresh = self.tp.snd_ssthresh;
+            self.exit_recovery();
             ssthresh
         }
 
         /// A loss that turns out spurious: recovery starts, then undo restores cwnd
         /// (`undo_cwnd`) and the old ssthresh. CUBIC keeps the Wmax it set.
         fn spurious_recovery_undone(&mut self) {
-            let prior_ssthresh = self.tp.snd_ssthresh;
-            self.tp.prior_cwnd = self.tp.snd_cwnd;
-            let ssthresh = self.cc.ssthresh(&mut self.tp);
-            self.tp.snd_ssthresh = ssthresh;
-            self.cc.set_state(&mut self.tp, CaState::Recovery);
-            self.tp.ca_state = CaState::Recovery;
-            self.tp.snd_cwnd = ssthresh;
-            self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
-            self.tp.snd_ssthresh = prior_ssthresh;
-            self.cc.set_state(&mut self.tp, CaState::Open);
-            self.tp.ca_state = CaState::Open;
+            self.enter_recovery();
+            self.undo();
         }
     }
 
@@ -1279,17 +1233,21 @@ mod tests {
 
     #[test]
     fn hystart_ack_train_exits_when_the_train_passes_half_delay_min() {
-        // Unpaced: threshold = 101000 >> 1 = 50500 µs. Rounds of 10, 20, 40 packets make
-        // trains of at most 39 ms; in the round of 80 the 52nd ACK (51 ms after the round
-        // start) fires, with cwnd = 80 + 51 = 131 when pkts_acked runs.
+        // Unpaced: threshold = (delay_min + hystart_ack_delay) >> 1 = (101000 + 1000) >> 1
+        // = 51000 µs. The GSO cushion is 1 ms because the sender sets a pacing rate for
+        // CUBIC too (tcp_update_pacing_rate: 2 x cwnd / srtt in slow start, about 2 MB/s
+        // here, so 4 x 64 KB take far more than 1 ms). Rounds of 10, 20, 40 packets make
+        // trains of at most 39 ms; in the round of 80 the 53rd ACK (52 ms after the round
+        // start) fires, with cwnd = 80 + 52 = 132 when pkts_acked runs.
         for detect in [HYSTART_ACK_TRAIN, HYSTART_ACK_TRAIN | HYSTART_DELAY] {
             let mut sim = slow_start_sim(hystart_only(detect), MS);
             assert!(sim.run_while_not(5 * SEC, exited), "no exit");
             assert_eq!(sim.cc.delay_min, 101_000);
+            assert_eq!(sim.cc.hystart_ack_delay(&sim.tp), 1_000);
             let train = clock_us(&sim.tp) - sim.cc.round_start;
-            assert_eq!(train, 51_000);
-            assert_eq!(sim.cwnd_before_ack, 131);
-            assert_eq!(sim.tp.snd_ssthresh, 131, "ssthresh = cwnd at the exit");
+            assert_eq!(train, 52_000);
+            assert_eq!(sim.cwnd_before_ack, 132);
+            assert_eq!(sim.tp.snd_ssthresh, 132, "ssthresh = cwnd at the exit");
             assert_eq!(counter(&sim.cc, &sim.tp, "cubic_hystart_exit_count"), 1.0);
             assert_eq!(
                 counter(&sim.cc, &sim.tp, "cubic_hystart_train_exit_count"),
@@ -1301,7 +1259,7 @@ mod tests {
             );
             assert_eq!(
                 counter(&sim.cc, &sim.tp, "cubic_hystart_exit_cwnd_pkts"),
-                131.0
+                132.0
             );
             // Out of slow start now, with no Wmax: the 5%/RTT clamp applies.
             sim.run_until(sim.tp.now_ns + 200 * MS);
@@ -1312,14 +1270,14 @@ mod tests {
 
     #[test]
     fn hystart_ack_train_threshold_is_full_delay_min_when_paced() {
-        // Paced: threshold 101 ms. The round of 160 packets is the first whose train can
-        // exceed it (from here the ACK stream is continuous); its 103rd ACK fires:
-        // cwnd = 160 + 102 = 262.
+        // Paced: threshold 101 ms + the 1 ms GSO cushion. The round of 160 packets is the
+        // first whose train can exceed it (from here the ACK stream is continuous); its
+        // 104th ACK fires: cwnd = 160 + 103 = 263.
         let mut sim = slow_start_sim(hystart_only(HYSTART_ACK_TRAIN), MS);
         sim.tp.is_paced = true;
         assert!(sim.run_while_not(5 * SEC, exited), "no exit");
-        assert_eq!(clock_us(&sim.tp) - sim.cc.round_start, 102_000);
-        assert_eq!(sim.tp.snd_ssthresh, 262);
+        assert_eq!(clock_us(&sim.tp) - sim.cc.round_start, 103_000);
+        assert_eq!(sim.tp.snd_ssthresh, 263);
     }
 
     #[test]
@@ -1330,7 +1288,7 @@ mod tests {
         assert!(!sim.run_while_not(4 * SEC, exited));
         assert_eq!(sim.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
         assert!(sim.tp.snd_cwnd > 500);
-        // With a 4 ms delta it does: threshold 103000 >> 1 = 51.5 ms, reached by the 19th
+        // With a 4 ms delta it does: threshold (103000 + 1000) >> 1 = 52 ms, reached by the 19th
         // ACK (54 ms) of the round of 20: cwnd 20 + 18 = 38.
         let params = CubicParams {
             hystart_ack_delta_us: 4000,
@@ -1341,7 +1299,7 @@ mod tests {
         assert_eq!(sim.cc.delay_min, 103_000);
         assert_eq!(sim.tp.snd_ssthresh, 38);
         // The bound is inclusive: ACKs exactly 2 ms apart form a train. delay_min 102 ms,
-        // threshold 51 ms, reached by the 27th ACK (52 ms) of the round of 40: cwnd 66.
+        // threshold (102000 + 1000) >> 1 = 51.5 ms, reached by the 27th ACK (52 ms) of the round of 40: cwnd 66.
         let mut sim = slow_start_sim(hystart_only(HYSTART_ACK_TRAIN), 2 * MS);
         assert!(sim.run_while_not(4 * SEC, exited));
         assert_eq!(sim.cc.delay_min, 102_000);

@@ -3,6 +3,7 @@
 //! `tcp_bbr.c` by hand (reference 4 and 8.3), not read back from the implementation.
 
 use super::*;
+use crate::testing::{Delivery, TestSender};
 use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
 const MSS: u32 = 1448;
@@ -46,12 +47,27 @@ impl Default for Ack {
     }
 }
 
-/// A BBR flow and the socket state around it.
+/// A BBR flow in the common test driver (`crate::testing`), fed hand-made ACKs: the
+/// driver does the socket's accounting and calls the hooks; the rate sample is the test's
+/// (forced, or built from the delivery history one RTT ago). Derefs to the driver
+/// (`h.cc`, `h.tp`).
 struct H {
-    bbr: Bbr,
-    tp: TcpSock,
+    s: TestSender<Bbr>,
     /// (time µs, tp.delivered) after each ACK, to build rate samples.
     hist: Vec<(u64, u64)>,
+}
+
+impl std::ops::Deref for H {
+    type Target = TestSender<Bbr>;
+    fn deref(&self) -> &Self::Target {
+        &self.s
+    }
+}
+
+impl std::ops::DerefMut for H {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.s
+    }
 }
 
 impl H {
@@ -63,11 +79,12 @@ impl H {
         let mut tp = TcpSock::new(MSS, 10, 1000);
         // Jiffies from 0 so that the stamps below read as milliseconds since the start.
         tp.initial_jiffies = 0;
-        let mut bbr = Bbr::new(&params, seed);
-        bbr.init(&mut tp);
+        Self::around(Bbr::new(&params, seed), tp)
+    }
+
+    fn around(bbr: Bbr, tp: TcpSock) -> Self {
         H {
-            bbr,
-            tp,
+            s: TestSender::new(bbr, tp),
             hist: vec![(0, 0)],
         }
     }
@@ -77,7 +94,7 @@ impl H {
     }
 
     fn ack(&mut self, a: Ack) -> RateSample {
-        self.tp.now_ns += a.dt_us * 1_000;
+        self.s.advance(a.dt_us * 1_000);
         let now = self.now_us();
 
         let (prior_t, prior_d) = match a.new_round {
@@ -87,7 +104,7 @@ impl H {
             ),
             Some(false) => (
                 now.saturating_sub(a.rtt_us.max(1) as u64),
-                self.bbr.next_rtt_delivered.saturating_sub(1),
+                self.cc.next_rtt_delivered.saturating_sub(1),
             ),
             None => {
                 let send_t = now.saturating_sub(a.rtt_us.max(0) as u64);
@@ -99,37 +116,28 @@ impl H {
                     .unwrap_or(&(0, 0))
             }
         };
-
-        let prior_in_flight = self.tp.packets_in_flight();
-        self.tp.delivered += a.acked as u64;
-        self.tp.lost += a.losses as u64;
-        if a.acked > 0 {
-            self.tp.delivered_mstamp_ns = self.tp.now_ns;
-        }
-        self.tp.packets_out = a.inflight;
-        if a.rtt_us > 0 {
-            self.tp.srtt_us = a.rtt_us as u32;
-            self.tp.min_rtt_us = self.tp.min_rtt_us.min(a.rtt_us as u32);
-        }
+        let delivered_after = self.tp.delivered + a.acked as u64;
         let (delivered, interval) = a.sample.unwrap_or((
-            (self.tp.delivered - prior_d) as i64,
+            (delivered_after - prior_d) as i64,
             (now - prior_t).max(1) as i64,
         ));
-        let rs = RateSample {
-            prior_mstamp_ns: prior_t * 1_000,
-            prior_delivered: prior_d,
-            delivered,
-            interval_us: interval,
-            rtt_us: a.rtt_us,
+        let rs = self.s.deliver(Delivery {
+            acked: a.acked,
             losses: a.losses,
-            acked_sacked: a.acked,
-            prior_in_flight,
-            is_app_limited: a.app_limited,
-            is_retrans: false,
-            is_ack_delayed: a.ack_delayed,
-        };
-        self.bbr.cong_control(&mut self.tp, &rs);
-        self.hist.push((now, self.tp.delivered));
+            rtt_us: a.rtt_us,
+            packets_out: Some(a.inflight),
+            rs: RateSample {
+                prior_mstamp_ns: prior_t * 1_000,
+                prior_delivered: prior_d,
+                delivered,
+                interval_us: interval,
+                is_app_limited: a.app_limited,
+                is_ack_delayed: a.ack_delayed,
+                ..RateSample::default()
+            },
+        });
+        let delivered = self.tp.delivered;
+        self.hist.push((now, delivered));
         rs
     }
 
@@ -152,16 +160,16 @@ impl H {
         let mut h = H::new(params);
         h.pipe(1, 10_000);
         h.pipe(199, rtt_us);
-        assert_eq!(h.bbr.mode, Mode::ProbeBw, "setup did not reach PROBE_BW");
-        assert_eq!(h.bbr.min_rtt_us, 10_000);
-        assert_eq!(h.bbr.min_rtt_stamp, 1);
+        assert_eq!(h.cc.mode, Mode::ProbeBw, "setup did not reach PROBE_BW");
+        assert_eq!(h.cc.min_rtt_us, 10_000);
+        assert_eq!(h.cc.min_rtt_stamp, 1);
         h
     }
 }
 
 /// The cwnd target of `bbr_set_cwnd` in the current state.
 fn target(h: &H) -> u32 {
-    let b = &h.bbr;
+    let b = &h.cc;
     b.quantization_budget(&h.tp, b.bdp(b.bw(), b.cwnd_gain) + b.ack_aggregation_cwnd())
 }
 
@@ -200,23 +208,23 @@ fn gains_are_linux_fixed_point() {
 fn gains_follow_the_mode() {
     let mut h = H::new(BbrParams::default());
     h.ack(Ack::default());
-    assert_eq!(h.bbr.mode, Mode::Startup);
-    assert_eq!((h.bbr.pacing_gain, h.bbr.cwnd_gain), (739, 739));
+    assert_eq!(h.cc.mode, Mode::Startup);
+    assert_eq!((h.cc.pacing_gain, h.cc.cwnd_gain), (739, 739));
 
     let mut h = H::steady(BbrParams::default(), 10_500);
-    assert_eq!(h.bbr.cwnd_gain, 512);
-    assert_eq!(h.bbr.pacing_gain, PACING_GAIN[h.bbr.cycle_idx as usize]);
-    h.bbr.mode = Mode::Drain;
-    h.bbr.update_gains();
-    assert_eq!((h.bbr.pacing_gain, h.bbr.cwnd_gain), (88, 739));
-    h.bbr.mode = Mode::ProbeRtt;
-    h.bbr.update_gains();
-    assert_eq!((h.bbr.pacing_gain, h.bbr.cwnd_gain), (256, 256));
-    h.bbr.mode = Mode::ProbeBw;
-    h.bbr.cycle_idx = 0;
-    h.bbr.lt_use_bw = true;
-    h.bbr.update_gains();
-    assert_eq!(h.bbr.pacing_gain, 256, "policed: no 1.25 probing");
+    assert_eq!(h.cc.cwnd_gain, 512);
+    assert_eq!(h.cc.pacing_gain, PACING_GAIN[h.cc.cycle_idx as usize]);
+    h.cc.mode = Mode::Drain;
+    h.cc.update_gains();
+    assert_eq!((h.cc.pacing_gain, h.cc.cwnd_gain), (88, 739));
+    h.cc.mode = Mode::ProbeRtt;
+    h.cc.update_gains();
+    assert_eq!((h.cc.pacing_gain, h.cc.cwnd_gain), (256, 256));
+    h.cc.mode = Mode::ProbeBw;
+    h.cc.cycle_idx = 0;
+    h.cc.lt_use_bw = true;
+    h.cc.update_gains();
+    assert_eq!(h.cc.pacing_gain, 256, "policed: no 1.25 probing");
 
     let h = H::steady(
         BbrParams {
@@ -225,7 +233,7 @@ fn gains_follow_the_mode() {
         },
         10_500,
     );
-    assert_eq!(h.bbr.cwnd_gain, 768);
+    assert_eq!(h.cc.cwnd_gain, 768);
 }
 
 #[test]
@@ -244,7 +252,7 @@ fn pacing_is_99_percent_of_bw_times_gain() {
     let h = H::steady(BbrParams::default(), 10_500);
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.bbr.bw(), h.bbr.pacing_gain)
+        Bbr::rate_bytes_per_sec(&h.tp, h.cc.bw(), h.cc.pacing_gain)
     );
 }
 
@@ -352,22 +360,22 @@ fn startup_exits_on_third_round_without_25_percent_growth() {
     let mut h = H::new(BbrParams::default());
     for pkts in [10, 20, 40, 80] {
         round(&mut h, pkts, 1_000, false);
-        assert_eq!(h.bbr.full_bw, bw_of(pkts as u64, 10_000));
-        assert_eq!(h.bbr.full_bw_cnt, 0);
+        assert_eq!(h.cc.full_bw, bw_of(pkts as u64, 10_000));
+        assert_eq!(h.cc.full_bw_cnt, 0);
     }
     // 99/80 = +23.75%: not growth. Two such rounds keep STARTUP.
     round(&mut h, 99, 1_000, false);
     round(&mut h, 99, 1_000, false);
-    assert_eq!(h.bbr.full_bw_cnt, 2);
-    assert_eq!(h.bbr.mode, Mode::Startup);
-    assert!(!h.bbr.full_bw_reached);
+    assert_eq!(h.cc.full_bw_cnt, 2);
+    assert_eq!(h.cc.mode, Mode::Startup);
+    assert!(!h.cc.full_bw_reached);
     // The third ends STARTUP; in-flight is high, so DRAIN with ssthresh = inflight(bw, 1),
     // whose TSO budget uses the pacing rate still in force (STARTUP's).
-    let tso = h.bbr.tso_segs_goal(&h.tp);
+    let tso = h.cc.tso_segs_goal(&h.tp);
     round(&mut h, 99, 1_000, false);
-    assert!(h.bbr.full_bw_reached);
-    assert_eq!(h.bbr.mode, Mode::Drain);
-    assert_eq!(h.bbr.pacing_gain, DRAIN_GAIN);
+    assert!(h.cc.full_bw_reached);
+    assert_eq!(h.cc.mode, Mode::Drain);
+    assert_eq!(h.cc.pacing_gain, DRAIN_GAIN);
     assert_eq!(h.tp.snd_ssthresh, (99 + 3 * tso + 1) & !1);
 }
 
@@ -377,19 +385,19 @@ fn startup_growth_of_exactly_25_percent_resets_the_count() {
     for pkts in [80, 99, 99] {
         round(&mut h, pkts, 1_000, false);
     }
-    assert_eq!(h.bbr.full_bw_cnt, 2);
+    assert_eq!(h.cc.full_bw_cnt, 2);
     // 100/80 = 1.25 (>= bw_thresh after truncation): growth, count restarts.
     round(&mut h, 100, 1_000, false);
-    assert_eq!(h.bbr.full_bw_cnt, 0);
+    assert_eq!(h.cc.full_bw_cnt, 0);
     // App-limited rounds are not evidence either way.
     round(&mut h, 100, 1_000, true);
     round(&mut h, 100, 1_000, true);
-    assert_eq!(h.bbr.full_bw_cnt, 0);
+    assert_eq!(h.cc.full_bw_cnt, 0);
     round(&mut h, 100, 1_000, false);
     round(&mut h, 100, 1_000, false);
-    assert_eq!(h.bbr.mode, Mode::Startup);
+    assert_eq!(h.cc.mode, Mode::Startup);
     round(&mut h, 100, 1_000, false);
-    assert_eq!(h.bbr.mode, Mode::Drain);
+    assert_eq!(h.cc.mode, Mode::Drain);
 }
 
 #[test]
@@ -406,7 +414,7 @@ fn losses_do_not_end_startup() {
             ..Ack::default()
         });
     }
-    assert_eq!(h.bbr.mode, Mode::Startup);
+    assert_eq!(h.cc.mode, Mode::Startup);
     assert!(h.tp.snd_cwnd > 100, "cwnd kept growing: {}", h.tp.snd_cwnd);
 }
 
@@ -416,16 +424,16 @@ fn in_drain(params: BbrParams) -> H {
     for pkts in [100, 100, 100, 100] {
         round(&mut h, pkts, 1_000, false);
     }
-    assert_eq!(h.bbr.mode, Mode::Drain);
+    assert_eq!(h.cc.mode, Mode::Drain);
     h
 }
 
 #[test]
 fn drain_lasts_until_inflight_is_down_to_one_bdp() {
     let mut h = in_drain(BbrParams::default());
-    let target = h.bbr.inflight(&h.tp, h.bbr.max_bw(), BBR_UNIT);
+    let target = h.cc.inflight(&h.tp, h.cc.max_bw(), BBR_UNIT);
     // bdp 100 + 3 x tso goal, even.
-    let tso = h.bbr.tso_segs_goal(&h.tp);
+    let tso = h.cc.tso_segs_goal(&h.tp);
     assert_eq!(target, (100 + 3 * tso + 1) & !1);
     for inflight in (target + 1..1_000).rev().step_by(50).chain([target + 1]) {
         h.ack(Ack {
@@ -434,7 +442,7 @@ fn drain_lasts_until_inflight_is_down_to_one_bdp() {
             new_round: Some(false),
             ..Ack::default()
         });
-        assert_eq!(h.bbr.mode, Mode::Drain, "inflight {inflight}");
+        assert_eq!(h.cc.mode, Mode::Drain, "inflight {inflight}");
     }
     h.ack(Ack {
         acked: 1,
@@ -442,9 +450,9 @@ fn drain_lasts_until_inflight_is_down_to_one_bdp() {
         new_round: Some(false),
         ..Ack::default()
     });
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
-    assert_ne!(h.bbr.cycle_idx, 1);
-    assert_eq!(h.bbr.cwnd_gain, 512);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
+    assert_ne!(h.cc.cycle_idx, 1);
+    assert_eq!(h.cc.cwnd_gain, 512);
 }
 
 #[test]
@@ -452,7 +460,7 @@ fn drain_counts_what_the_pacer_will_have_delivered_at_edt() {
     // The next departure is 5 ms away: bw x 5 ms = 49 packets (truncated) leave meanwhile.
     let edt = |params: BbrParams| {
         let mut h = in_drain(params);
-        let target = h.bbr.inflight(&h.tp, h.bbr.max_bw(), BBR_UNIT);
+        let target = h.cc.inflight(&h.tp, h.cc.max_bw(), BBR_UNIT);
         h.tp.wstamp_ns = h.tp.now_ns + 1_000_000 + 5_000_000;
         h.ack(Ack {
             acked: 1,
@@ -460,7 +468,7 @@ fn drain_counts_what_the_pacer_will_have_delivered_at_edt() {
             new_round: Some(false),
             ..Ack::default()
         });
-        h.bbr.mode
+        h.cc.mode
     };
     assert_eq!(edt(BbrParams::default()), Mode::ProbeBw);
     let old = BbrParams {
@@ -498,9 +506,9 @@ fn start_phase_through_drain_exit_over_many_seeds() {
         for _ in 0..4 {
             round(&mut h, 100, 100, false);
         }
-        assert_eq!(h.bbr.mode, Mode::ProbeBw, "seed {seed}");
-        assert_ne!(h.bbr.cycle_idx, 1, "seed {seed}");
-        seen[h.bbr.cycle_idx as usize] = true;
+        assert_eq!(h.cc.mode, Mode::ProbeBw, "seed {seed}");
+        assert_ne!(h.cc.cycle_idx, 1, "seed {seed}");
+        seen[h.cc.cycle_idx as usize] = true;
     }
     assert_eq!(seen, [true, false, true, true, true, true, true, true]);
 }
@@ -534,13 +542,13 @@ fn gain_cycle_phases_last_one_min_rtt_and_probe_waits_for_inflight() {
     );
     // Walk to the start of phase 0 (1.25).
     for _ in 0..200 {
-        if h.bbr.cycle_idx == 0 {
+        if h.cc.cycle_idx == 0 {
             break;
         }
         h.pipe(1, 10_500);
     }
-    assert_eq!(h.bbr.cycle_idx, 0);
-    let start = h.bbr.cycle_mstamp_us;
+    assert_eq!(h.cc.cycle_idx, 0);
+    let start = h.cc.cycle_mstamp_us;
     // In-flight (prior_in_flight) stays at 100 < 1.25 x BDP + budget: the phase does not
     // end after min_rtt, only when in-flight gets there.
     for _ in 0..30 {
@@ -549,9 +557,9 @@ fn gain_cycle_phases_last_one_min_rtt_and_probe_waits_for_inflight() {
             ..Ack::default()
         });
     }
-    assert_eq!(h.bbr.cycle_idx, 0);
+    assert_eq!(h.cc.cycle_idx, 0);
     assert!(h.now_us() - start > 2 * 10_000);
-    let need = h.bbr.inflight(&h.tp, h.bbr.max_bw(), 320);
+    let need = h.cc.inflight(&h.tp, h.cc.max_bw(), 320);
     h.ack(Ack {
         inflight: need,
         ..Ack::default()
@@ -560,9 +568,9 @@ fn gain_cycle_phases_last_one_min_rtt_and_probe_waits_for_inflight() {
         inflight: need,
         ..Ack::default()
     });
-    assert_eq!(h.bbr.cycle_idx, 1, "needed {need}");
+    assert_eq!(h.cc.cycle_idx, 1, "needed {need}");
     // 0.75 ends early once in-flight is down to inflight(bw, 1).
-    let one = h.bbr.inflight(&h.tp, h.bbr.max_bw(), BBR_UNIT);
+    let one = h.cc.inflight(&h.tp, h.cc.max_bw(), BBR_UNIT);
     h.ack(Ack {
         inflight: one,
         ..Ack::default()
@@ -571,14 +579,14 @@ fn gain_cycle_phases_last_one_min_rtt_and_probe_waits_for_inflight() {
         inflight: one,
         ..Ack::default()
     });
-    assert_eq!(h.bbr.cycle_idx, 2);
+    assert_eq!(h.cc.cycle_idx, 2);
     // Cruise phases end after min_rtt of delivered time.
-    let t0 = h.bbr.cycle_mstamp_us;
+    let t0 = h.cc.cycle_mstamp_us;
     h.pipe(10, 10_500);
-    assert_eq!(h.bbr.cycle_idx, 2, "10 ms is not > min_rtt");
+    assert_eq!(h.cc.cycle_idx, 2, "10 ms is not > min_rtt");
     h.pipe(1, 10_500);
-    assert_eq!(h.bbr.cycle_idx, 3);
-    assert_eq!(h.bbr.cycle_mstamp_us, t0 + 11_000);
+    assert_eq!(h.cc.cycle_idx, 3);
+    assert_eq!(h.cc.cycle_mstamp_us, t0 + 11_000);
 }
 
 // ------------------------------------------------------------------------- PROBE_RTT
@@ -589,21 +597,21 @@ fn probe_rtt_every_min_rtt_window_for_200ms_and_a_round_at_4_packets() {
     // min_rtt stamped at jiffy 1: expired once jiffies > 1 + 10000.
     while h.tp.jiffies() < 10_000 {
         h.pipe(1, 10_500);
-        assert_eq!(h.bbr.mode, Mode::ProbeBw);
+        assert_eq!(h.cc.mode, Mode::ProbeBw);
     } // (bounded: one jiffy per ACK)
     let cwnd_before = h.tp.snd_cwnd;
     h.pipe(1, 10_500); // jiffy 10001: not yet
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
     h.pipe(1, 10_500); // jiffy 10002: expired
     assert_eq!(h.tp.jiffies(), 10_002);
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
-    assert_eq!(h.bbr.counters.probe_rtt_entries, 1);
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.counters.probe_rtt_entries, 1);
     assert!(h.tp.snd_cwnd <= 4);
-    assert_eq!(h.bbr.prior_cwnd, cwnd_before);
+    assert_eq!(h.cc.prior_cwnd, cwnd_before);
     // Expiry semantics: the current (queue-inflated) sample became min_rtt.
-    assert_eq!(h.bbr.min_rtt_us, 10_500);
-    assert_eq!(h.bbr.min_rtt_stamp, 10_002);
-    assert_eq!((h.bbr.pacing_gain, h.bbr.cwnd_gain), (256, 256));
+    assert_eq!(h.cc.min_rtt_us, 10_500);
+    assert_eq!(h.cc.min_rtt_stamp, 10_002);
+    assert_eq!((h.cc.pacing_gain, h.cc.cwnd_gain), (256, 256));
     assert_ne!(h.tp.app_limited, 0, "PROBE_RTT marks samples app-limited");
     let entered = h.tp.jiffies();
 
@@ -612,11 +620,11 @@ fn probe_rtt_every_min_rtt_window_for_200ms_and_a_round_at_4_packets() {
     let mut exit_at = None;
     for _ in 0..400 {
         h.pipe(1, 10_000);
-        if low_at.is_none() && h.bbr.probe_rtt_done_stamp.is_some() {
+        if low_at.is_none() && h.cc.probe_rtt_done_stamp.is_some() {
             low_at = Some(h.tp.jiffies());
-            assert_eq!(h.bbr.probe_rtt_done_stamp, Some(h.tp.jiffies() + 200));
+            assert_eq!(h.cc.probe_rtt_done_stamp, Some(h.tp.jiffies() + 200));
         }
-        if h.bbr.mode != Mode::ProbeRtt {
+        if h.cc.mode != Mode::ProbeRtt {
             exit_at = Some(h.tp.jiffies());
             break;
         }
@@ -626,18 +634,18 @@ fn probe_rtt_every_min_rtt_window_for_200ms_and_a_round_at_4_packets() {
     assert_eq!(low_at, entered + 1);
     // Exit on the first jiffy after done_stamp (the round, 10 ms, ended long before).
     assert_eq!(exit_at, low_at + 201);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
-    assert_ne!(h.bbr.cycle_idx, 1);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
+    assert_ne!(h.cc.cycle_idx, 1);
     // The lower samples of PROBE_RTT pulled min_rtt back down, and the window restarts.
-    assert_eq!(h.bbr.min_rtt_us, 10_000);
-    assert_eq!(h.bbr.min_rtt_stamp, exit_at);
+    assert_eq!(h.cc.min_rtt_us, 10_000);
+    assert_eq!(h.cc.min_rtt_stamp, exit_at);
     // cwnd restored to prior_cwnd, then + acked up to the target.
     assert_eq!(h.tp.snd_cwnd, (cwnd_before + 10).min(target(&h)));
 
     // Next PROBE_RTT one window after the exit.
-    pipe_until(&mut h, 10_500, 20_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    pipe_until(&mut h, 10_500, 20_000, |h| h.cc.mode == Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), exit_at + 10_001);
-    assert_eq!(h.bbr.counters.probe_rtt_entries, 2);
+    assert_eq!(h.cc.counters.probe_rtt_entries, 2);
 }
 
 #[test]
@@ -645,29 +653,23 @@ fn probe_rtt_timing_in_jiffies_at_hz_250() {
     // Jiffies of 4 ms: the window is 2500 jiffies, PROBE_RTT 50 jiffies (msecs_to_jiffies).
     let mut tp = TcpSock::new(MSS, 10, 250);
     tp.initial_jiffies = 0;
-    let mut bbr = Bbr::new(&BbrParams::default(), 3);
-    bbr.init(&mut tp);
-    let mut h = H {
-        bbr,
-        tp,
-        hist: vec![(0, 0)],
-    };
+    let mut h = H::around(Bbr::new(&BbrParams::default(), 3), tp);
     h.pipe(1, 10_000);
-    assert_eq!(h.bbr.min_rtt_stamp, 0);
-    pipe_until(&mut h, 10_500, 20_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    assert_eq!(h.cc.min_rtt_stamp, 0);
+    pipe_until(&mut h, 10_500, 20_000, |h| h.cc.mode == Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), 2_501);
     assert_eq!(h.now_us(), 10_004_000);
     h.pipe(1, 10_000);
     let armed = h.tp.jiffies();
-    assert_eq!(h.bbr.probe_rtt_done_stamp, Some(armed + 50));
-    pipe_until(&mut h, 10_000, 1_000, |h| h.bbr.mode != Mode::ProbeRtt);
+    assert_eq!(h.cc.probe_rtt_done_stamp, Some(armed + 50));
+    pipe_until(&mut h, 10_000, 1_000, |h| h.cc.mode != Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), armed + 51);
 }
 
 #[test]
 fn probe_rtt_waits_for_a_round_longer_than_200ms() {
     let mut h = H::steady(BbrParams::default(), 10_500);
-    h.bbr.min_rtt_stamp = 0;
+    h.cc.min_rtt_stamp = 0;
     h.tp.now_ns = 20_000_000_000; // long past expiry
     h.ack(Ack {
         dt_us: 0,
@@ -675,13 +677,13 @@ fn probe_rtt_waits_for_a_round_longer_than_200ms() {
         new_round: Some(false),
         ..Ack::default()
     });
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
     h.ack(Ack {
         inflight: 4,
         new_round: Some(false),
         ..Ack::default()
     });
-    let done = h.bbr.probe_rtt_done_stamp.expect("armed at 4 in flight");
+    let done = h.cc.probe_rtt_done_stamp.expect("armed at 4 in flight");
     // 300 ms without a round start: still probing.
     for _ in 0..300 {
         h.ack(Ack {
@@ -691,19 +693,19 @@ fn probe_rtt_waits_for_a_round_longer_than_200ms() {
         });
     }
     assert!(h.tp.jiffies() > done);
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
     h.ack(Ack {
         inflight: 4,
         new_round: Some(true),
         ..Ack::default()
     });
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
 }
 
 #[test]
 fn expiry_ignores_delayed_ack_samples_for_replacement_but_still_probes() {
     let mut h = H::steady(BbrParams::default(), 10_500);
-    h.bbr.min_rtt_stamp = 0;
+    h.cc.min_rtt_stamp = 0;
     h.tp.now_ns = 20_000_000_000;
     h.ack(Ack {
         dt_us: 0,
@@ -712,22 +714,22 @@ fn expiry_ignores_delayed_ack_samples_for_replacement_but_still_probes() {
         new_round: Some(false),
         ..Ack::default()
     });
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
-    assert_eq!(h.bbr.min_rtt_us, 10_000, "delayed-ACK sample not adopted");
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.min_rtt_us, 10_000, "delayed-ACK sample not adopted");
 }
 
 #[test]
 fn no_probe_rtt_entry_while_restarting_from_idle() {
     let mut h = H::steady(BbrParams::default(), 10_500);
     h.tp.app_limited = h.tp.delivered + 1;
-    h.bbr.cwnd_event(&mut h.tp, CaEvent::TxStart);
-    assert!(h.bbr.idle_restart);
+    h.s.cc.cwnd_event(&mut h.s.tp, CaEvent::TxStart);
+    assert!(h.cc.idle_restart);
     // In PROBE_BW the restart paces at bw x 1.0.
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.bbr.bw(), BBR_UNIT)
+        Bbr::rate_bytes_per_sec(&h.tp, h.cc.bw(), BBR_UNIT)
     );
-    h.bbr.min_rtt_stamp = 0;
+    h.cc.min_rtt_stamp = 0;
     h.tp.now_ns = 20_000_000_000;
     // An ACK that delivers nothing: expired, but idle_restart blocks PROBE_RTT.
     h.ack(Ack {
@@ -738,11 +740,11 @@ fn no_probe_rtt_entry_while_restarting_from_idle() {
         new_round: Some(false),
         ..Ack::default()
     });
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
-    assert!(h.bbr.idle_restart);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
+    assert!(h.cc.idle_restart);
     // The expired filter took this sample; the next expiry is a window later.
-    assert_eq!(h.bbr.min_rtt_us, 10_500);
-    assert!(!h.bbr.idle_restart || h.bbr.mode == Mode::ProbeBw);
+    assert_eq!(h.cc.min_rtt_us, 10_500);
+    assert!(!h.cc.idle_restart || h.cc.mode == Mode::ProbeBw);
 }
 
 #[test]
@@ -754,11 +756,11 @@ fn probe_rtt_ms_zero_disables_probe_rtt() {
         },
         10_500,
     );
-    h.bbr.min_rtt_stamp = 0;
+    h.cc.min_rtt_stamp = 0;
     h.tp.now_ns = 20_000_000_000;
     h.pipe(1, 10_500);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
-    assert_eq!(h.bbr.min_rtt_us, 10_500, "expiry still replaces min_rtt");
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
+    assert_eq!(h.cc.min_rtt_us, 10_500, "expiry still replaces min_rtt");
 }
 
 #[test]
@@ -771,12 +773,12 @@ fn min_rtt_window_and_probe_duration_are_options() {
         },
         10_500,
     );
-    pipe_until(&mut h, 10_500, 5_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    pipe_until(&mut h, 10_500, 5_000, |h| h.cc.mode == Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), 1 + 2_000 + 1);
     h.pipe(1, 10_000);
     let armed = h.tp.jiffies();
-    assert_eq!(h.bbr.probe_rtt_done_stamp, Some(armed + 50));
-    pipe_until(&mut h, 10_000, 1_000, |h| h.bbr.mode != Mode::ProbeRtt);
+    assert_eq!(h.cc.probe_rtt_done_stamp, Some(armed + 50));
+    pipe_until(&mut h, 10_000, 1_000, |h| h.cc.mode != Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), armed + 51);
 }
 
@@ -788,9 +790,9 @@ fn packet_conservation_on_entering_recovery_and_restore_on_leaving() {
     let cwnd0 = h.tp.snd_cwnd;
     // Substrate: tcp_enter_recovery -> ssthresh() (saves cwnd), set_state, new state.
     let ssthresh = h.tp.snd_ssthresh;
-    assert_eq!(h.bbr.ssthresh(&mut h.tp), ssthresh, "BBR keeps ssthresh");
-    assert_eq!(h.bbr.prior_cwnd, cwnd0);
-    h.bbr.set_state(&mut h.tp, CaState::Recovery);
+    assert_eq!(h.s.cc.ssthresh(&mut h.s.tp), ssthresh, "BBR keeps ssthresh");
+    assert_eq!(h.cc.prior_cwnd, cwnd0);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Recovery);
     h.tp.ca_state = CaState::Recovery;
 
     // First ACK in Recovery: cwnd = in flight + acked, and a round starts now.
@@ -801,9 +803,9 @@ fn packet_conservation_on_entering_recovery_and_restore_on_leaving() {
         new_round: Some(false),
         ..Ack::default()
     });
-    assert!(h.bbr.packet_conservation);
+    assert!(h.cc.packet_conservation);
     assert_eq!(h.tp.snd_cwnd, 82);
-    assert_eq!(h.bbr.next_rtt_delivered, h.tp.delivered);
+    assert_eq!(h.cc.next_rtt_delivered, h.tp.delivered);
 
     // Within that round: one packet out per packet delivered, losses deducted.
     h.ack(Ack {
@@ -839,11 +841,11 @@ fn packet_conservation_on_entering_recovery_and_restore_on_leaving() {
         new_round: Some(true),
         ..Ack::default()
     });
-    assert!(!h.bbr.packet_conservation);
+    assert!(!h.cc.packet_conservation);
     assert_eq!(h.tp.snd_cwnd, 80);
 
     // Recovery ends: cwnd goes back to the saved value (capped by the target).
-    h.bbr.set_state(&mut h.tp, CaState::Open);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Open);
     h.tp.ca_state = CaState::Open;
     h.ack(Ack {
         acked: 1,
@@ -851,9 +853,9 @@ fn packet_conservation_on_entering_recovery_and_restore_on_leaving() {
         new_round: Some(false),
         ..Ack::default()
     });
-    let target = h.bbr.quantization_budget(
+    let target = h.cc.quantization_budget(
         &h.tp,
-        h.bbr.bdp(h.bbr.bw(), h.bbr.cwnd_gain) + h.bbr.ack_aggregation_cwnd(),
+        h.cc.bdp(h.cc.bw(), h.cc.cwnd_gain) + h.cc.ack_aggregation_cwnd(),
     );
     assert_eq!(h.tp.snd_cwnd, (cwnd0 + 1).min(target));
 }
@@ -863,13 +865,13 @@ fn rto_resets_full_bw_and_cwnd_regrows_then_restores() {
     let mut h = H::steady(BbrParams::default(), 10_500);
     let cwnd0 = h.tp.snd_cwnd;
     // tcp_enter_loss: ssthresh() then set_state(Loss), cwnd = in flight + 1.
-    h.bbr.ssthresh(&mut h.tp);
-    h.bbr.set_state(&mut h.tp, CaState::Loss);
-    assert_eq!(h.bbr.full_bw, 0);
-    assert!(h.bbr.full_bw_reached, "the flag survives an RTO");
-    assert!(h.bbr.round_start);
+    h.s.cc.ssthresh(&mut h.s.tp);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Loss);
+    assert_eq!(h.cc.full_bw, 0);
+    assert!(h.cc.full_bw_reached, "the flag survives an RTO");
+    assert!(h.cc.round_start);
     assert!(
-        h.bbr.lt_is_sampling,
+        h.cc.lt_is_sampling,
         "the RTO counts as a loss for lt sampling"
     );
     h.tp.ca_state = CaState::Loss;
@@ -896,7 +898,7 @@ fn rto_resets_full_bw_and_cwnd_regrows_then_restores() {
         ..Ack::default()
     });
     assert_eq!(h.tp.snd_cwnd, 6);
-    h.bbr.set_state(&mut h.tp, CaState::Open);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Open);
     h.tp.ca_state = CaState::Open;
     h.ack(Ack {
         acked: 1,
@@ -911,10 +913,10 @@ fn rto_resets_full_bw_and_cwnd_regrows_then_restores() {
 fn undo_keeps_cwnd_and_restarts_full_pipe_detection() {
     let mut h = H::steady(BbrParams::default(), 10_500);
     let cwnd = h.tp.snd_cwnd;
-    h.bbr.full_bw_cnt = 2;
-    h.bbr.lt_bw = 123;
-    assert_eq!(h.bbr.undo_cwnd(&mut h.tp), cwnd);
-    assert_eq!((h.bbr.full_bw, h.bbr.full_bw_cnt, h.bbr.lt_bw), (0, 0, 0));
+    h.cc.full_bw_cnt = 2;
+    h.cc.lt_bw = 123;
+    assert_eq!(h.s.cc.undo_cwnd(&mut h.s.tp), cwnd);
+    assert_eq!((h.cc.full_bw, h.cc.full_bw_cnt, h.cc.lt_bw), (0, 0, 0));
 }
 
 #[test]
@@ -927,8 +929,8 @@ fn cwnd_is_two_bdp_plus_budget_in_probe_bw() {
         10_500,
     );
     h.pipe(50, 10_500);
-    let tso = h.bbr.tso_segs_goal(&h.tp);
-    let phase0 = if h.bbr.cycle_idx == 0 { 2 } else { 0 };
+    let tso = h.cc.tso_segs_goal(&h.tp);
+    let phase0 = if h.cc.cycle_idx == 0 { 2 } else { 0 };
     assert_eq!(h.tp.snd_cwnd, ((200 + 3 * tso + 1) & !1) + phase0);
 }
 
@@ -952,25 +954,25 @@ fn lt_bw_engages_on_two_consistent_lossy_intervals_and_expires_after_48_rounds()
     let mut h = H::steady(BbrParams::default(), 10_500);
     // A policer at 4 pkt/ms dropping 1 of 5 (lost/delivered = 25% > 50/256).
     policed(&mut h, 45, 4, 1);
-    assert!(h.bbr.lt_is_sampling);
-    assert!(!h.bbr.lt_use_bw);
-    assert_eq!(h.bbr.lt_bw, bw_of(4, 1_000), "first interval measured");
+    assert!(h.cc.lt_is_sampling);
+    assert!(!h.cc.lt_use_bw);
+    assert_eq!(h.cc.lt_bw, bw_of(4, 1_000), "first interval measured");
     policed(&mut h, 45, 4, 1);
-    assert!(h.bbr.lt_use_bw);
-    assert_eq!(h.bbr.lt_bw, bw_of(4, 1_000));
-    assert_eq!(h.bbr.counters.lt_bw_engagements, 1);
-    assert_eq!(h.bbr.bw(), h.bbr.lt_bw);
-    assert_eq!(h.bbr.pacing_gain, BBR_UNIT);
+    assert!(h.cc.lt_use_bw);
+    assert_eq!(h.cc.lt_bw, bw_of(4, 1_000));
+    assert_eq!(h.cc.counters.lt_bw_engagements, 1);
+    assert_eq!(h.cc.bw(), h.cc.lt_bw);
+    assert_eq!(h.cc.pacing_gain, BBR_UNIT);
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.bbr.lt_bw, BBR_UNIT)
+        Bbr::rate_bytes_per_sec(&h.tp, h.cc.lt_bw, BBR_UNIT)
     );
     // Used for 48 rounds of PROBE_BW, then dropped and gain cycling restarts.
-    let r0 = h.bbr.rtt_cnt;
-    pipe_until(&mut h, 10_500, 2_000, |h| !h.bbr.lt_use_bw);
-    assert_eq!(h.bbr.rtt_cnt - r0, 48);
-    assert_eq!(h.bbr.lt_bw, 0);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    let r0 = h.cc.rtt_cnt;
+    pipe_until(&mut h, 10_500, 2_000, |h| !h.cc.lt_use_bw);
+    assert_eq!(h.cc.rtt_cnt - r0, 48);
+    assert_eq!(h.cc.lt_bw, 0);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
 }
 
 #[test]
@@ -978,15 +980,15 @@ fn lt_bw_stays_off_below_20_percent_loss_or_with_inconsistent_rates() {
     // 1 lost per 6 delivered: 16.7% < 19.5%.
     let mut h = H::steady(BbrParams::default(), 10_500);
     policed(&mut h, 200, 6, 1);
-    assert!(!h.bbr.lt_use_bw);
-    assert_eq!(h.bbr.lt_bw, 0);
+    assert!(!h.cc.lt_use_bw);
+    assert_eq!(h.cc.lt_bw, 0);
     // Lossy, but the second interval runs at twice the rate of the first.
     let mut h = H::steady(BbrParams::default(), 10_500);
     policed(&mut h, 45, 4, 1);
     policed(&mut h, 45, 8, 2);
-    assert!(!h.bbr.lt_use_bw);
+    assert!(!h.cc.lt_use_bw);
     // The newer interval (mostly at 8 pkt/ms) replaced the old one.
-    assert!(h.bbr.lt_bw > bw_of(7, 1_000), "{}", h.bbr.lt_bw);
+    assert!(h.cc.lt_bw > bw_of(7, 1_000), "{}", h.cc.lt_bw);
     // Switched off by option.
     let mut h = H::steady(
         BbrParams {
@@ -996,7 +998,7 @@ fn lt_bw_stays_off_below_20_percent_loss_or_with_inconsistent_rates() {
         10_500,
     );
     policed(&mut h, 200, 4, 1);
-    assert!(!h.bbr.lt_use_bw && !h.bbr.lt_is_sampling);
+    assert!(!h.cc.lt_use_bw && !h.cc.lt_is_sampling);
 }
 
 // ------------------------------------------------------------------------- ACK aggregation
@@ -1067,8 +1069,8 @@ fn extra_acked_raises_the_cwnd_target_and_is_off_in_linux_4_9() {
     let run = |params: BbrParams| {
         let mut h = H::steady(params, 10_500);
         h.pipe(50, 10_500);
-        let tso = h.bbr.tso_segs_goal(&h.tp);
-        (h.tp.snd_cwnd, h.bbr.extra_acked(), h.bbr.cycle_idx, tso)
+        let tso = h.cc.tso_segs_goal(&h.tp);
+        (h.tp.snd_cwnd, h.cc.extra_acked(), h.cc.cycle_idx, tso)
     };
     let (with, extra, idx_a, tso) = run(BbrParams::default());
     let (without, none, idx_b, tso_b) = run(BbrParams {
@@ -1114,19 +1116,19 @@ fn triggers_fire_only_strictly_above_rate_th() {
         for rtt in [10_000, 15_000, 19_999, 20_000] {
             sample(&mut h, rtt, 0);
         }
-        assert_eq!(h.bbr.counters, BbrCounters::default(), "{action:?}");
-        assert_eq!(h.bbr.min_rtt_us, 10_000);
-        assert_eq!(h.bbr.mode, Mode::ProbeBw);
+        assert_eq!(h.cc.counters, BbrCounters::default(), "{action:?}");
+        assert_eq!(h.cc.min_rtt_us, 10_000);
+        assert_eq!(h.cc.mode, Mode::ProbeBw);
         sample(&mut h, 20_001, 0);
-        let c = h.bbr.counters;
+        let c = h.cc.counters;
         assert_eq!(c.forced_expiries + c.rtprop_updates, 1, "{action:?}");
-        assert_eq!(h.bbr.min_rtt_us, 20_001);
+        assert_eq!(h.cc.min_rtt_us, 20_001);
     }
     // Off: stock BBR whatever the ratio.
     let mut h = H::steady(BbrParams::default(), 10_500);
     sample(&mut h, 1_000_000, 5);
-    assert_eq!(h.bbr.counters, BbrCounters::default());
-    assert_eq!(h.bbr.min_rtt_us, 10_000);
+    assert_eq!(h.cc.counters, BbrCounters::default());
+    assert_eq!(h.cc.min_rtt_us, 10_000);
 }
 
 #[test]
@@ -1137,12 +1139,12 @@ fn forced_expire_enters_probe_rtt_with_the_current_sample_as_rtprop() {
     );
     let cwnd0 = h.tp.snd_cwnd;
     sample(&mut h, 25_000, 0);
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
     assert!(h.tp.snd_cwnd <= 4);
-    assert_eq!(h.bbr.prior_cwnd, cwnd0);
-    assert_eq!(h.bbr.min_rtt_us, 25_000);
-    assert_eq!(h.bbr.min_rtt_stamp, h.tp.jiffies());
-    let c = h.bbr.counters;
+    assert_eq!(h.cc.prior_cwnd, cwnd0);
+    assert_eq!(h.cc.min_rtt_us, 25_000);
+    assert_eq!(h.cc.min_rtt_stamp, h.tp.jiffies());
+    let c = h.cc.counters;
     assert_eq!(
         (
             c.forced_expiries,
@@ -1152,13 +1154,13 @@ fn forced_expire_enters_probe_rtt_with_the_current_sample_as_rtprop() {
         (1, 1, 1)
     );
     // PROBE_RTT runs as usual and re-measures RTprop.
-    pipe_until(&mut h, 10_000, 1_000, |h| h.bbr.mode != Mode::ProbeRtt);
-    assert_eq!(h.bbr.min_rtt_us, 10_000);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    pipe_until(&mut h, 10_000, 1_000, |h| h.cc.mode != Mode::ProbeRtt);
+    assert_eq!(h.cc.min_rtt_us, 10_000);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
     assert_eq!(h.tp.snd_cwnd, (cwnd0 + 10).min(target(&h)));
     // A second trigger is a second PROBE_RTT, visible in the counters.
     sample(&mut h, 20_001, 0);
-    let c = h.bbr.counters;
+    let c = h.cc.counters;
     assert_eq!(
         (
             c.forced_expiries,
@@ -1176,17 +1178,17 @@ fn forced_expire_on_loss_variant() {
         10_500,
     );
     sample(&mut h, 10_500, 3);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw, "rtt_ratio ignores losses");
+    assert_eq!(h.cc.mode, Mode::ProbeBw, "rtt_ratio ignores losses");
     let mut h = H::steady(
         modified(RtpropTrigger::RttRatioOrLoss, RtpropAction::Expire, 1.0),
         10_500,
     );
     sample(&mut h, 10_500, 0);
-    assert_eq!(h.bbr.mode, Mode::ProbeBw);
+    assert_eq!(h.cc.mode, Mode::ProbeBw);
     sample(&mut h, 10_600, 1);
-    assert_eq!(h.bbr.mode, Mode::ProbeRtt);
-    assert_eq!(h.bbr.min_rtt_us, 10_600);
-    assert_eq!(h.bbr.counters.forced_expiries, 1);
+    assert_eq!(h.cc.mode, Mode::ProbeRtt);
+    assert_eq!(h.cc.min_rtt_us, 10_600);
+    assert_eq!(h.cc.counters.forced_expiries, 1);
 }
 
 #[test]
@@ -1204,11 +1206,11 @@ fn rtprop_update_matches_the_formula_for_a_1_and_a_half() {
         );
         let cwnd0 = h.tp.snd_cwnd;
         sample(&mut h, rtt, 0);
-        assert_eq!(h.bbr.min_rtt_us, expect, "a = {a}, rtt = {rtt}");
-        assert_eq!(h.bbr.min_rtt_stamp, 1, "stamp kept by default");
-        assert_eq!(h.bbr.mode, Mode::ProbeBw, "no PROBE_RTT");
+        assert_eq!(h.cc.min_rtt_us, expect, "a = {a}, rtt = {rtt}");
+        assert_eq!(h.cc.min_rtt_stamp, 1, "stamp kept by default");
+        assert_eq!(h.cc.mode, Mode::ProbeBw, "no PROBE_RTT");
         assert!(h.tp.snd_cwnd >= cwnd0, "no cwnd cut");
-        let c = h.bbr.counters;
+        let c = h.cc.counters;
         assert_eq!(
             (c.rtprop_updates, c.probe_rtt_entries, c.forced_expiries),
             (1, 0, 0)
@@ -1220,14 +1222,14 @@ fn rtprop_update_matches_the_formula_for_a_1_and_a_half() {
         10_500,
     );
     sample(&mut h, 50_000, 0);
-    assert_eq!(h.bbr.min_rtt_us, 10_000);
+    assert_eq!(h.cc.min_rtt_us, 10_000);
     // The larger RTprop raises the cwnd target: 2 x bw x 20 ms.
     let mut h = H::steady(
         modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.5),
         10_500,
     );
     sample(&mut h, 30_000, 0);
-    assert_eq!(h.bbr.bdp(h.bbr.bw(), CWND_GAIN), 400);
+    assert_eq!(h.cc.bdp(h.cc.bw(), CWND_GAIN), 400);
 }
 
 #[test]
@@ -1236,7 +1238,7 @@ fn rtprop_update_stamp_refresh_is_an_option_and_expiry_keeps_its_schedule() {
     p.update_refresh_stamp = true;
     let mut h = H::steady(p, 10_500);
     sample(&mut h, 30_000, 0);
-    assert_eq!(h.bbr.min_rtt_stamp, h.tp.jiffies());
+    assert_eq!(h.cc.min_rtt_stamp, h.tp.jiffies());
 
     // Default: the regular expiry still comes 10 s after the last genuine refresh (later
     // samples stay between RTprop and rate_th x RTprop).
@@ -1245,11 +1247,11 @@ fn rtprop_update_stamp_refresh_is_an_option_and_expiry_keeps_its_schedule() {
         10_500,
     );
     sample(&mut h, 30_000, 0);
-    assert_eq!(h.bbr.min_rtt_stamp, 1);
-    pipe_until(&mut h, 35_000, 20_000, |h| h.bbr.mode == Mode::ProbeRtt);
+    assert_eq!(h.cc.min_rtt_stamp, 1);
+    pipe_until(&mut h, 35_000, 20_000, |h| h.cc.mode == Mode::ProbeRtt);
     assert_eq!(h.tp.jiffies(), 10_002);
-    assert_eq!(h.bbr.counters.probe_rtt_entries, 1);
-    assert_eq!(h.bbr.counters.forced_probe_rtt_entries, 0);
+    assert_eq!(h.cc.counters.probe_rtt_entries, 1);
+    assert_eq!(h.cc.counters.forced_probe_rtt_entries, 0);
 }
 
 #[test]
@@ -1259,11 +1261,11 @@ fn rtprop_update_on_loss_uses_the_current_sample() {
         10_500,
     );
     sample(&mut h, 12_000, 2);
-    assert_eq!(h.bbr.min_rtt_us, 11_000);
+    assert_eq!(h.cc.min_rtt_us, 11_000);
     // A loss ACK without an RTT sample has nothing to update with.
     sample(&mut h, -1, 2);
-    assert_eq!(h.bbr.min_rtt_us, 11_000);
-    assert_eq!(h.bbr.counters.rtprop_updates, 1);
+    assert_eq!(h.cc.min_rtt_us, 11_000);
+    assert_eq!(h.cc.counters.rtprop_updates, 1);
 }
 
 #[test]
@@ -1273,14 +1275,14 @@ fn trigger_once_per_round_limits_firing() {
     let mut h = H::steady(p, 10_500);
     sample(&mut h, 30_000, 0); // 10000 -> 20000
     sample(&mut h, 50_000, 0); // same round: suppressed
-    assert_eq!(h.bbr.min_rtt_us, 20_000);
+    assert_eq!(h.cc.min_rtt_us, 20_000);
     h.ack(Ack {
         rtt_us: 50_000,
         new_round: Some(true),
         ..Ack::default()
     }); // next round: 20000 -> 35000
-    assert_eq!(h.bbr.min_rtt_us, 35_000);
-    assert_eq!(h.bbr.counters.rtprop_updates, 2);
+    assert_eq!(h.cc.min_rtt_us, 35_000);
+    assert_eq!(h.cc.counters.rtprop_updates, 2);
     // Without the limit both fire.
     let mut h = H::steady(
         modified(RtpropTrigger::RttRatio, RtpropAction::Update, 0.5),
@@ -1288,7 +1290,7 @@ fn trigger_once_per_round_limits_firing() {
     );
     sample(&mut h, 30_000, 0);
     sample(&mut h, 50_000, 0);
-    assert_eq!(h.bbr.min_rtt_us, 35_000);
+    assert_eq!(h.cc.min_rtt_us, 35_000);
 }
 
 // ------------------------------------------------------------------------- observability
@@ -1298,7 +1300,7 @@ fn metrics_and_counters_have_stable_names() {
     let mut h = H::new(BbrParams::default());
     let names = |h: &H| {
         let mut v = Vec::new();
-        h.bbr.sample_metrics(&h.tp, &mut v);
+        h.cc.sample_metrics(&h.tp, &mut v);
         v
     };
     let before = names(&h);
@@ -1315,7 +1317,7 @@ fn metrics_and_counters_have_stable_names() {
     assert_eq!(get("bbr_rtprop_us"), 10_500.0);
     assert_eq!(get("bbr_cwnd_gain"), 2.0);
     assert_eq!(get("bbr_full_bw_reached"), 1.0);
-    assert_eq!(h.bbr.state_name(&h.tp), "PROBE_BW");
+    assert_eq!(h.cc.state_name(&h.tp), "PROBE_BW");
     for k in [
         "bbr_max_bw_bps",
         "bbr_pacing_gain",
@@ -1327,7 +1329,7 @@ fn metrics_and_counters_have_stable_names() {
         assert!(after.iter().any(|(n, _)| *n == k), "{k}");
     }
     let mut c = Vec::new();
-    h.bbr.summary_counters(&h.tp, &mut c);
+    h.cc.summary_counters(&h.tp, &mut c);
     for k in [
         "bbr_probe_rtt_entry_count",
         "bbr_forced_expiry_count",
@@ -1422,29 +1424,29 @@ fn invariants_hold_on_random_ack_streams() {
         for _ in 0..20_000 {
             let u = r.below(1000);
             if u < 3 && h.tp.ca_state == CaState::Open {
-                h.bbr.ssthresh(&mut h.tp);
-                h.bbr.set_state(&mut h.tp, CaState::Recovery);
+                h.s.cc.ssthresh(&mut h.s.tp);
+                h.s.cc.set_state(&mut h.s.tp, CaState::Recovery);
                 h.tp.ca_state = CaState::Recovery;
             } else if u < 4 {
-                h.bbr.ssthresh(&mut h.tp);
-                h.bbr.set_state(&mut h.tp, CaState::Loss);
+                h.s.cc.ssthresh(&mut h.s.tp);
+                h.s.cc.set_state(&mut h.s.tp, CaState::Loss);
                 h.tp.ca_state = CaState::Loss;
                 h.tp.snd_cwnd = 1;
             } else if u < 40 && h.tp.ca_state != CaState::Open {
-                h.bbr.set_state(&mut h.tp, CaState::Open);
+                h.s.cc.set_state(&mut h.s.tp, CaState::Open);
                 h.tp.ca_state = CaState::Open;
             } else if u < 45 {
                 h.tp.app_limited = h.tp.delivered + 1;
-                h.bbr.cwnd_event(&mut h.tp, CaEvent::TxStart);
+                h.s.cc.cwnd_event(&mut h.s.tp, CaEvent::TxStart);
             }
             if r.below(10) == 0 {
                 h.tp.wstamp_ns = h.tp.now_ns + r.below(5_000_000) as u64;
             }
             let rtt = 10_000 + r.below(30_000) as i64;
             let inflight = h.tp.snd_cwnd.min(50 + r.below(300));
-            let was_probe_bw = h.bbr.mode == Mode::ProbeBw;
+            let was_probe_bw = h.cc.mode == Mode::ProbeBw;
             let pacing_before = h.tp.pacing_rate_bytes_per_sec;
-            let seen_rtt_before = h.bbr.has_seen_rtt;
+            let seen_rtt_before = h.cc.has_seen_rtt;
             h.ack(Ack {
                 dt_us: 100 + r.below(2_000) as u64,
                 acked: r.below(12),
@@ -1454,20 +1456,20 @@ fn invariants_hold_on_random_ack_streams() {
                 app_limited: r.below(30) == 0,
                 ..Ack::default()
             });
-            if h.bbr.mode == Mode::ProbeRtt {
+            if h.cc.mode == Mode::ProbeRtt {
                 assert!(h.tp.snd_cwnd <= 4);
             }
             // Before the pipe is full the pacing rate never drops (except when the first
             // RTT sample re-initialises it).
-            if !h.bbr.full_bw_reached && seen_rtt_before {
+            if !h.cc.full_bw_reached && seen_rtt_before {
                 assert!(
                     h.tp.pacing_rate_bytes_per_sec >= pacing_before,
                     "seed {seed}"
                 );
             }
-            if h.bbr.mode == Mode::ProbeBw && !was_probe_bw {
+            if h.cc.mode == Mode::ProbeBw && !was_probe_bw {
                 entered_probe_bw = true;
-                assert_ne!(h.bbr.cycle_idx, 1, "seed {seed}");
+                assert_ne!(h.cc.cycle_idx, 1, "seed {seed}");
             }
         }
         assert!(entered_probe_bw, "seed {seed} never reached PROBE_BW");

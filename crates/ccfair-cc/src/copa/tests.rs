@@ -4,10 +4,9 @@
 
 use super::*;
 use crate::reno::{Reno, RenoParams};
-use crate::rng::Rng;
+use crate::testing::path::{Event, Path};
+use crate::testing::{Delivery, TestSender};
 use serde_json::json;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
 
 const MSS: u32 = 1448;
 
@@ -15,35 +14,40 @@ fn params(v: serde_json::Value) -> CopaParams {
     serde_json::from_value(v).unwrap()
 }
 
-/// Drives one Copa instance with hand-made ACKs. Each ACK at `now` acknowledges packets
-/// "sent" at `now - rtt`, so `prior_delivered` (and with it the packet-timed rounds) follow
-/// from the ACK history, as the substrate's rate sampler would produce them.
+/// Drives one Copa instance in the common test driver (`crate::testing`) with hand-made
+/// ACKs. Each ACK at `now` acknowledges packets "sent" at `now - rtt`, so `prior_delivered`
+/// (and with it the packet-timed rounds) follow from the ACK history, as the substrate's
+/// rate sampler would produce them; the driver does the socket's accounting (srtt as
+/// `tcp_rtt_estimator`) and calls the hooks. Derefs to the driver (`h.cc`, `h.tp`).
 struct Hand {
-    cc: Copa,
-    tp: TcpSock,
+    s: TestSender<Copa>,
     hist: Vec<(u64, u64)>,
+}
+
+impl std::ops::Deref for Hand {
+    type Target = TestSender<Copa>;
+    fn deref(&self) -> &Self::Target {
+        &self.s
+    }
+}
+
+impl std::ops::DerefMut for Hand {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.s
+    }
 }
 
 impl Hand {
     fn new(p: serde_json::Value) -> Self {
-        let mut tp = TcpSock::new(MSS, 10, 1000);
-        let mut cc = Copa::new(&params(p)).unwrap();
-        cc.init(&mut tp);
+        let tp = TcpSock::new(MSS, 10, 1000);
         Hand {
-            cc,
-            tp,
+            s: TestSender::new(Copa::new(&params(p)).unwrap(), tp),
             hist: vec![(0, 0)],
         }
     }
 
     fn ack_with(&mut self, now_us: u64, rtt_us: u64, acked: u32, losses: u32) {
-        self.tp.now_ns = now_us * 1_000;
-        // Linux tcp_rtt_estimator's srtt (gain 1/8), unscaled.
-        self.tp.srtt_us = if self.tp.srtt_us == 0 {
-            rtt_us as u32
-        } else {
-            ((7 * self.tp.srtt_us as u64 + rtt_us) / 8) as u32
-        };
+        self.s.tp.now_ns = now_us * 1_000;
         let prior = self
             .hist
             .iter()
@@ -51,18 +55,21 @@ impl Hand {
             .find(|(t, _)| t + rtt_us <= now_us)
             .map(|h| h.1)
             .unwrap_or(0);
-        self.tp.delivered += acked as u64;
-        let rs = RateSample {
-            rtt_us: rtt_us as i64,
-            acked_sacked: acked,
+        let delivered = self.tp.delivered + acked as u64 - prior;
+        self.s.deliver(Delivery {
+            acked,
             losses,
-            prior_delivered: prior,
-            delivered: (self.tp.delivered - prior) as i64,
-            interval_us: rtt_us as i64,
-            ..Default::default()
-        };
-        self.cc.cong_control(&mut self.tp, &rs);
-        self.hist.push((now_us, self.tp.delivered));
+            rtt_us: rtt_us as i64,
+            packets_out: None,
+            rs: RateSample {
+                prior_delivered: prior,
+                delivered: delivered as i64,
+                interval_us: rtt_us as i64,
+                ..Default::default()
+            },
+        });
+        let delivered = self.tp.delivered;
+        self.hist.push((now_us, delivered));
     }
 
     fn ack(&mut self, now_us: u64, rtt_us: u64) {
@@ -486,7 +493,7 @@ fn rto_restarts_slow_start_from_init_cwnd() {
     h.run(0, 40_000, |_| 40_000);
     h.force_ca(57.0);
     h.tp.snd_cwnd = 1; // tcp_enter_loss: cwnd = in_flight + 1
-    h.cc.set_state(&mut h.tp, CaState::Loss);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Loss);
     assert_eq!(h.cc.cwnd(), 10.0);
     assert_eq!(h.tp.snd_cwnd, 10);
     assert!(h.cc.in_slow_start());
@@ -494,11 +501,11 @@ fn rto_restarts_slow_start_from_init_cwnd() {
     let mut g = Hand::new(json!({"variant": "genericcc"}));
     g.run(0, 40_000, |_| 40_000);
     g.force_ca(57.0);
-    g.cc.set_state(&mut g.tp, CaState::Loss);
+    g.s.cc.set_state(&mut g.s.tp, CaState::Loss);
     assert_eq!(g.cc.cwnd(), 57.0);
     // Other state changes are not RTOs.
     h.force_ca(57.0);
-    h.cc.set_state(&mut h.tp, CaState::Recovery);
+    h.s.cc.set_state(&mut h.s.tp, CaState::Recovery);
     assert_eq!(h.cc.cwnd(), 57.0);
 }
 
@@ -572,54 +579,11 @@ fn metrics_and_mode_time_accounting() {
 
 // ---------------------------------------------------------------- a tiny bottleneck
 
-enum Algo {
-    Copa(Box<Copa>),
-    /// Linux Reno's cong_avoid, with cwnd halved once per window of losses (no PRR).
-    Reno(Reno, u64),
-}
-
-struct Sent {
-    seq: u64,
-    sent_ns: u64,
-    delivered_at_send: u64,
-    dropped: bool,
-}
-
-struct SimFlow {
-    algo: Algo,
-    tp: TcpSock,
-    next_seq: u64,
-    sent: VecDeque<Sent>,
-    next_send_ns: u64,
-    send_pending: bool,
-    base_rtt_ns: u64,
-    delivered_after_warmup: u64,
-    last_ack_ns: u64,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Ev {
-    Sample,
-    Send(usize),
-    Ack(usize, u64),
-}
-
+/// Flows of the common test driver over the driver's bottleneck (`testing::path`: FIFO,
+/// drop-tail, fixed propagation delay, SACK receivers), observed every ms after a warm-up.
 struct Net {
-    flows: Vec<SimFlow>,
-    service_ns: u64,
-    buffer: usize,
-    departures: VecDeque<u64>,
-    last_departure_ns: u64,
-    loss_prob: f64,
-    rng: Rng,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    tie: u64,
-    warmup_ns: u64,
-    // Observations after warm-up, sampled every ms.
-    samples: u64,
-    queue_sum: f64,
-    dq_pkts_sum: Vec<f64>,
-    competitive_samples: Vec<u64>,
+    path: Path<Box<dyn CongestionControl>>,
+    ser_ns: u64,
 }
 
 struct Outcome {
@@ -630,257 +594,92 @@ struct Outcome {
     goodput_frac: Vec<f64>,
 }
 
+/// A metric of a flow's module (NaN when it has none of that name).
+fn metric(cc: &dyn CongestionControl, tp: &TcpSock, name: &str) -> f64 {
+    let mut m = Vec::new();
+    cc.sample_metrics(tp, &mut m);
+    m.iter().find(|x| x.0 == name).map_or(f64::NAN, |x| x.1)
+}
+
 impl Net {
     fn new(rate_pps: u64, buffer: usize, loss_prob: f64, seed: u64) -> Self {
+        let ser_ns = 1_000_000_000 / rate_pps;
         Net {
-            flows: Vec::new(),
-            service_ns: 1_000_000_000 / rate_pps,
-            buffer,
-            departures: VecDeque::new(),
-            last_departure_ns: 0,
-            loss_prob,
-            rng: Rng::new(seed),
-            events: BinaryHeap::new(),
-            tie: 0,
-            warmup_ns: 0,
-            samples: 0,
-            queue_sum: 0.0,
-            dq_pkts_sum: Vec::new(),
-            competitive_samples: Vec::new(),
+            path: Path::new(ser_ns, Some(buffer)).with_random_loss(loss_prob, seed),
+            ser_ns,
         }
     }
 
-    fn add(&mut self, algo: Algo, base_rtt_ms: u64, start_ms: u64) {
+    fn add(&mut self, algo: Box<dyn CongestionControl>, base_rtt_ms: u64, start_ms: u64) {
         let mut tp = TcpSock::new(MSS, 10, 1000);
         tp.now_ns = start_ms * 1_000_000;
-        let algo = match algo {
-            Algo::Copa(mut c) => {
-                c.init(&mut tp);
-                Algo::Copa(c)
-            }
-            a => a,
-        };
-        let i = self.flows.len();
-        self.flows.push(SimFlow {
-            algo,
-            tp,
-            next_seq: 0,
-            sent: VecDeque::new(),
-            next_send_ns: start_ms * 1_000_000,
-            send_pending: false,
-            base_rtt_ns: base_rtt_ms * 1_000_000,
-            delivered_after_warmup: 0,
-            last_ack_ns: start_ms * 1_000_000,
-        });
-        self.dq_pkts_sum.push(0.0);
-        self.competitive_samples.push(0);
-        self.schedule(start_ms * 1_000_000, Ev::Send(i));
-        self.flows[i].send_pending = true;
+        let s = TestSender::new(algo, tp);
+        self.path
+            .add(s, base_rtt_ms * 1_000_000, Some(start_ms * 1_000_000));
     }
 
-    fn schedule(&mut self, t: u64, ev: Ev) {
-        self.tie += 1;
-        self.events.push(Reverse((t, self.tie, ev)));
-    }
-
-    fn queue_len(&mut self, now: u64) -> usize {
-        while self.departures.front().is_some_and(|&d| d <= now) {
-            self.departures.pop_front();
-        }
-        self.departures.len()
-    }
-
-    fn try_send(&mut self, i: usize, now: u64) {
-        loop {
-            let f = &self.flows[i];
-            let in_flight = f.tp.packets_in_flight();
-            if in_flight >= f.tp.snd_cwnd {
-                return; // wait for an ACK
-            }
-            if now < f.next_send_ns {
-                if !f.send_pending {
-                    let t = f.next_send_ns;
-                    self.flows[i].send_pending = true;
-                    self.schedule(t, Ev::Send(i));
-                }
-                return;
-            }
-            let qlen = self.queue_len(now);
-            let mut dropped = qlen >= self.buffer;
-            let depart = self.last_departure_ns.max(now) + self.service_ns;
-            if !dropped {
-                self.departures.push_back(depart);
-                self.last_departure_ns = depart;
-                // Random loss on the link, after the packet used its capacity.
-                dropped = self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob;
-            }
-            let f = &mut self.flows[i];
-            let seq = f.next_seq;
-            f.next_seq += 1;
-            f.tp.packets_out += 1;
-            f.sent.push_back(Sent {
-                seq,
-                sent_ns: now,
-                delivered_at_send: f.tp.delivered,
-                dropped,
-            });
-            let rtt = f.base_rtt_ns;
-            let paced = matches!(f.algo, Algo::Copa(_));
-            if paced && f.tp.pacing_rate_bytes_per_sec != u64::MAX {
-                f.next_send_ns =
-                    now + MSS as u64 * 1_000_000_000 / f.tp.pacing_rate_bytes_per_sec.max(1);
-            }
-            if !dropped {
-                self.schedule(depart + rtt, Ev::Ack(i, seq));
-            }
-        }
-    }
-
-    fn on_ack(&mut self, i: usize, seq: u64, now: u64) {
-        let warm = now >= self.warmup_ns;
-        let f = &mut self.flows[i];
-        f.tp.now_ns = now;
-        f.last_ack_ns = now;
-        // FIFO and one path per flow: every earlier unacked packet was dropped.
-        let mut losses = 0u32;
-        while f.sent.front().is_some_and(|s| s.seq < seq) {
-            let s = f.sent.pop_front().unwrap();
-            debug_assert!(s.dropped);
-            losses += 1;
-        }
-        let s = f.sent.pop_front().unwrap();
-        assert_eq!(s.seq, seq);
-        let rtt_us = (now - s.sent_ns) / 1_000;
-        f.tp.packets_out -= 1 + losses;
-        f.tp.delivered += 1;
-        f.tp.lost += losses as u64;
-        f.tp.srtt_us = if f.tp.srtt_us == 0 {
-            rtt_us as u32
-        } else {
-            ((7 * f.tp.srtt_us as u64 + rtt_us) / 8) as u32
-        };
-        f.tp.min_rtt_us = f.tp.min_rtt_us.min(rtt_us as u32);
-        if warm {
-            f.delivered_after_warmup += 1;
-        }
-        let rs = RateSample {
-            rtt_us: rtt_us as i64,
-            acked_sacked: 1,
-            losses,
-            prior_delivered: s.delivered_at_send,
-            delivered: (f.tp.delivered - s.delivered_at_send) as i64,
-            interval_us: rtt_us as i64,
-            ..Default::default()
-        };
-        match &mut f.algo {
-            Algo::Copa(c) => {
-                c.cong_control(&mut f.tp, &rs);
-                // Invariants of reference 8.2, on every ACK.
-                assert!(c.delta() <= 0.5 + 1e-12, "delta {}", c.delta());
-                assert!(c.cwnd() >= 2.0 && f.tp.snd_cwnd >= 2);
-            }
-            Algo::Reno(r, recover_until) => {
-                if losses > 0 && seq >= *recover_until {
-                    f.tp.snd_ssthresh = r.ssthresh(&mut f.tp);
-                    f.tp.snd_cwnd = f.tp.snd_ssthresh;
-                    *recover_until = f.next_seq;
-                } else {
-                    f.tp.is_cwnd_limited = true;
-                    f.tp.max_packets_out = f.tp.snd_cwnd;
-                    r.cong_avoid(&mut f.tp, seq, 1);
-                }
-            }
-        }
-        self.try_send(i, now);
-    }
-
-    /// A crude RTO: nothing acked for srtt + 200 ms (Linux's floor) while packets are out:
-    /// everything outstanding is lost (no retransmissions here; only delivery counts).
-    fn check_rto(&mut self, now: u64) {
-        for i in 0..self.flows.len() {
-            let f = &mut self.flows[i];
-            let rto = f.tp.srtt_us as u64 * 1_000 + 200_000_000;
-            if f.tp.packets_out == 0 || now < f.last_ack_ns + rto {
-                continue;
-            }
-            f.tp.now_ns = now;
-            f.last_ack_ns = now;
-            f.tp.lost += f.sent.len() as u64;
-            f.sent.clear();
-            f.tp.packets_out = 0;
-            f.tp.snd_cwnd = 1;
-            match &mut f.algo {
-                Algo::Copa(c) => c.set_state(&mut f.tp, CaState::Loss),
-                Algo::Reno(r, _) => {
-                    f.tp.snd_ssthresh = r.ssthresh(&mut f.tp);
-                }
-            }
-            self.try_send(i, now);
-        }
-    }
-
-    fn sample(&mut self, now: u64) {
-        self.check_rto(now);
-        if now < self.warmup_ns {
-            return;
-        }
-        let q = self.queue_len(now);
-        self.samples += 1;
-        self.queue_sum += q as f64;
-        let rate_per_us = 1_000.0 / self.service_ns as f64;
-        for (i, f) in self.flows.iter().enumerate() {
-            if let Algo::Copa(c) = &f.algo {
-                self.dq_pkts_sum[i] += c.dq_us() as f64 * rate_per_us;
-                if c.mode() == Mode::Competitive {
-                    self.competitive_samples[i] += 1;
-                }
+    /// Process events up to `t`, checking Copa's invariants (reference 8.2) on every ACK.
+    fn run_until(&mut self, t: u64) {
+        while let Some((i, ev)) = self.path.step(t) {
+            let s = &self.path.flows[i].s;
+            if matches!(ev, Event::Ack(_)) && s.cc.name() == "copa" {
+                let delta = metric(&*s.cc, &s.tp, "copa_delta");
+                assert!(delta <= 0.5 + 1e-12, "delta {delta}");
+                assert!(s.tp.snd_cwnd >= 2);
             }
         }
     }
 
     fn run(&mut self, warmup_s: f64, end_s: f64) -> Outcome {
-        self.warmup_ns = (warmup_s * 1e9) as u64;
+        let warmup = (warmup_s * 1e9) as u64;
         let end = (end_s * 1e9) as u64;
+        let n = self.path.flows.len();
+        let (mut samples, mut queue_sum) = (0u64, 0.0);
+        let mut dq_pkts_sum = vec![0.0; n];
+        let mut competitive = vec![0u64; n];
+        let mut delivered_at_warmup = vec![0u64; n];
+        let rate_per_us = 1_000.0 / self.ser_ns as f64;
         let mut t = 0;
         while t < end {
-            self.schedule(t, Ev::Sample);
+            self.run_until(t);
+            if t == warmup {
+                for (i, f) in self.path.flows.iter().enumerate() {
+                    delivered_at_warmup[i] = f.s.tp.delivered;
+                }
+            }
+            if t >= warmup {
+                samples += 1;
+                queue_sum += self.path.queue_pkts(t) as f64;
+                for (i, f) in self.path.flows.iter().enumerate() {
+                    if f.s.cc.name() == "copa" {
+                        dq_pkts_sum[i] += metric(&*f.s.cc, &f.s.tp, "copa_dq_us") * rate_per_us;
+                        let comp = metric(&*f.s.cc, &f.s.tp, "copa_mode_competitive");
+                        competitive[i] += (comp == 1.0) as u64;
+                    }
+                }
+            }
             t += 1_000_000;
         }
-        while let Some(Reverse((now, _, ev))) = self.events.pop() {
-            if now >= end {
-                break;
-            }
-            match ev {
-                Ev::Sample => self.sample(now),
-                Ev::Send(i) => {
-                    self.flows[i].send_pending = false;
-                    self.try_send(i, now);
-                }
-                Ev::Ack(i, seq) => self.on_ack(i, seq, now),
-            }
-        }
-        let n = self.samples.max(1) as f64;
-        let span = end_s - warmup_s;
-        let cap = 1e9 / self.service_ns as f64 * span;
+        self.run_until(end);
+        let samples = samples.max(1) as f64;
+        let cap = 1e9 / self.ser_ns as f64 * (end_s - warmup_s);
         Outcome {
-            mean_queue: self.queue_sum / n,
-            mean_dq_pkts: self.dq_pkts_sum.iter().map(|s| s / n).collect(),
-            competitive_frac: self
-                .competitive_samples
-                .iter()
-                .map(|&s| s as f64 / n)
-                .collect(),
-            goodput_frac: self
-                .flows
-                .iter()
-                .map(|f| f.delivered_after_warmup as f64 / cap)
+            mean_queue: queue_sum / samples,
+            mean_dq_pkts: dq_pkts_sum.iter().map(|s| s / samples).collect(),
+            competitive_frac: competitive.iter().map(|&c| c as f64 / samples).collect(),
+            goodput_frac: (0..n)
+                .map(|i| (self.path.flows[i].s.tp.delivered - delivered_at_warmup[i]) as f64 / cap)
                 .collect(),
         }
     }
 }
 
-fn copa_algo(p: serde_json::Value) -> Algo {
-    Algo::Copa(Box::new(Copa::new(&params(p)).unwrap()))
+fn copa_algo(p: serde_json::Value) -> Box<dyn CongestionControl> {
+    Box::new(Copa::new(&params(p)).unwrap())
+}
+
+fn reno_algo() -> Box<dyn CongestionControl> {
+    Box::new(Reno::new(&RenoParams::default()))
 }
 
 #[test]
@@ -962,7 +761,7 @@ fn copa_against_a_buffer_filler_in_a_deep_buffer_is_mostly_competitive() {
     for variant in ["paper", "genericcc"] {
         let mut net = Net::new(2_000, 320, 0.0, 3);
         net.add(copa_algo(json!({"variant": variant})), 40, 0);
-        net.add(Algo::Reno(Reno::new(&RenoParams::default()), 0), 40, 0);
+        net.add(reno_algo(), 40, 0);
         let out = net.run(10.0, 60.0);
         eprintln!(
             "{variant}: competitive {:?}, goodput {:?}, queue {:.1}",
@@ -980,7 +779,7 @@ fn copa_against_a_buffer_filler_in_a_deep_buffer_is_mostly_competitive() {
             40,
             0,
         );
-        off.add(Algo::Reno(Reno::new(&RenoParams::default()), 0), 40, 0);
+        off.add(reno_algo(), 40, 0);
         let out_off = off.run(10.0, 60.0);
         eprintln!(
             "{variant} competitive off: goodput {:?}",

@@ -1,19 +1,22 @@
-//! [`Path`]: one bulk flow of a [`TestSender`] over a bottleneck: propagation delay,
-//! serialization at a fixed packet rate, a drop-tail buffer, and a receiver that ACKs
-//! every packet with SACK blocks. The sender's policies that [`TestSender`] leaves to the
-//! test are filled in simply: loss is declared when three packets sent after a dropped
-//! one are delivered (dupthresh over transmissions, roughly what RACK concludes), lost
-//! segments are retransmitted before new data, and an RTO fires after srtt + 200 ms
-//! (Linux's `tcp_rto_min`; 1 s before the first sample) without progress, doubling on
-//! each expiry. Pacing follows `tp.wstamp_ns` when the module paces.
+//! [`Path`]: bulk flows of [`TestSender`]s over one bottleneck: serialization at a fixed
+//! packet rate, a drop-tail buffer, optional random loss, each flow's own propagation
+//! delay, and receivers that ACK every packet with SACK blocks. The sender's policies that
+//! [`TestSender`] leaves to the test are filled in simply: loss is declared when three
+//! packets sent after a dropped one are delivered (dupthresh over transmissions, roughly
+//! what RACK concludes), lost segments are retransmitted before new data, and an RTO
+//! fires after srtt + 200 ms (Linux's `tcp_rto_min`; 1 s before the first sample) without
+//! progress, doubling on each expiry. Pacing follows `tp.wstamp_ns` when the module paces.
 //!
-//! This is a scenario generator for algorithm tests (trajectories, conformance), not a
-//! simulator of record: `ccfair-sim` is. Its rate samples and hook order are the
-//! [`TestSender`]'s, which its tests compare with the simulator's sender.
+//! Packets join the bottleneck's queue in the order they are sent (exact when flows have
+//! the same delay before the bottleneck, as in the tests). This is a scenario generator for
+//! algorithm tests, not a simulator of record: `ccfair-sim` is. Rate samples and hook
+//! order are the [`TestSender`]'s, which `ccfair-sim`'s tests compare with its sender.
 
 use std::collections::{BTreeSet, VecDeque};
+use std::ops::Range;
 
 use super::{Ack, TestSender};
+use crate::rng::Rng;
 use crate::CongestionControl;
 
 /// `tcp_rto_min`.
@@ -23,9 +26,11 @@ const RTO_INIT_NS: u64 = 1_000_000_000;
 /// Packets delivered after a dropped one before it is declared lost.
 const DUPTHRESH: u32 = 3;
 
-/// What [`Path::step`] processed.
+/// What [`Path::step`] processed, for which flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// The flow started sending.
+    Start,
     /// An ACK of the segment with this sequence number arrived.
     Ack(u64),
     /// The pacer allowed the next packet.
@@ -42,107 +47,24 @@ struct Drop {
     delivered_after: u32,
 }
 
-/// One flow over a bottleneck.
-pub struct Path<C> {
+/// One flow: its sender, delays, receiver and loss detection.
+pub struct Flow<C> {
     pub s: TestSender<C>,
     /// Propagation before the bottleneck and after it (data, then the ACK's return).
     d1_ns: u64,
     d2_ns: u64,
-    /// Serialization time of one packet at the bottleneck.
-    ser_ns: u64,
-    /// Drop-tail buffer in packets (None: unlimited).
-    buffer_pkts: Option<usize>,
-    last_departure_ns: u64,
-    /// Departure times of the packets in the bottleneck's queue.
-    queue: VecDeque<u64>,
+    start_ns: Option<u64>,
     /// ACKs on their way back: (arrival time, segment, transmission index), in time order.
     acks: VecDeque<(u64, u64, u64)>,
-    tx_count: u64,
     drops: Vec<Drop>,
-    /// Receiver: segments received above the cumulative point.
     rcv_cum: u64,
     rcv_above: BTreeSet<u64>,
     pacing_wake_ns: Option<u64>,
     last_progress_ns: u64,
     backoff: u32,
-    /// Packets the bottleneck dropped.
-    pub dropped: u64,
 }
 
-impl<C: CongestionControl> Path<C> {
-    /// `rtt_ns` of propagation (half on each side of the bottleneck), `ser_ns` per packet
-    /// at the bottleneck, `buffer_pkts` of buffer; the flow starts sending now.
-    pub fn new(s: TestSender<C>, rtt_ns: u64, ser_ns: u64, buffer_pkts: Option<usize>) -> Self {
-        let now = s.now_ns();
-        let mut p = Path {
-            s,
-            d1_ns: rtt_ns / 2,
-            d2_ns: rtt_ns - rtt_ns / 2,
-            ser_ns,
-            buffer_pkts,
-            last_departure_ns: 0,
-            queue: VecDeque::new(),
-            acks: VecDeque::new(),
-            tx_count: 0,
-            drops: Vec::new(),
-            rcv_cum: 0,
-            rcv_above: BTreeSet::new(),
-            pacing_wake_ns: None,
-            last_progress_ns: now,
-            backoff: 0,
-            dropped: 0,
-        };
-        p.transmit();
-        p
-    }
-
-    /// Packets waiting in the bottleneck's buffer at `t_ns`.
-    pub fn queue_pkts(&mut self, t_ns: u64) -> usize {
-        while self.queue.front().is_some_and(|&d| d <= t_ns) {
-            self.queue.pop_front();
-        }
-        self.queue.len()
-    }
-
-    /// Put segment `seq`, just transmitted, on the path.
-    fn enqueue(&mut self, seq: u64) {
-        let at_bottleneck = self.s.now_ns() + self.d1_ns;
-        let q = self.queue_pkts(at_bottleneck);
-        self.tx_count += 1;
-        if self.buffer_pkts.is_some_and(|b| q >= b) {
-            self.dropped += 1;
-            self.drops.push(Drop {
-                seq,
-                tx_index: self.tx_count,
-                delivered_after: 0,
-            });
-            return;
-        }
-        let departure = self.last_departure_ns.max(at_bottleneck) + self.ser_ns;
-        self.last_departure_ns = departure;
-        self.queue.push_back(departure);
-        self.acks
-            .push_back((departure + self.d2_ns, seq, self.tx_count));
-    }
-
-    /// Retransmit what is lost, then send new data, within cwnd and the pacer.
-    fn transmit(&mut self) {
-        let mut seq = self.s.tp.snd_una;
-        while seq < self.s.tp.snd_nxt && self.s.cwnd_room() > 0 && self.s.pacing_allows() {
-            if self.s.needs_retransmit(seq) {
-                self.s.retransmit(seq);
-                self.enqueue(seq);
-            }
-            seq += 1;
-        }
-        let sent = self.s.write_xmit(u64::MAX);
-        for seq in sent {
-            self.enqueue(seq);
-        }
-        self.pacing_wake_ns =
-            (self.s.cwnd_room() > 0 && !self.s.pacing_allows()).then_some(self.s.tp.wstamp_ns);
-    }
-
+impl<C: CongestionControl> Flow<C> {
     fn rto_deadline(&self) -> Option<u64> {
         if self.s.tp.packets_out == 0 {
             return None;
@@ -156,37 +78,24 @@ impl<C: CongestionControl> Path<C> {
         Some(self.last_progress_ns + (base << self.backoff.min(6)))
     }
 
-    /// Process the next event at or before `limit_ns`, if any; the clock moves to it.
-    pub fn step(&mut self, limit_ns: u64) -> Option<Event> {
-        let ack = self.acks.front().map(|a| a.0);
-        let candidates = [
-            ack.map(|t| (t, 0)),
-            self.pacing_wake_ns.map(|t| (t, 1)),
-            self.rto_deadline().map(|t| (t, 2)),
-        ];
-        let (t, kind) = candidates.into_iter().flatten().min()?;
-        if t > limit_ns {
-            return None;
+    /// The earliest event of this flow: (time, kind) with kind 0 start, 1 ACK, 2 pacing,
+    /// 3 RTO (the order in which simultaneous events run).
+    fn next_event(&self) -> Option<(u64, u8)> {
+        if let Some(t) = self.start_ns {
+            return Some((t, 0));
         }
-        self.s.advance_to(t);
-        let ev = match kind {
-            0 => self.on_ack(),
-            1 => Event::PacingWake,
-            _ => {
-                self.s.rto();
-                self.backoff += 1;
-                self.last_progress_ns = t;
-                self.drops.clear();
-                Event::Rto
-            }
-        };
-        self.transmit();
-        Some(ev)
+        [
+            self.acks.front().map(|a| (a.0, 1)),
+            self.pacing_wake_ns.map(|t| (t, 2)),
+            self.rto_deadline().map(|t| (t, 3)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
-    fn on_ack(&mut self) -> Event {
-        let (_, seq, tx_index) = self.acks.pop_front().expect("an ACK in flight");
-        // The receiver: one ACK per packet, SACK blocks for what is above the hole.
+    /// The receiver takes `seq`; returns the ACK it sends (cumulative point, SACK blocks).
+    fn receive(&mut self, seq: u64) -> Ack {
         if seq >= self.rcv_cum {
             self.rcv_above.insert(seq);
         }
@@ -194,7 +103,7 @@ impl<C: CongestionControl> Path<C> {
             self.rcv_cum += 1;
         }
         let mut ack = Ack::to(self.rcv_cum.max(self.s.tp.snd_una));
-        let mut block: Option<std::ops::Range<u64>> = None;
+        let mut block: Option<Range<u64>> = None;
         for &q in &self.rcv_above {
             match &mut block {
                 Some(b) if b.end == q => b.end += 1,
@@ -207,7 +116,11 @@ impl<C: CongestionControl> Path<C> {
             }
         }
         ack.sacks.extend(block);
-        // The sender's loss detection.
+        ack
+    }
+
+    /// The sender's loss detection on the ACK of transmission `tx_index`.
+    fn detect_losses(&mut self, tx_index: u64, mut ack: Ack) -> Ack {
         for d in &mut self.drops {
             if tx_index > d.tx_index {
                 d.delivered_after += 1;
@@ -222,27 +135,199 @@ impl<C: CongestionControl> Path<C> {
                 ack = ack.lose(d.seq..d.seq + 1);
             }
         }
-        if ack.cum > self.s.tp.snd_una {
-            self.last_progress_ns = self.s.now_ns();
-            self.backoff = 0;
+        ack
+    }
+}
+
+/// Flows over one bottleneck.
+pub struct Path<C> {
+    pub flows: Vec<Flow<C>>,
+    /// Serialization time of one packet at the bottleneck.
+    ser_ns: u64,
+    /// Drop-tail buffer in packets (None: unlimited).
+    buffer_pkts: Option<usize>,
+    /// Probability that a packet is lost after the bottleneck (it used its capacity).
+    loss_prob: f64,
+    rng: Rng,
+    last_departure_ns: u64,
+    /// Departure times of the packets in the bottleneck's queue.
+    queue: VecDeque<u64>,
+    tx_count: u64,
+    /// Packets the bottleneck dropped (buffer full) or lost at random.
+    pub dropped: u64,
+}
+
+impl<C: CongestionControl> Path<C> {
+    /// A bottleneck serving one packet per `ser_ns` with `buffer_pkts` of buffer.
+    pub fn new(ser_ns: u64, buffer_pkts: Option<usize>) -> Self {
+        Path {
+            flows: Vec::new(),
+            ser_ns,
+            buffer_pkts,
+            loss_prob: 0.0,
+            rng: Rng::new(0),
+            last_departure_ns: 0,
+            queue: VecDeque::new(),
+            tx_count: 0,
+            dropped: 0,
         }
-        self.s.ack(&ack);
-        Event::Ack(seq)
     }
 
-    /// Process every event up to `t_ns`, then set the clock to `t_ns`.
-    pub fn run_until(&mut self, t_ns: u64) {
-        while self.step(t_ns).is_some() {}
-        self.s.advance_to(t_ns);
+    /// One flow with `rtt_ns` of propagation (half on each side of the bottleneck); it
+    /// sends nothing until [`Path::send`].
+    pub fn single(s: TestSender<C>, rtt_ns: u64, ser_ns: u64, buffer_pkts: Option<usize>) -> Self {
+        let mut p = Path::new(ser_ns, buffer_pkts);
+        p.add(s, rtt_ns, None);
+        p
     }
 
-    /// Process ACKs until `stop` holds after one, or until `limit_ns`. True if stopped.
-    pub fn run_while_not(&mut self, limit_ns: u64, stop: impl Fn(&Self) -> bool) -> bool {
-        while let Some(ev) = self.step(limit_ns) {
-            if matches!(ev, Event::Ack(_)) && stop(self) {
-                return true;
+    /// Lose each packet with probability `p` after the bottleneck (seeded).
+    pub fn with_random_loss(mut self, p: f64, seed: u64) -> Self {
+        self.loss_prob = p;
+        self.rng = Rng::new(seed);
+        self
+    }
+
+    /// Add a flow with `rtt_ns` of propagation, starting at `start_ns` (None: when the
+    /// test calls [`Path::send`]). Returns its index.
+    pub fn add(&mut self, s: TestSender<C>, rtt_ns: u64, start_ns: Option<u64>) -> usize {
+        let now = s.now_ns();
+        self.flows.push(Flow {
+            s,
+            d1_ns: rtt_ns / 2,
+            d2_ns: rtt_ns - rtt_ns / 2,
+            start_ns,
+            acks: VecDeque::new(),
+            drops: Vec::new(),
+            rcv_cum: 0,
+            rcv_above: BTreeSet::new(),
+            pacing_wake_ns: None,
+            last_progress_ns: now,
+            backoff: 0,
+        });
+        self.flows.len() - 1
+    }
+
+    /// Flow 0's sender.
+    pub fn s(&self) -> &TestSender<C> {
+        &self.flows[0].s
+    }
+
+    /// Flow 0's sender, mutable.
+    pub fn s_mut(&mut self) -> &mut TestSender<C> {
+        &mut self.flows[0].s
+    }
+
+    /// Flow 0 sends what cwnd (and the pacer) allows now: its start.
+    pub fn send(&mut self) {
+        self.flows[0].start_ns = None;
+        self.transmit(0);
+    }
+
+    /// Packets waiting in the bottleneck's buffer at `t_ns`.
+    pub fn queue_pkts(&mut self, t_ns: u64) -> usize {
+        while self.queue.front().is_some_and(|&d| d <= t_ns) {
+            self.queue.pop_front();
+        }
+        self.queue.len()
+    }
+
+    /// Put segment `seq` of flow `i`, just transmitted, on the path.
+    fn enqueue(&mut self, i: usize, seq: u64) {
+        let at_bottleneck = self.flows[i].s.now_ns() + self.flows[i].d1_ns;
+        let q = self.queue_pkts(at_bottleneck);
+        self.tx_count += 1;
+        let tx_index = self.tx_count;
+        let mut dropped = self.buffer_pkts.is_some_and(|b| q >= b);
+        if !dropped {
+            let departure = self.last_departure_ns.max(at_bottleneck) + self.ser_ns;
+            self.last_departure_ns = departure;
+            self.queue.push_back(departure);
+            dropped = self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob;
+            if !dropped {
+                let f = &mut self.flows[i];
+                f.acks.push_back((departure + f.d2_ns, seq, tx_index));
             }
         }
-        false
+        if dropped {
+            self.dropped += 1;
+            self.flows[i].drops.push(Drop {
+                seq,
+                tx_index,
+                delivered_after: 0,
+            });
+        }
+    }
+
+    /// Flow `i` retransmits what is lost, then sends new data, within cwnd and the pacer.
+    fn transmit(&mut self, i: usize) {
+        let mut seq = self.flows[i].s.tp.snd_una;
+        loop {
+            let s = &mut self.flows[i].s;
+            if seq >= s.tp.snd_nxt || s.cwnd_room() == 0 || !s.pacing_allows() {
+                break;
+            }
+            if s.needs_retransmit(seq) {
+                s.retransmit(seq);
+                self.enqueue(i, seq);
+            }
+            seq += 1;
+        }
+        let sent = self.flows[i].s.write_xmit(u64::MAX);
+        for seq in sent {
+            self.enqueue(i, seq);
+        }
+        let f = &mut self.flows[i];
+        f.pacing_wake_ns =
+            (f.s.cwnd_room() > 0 && !f.s.pacing_allows()).then_some(f.s.tp.wstamp_ns);
+    }
+
+    /// Process the next event at or before `limit_ns`, if any; that flow's clock moves to
+    /// it. Returns the flow and the event.
+    pub fn step(&mut self, limit_ns: u64) -> Option<(usize, Event)> {
+        let (t, kind, i) = (0..self.flows.len())
+            .filter_map(|i| self.flows[i].next_event().map(|(t, k)| (t, k, i)))
+            .min()?;
+        if t > limit_ns {
+            return None;
+        }
+        let f = &mut self.flows[i];
+        f.s.advance_to(t);
+        let ev = match kind {
+            0 => {
+                f.start_ns = None;
+                f.last_progress_ns = t;
+                Event::Start
+            }
+            1 => {
+                let (_, seq, tx_index) = f.acks.pop_front().expect("an ACK in flight");
+                let ack = f.receive(seq);
+                let ack = f.detect_losses(tx_index, ack);
+                if ack.cum > f.s.tp.snd_una {
+                    f.last_progress_ns = t;
+                    f.backoff = 0;
+                }
+                f.s.ack(&ack);
+                Event::Ack(seq)
+            }
+            2 => Event::PacingWake,
+            _ => {
+                f.s.rto();
+                f.backoff += 1;
+                f.last_progress_ns = t;
+                f.drops.clear();
+                Event::Rto
+            }
+        };
+        self.transmit(i);
+        Some((i, ev))
+    }
+
+    /// Process every event up to `t_ns`, then set every flow's clock to `t_ns`.
+    pub fn run_until(&mut self, t_ns: u64) {
+        while self.step(t_ns).is_some() {}
+        for f in &mut self.flows {
+            f.s.advance_to(t_ns);
+        }
     }
 }
