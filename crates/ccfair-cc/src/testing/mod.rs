@@ -23,8 +23,12 @@
 //! Available to this crate's tests and, with the `testing` feature, to other crates' tests;
 //! never compiled into the engine.
 
+#[cfg(test)]
+mod conformance;
 pub mod path;
 pub mod record;
+#[cfg(test)]
+mod snapshots;
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -540,6 +544,15 @@ impl<C: CongestionControl> TestSender<C> {
             self.tp.snd_nxt
         );
         self.cwnd_before_ack = self.tp.snd_cwnd;
+        if self.tp.packets_out == 0 {
+            // tcp_ack's no_queue: nothing in flight, no rate sample, no congestion control.
+            return RateSample {
+                delivered: -1,
+                interval_us: -1,
+                rtt_us: -1,
+                ..RateSample::default()
+            };
+        }
         let prior_delivered = self.tp.delivered;
         // Only losses marked on this ACK count (as `tcp_ack`): the RTO's do not.
         let prior_lost = self.tp.lost;
