@@ -1,5 +1,7 @@
-//! Test helpers: resolved specs for small topologies (the user-facing builders live in
-//! Python; these only serve the engine's own tests).
+//! Test helpers: resolved specs for small topologies. The user-facing builders live in
+//! Python; `fixture` loads what they produce (scripts/engine_fixtures.py writes
+//! tests/fixtures/), and `dumbbell` builds the same shape for any number of flows and
+//! parameters (tests/fairness.rs checks it against the Python builder's fixture).
 #![allow(dead_code)]
 
 use ccfair_sim::spec::{FlowSpec, LinkSpec, RunSpec, TcpOptions};
@@ -34,12 +36,19 @@ pub fn dumbbell(
     let mut links = Vec::new();
     // links 0..n: sender access (h_i -> s1); link n: bottleneck; n+1..2n+1: receiver access (s2 -> r).
     for i in 0..n {
-        links.push(link(&format!("a{i}"), i, s1, 1_000_000_000, MS, 1000));
+        links.push(link(
+            &format!("h{}-s1", i + 1),
+            i,
+            s1,
+            1_000_000_000,
+            MS,
+            1000,
+        ));
     }
     links.push(link("bottleneck", s1, s2, rate_bps, delay_ns, buffer_pkts));
     for i in 0..n {
         links.push(link(
-            &format!("r{i}"),
+            &format!("s2-h{}", n + i + 1),
             s2,
             n + 2 + i,
             1_000_000_000,
@@ -126,4 +135,12 @@ pub fn jain(x: &[f64]) -> f64 {
     let s: f64 = x.iter().sum();
     let s2: f64 = x.iter().map(|v| v * v).sum();
     s * s / (x.len() as f64 * s2)
+}
+
+/// The engine input of a scenario built by the Python builders (tests/fixtures/, written
+/// by scripts/engine_fixtures.py).
+pub fn fixture(name: &str) -> RunSpec {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    ccfair_sim::parse_spec(&text).unwrap()
 }
