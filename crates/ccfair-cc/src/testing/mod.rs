@@ -535,7 +535,6 @@ impl<C: CongestionControl> TestSender<C> {
     /// passed, `tcp_rate_gen`, then `cong_control` (or PRR / `cong_avoid`) and the pacing
     /// rate. Returns the rate sample.
     pub fn ack(&mut self, a: &Ack) -> RateSample {
-        let now = self.tp.now_ns;
         assert!(
             a.cum >= self.tp.snd_una && a.cum <= self.tp.snd_nxt,
             "ACK {} outside [{}, {}]",
@@ -563,29 +562,55 @@ impl<C: CongestionControl> TestSender<C> {
         if una_advanced {
             self.retransmits = 0;
         }
+        let sacked = self.sacktag(a, &mut st);
+        self.clean_rtx_queue(a.cum, sacked, &mut st);
+        // tcp_fastretrans_alert on a dubious ACK (one that advances nothing, SACKs something
+        // new, or arrives outside Open), with `a.lost` as the loss detection's verdict.
+        if !una_advanced || sacked.is_some() || self.tp.ca_state != CaState::Open {
+            self.fastretrans_alert(&a.lost);
+        }
+        let delivered = (self.tp.delivered - prior_delivered) as u32;
+        let lost = (self.tp.lost - prior_lost) as u32;
+        self.rate_gen(delivered, lost, &mut st);
+        let rs = st.rs;
+        self.cong_control(a.cum, delivered, una_advanced, &rs);
+        self.last_rs = rs;
+        rs
+    }
 
-        // tcp_sacktag_write_queue.
-        let mut first_sackt: Option<u64> = None;
+    /// `tcp_sacktag_write_queue`: tags what `a` newly SACKs. Returns, if anything was newly
+    /// SACKed, the send times of the first and last never-retransmitted ones (RTT samples;
+    /// None inside when all were retransmissions).
+    fn sacktag(&mut self, a: &Ack, st: &mut RateState) -> Option<Option<(u64, u64)>> {
         let mut newly_sacked = false;
-        let mut last_sackt = 0;
+        let mut times: Option<(u64, u64)> = None;
         let mut blocks = a.sacks.clone();
         blocks.sort_by_key(|b| b.start);
         for b in blocks {
             for seq in b.start.max(a.cum)..b.end.min(self.tp.snd_nxt) {
                 newly_sacked |= !self.seg(seq).sacked;
-                if let Some(tx) = self.sacktag_one(seq, &mut st) {
-                    first_sackt.get_or_insert(tx);
-                    last_sackt = tx;
+                if let Some(tx) = self.sacktag_one(seq, st) {
+                    let first = times.map_or(tx, |t| t.0);
+                    times = Some((first, tx));
                 }
             }
         }
+        newly_sacked.then_some(times)
+    }
 
-        // tcp_clean_rtx_queue.
+    /// `tcp_clean_rtx_queue` up to `cum`, then the RTT samples (`tcp_ack_update_rtt`, with
+    /// `sacked` from [`Self::sacktag`]) and `pkts_acked`.
+    fn clean_rtx_queue(
+        &mut self,
+        cum: u64,
+        sacked: Option<Option<(u64, u64)>>,
+        st: &mut RateState,
+    ) {
+        let now = self.tp.now_ns;
         let mut pkts_acked = 0u32;
-        let mut first_ackt: Option<u64> = None;
-        let mut last_ackt = 0;
+        let mut ack_times: Option<(u64, u64)> = None;
         let mut retrans_acked = false;
-        while self.tp.snd_una < a.cum {
+        while self.tp.snd_una < cum {
             let seq = self.tp.snd_una;
             let s = *self.seg(seq);
             if s.ever_retrans {
@@ -594,8 +619,8 @@ impl<C: CongestionControl> TestSender<C> {
                 }
                 retrans_acked = true;
             } else if !s.sacked {
-                last_ackt = s.tx_ns;
-                first_ackt.get_or_insert(s.tx_ns);
+                let first = ack_times.map_or(s.tx_ns, |t| t.0);
+                ack_times = Some((first, s.tx_ns));
             }
             if s.sacked {
                 self.tp.sacked_out -= 1;
@@ -607,47 +632,31 @@ impl<C: CongestionControl> TestSender<C> {
             }
             self.tp.packets_out -= 1;
             pkts_acked += 1;
-            self.rate_skb_delivered(seq, &mut st);
+            self.rate_skb_delivered(seq, st);
             self.segs.pop_front();
             self.tp.snd_una += 1;
         }
-        let mut seq_rtt_us = -1i64;
-        let mut ca_rtt_us = -1i64;
-        let mut sack_rtt_us = -1i64;
+        let us = |t: u64| ((now - t) / 1_000) as i64;
+        let (mut seq_rtt_us, mut ca_rtt_us, mut sack_rtt_us) = (-1, -1, -1);
+        if let Some((first, last)) = ack_times.filter(|_| !retrans_acked) {
+            seq_rtt_us = us(first);
+            ca_rtt_us = us(last);
+        }
+        if let Some(Some((first, last))) = sacked {
+            sack_rtt_us = us(first);
+            ca_rtt_us = us(last);
+        }
         // FLAG_ACK_MAYBE_DELAYED needs one segment shorter than the MSS acked alone; the
         // test's segments are all full-sized.
         let maybe_delayed = false;
-        if let Some(first) = first_ackt {
-            if !retrans_acked {
-                seq_rtt_us = ((now - first) / 1_000) as i64;
-                ca_rtt_us = ((now - last_ackt) / 1_000) as i64;
-            }
-        }
-        if let Some(first) = first_sackt {
-            sack_rtt_us = ((now - first) / 1_000) as i64;
-            ca_rtt_us = ((now - last_sackt) / 1_000) as i64;
-        }
-        self.ack_update_rtt(seq_rtt_us, sack_rtt_us, ca_rtt_us, maybe_delayed, &mut st);
+        st.rs.is_ack_delayed = maybe_delayed;
+        self.ack_update_rtt(seq_rtt_us, sack_rtt_us, ca_rtt_us, maybe_delayed, st);
         let sample = AckSample {
             pkts_acked,
             rtt_us: st.rs.rtt_us,
             in_flight: self.tp.packets_in_flight(),
         };
         self.cc.pkts_acked(&mut self.tp, &sample);
-
-        // tcp_fastretrans_alert on a dubious ACK (one that advances nothing, SACKs something
-        // new, or arrives outside Open), with `a.lost` as the loss detection's verdict.
-        if !una_advanced || newly_sacked || self.tp.ca_state != CaState::Open {
-            self.fastretrans_alert(&a.lost);
-        }
-        let delivered = (self.tp.delivered - prior_delivered) as u32;
-        let lost = (self.tp.lost - prior_lost) as u32;
-        st.rs.is_ack_delayed = maybe_delayed;
-        self.rate_gen(delivered, lost, &mut st);
-        let rs = st.rs;
-        self.cong_control(a.cum, delivered, una_advanced, &rs);
-        self.last_rs = rs;
-        rs
     }
 
     /// `tcp_fastretrans_alert`: the end of Recovery or Loss once `high_seq` is passed,
