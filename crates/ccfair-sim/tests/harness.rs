@@ -28,6 +28,9 @@ struct PathSpec {
     drop_tx: BTreeSet<u64>,
     /// Every packet reaching the bottleneck in this interval is dropped.
     outage_ns: Option<(u64, u64)>,
+    /// The receiver ACKs every `ack_every` in-order packets (2: delayed ACKs, with a 40 ms
+    /// timer); out-of-order data and data filling a hole are ACKed at once.
+    ack_every: u32,
     end_ns: u64,
 }
 
@@ -45,6 +48,11 @@ struct Twin {
     undetected_drops: Vec<u64>,
     rcv_cum: u64,
     rcv_above: BTreeSet<u64>,
+    /// In-order packets received and not yet ACKed, and the delayed-ACK deadline.
+    rcv_unacked: u32,
+    delack_ns: Option<u64>,
+    /// Hook calls already compared.
+    checked: usize,
 }
 
 fn opts() -> TcpOptions {
@@ -78,6 +86,9 @@ impl Twin {
             undetected_drops: Vec::new(),
             rcv_cum: 0,
             rcv_above: BTreeSet::new(),
+            rcv_unacked: 0,
+            delack_ns: None,
+            checked: 0,
         };
         t.mirror(&out);
         t
@@ -117,15 +128,28 @@ impl Twin {
         self.acks.push_back((arrival, seq));
     }
 
-    /// The ACK the receiver sends for `seq`: cumulative point and up to 3 SACK blocks,
-    /// the highest first.
-    fn receive(&mut self, seq: u64) -> (Packet, Vec<std::ops::Range<u64>>) {
+    /// The receiver takes `seq`; returns whether it ACKs now.
+    fn receive(&mut self, seq: u64, t: u64) -> bool {
+        let in_order = seq == self.rcv_cum && self.rcv_above.is_empty();
         if seq >= self.rcv_cum {
             self.rcv_above.insert(seq);
         }
         while self.rcv_above.remove(&self.rcv_cum) {
             self.rcv_cum += 1;
         }
+        self.rcv_unacked += 1;
+        if in_order && self.rcv_unacked < self.spec.ack_every {
+            self.delack_ns.get_or_insert(t + 40 * MS);
+            return false;
+        }
+        true
+    }
+
+    /// The ACK the receiver sends now: cumulative point and up to 3 SACK blocks, the
+    /// highest first.
+    fn ack_packet(&mut self) -> (Packet, Vec<std::ops::Range<u64>>) {
+        self.rcv_unacked = 0;
+        self.delack_ns = None;
         let mut blocks: Vec<std::ops::Range<u64>> = Vec::new();
         for &q in &self.rcv_above {
             match blocks.last_mut() {
@@ -175,7 +199,9 @@ impl Twin {
             let next_ack = self.acks.front().map(|a| a.0);
             let pacing = self.real.pacing_deadline();
             let timer = self.real.xmit_timer_deadline();
-            let Some(t) = [next_ack, pacing, timer].into_iter().flatten().min() else {
+            let delack = self.delack_ns;
+            let events = [next_ack, delack, pacing, timer];
+            let Some(t) = events.into_iter().flatten().min() else {
                 break;
             };
             if t > self.spec.end_ns {
@@ -184,9 +210,14 @@ impl Twin {
             out.clear();
             self.h.advance_to(t);
             let lost_before = self.real.tp.lost;
-            if next_ack == Some(t) {
-                let (_, seq) = self.acks.pop_front().unwrap();
-                let (pkt, blocks) = self.receive(seq);
+            if next_ack == Some(t) || delack == Some(t) {
+                if next_ack == Some(t) {
+                    let (_, seq) = self.acks.pop_front().unwrap();
+                    if !self.receive(seq, t) {
+                        continue;
+                    }
+                }
+                let (pkt, blocks) = self.ack_packet();
                 self.real.on_ack(t, &pkt, &mut out);
                 let mut ack = Ack::to(pkt.seq);
                 ack.sacks = blocks;
@@ -217,10 +248,11 @@ impl Twin {
         }
     }
 
-    fn compare(&self, t: u64) {
+    fn compare(&mut self, t: u64) {
         let real = self.real_log.lock().unwrap();
         let h = self.h_log.lock().unwrap();
-        if let Some(i) = (0..real.len().max(h.len())).find(|&i| real.get(i) != h.get(i)) {
+        let end = real.len().max(h.len());
+        if let Some(i) = (self.checked..end).find(|&i| real.get(i) != h.get(i)) {
             let from = i.saturating_sub(3);
             panic!(
                 "{}: hook calls differ at {t} ns, call {i}\nsender: {:?}\ndriver: {:?}",
@@ -229,6 +261,7 @@ impl Twin {
                 &h[from..(i + 3).min(h.len())]
             );
         }
+        self.checked = end;
         let (a, b) = (&self.real.tp, &self.h.tp);
         let fields = |tp: &TcpSock| {
             (
@@ -248,6 +281,7 @@ fn path(drop_tx: &[u64], outage_ns: Option<(u64, u64)>) -> PathSpec {
         ser_ns: MS, // 1000 packets/s, BDP 20 packets
         drop_tx: drop_tx.iter().copied().collect(),
         outage_ns,
+        ack_every: 1,
         end_ns: 5_000 * MS,
     }
 }
@@ -288,4 +322,42 @@ fn the_driver_agrees_through_a_retransmission_timeout() {
             "{cca}: no RTO"
         );
     }
+}
+
+#[test]
+fn the_driver_agrees_with_delayed_acks() {
+    for cca in ccfair_cc::known_algorithms() {
+        let spec = PathSpec {
+            ack_every: 2,
+            ..path(&[60, 61, 400, 900, 905], None)
+        };
+        let log = check(cca, spec);
+        let two = |h: &Hook| match h {
+            Hook::PktsAcked { pkts_acked, .. } => *pkts_acked == 2,
+            _ => false,
+        };
+        assert!(
+            log.iter().any(|(_, h)| two(h)),
+            "{cca}: no ACK of two packets"
+        );
+    }
+}
+
+/// BBR's PROBE_RTT marks the samples app-limited (`tp.app_limited`), which the sender's and
+/// the driver's `tcp_rate_gen` clear alike.
+#[test]
+fn the_driver_agrees_through_bbr_probe_rtt_and_app_limited_samples() {
+    let spec = PathSpec {
+        end_ns: 11_000 * MS,
+        ..path(&[], None)
+    };
+    let log = check("bbr", spec);
+    let app_limited = |h: &Hook| match h {
+        Hook::CongControl { rs, .. } => rs.is_app_limited,
+        _ => false,
+    };
+    assert!(
+        log.iter().any(|(_, h)| app_limited(h)),
+        "no app-limited sample"
+    );
 }
