@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccfair import backends
 from ccfair.algorithms import names as algorithm_names
-from ccfair.api import BACKENDS, run_id_of
+from ccfair.api import run_id_of
 from ccfair.errors import SpecError, show
 from ccfair.filters import Filter, compile_filter, evaluate
 from ccfair.inputs import check_file_name, check_nesting, load_toml, read_spec_file
@@ -389,8 +390,7 @@ class Sweep:
         if not isinstance(baselines, bool):
             raise SpecError("baselines", baselines, "is not true or false")
         backend = data.get("backend", "sim")
-        if backend not in BACKENDS:
-            raise SpecError("backend", backend, f"is not a backend; known: {', '.join(BACKENDS)}")
+        backends.get(backend, "backend")
         bottlenecks = data.get("bottlenecks")
         if bottlenecks is not None and (
             not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
