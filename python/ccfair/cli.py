@@ -237,6 +237,25 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_builders(args: argparse.Namespace) -> int:
+    from ccfair.builders import format_markdown, format_table, get
+
+    for name in args.names:
+        get(name, "builders")
+    print(format_markdown() if args.markdown else format_table(args.names or None), end="")
+    return 0
+
+
+def _add_builders_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser(
+        "builders",
+        help="list the topology builders a sweep base may name, with their arguments",
+    )
+    b.add_argument("names", nargs="*", metavar="NAME", help="only these builders")
+    b.add_argument("--markdown", action="store_true", help="print docs/builders.md (every builder)")
+    b.set_defaults(func=_cmd_builders)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ccfair.bench import main as bench_main
     from ccfair.bench import sweep_main
@@ -631,6 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
     )
     a.set_defaults(func=_cmd_ccas)
+    _add_builders_parser(sub)
 
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
