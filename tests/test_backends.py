@@ -70,14 +70,14 @@ def _sc(**kw: Any) -> ccfair.Scenario:
 
 
 def test_the_registry_lists_the_simulator_and_the_kernel_each_from_its_module():
-    assert backends.names() == ("sim", "kernel")
+    assert backends.names()[:2] == ("sim", "kernel")
     assert spec.BACKENDS == backends.names()
     for name in backends.names():
         b = backends.get(name)
         assert b.name == name and b.summary and b.title and b.docs
         for capability in backends.CAPABILITIES:
             assert isinstance(getattr(b, capability), bool), (name, capability)
-    assert [b.name for b in backends.with_capability("real_time")] == ["kernel"]
+    assert "kernel" in [b.name for b in backends.with_capability("real_time")]
     assert not any(getattr(SIM, c) for c in backends.CAPABILITIES)
 
 
@@ -85,7 +85,7 @@ def test_the_cli_offers_the_registered_backends():
     out = subprocess.run(
         [sys.executable, "-m", "ccfair", "run", "--help"], capture_output=True, text=True
     )
-    assert "{sim,kernel}" in out.stdout
+    assert "{" + ",".join(backends.names()) + "}" in out.stdout
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_an_unknown_backend_names_the_field_the_value_and_the_closest_backend(ca
         call()
     assert err.value.path == path
     assert f'is not a backend; did you mean "{closest}"?' in str(err.value)
-    assert "(backends: sim, kernel)" in str(err.value)
+    assert f"(backends: {', '.join(backends.names())})" in str(err.value)
 
 
 def test_a_backend_lacking_a_capability_is_refused_naming_those_that_have_it():

@@ -40,12 +40,12 @@ def test_an_unknown_builder_names_the_field_and_the_closest_builder():
     assert err.value.path == "base.builder"
     assert str(err.value) == (
         'base.builder: "parkinglot" is not a builder; did you mean "parking_lot"? '
-        "(builders: dumbbell, parking_lot)"
+        f"(builders: {', '.join(BUILDERS)})"
     )
 
 
 def test_a_derived_parameter_a_builder_lacks_names_the_builders_that_take_it():
-    assert taking("n_flows") == ["dumbbell"]
+    assert "dumbbell" in taking("n_flows") and "parking_lot" not in taking("n_flows")
     base = {"builder": "parking_lot", "hops": 2}
     with pytest.raises(SpecError) as err:
         Sweep.from_dict({"base": base, "grid": {"n_flows": [2]}}).expand()

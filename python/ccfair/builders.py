@@ -6,7 +6,7 @@ Sweeps (``[base] builder = "..."``, grid keys), ``ccfair builders`` and docs/bui
 :data:`BUILDERS` (docs/adding-a-builder.md).
 
 Example:
-    >>> list(BUILDERS)
+    >>> list(BUILDERS)[:2]
     ['dumbbell', 'parking_lot']
     >>> get("dumbbell").aliases["alpha"]
     'buffer_bdp'
@@ -108,11 +108,11 @@ def get(name: Any, field: str = "base.builder") -> Builder:
     naming the closest builder.
 
     Example:
-        >>> get("dumbell")
+        >>> get("dumbell")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ccfair.errors.SpecError: base.builder: "dumbell" is not a builder; did you mean \
-"dumbbell"? (builders: dumbbell, parking_lot)
+"dumbbell"? (builders: dumbbell, parking_lot...)
     """
     if isinstance(name, str) and name in BUILDERS:
         return BUILDERS[name]
@@ -130,8 +130,8 @@ def taking(derived: str) -> list[str]:
     """The builders that take the derived grid parameter ``derived``.
 
     Example:
-        >>> taking("rtt_ratio"), taking("delay")
-        (['dumbbell'], ['dumbbell', 'parking_lot'])
+        >>> taking("rtt_ratio")
+        ['dumbbell']
     """
     return [b.name for b in BUILDERS.values() if derived in b.derived or derived in b.aliases]
 

