@@ -79,6 +79,8 @@ def test_the_registry_lists_the_simulator_and_the_kernel_each_from_its_module():
             assert isinstance(getattr(b, capability), bool), (name, capability)
     assert "kernel" in [b.name for b in backends.with_capability("real_time")]
     assert not any(getattr(SIM, c) for c in backends.CAPABILITIES)
+    # Only a backend that can refuse a scenario costs drivers a second resolution of each.
+    assert not SIM.checks_scenarios and backends.get("kernel").checks_scenarios
 
 
 def test_the_cli_offers_the_registered_backends():

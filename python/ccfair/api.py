@@ -237,7 +237,8 @@ def run_many(
     for sc in scs:
         b = backends.get(backend or sc.backend or "sim")
         _limits.check(sc.resolve().engine_spec, lim)
-        b.check(sc.resolve())
+        if b.checks_scenarios:
+            b.check(sc.resolve())
         b.preflight()
         if b not in used:
             used.append(b)

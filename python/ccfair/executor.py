@@ -425,7 +425,7 @@ def run_sweep(
     specs: dict[str, dict[str, Any]] = {}
     for p in points:
         specs.setdefault(p.run_id, p.scenario.to_dict())
-    if cluster is None:
+    if cluster is None and backend.checks_scenarios:
         # Before anything runs: every point must be runnable here (for the kernel: an
         # algorithm neither it nor ccfair's BPF programs have, or BPF congestion controls this
         # machine cannot run, is one line now rather than a failure per point later).

@@ -100,6 +100,12 @@ class Backend:
         """Raise :class:`SpecError` (naming the field) if this backend cannot run
         ``resolved`` as written. Called before anything runs."""
 
+    @property
+    def checks_scenarios(self) -> bool:
+        """Whether :meth:`check` can refuse anything (it is overridden): drivers then
+        resolve every scenario once more to ask it before anything runs."""
+        return type(self).check is not Backend.check
+
     def preflight(self) -> None:
         """Raise if this process cannot run the backend at all (privileges, devices)."""
 
