@@ -9,15 +9,14 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ccfair import _core
+from ccfair import _core, backends
 from ccfair import limits as _limits
 from ccfair.errors import SpecError
 from ccfair.limits import Limits, as_limits
-from ccfair.spec import BACKENDS, Scenario, dumbbell
+from ccfair.spec import Scenario, dumbbell
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
     from ccfair.results import RunResult
@@ -125,12 +124,13 @@ def run(
 ) -> RunResult:
     """Run one scenario and return its tables.
 
-    ``backend`` is "sim" (the simulator) or "kernel" (the real Linux TCP stack in network
-    namespaces, in real time, as root; see docs/kernel.md); by default the scenario's own
-    ``backend`` field, else "sim". Raises :class:`ccfair.SpecError` (naming the field)
-    before anything runs if the scenario is invalid or asks the kernel backend for
-    something this kernel lacks, and :class:`ccfair.kernel.KernelError` if the kernel
-    backend cannot run here. A kernel run that exceeded its self-check bounds is returned
+    ``backend`` names a backend of :mod:`ccfair.backends`: "sim" (the simulator) or
+    "kernel" (the real Linux TCP stack in network namespaces, in real time, as root; see
+    docs/kernel.md); by default the scenario's own ``backend`` field, else "sim". Raises
+    :class:`ccfair.SpecError` (naming the field) before anything runs if the scenario is
+    invalid or asks the kernel backend for something this kernel lacks, and
+    :class:`ccfair.kernel.KernelError` if the kernel backend cannot run here. A kernel run
+    that exceeded its self-check bounds is returned
     with ``runs.reliable`` false and the reasons in ``runs.flags``.
 
     ``trace`` names flows whose packets are recorded hop by hop (every offer to a link,
@@ -155,45 +155,32 @@ def run(
         ['flow1', 'flow2']
     """
     sc = as_scenario(scenario)
-    backend = backend or sc.backend or "sim"
-    if backend not in BACKENDS:
-        raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
+    b = backends.get(backend or sc.backend or "sim")
     lim = as_limits(limits)
     resolved = sc.resolve()
-    if force_bpf and backend != "kernel":
-        raise SpecError("force_bpf", force_bpf, 'applies to backend "kernel" only')
-    # A forced BPF run is another point than the module's run of the same spec.
-    identity = "kernel-bpf" if force_bpf else backend
+    if force_bpf:
+        backends.require(b, "bpf_programs", "force_bpf", force_bpf)
+    identity = b.identity(force_bpf)
     rid = run_id_of(resolved.normalized, identity)
     engine_spec = _with_trace(resolved, trace)
     _limits.check(engine_spec, lim)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
-    selfcheck = None
-    flags: list[str] = []
-    if backend == "kernel":
-        from ccfair import kernel
-
-        kernel.check_scenario(resolved, force_bpf=force_bpf)
-        raw, selfcheck = kernel.run_kernel(
-            resolved, rid, engine_spec=engine_spec, force_bpf=force_bpf
-        )
-        flags = kernel.assess(selfcheck)
-    else:
-        raw = _core.run(json.dumps(engine_spec), rid, lim.engine_json())
+    out = b.run(resolved, rid, engine_spec, lim, force_bpf=force_bpf)
     wall = time.perf_counter() - t0
     from ccfair.results import build_result
 
     return build_result(
         resolved,
-        raw,
+        out.raw,
         run_id=rid,
-        backend=backend,
+        backend=b.name,
         started_at=started,
         wall_time_s=wall,
-        selfcheck=selfcheck,
-        flags=flags,
+        selfcheck=out.selfcheck,
+        flags=out.flags,
         identity=identity,
+        facts=b.provenance(),
     )
 
 
@@ -236,65 +223,39 @@ def run_many(
     Example:
         >>> rs = run_many([ccfair.dumbbell(1, "reno", duration="2s")] * 2)  # doctest: +SKIP
     """
-    from ccfair import kernel
+    from ccfair.executor import run_in_threads, warn_lateness
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SpecError("jobs", jobs, "is not a positive integer number of parallel runs")
     scs = [as_scenario(s) for s in scenarios]
-    if backend not in (None, *BACKENDS):
-        raise SpecError("backend", backend, f"is not a backend; backends: {', '.join(BACKENDS)}")
+    if backend is not None:
+        backends.get(backend)
     lim = as_limits(limits)
     say = warn or (lambda m: print(f"warning: {m}", file=sys.stderr))
     # Everything is checked before anything runs.
+    used: list[backends.Backend] = []
     for sc in scs:
+        b = backends.get(backend or sc.backend or "sim")
         _limits.check(sc.resolve().engine_spec, lim)
-        if (backend or sc.backend or "sim") == "kernel":
-            kernel.check_scenario(sc.resolve())
-            kernel.preflight()
-    results: list[RunResult | None] = [None] * len(scs)
-    with kernel.signals_raise(), ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending: dict[Future[RunResult], int] = {}
-        try:
-            for i, sc in enumerate(scs):
-                pending[pool.submit(run, sc, backend=backend, limits=lim)] = i
-                while len(pending) >= jobs:
-                    _collect(pending, results, on_result, FIRST_COMPLETED)
-            while pending:
-                _collect(pending, results, on_result, FIRST_COMPLETED)
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            kernel.stop_all()
-            wait(list(pending))
-            raise
-    out = [r for r in results if r is not None]
+        if b.checks_scenarios:
+            b.check(sc.resolve())
+        b.preflight()
+        if b not in used:
+            used.append(b)
+    out = run_in_threads(
+        len(scs),
+        lambda i: run(scs[i], backend=backend, limits=lim),
+        jobs=jobs,
+        on_result=on_result,
+        backends_used=used,
+    )
     if jobs > 1:
-        late = [
-            r
-            for r in out
-            if any(
-                f.startswith(kernel.LATENESS_FLAGS)
-                for f in r.runs.iloc[0]["selfcheck_flags"].split("; ")
-            )
-        ]
-        if late:
-            say(
-                f"{len(late)} of {len(out)} kernel runs with {jobs} parallel jobs exceeded their "
+        warn_lateness(
+            [(r.runs.iloc[0]["backend"], r.runs.iloc[0]["selfcheck_flags"]) for r in out],
+            lambda late, name: say(
+                f"{late} of {len(out)} {name} runs with {jobs} parallel jobs exceeded their "
                 f"lateness or CPU bounds: this machine has no cores to spare for them "
                 f"({os.cpu_count()} CPUs); rerun with jobs = 1"
-            )
+            ),
+        )
     return out
-
-
-def _collect(
-    pending: dict[Future[RunResult], int],
-    results: list[RunResult | None],
-    on_result: Callable[[int, RunResult], None] | None,
-    when: str,
-) -> None:
-    done, _ = wait(list(pending), return_when=when)
-    for fut in done:
-        i = pending.pop(fut)
-        results[i] = fut.result()
-        if on_result is not None:
-            on_result(i, results[i])

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ccfair import _core
+from ccfair import _core, backends
 from ccfair.errors import CcfairError, ResultsError, SpecError, shorten
 
 #: Exit status after SIGINT (128 + 2), as shells report it.
@@ -31,6 +31,11 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _backend_names() -> list[str]:
+    """``--backend`` choices: the registry of :mod:`ccfair.backends`."""
+    return list(backends.names())
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -51,19 +56,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
             # A new duration invalidates a measurement window given for the old one.
             data.pop("measure", None)
         sc = Scenario.from_dict(data)
-    backend = args.backend or sc.backend or "sim"
-    if backend == "kernel":
-        from ccfair import kernel
-
-        # Reject what this kernel cannot run, and a missing privilege, before saying
+    b = backends.get(args.backend or sc.backend or "sim")
+    backend = b.name
+    if b.needs_host_setup:
+        # Reject what this machine cannot run, and a missing privilege, before saying
         # anything runs (api.run checks again).
-        kernel.check_scenario(sc.resolve())
-        kernel.preflight()
-        kernel.warn_if_busy()
+        b.check(sc.resolve())
+        b.preflight()
+        b.warn_if_busy()
     if not args.quiet:
         where = (
-            f" on the kernel backend, in real time ({sc.duration / 1e9:g} s)"
-            if backend == "kernel"
+            f" on the {b.name} backend, in real time ({sc.duration / 1e9:g} s)"
+            if b.real_time
             else ""
         )
         print(
@@ -231,6 +235,25 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
     else:
         print(format_table(args.names or None))
     return 0
+
+
+def _cmd_builders(args: argparse.Namespace) -> int:
+    from ccfair.builders import format_markdown, format_table, get
+
+    for name in args.names:
+        get(name, "builders")
+    print(format_markdown() if args.markdown else format_table(args.names or None), end="")
+    return 0
+
+
+def _add_builders_parser(sub: argparse._SubParsersAction) -> None:
+    b = sub.add_parser(
+        "builders",
+        help="list the topology builders a sweep base may name, with their arguments",
+    )
+    b.add_argument("names", nargs="*", metavar="NAME", help="only these builders")
+    b.add_argument("--markdown", action="store_true", help="print docs/builders.md (every builder)")
+    b.set_defaults(func=_cmd_builders)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -557,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--backend",
-        choices=["sim", "kernel"],
+        choices=_backend_names(),
         help="execution backend (default: the scenario's backend field, else sim); "
         "kernel runs on real Linux TCP in network namespaces, needs root (docs/kernel.md)",
     )
@@ -627,6 +650,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
     )
     a.set_defaults(func=_cmd_ccas)
+    _add_builders_parser(sub)
 
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
@@ -674,7 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     s.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
     s.add_argument(
-        "--backend", choices=["sim", "kernel"], help="run on this backend (default: the spec's)"
+        "--backend", choices=_backend_names(), help="run on this backend (default: the spec's)"
     )
     s.add_argument(
         "--dry-run",
@@ -700,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rp.add_argument(
         "--backend",
-        choices=["sim", "kernel"],
+        choices=_backend_names(),
         help="run on this backend (default: sim; kernel = real Linux TCP, as root)",
     )
     rp.add_argument("--out", help="results directory (default: results/<name>[-quick])")

@@ -1,4 +1,19 @@
-"""Running a sweep: a local process pool (default) or a Dask cluster, resumable.
+"""The executor: every driver of many runs (``run_many``, sweeps, ``validate``) runs them here.
+
+Three placements share one set of rules, which come from the backends' capabilities
+(:mod:`ccfair.backends`) rather than their names:
+
+- :func:`run_in_threads`: threads of this process, results kept in memory
+  (:func:`ccfair.api.run_many`, :func:`ccfair.validate.validate`);
+- local worker processes (crash isolation: a run that kills its process fails alone), each
+  running and saving a run (:func:`run_sweep`);
+- a Dask cluster (``cluster="tcp://HOST:PORT"``), whose workers return the Parquet bytes that
+  this process writes, so workers need no shared file system (:func:`run_sweep`).
+
+The rules: a ``real_time`` backend runs one run at a time unless asked, says beforehand when
+the machine is busy, lets parallel worker processes share one turn of the machine, cleans up
+after abandoned workers and warns after parallel runs that exceeded their lateness bounds
+(:func:`warn_lateness`); a backend's ``interruptible`` and ``stop_all`` stop runs in threads.
 
 The results directory of a sweep holds ``sweep.json`` (the spec, its hash and every point with
 its run id) next to the per-run Parquet tables of :mod:`ccfair.results`. Running a sweep:
@@ -13,9 +28,8 @@ its run id) next to the per-run Parquet tables of :mod:`ccfair.results`. Running
    as finished exactly when it is complete. A sweep killed at any moment (even by SIGKILL)
    loses no finished run, and rerunning it executes only the missing runs.
 
-Local workers are spawned processes (``workers`` defaults to the number of cores) that run and
-save a run each. On a Dask cluster (``cluster="tcp://HOST:PORT"``) the workers return the
-Parquet bytes and this process writes them, so workers need no shared file system.
+Local workers are spawned processes (``workers`` defaults to the number of cores, or 1 for a
+real-time backend) that run and save a run each.
 """
 
 from __future__ import annotations
@@ -31,8 +45,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +55,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ccfair import _core
+from ccfair import _core, backends
 from ccfair.errors import RunError, SpecError
 from ccfair.limits import Limits, as_limits
 from ccfair.results import (
@@ -57,7 +72,15 @@ from ccfair.results import (
 )
 from ccfair.sweep import Point, Sweep
 
-__all__ = ["SWEEP_FILE", "SweepOutcome", "read_sweep_record", "run_sweep", "verify_run"]
+__all__ = [
+    "SWEEP_FILE",
+    "SweepOutcome",
+    "read_sweep_record",
+    "run_in_threads",
+    "run_sweep",
+    "verify_run",
+    "warn_lateness",
+]
 
 #: The file of a results directory that records its sweep.
 SWEEP_FILE = "sweep.json"
@@ -389,31 +412,28 @@ def run_sweep(
     """
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    if sweep.backend == "kernel" and workers is None and cluster is None:
-        # Kernel runs happen in real time and each forwarder needs prompt wake-ups on its own
-        # core: one at a time unless asked (docs/kernel.md, "Several runs").
+    backend = backends.get(sweep.backend)
+    if backend.real_time and workers is None and cluster is None:
+        # Real-time runs (the kernel's) need prompt wake-ups on a core of their own: one at a
+        # time unless asked (docs/kernel.md, "Several runs").
         workers = 1
-    if sweep.backend == "kernel" and cluster is None:
-        from ccfair import kernel
-
-        kernel.warn_if_busy(say)
+    if cluster is None:
+        backend.warn_if_busy(say)
     lim = as_limits(limits)
     points = sweep.expand(limits=lim)
     root = Path(results_dir)
     specs: dict[str, dict[str, Any]] = {}
     for p in points:
         specs.setdefault(p.run_id, p.scenario.to_dict())
-    if sweep.backend == "kernel" and cluster is None:
-        from ccfair import kernel
-
-        # Before anything runs: every point must be runnable here (an algorithm neither the
-        # kernel nor ccfair's BPF programs have, or BPF congestion controls this machine
-        # cannot run, is one line now rather than a failure per point later).
+    if cluster is None and backend.checks_scenarios:
+        # Before anything runs: every point must be runnable here (for the kernel: an
+        # algorithm neither it nor ccfair's BPF programs have, or BPF congestion controls this
+        # machine cannot run, is one line now rather than a failure per point later).
         checked: set[str] = set()
         for p in points:
             if p.run_id not in checked:
                 checked.add(p.run_id)
-                kernel.check_scenario(p.scenario.resolve())
+                backend.check(p.scenario.resolve())
     if workers is not None and (isinstance(workers, bool) or workers < 1):
         raise SpecError("--workers", workers, "is not a positive number of processes")
     # Connect before touching the results directory: a wrong address changes nothing.
@@ -471,17 +491,15 @@ def _run_locked(
         f"{outcome.already} finished, {len(missing)} to run on {where} -> {root}"
     )
     if missing:
+        backend = backends.get(sweep.backend)
+        parallel = client is not None or (workers or 1) > 1
         bar = _Progress(len(missing), sweep.name, progress)
         try:
             limits = {"memory": lim.memory, "events": lim.events}
             if client is not None:
                 _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say, limits)
-            elif sweep.backend == "kernel" and (workers or 1) > 1:
-                # Parallel kernel workers share one turn of the machine (kernel.machine_turn).
-                from ccfair import kernel
-
-                with kernel.machine_turn(say):
-                    env = {kernel.TURN_ENV: str(os.getpid())}
+            else:
+                with backend.session(say, parallel_processes=parallel) as env:
                     _run_local(
                         workers,
                         missing,
@@ -492,28 +510,27 @@ def _run_locked(
                         bar,
                         say,
                         limits,
-                        env,
+                        env or None,
                     )
-            else:
-                _run_local(workers, missing, specs, sweep.backend, root, outcome, bar, say, limits)
         finally:
             bar.close()
-            if sweep.backend == "kernel" and client is None:
-                # Abandoned workers were killed with their runs' namespaces in place.
-                from ccfair import kernel
-
-                kernel.cleanup()
-        if sweep.backend == "kernel" and (client is not None or (workers or 1) > 1):
-            _warn_kernel_lateness(root, outcome.executed, say)
+        if parallel:
+            warn_lateness(
+                _saved_flags(root, sweep.backend, outcome.executed),
+                lambda late, name: say(
+                    f"warning: {late} of {len(outcome.executed)} {name} runs exceeded their "
+                    "lateness or CPU bounds while running in parallel: this machine has no "
+                    "cores to spare for them; rerun with --workers 1"
+                ),
+            )
     return outcome
 
 
-def _warn_kernel_lateness(root: Path, run_ids: list[str], say: Callable[[str], None]) -> None:
-    """After kernel runs that shared the machine: say so if any exceeded its lateness or CPU
-    bounds (their ``selfcheck_flags``), since then the machine had no cores to spare for them."""
-    from ccfair import kernel
-
-    late = 0
+def _saved_flags(root: Path, backend: str, run_ids: list[str]) -> Iterator[tuple[str, str]]:
+    """``(backend, selfcheck_flags)`` of saved runs of a self-checked backend (unreadable
+    ones are skipped)."""
+    if not backends.has(backend, "self_checked"):
+        return
     for rid in run_ids:
         try:
             table = pq.read_table(
@@ -521,14 +538,82 @@ def _warn_kernel_lateness(root: Path, run_ids: list[str], say: Callable[[str], N
             )
         except (OSError, ValueError, KeyError):
             continue
-        flags = str(table.column("selfcheck_flags")[0])
-        late += any(f.startswith(kernel.LATENESS_FLAGS) for f in flags.split("; "))
-    if late:
-        say(
-            f"warning: {late} of {len(run_ids)} kernel runs exceeded their lateness or CPU "
-            "bounds while running in parallel: this machine has no cores to spare for them; "
-            "rerun with --workers 1"
-        )
+        yield backend, str(table.column("selfcheck_flags")[0])
+
+
+def warn_lateness(runs: Iterable[tuple[str, str]], say_late: Callable[[int, str], None]) -> None:
+    """After runs that shared the machine: for each real-time backend, count its runs whose
+    ``selfcheck_flags`` say the machine could not keep up (lateness or CPU bounds), and if
+    any, call ``say_late(count, backend name)``.
+
+    Example:
+        >>> warn_lateness([("sim", ""), ("kernel", "forwarder CPU 1.2 > 0.9")], print)
+        1 kernel
+    """
+    late: dict[str, int] = {}
+    for name, flags in runs:
+        b = backends.get(name)
+        if b.real_time and b.is_late(flags):
+            late[name] = late.get(name, 0) + 1
+    for name, count in late.items():
+        say_late(count, name)
+
+
+def run_in_threads(
+    count: int,
+    run_one: Callable[[int], Any],
+    *,
+    jobs: int = 1,
+    on_result: Callable[[int, Any], None] | None = None,
+    backends_used: Sequence[backends.Backend] = (),
+) -> list[Any]:
+    """Run ``run_one(0) .. run_one(count - 1)`` in ``jobs`` threads of this process; return
+    their results in order, calling ``on_result(i, result)`` as each finishes. The first
+    failure (or Ctrl-C, or SIGTERM where a backend makes it raise) cancels what has not
+    started, asks every backend in ``backends_used`` to stop its runs, waits for them and
+    propagates.
+
+    Example:
+        >>> run_in_threads(3, lambda i: i * i, jobs=2)
+        [0, 1, 4]
+    """
+    results: list[Any] = [None] * count
+    done_flags = [False] * count
+    with ExitStack() as stack:
+        for b in backends_used:
+            stack.enter_context(b.interruptible())
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=jobs))
+        pending: dict[Future[Any], int] = {}
+        try:
+            for i in range(count):
+                pending[pool.submit(run_one, i)] = i
+                while len(pending) >= jobs:
+                    _collect(pending, results, done_flags, on_result)
+            while pending:
+                _collect(pending, results, done_flags, on_result)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            for b in backends_used:
+                b.stop_all()
+            wait(list(pending))
+            raise
+    return [r for r, done in zip(results, done_flags, strict=True) if done]
+
+
+def _collect(
+    pending: dict[Future[Any], int],
+    results: list[Any],
+    done_flags: list[bool],
+    on_result: Callable[[int, Any], None] | None,
+) -> None:
+    done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+    for fut in done:
+        i = pending.pop(fut)
+        results[i] = fut.result()
+        done_flags[i] = True
+        if on_result is not None:
+            on_result(i, results[i])
 
 
 class _Worker:

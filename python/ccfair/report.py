@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import plots
+from ccfair import backends, plots
 from ccfair.algorithms import algorithm
 from ccfair.metrics import Results, bounds_of, clipped_interval
 from ccfair.results import replace_via_temporary
@@ -411,12 +411,7 @@ def _setup_rows(
                 "differ from ccfair's defaults (ccfair ccas lists them all)",
             )
         )
-    backends = ", ".join(sorted(set(runs["backend"])))
-    model = (
-        "simulator: ccfair's discrete-event engine with Linux TCP semantics (docs/fidelity.md)"
-        if backends == "sim"
-        else f"{backends} (kernel: real Linux TCP of the host, docs/kernel.md)"
-    )
+    model = "; ".join(_backend_model(name) for name in sorted(set(runs["backend"])))
     rows.append(("backend", "", model, ""))
     rows.append(
         (
@@ -452,6 +447,20 @@ def _identical_runs(res: Results) -> list[list[str]]:
     for rid, s in sig.items():
         groups.setdefault(s, []).append(str(rid))
     return [g for g in groups.values() if len(g) > 1]
+
+
+def _backend_model(name: str) -> str:
+    """What a backend runs, with its documentation (the registry's summary); a backend no
+    longer registered by its name."""
+    if name not in backends.REGISTRY:
+        return name
+    b = backends.get(name)
+    return f"{b.summary} ({b.docs})"
+
+
+def _backend_title(name: str) -> str:
+    """``the simulator``, ``the kernel backend``: a backend in a sentence."""
+    return backends.get(name).title if name in backends.REGISTRY else f"backend {name}"
 
 
 def _provenance(res: Results) -> list[tuple[str, str]]:
@@ -623,8 +632,7 @@ def write_report(
     else:
         items.append(f"{status}: {n_points} grid points x {_n_reps(reps)} repetition(s).")
     runs_t = res.table("runs")
-    backends = sorted(set(runs_t["backend"]))
-    on = "the simulator" if backends == ["sim"] else "backend " + ", ".join(backends)
+    on = " and ".join(_backend_title(name) for name in sorted(set(runs_t["backend"])))
     items.append(
         f"{runs_t['duration_s'].sum():.0f} s of network time on {on}, ccfair "
         f"{', '.join(sorted(set(runs_t['ccfair_version'])))}."

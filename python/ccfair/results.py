@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import _core, schema
+from ccfair import _core, backends, schema
 from ccfair.errors import ResultsError, shorten
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
@@ -313,7 +313,7 @@ class RunResult:
             f"Jain index {self.jain_index():.4f}   total goodput "
             f"{self.flows['goodput_mbps'].sum():.3f} Mbit/s   wall {run['wall_time_s']:.2f} s",
         ]
-        if run["backend"] == "kernel":
+        if backends.has(run["backend"], "self_checked"):
             lines.append(self.format_selfcheck())
         busiest = self.link_summary.sort_values("utilisation_frac", ascending=False).head(1)
         if len(busiest):
@@ -611,6 +611,7 @@ def build_result(
     selfcheck: dict[str, Any] | None = None,
     flags: list[str] | None = None,
     identity: str | None = None,
+    facts: dict[str, str] | None = None,
 ) -> RunResult:
     """Turn the engine's column dict into labelled DataFrames.
 
@@ -621,7 +622,11 @@ def build_result(
     ``selfcheck`` and ``selfcheck_flags`` come from the kernel backend (see docs/kernel.md): the
     emulator's measurements of itself and the bounds they exceeded. The ``runs`` table has
     the same columns on both backends (NaN / empty for the simulator).
+
+    ``facts`` are the versions and host facts the backend records
+    (:meth:`ccfair.backends.Backend.provenance`; default :func:`provenance`).
     """
+    facts = provenance() if facts is None else facts
     spec = resolved.engine_spec
     flow_info = resolved.flows
     link_info = resolved.links
@@ -674,7 +679,7 @@ def build_result(
                 "n_links": len(spec["links"]),
                 "spec_json": json.dumps(normalized, sort_keys=True),
                 "point_key": point_key(normalized, identity or backend),
-                **provenance(),
+                **facts,
                 "started_at": started_at,
                 "wall_time_s": wall_time_s,
                 "engine_events": raw["engine"]["events"],

@@ -56,7 +56,7 @@ from pydantic import (
     model_validator,
 )
 
-from ccfair import _core
+from ccfair import _core, backends
 from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, format_path, show
 from ccfair.inputs import check_nesting, load_toml, read_spec_file
@@ -159,13 +159,14 @@ def _check_seed(value: int) -> int:
     return value
 
 
-#: Execution backends: the simulator and the real Linux TCP stack (docs/kernel.md).
-BACKENDS = ("sim", "kernel")
+#: Execution backends (the registry of :mod:`ccfair.backends`): the simulator and the real
+#: Linux TCP stack (docs/kernel.md).
+BACKENDS = backends.names()
 
 
 def _check_backend(value: str) -> str:
-    if value not in BACKENDS:
-        raise ValueError(f"{show(value)} is not a backend; backends: {', '.join(BACKENDS)}")
+    if value not in backends.REGISTRY:
+        raise ValueError(backends.unknown(value))
     return value
 
 

@@ -37,30 +37,26 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import inspect
 import itertools
 import json
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ccfair import backends, builders
 from ccfair.algorithms import names as algorithm_names
-from ccfair.api import BACKENDS, run_id_of
+from ccfair.api import run_id_of
 from ccfair.errors import SpecError, show
 from ccfair.filters import Filter, compile_filter, evaluate
 from ccfair.inputs import check_file_name, check_nesting, load_toml, read_spec_file
 from ccfair.limits import MAX_REPETITIONS, Limits, as_limits, check_runs
-from ccfair.spec import Flow, Link, Scenario, dumbbell, parking_lot
-from ccfair.units import format_duration, parse_duration
+from ccfair.spec import Flow, Link, Scenario
 
 __all__ = ["DERIVED", "Point", "Sweep", "SpecError"]
-
-#: Builders a sweep base may name.
-BUILDERS: dict[str, Callable[..., Scenario]] = {"dumbbell": dumbbell, "parking_lot": parking_lot}
 
 #: Derived grid parameters and what they set.
 DERIVED: dict[str, str] = {
@@ -75,16 +71,6 @@ DERIVED: dict[str, str] = {
     "rtt_ratio": "dumbbell: flow i's base RTT is spread linearly from flow 1's RTT up to "
     "rtt_ratio x that (longer sender access links)",
     "params.<cca>": "cca_params merged into every flow running <cca>",
-}
-
-_BUILDER_ALIASES = {
-    "dumbbell": {
-        "delay": "bottleneck_delay",
-        "alpha": "buffer_bdp",
-        "rate": "bottleneck_rate",
-        "loss": "bottleneck_loss",
-    },
-    "parking_lot": {"delay": "delay", "alpha": "buffer_bdp", "rate": "rate"},
 }
 
 _SWEEP_KEYS = (
@@ -389,8 +375,7 @@ class Sweep:
         if not isinstance(baselines, bool):
             raise SpecError("baselines", baselines, "is not true or false")
         backend = data.get("backend", "sim")
-        if backend not in BACKENDS:
-            raise SpecError("backend", backend, f"is not a backend; known: {', '.join(BACKENDS)}")
+        backends.get(backend, "backend")
         bottlenecks = data.get("bottlenecks")
         if bottlenecks is not None and (
             not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
@@ -616,7 +601,7 @@ class Sweep:
             derived = {k: v for k, v in values.items() if kinds[k] in ("alias", "arg", "derived")}
             kwargs = _builder_kwargs(builder, kwargs, derived, labels)
             try:
-                doc = _call_builder(builder, kwargs, "").to_dict()
+                doc = builders.get(builder).call(kwargs, "").to_dict()
             except SpecError as exc:
                 raise _at_point(exc, labels) from None
         else:
@@ -710,25 +695,21 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
                 with_value=False,
             ) from None
     if "builder" in raw:
-        builder = raw["builder"]
-        if not isinstance(builder, str) or builder not in BUILDERS:
-            raise SpecError(
-                "base.builder", builder, f"is not a builder; known: {', '.join(BUILDERS)}"
-            )
-        params = inspect.signature(BUILDERS[builder]).parameters
+        b = builders.get(raw["builder"], "base.builder")
+        params = b.parameters()
         for key in raw:
             if key != "builder" and key not in params:
-                hint = difflib.get_close_matches(key, list(params), n=1)
+                hint = difflib.get_close_matches(key, params, n=1)
                 more = f'; did you mean "{hint[0]}"?' if hint else ";"
                 raise SpecError(
                     f"base.{key}",
                     raw[key],
                     f"{show(key)} (value {show(raw[key])}) is not an argument of "
-                    f"{builder}(){more} arguments: {', '.join(params)}",
+                    f"{b.name}(){more} arguments: {', '.join(params)}",
                     with_value=False,
                 )
         # Check the base builds on its own, so a typo is reported against [base].
-        _call_builder(builder, {k: v for k, v in raw.items() if k != "builder"}, "base.")
+        b.call({k: v for k, v in raw.items() if k != "builder"}, "base.")
         return raw
     if "scenario" in raw and len(raw) == 1:
         raw = raw["scenario"]
@@ -739,22 +720,6 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
             f"base.{exc.path}" if exc.path else "base", exc.value, exc.message, with_value=False
         ) from None
     return {"scenario": sc.to_dict()}
-
-
-def _call_builder(builder: str, kwargs: dict[str, Any], prefix: str) -> Scenario:
-    """Call a builder with arguments from a sweep file; any failure is a SpecError at
-    ``<prefix><argument>`` (a wrong type reaches the builder as a TypeError or ValueError)."""
-    try:
-        return BUILDERS[builder](**kwargs)
-    except SpecError as exc:
-        raise SpecError(f"{prefix}{exc.path}", exc.value, exc.message, with_value=False) from None
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        raise SpecError(
-            prefix.rstrip(".") or "base",
-            None,
-            f"does not fit {builder}(): {type(exc).__name__}: {' '.join(str(exc).split())}",
-            with_value=False,
-        ) from None
 
 
 def _classify(key: str, builder: str | None) -> str:
@@ -778,25 +743,27 @@ def _classify(key: str, builder: str | None) -> str:
             )
         return "params"
     if key in ("delay", "alpha", "rate", "loss"):
-        if builder == "parking_lot" and key == "loss":
+        unsupported = builders.get(builder).unsupported if builder is not None else {}
+        if key in unsupported:
             raise SpecError(
                 f"grid.{key}",
                 None,
-                "is not supported for parking_lot; set links.L1.loss etc. by path",
+                f"is not supported for {builder}; {unsupported[key]}",
                 with_value=False,
             )
         return "alias"
-    if key in ("ccas", "n_flows", "per_cca", "rtt_ratio"):
-        if key in ("n_flows", "per_cca", "rtt_ratio") and builder != "dumbbell":
+    if key == "ccas" or any(key in b.derived for b in builders.BUILDERS.values()):
+        if key != "ccas" and (builder is None or key not in builders.get(builder).derived):
+            able = builders.taking(key)
             raise SpecError(
                 f"grid.{key}",
                 None,
-                f'needs a dumbbell base ([base] builder = "dumbbell"); this base is '
-                f"{builder or 'a scenario table'}",
+                f"needs a {' or '.join(able)} base ([base] builder = {show(able[0])}); this "
+                f"base is {builder or 'a scenario table'}",
                 with_value=False,
             )
         return "derived"
-    if builder is not None and key in inspect.signature(BUILDERS[builder]).parameters:
+    if builder is not None and key in builders.get(builder).parameters():
         return "arg"
     try:
         tokens = _parse_path(key)
@@ -806,7 +773,7 @@ def _classify(key: str, builder: str | None) -> str:
         ) from None
     first = tokens[0]
     if not isinstance(first, str) or first not in _FIELDS[""]:
-        known = [*DERIVED, *(inspect.signature(BUILDERS[builder]).parameters if builder else [])]
+        known = [*DERIVED, *(builders.get(builder).parameters() if builder else [])]
         hint = difflib.get_close_matches(str(first), [*known, *_FIELDS[""]], n=1)
         more = f'; did you mean "{hint[0]}"?' if hint else ""
         raise SpecError(
@@ -826,97 +793,17 @@ def _builder_kwargs(
     grid: dict[str, Any],
     labels: Mapping[str, Label],
 ) -> dict[str, Any]:
-    """Merge the base arguments with the grid's derived parameters and arguments."""
-    aliases = _BUILDER_ALIASES[builder]
+    """Merge the base arguments with the grid's derived parameters and arguments: an alias
+    sets its argument, the builder's other derived parameters go through its
+    ``grid_arguments`` (:mod:`ccfair.builders`)."""
+    b = builders.get(builder)
     kwargs = dict(base)
     for k, v in grid.items():
-        if k in aliases:
-            kwargs[aliases[k]] = v
-        elif k not in ("ccas", "n_flows", "per_cca", "rtt_ratio"):
+        if k in b.aliases:
+            kwargs[b.aliases[k]] = v
+        elif k not in b.derived:
             kwargs[k] = v
-    if builder == "parking_lot":
-        if "ccas" in grid:
-            ccas = grid["ccas"]
-            if isinstance(ccas, str):
-                kwargs["main_cca"], kwargs["cross_cca"] = ccas, ccas
-            elif (
-                isinstance(ccas, list) and len(ccas) == 2 and all(isinstance(c, str) for c in ccas)
-            ):
-                kwargs["main_cca"], kwargs["cross_cca"] = ccas
-            else:
-                raise SpecError(
-                    "grid.ccas",
-                    ccas,
-                    "is not [main_cca, cross_cca] (or one algorithm for all) for parking_lot",
-                )
-        return kwargs
-    # dumbbell: ccas, n_flows, per_cca, rtt_ratio
-    ccas = grid.get("ccas", kwargs.get("ccas", "cubic"))
-    per = grid.get("per_cca")
-    if per is not None and (isinstance(per, bool) or not isinstance(per, int) or per < 1):
-        raise SpecError("grid.per_cca", per, "is not a positive integer")
-    n = grid.get("n_flows")
-    if isinstance(ccas, list):
-        m = len(ccas)
-        if m == 0:
-            raise SpecError("grid.ccas", ccas, "is empty; give one algorithm per flow or group")
-        if n is None:
-            if per is not None:
-                n = m * per
-            elif "ccas" in grid:
-                n = m
-            else:
-                n = kwargs.get("n_flows", m)
-        elif per is not None and n != m * per:
-            raise SpecError(
-                "grid.n_flows", n, f"contradicts per_cca = {per} with {m} algorithms in ccas"
-            )
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise SpecError("grid.n_flows", n, "is not a positive integer")
-        if n % m:
-            raise SpecError(
-                "grid.ccas",
-                ccas,
-                f"has {m} entries, which do not divide n_flows = {n} into equal groups",
-            )
-        kwargs["ccas"] = [c for c in ccas for _ in range(n // m)]
-    else:
-        kwargs["ccas"] = ccas
-        if per is not None:
-            raise SpecError("grid.per_cca", per, "needs ccas to be a list of algorithms")
-        if n is None:
-            n = kwargs.get("n_flows", 2)
-    kwargs["n_flows"] = n
-    if "rtt_ratio" in grid:
-        kwargs["access_delay"] = _rtt_spread(kwargs, grid["rtt_ratio"], n)
-    return kwargs
-
-
-def _rtt_spread(kwargs: Mapping[str, Any], ratio: Any, n: int) -> list[str]:
-    """Sender access delays that spread base RTTs linearly from flow 1's RTT up to ``ratio``
-    times it (the BDP reference, flow 1, keeps the shortest RTT)."""
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio >= 1:
-        raise SpecError("grid.rtt_ratio", ratio, "is not a ratio >= 1")
-
-    def ns(key: str, default: str) -> int:
-        value = kwargs.get(key, default)
-        if isinstance(value, list):
-            raise SpecError(
-                f"base.{key}", value, "is a per-flow list; rtt_ratio needs one value for all"
-            )
-        out = parse_duration(value)
-        if out is None:
-            raise SpecError(f"base.{key}", value, "is not a duration")
-        return out
-
-    access = ns("access_delay", "1ms")
-    rtt1 = 2 * (access + ns("bottleneck_delay", "18ms") + ns("receiver_delay", "1ms"))
-    out = []
-    for i in range(n):
-        frac = i / (n - 1) if n > 1 else 0.0
-        extra = round((ratio - 1) * rtt1 * frac / 2)
-        out.append(format_duration(access + extra))
-    return out
+    return b.grid_arguments(kwargs, grid) if b.grid_arguments is not None else kwargs
 
 
 def _bottleneck_links(doc: dict[str, Any], names: list[str] | None, key: str) -> list[dict]:

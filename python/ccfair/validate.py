@@ -35,9 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import kernel
+from ccfair import backends
 from ccfair.api import as_scenario, run, run_id_of
 from ccfair.errors import SpecError
+from ccfair.executor import run_in_threads
 from ccfair.metrics import ci95
 from ccfair.results import RunResult, finished_run_ids, load
 from ccfair.spec import Scenario
@@ -57,6 +58,11 @@ __all__ = [
 #: flow's share between the backends, in percentage points.
 TARGET_MEDIAN_PP = 3.0
 TARGET_MAX_PP = 10.0
+
+#: The study's two sides, as registered in :mod:`ccfair.backends`: the model under test and
+#: the reference it is compared with (the tables' columns say ``sim`` and ``kernel``).
+MODEL_BACKEND = "sim"
+REFERENCE_BACKEND = "kernel"
 
 
 @dataclass
@@ -229,7 +235,7 @@ def sim_variant(sc: Scenario, hz: int | None) -> Scenario:
 
 
 def _kernel_variant(sc: Scenario) -> Scenario:
-    return Scenario.from_dict({**sc.to_dict(), "backend": "kernel"})
+    return Scenario.from_dict({**sc.to_dict(), "backend": REFERENCE_BACKEND})
 
 
 def _with_duration(sc: Scenario, duration: str) -> Scenario:
@@ -662,17 +668,18 @@ def validate(
         points = [
             VPoint(p.label, p.params, p.rep, _with_duration(p.scenario, duration)) for p in points
         ]
+    reference = backends.get(REFERENCE_BACKEND)
     kernel_scs = [_kernel_variant(p.scenario) for p in points]
     for p, ksc in zip(points, kernel_scs, strict=True):
         try:
-            kernel.check_scenario(ksc.resolve())
+            reference.check(ksc.resolve())
         except SpecError as exc:
             raise SpecError(
                 exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
             ) from None
-    kernel.preflight()
-    kernel.warn_if_busy(say)
-    hz = kernel.kernel_hz() if match_hz else None
+    reference.preflight()
+    reference.warn_if_busy(say)
+    hz = reference.clock_hz() if match_hz else None
     results = Path(out) / "results" if out is not None else None
     sims = _run_sims(points, hz, results, say)
     kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
@@ -710,14 +717,15 @@ def _run_sims(
 ) -> list[RunResult]:
     # The simulator side always runs: it is cheap, and it must be the current model (a run
     # id names the scenario, not the simulator's version); kernel runs are kept.
-    out = []
-    for p in points:
+    def one(i: int) -> RunResult:
+        p = points[i]
         say(f"simulator: {p.label} r{p.rep}")
-        r = run(sim_variant(p.scenario, hz), backend="sim")
+        r = run(sim_variant(p.scenario, hz), backend=MODEL_BACKEND)
         if results is not None:
             r.save(results)
-        out.append(_slim(r))
-    return out
+        return _slim(r)
+
+    return run_in_threads(len(points), one, backends_used=[backends.get(MODEL_BACKEND)])
 
 
 def _run_kernels(
@@ -731,7 +739,7 @@ def _run_kernels(
     out: list[RunResult | None] = []
     pending = []
     for i, sc in enumerate(scenarios):
-        rid = run_id_of(sc.resolve().normalized, "kernel")
+        rid = run_id_of(sc.resolve().normalized, backends.get(REFERENCE_BACKEND).identity())
         r = _cached(results, rid)
         if r is not None and not r.reliable and rerun_flagged:
             say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
@@ -740,7 +748,9 @@ def _run_kernels(
         if r is None:
             pending.append(i)
     t_start = time.monotonic()
-    for done, i in enumerate(pending):
+
+    def one(done: int) -> RunResult:
+        i = pending[done]
         p = points[i]
         eta = ""
         if done:
@@ -748,14 +758,19 @@ def _run_kernels(
             eta = f", about {left / 60:.0f} min left"
         for attempt in range(retries + 1):
             say(f"kernel {done + 1}/{len(pending)}{eta}: {p.label} r{p.rep}")
-            r = run(scenarios[i], backend="kernel")
+            r = run(scenarios[i], backend=REFERENCE_BACKEND)
             say(f"  {r.format_selfcheck()}")
             if r.reliable or attempt == retries:
                 break
             say("  flagged: running it again")
         if results is not None:
             r.save(results)
-        out[i] = _slim(r)
+        return _slim(r)
+
+    # One at a time: the reference runs in real time (docs/kernel.md, "Several runs").
+    ran = run_in_threads(len(pending), one, backends_used=[backends.get(REFERENCE_BACKEND)])
+    for i, r in zip(pending, ran, strict=True):
+        out[i] = r
     return [r for r in out if r is not None]
 
 
