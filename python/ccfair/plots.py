@@ -1005,7 +1005,6 @@ def run_timeseries(
     says when some are left out); ``window`` = (start s, end s) limits the time axis."""
     names = [f["name"] for f in spec["flows"]]
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
-    colors = flow_colors(names)
     shown = _pick_flows(names, flows, max_flows)
     if window is not None:
         lo, hi = window
@@ -1025,6 +1024,40 @@ def run_timeseries(
     axes = fig.subplots(rows, 1, sharex=True, gridspec_kw={"height_ratios": heights})
     dt = _sample_dt(ts)
     window_n = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+    handles = _run_flow_lines(axes, ts, shown, ccas, flow_colors(names), window_n, copa_flows)
+    cap = _capacity_lines(axes[0], spec, shown)
+    if cap is not None:
+        handles.append(cap)
+    base_rtts = sorted({round(_base_rtt_ms(spec, n), 3) for n in shown} - {float("nan")})
+    for b in base_rtts[:3]:
+        axes[2].axhline(b, color=LINK_COLOR, lw=0.6, ls=":")
+    _bottleneck_queues(axes[3], links, spec)
+    _run_panel_labels(axes, _goodput_label(smooth_s, dt), copa_flows if has_copa else None)
+    if base_rtts:
+        axes[2].plot([], [], color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+        _legend_right(axes[2])
+    for ax in axes[:4]:
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    if window is not None:
+        axes[-1].set_xlim(*window)
+    more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
+    fig.suptitle(title + more, fontsize=10)
+    _legend_outside(fig, handles, ncol=min(len(handles), 4))
+    return fig
+
+
+def _run_flow_lines(
+    axes: Any,
+    ts: pd.DataFrame,
+    shown: Sequence[str],
+    ccas: Mapping[str, str],
+    colors: Mapping[str, str],
+    window_n: int,
+    copa_flows: Sequence[str],
+) -> list[Any]:
+    """Each shown flow's lines in the panels of :func:`run_timeseries`; returns the
+    goodput lines (the legend's handles)."""
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
     handles = []
     for name in shown:
@@ -1044,7 +1077,7 @@ def run_timeseries(
         axes[2].plot(t, f["srtt_ms"], lw=1.3, **style)
         if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
             axes[2].plot(t, f["bbr_rtprop_ms"], lw=0.7, alpha=0.8, **style)
-        if has_copa and ccas[name] == "copa":
+        if name in copa_flows:
             axes[4].plot(t, f["copa_delta"], lw=1.2, **style)
             # Competitive mode as bars, one row per Copa flow (shading would stack up).
             comp = np.nan_to_num(f["copa_mode_competitive"].to_numpy(dtype=float)) > 0.5
@@ -1052,12 +1085,12 @@ def run_timeseries(
             axes[5].fill_between(
                 t, row + 0.1, row + 0.9, where=comp, step="post", color=colors[name], linewidth=0
             )
-    cap = _capacity_lines(axes[0], spec, shown)
-    if cap is not None:
-        handles.append(cap)
-    base_rtts = sorted({round(_base_rtt_ms(spec, n), 3) for n in shown} - {float("nan")})
-    for b in base_rtts[:3]:
-        axes[2].axhline(b, color=LINK_COLOR, lw=0.6, ls=":")
+    return handles
+
+
+def _bottleneck_queues(ax: Any, links: pd.DataFrame, spec: Mapping[str, Any]) -> None:
+    """The queue at each bottleneck (more than three: each thin grey, with their mean) and
+    up to three buffer sizes."""
     bns = bottlenecks(spec)
     buffers = {link["name"]: link.get("buffer_pkts") for link in spec["links"]}
     many = len(bns) > 3
@@ -1068,7 +1101,7 @@ def run_timeseries(
             & (links["direction"].astype(str) == direction)
         ].sort_values("t_s")
         if many:
-            axes[3].plot(
+            ax.plot(
                 q["t_s"],
                 q["queue_pkts"],
                 lw=0.5,
@@ -1078,7 +1111,7 @@ def run_timeseries(
             qs.append(q.set_index("t_s")["queue_pkts"])
         else:
             st = level_style(i)
-            axes[3].plot(
+            ax.plot(
                 q["t_s"],
                 q["queue_pkts"],
                 lw=1.0,
@@ -1088,7 +1121,7 @@ def run_timeseries(
             )
     if many and qs:
         mean_q = pd.concat(qs, axis=1).mean(axis=1)
-        axes[3].plot(
+        ax.plot(
             mean_q.index,
             mean_q.to_numpy(),
             lw=1.1,
@@ -1097,12 +1130,17 @@ def run_timeseries(
         )
     sizes = sorted({buffers[n] for n, _ in bns if buffers.get(n)})
     for s in sizes[:3]:
-        axes[3].axhline(s, color=LINK_COLOR, lw=0.8, ls=":", label=f"buffer ({s} packets)")
-    axes[0].set_ylabel(_goodput_label(smooth_s, dt))
+        ax.axhline(s, color=LINK_COLOR, lw=0.8, ls=":", label=f"buffer ({s} packets)")
+
+
+def _run_panel_labels(axes: Any, goodput_label: str, copa_flows: Sequence[str] | None) -> None:
+    """The panels' axis labels (with the Copa panels' scales when there are Copa flows)
+    and the queue panel's legend."""
+    axes[0].set_ylabel(goodput_label)
     axes[1].set_ylabel("cwnd (thick), in flight\n(thin) [packets]")
     axes[2].set_ylabel("smoothed RTT [ms]\n(thin: BBR RTprop)")
     axes[3].set_ylabel("bottleneck queue\n[packets]")
-    if has_copa:
+    if copa_flows is not None:
         axes[4].set_ylabel("Copa delta")
         axes[4].set_yscale("log", base=2)
         axes[5].set_ylabel("Copa in competitive\nmode (bars)")
@@ -1110,18 +1148,6 @@ def run_timeseries(
         axes[5].set_ylim(0, len(copa_flows))
     axes[-1].set_xlabel("time [s]")
     _legend_right(axes[3])
-    if base_rtts:
-        axes[2].plot([], [], color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
-        _legend_right(axes[2])
-    for ax in axes[:4]:
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-    if window is not None:
-        axes[-1].set_xlim(*window)
-    more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
-    fig.suptitle(title + more, fontsize=10)
-    _legend_outside(fig, handles, ncol=min(len(handles), 4))
-    return fig
 
 
 def _base_rtt_ms(spec: Mapping[str, Any], flow: str) -> float:
