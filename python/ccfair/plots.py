@@ -434,20 +434,7 @@ def heatmaps(
     ys_all = _order(flows[y], results.axes.get(y))
     for g in groups:
         data = flows if g is None else flows[flows[by] == g]
-        # Mean over the flows of a group within a run, then over repetitions.
-        per_run = (
-            data.groupby(["run_id", x, y, "group"], sort=False)
-            .agg(v=(value, "mean"), cca=("cca", lambda c: "/".join(dict.fromkeys(c))))
-            .reset_index()
-        )
-        cells = per_run.groupby([x, y, "group"], sort=False).agg(
-            v=("v", "mean"),
-            lo=("v", "min"),
-            hi=("v", "max"),
-            n=("v", "count"),
-            cca=("cca", "first"),
-        )
-        panels = list(dict.fromkeys(per_run["group"]))
+        panels, cells = _heatmap_cells(data, x, y, value)
         vmax = float(np.nanmax(cells["v"])) if len(cells) else 1.0
         ncol = len(panels)
         fig = Figure(
@@ -456,47 +443,7 @@ def heatmaps(
         axes = fig.subplots(1, ncol, squeeze=False)[0]
         image = None
         for ax, panel in zip(axes, panels, strict=True):
-            grid = np.full((len(ys_all), len(xs_all)), np.nan)
-            ranges: dict[tuple[int, int], tuple[float, float, int]] = {}
-            cca = ""
-            for i, yv in enumerate(ys_all):
-                for j, xv in enumerate(xs_all):
-                    key = (xv, yv, panel)
-                    if key in cells.index:
-                        cell = cells.loc[key]
-                        grid[i, j] = cell["v"]
-                        ranges[(i, j)] = (cell["lo"], cell["hi"], int(cell["n"]))
-                        cca = cell["cca"]
-            image = ax.imshow(
-                grid, cmap=cmap, vmin=0, vmax=vmax or 1.0, origin="lower", aspect="auto"
-            )
-            for (i, j), (lo, hi, n) in ranges.items():
-                v = grid[i, j]
-                colour = "white" if v > 0.5 * (vmax or 1.0) else "black"
-                ax.text(
-                    j,
-                    i + (0.1 if n > 1 else 0),
-                    f"{v:.1f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color=colour,
-                )
-                if n > 1:
-                    ax.text(
-                        j,
-                        i - 0.25,
-                        f"{lo:.1f}-{hi:.1f}",
-                        ha="center",
-                        va="center",
-                        fontsize=5.5,
-                        color=colour,
-                    )
-            ax.set_xticks(range(len(xs_all)), [_tick(x, v) for v in xs_all])
-            ax.set_yticks(range(len(ys_all)), [_tick(y, v) for v in ys_all])
-            ax.set_xlabel(axis_label(x))
-            ax.set_ylabel(axis_label(y))
-            ax.set_title(f"{panel} ({cca})" if cca else str(panel), fontsize=10)
+            image = _heatmap_panel(ax, cells, panel, (x, xs_all), (y, ys_all), cmap, vmax)
         if image is not None:
             label = "mean goodput" if value == "goodput_mbps" else value.replace("_", " ")
             fig.colorbar(image, ax=list(axes), label=f"{label} [{unit}]")
@@ -506,6 +453,80 @@ def heatmaps(
         fig.suptitle(f"{head} ({n_text} repetitions per cell)" if n_text else head, fontsize=11)
         out.append((f"heatmap-{slug(g) if g is not None else 'all'}", fig))
     return out
+
+
+def _heatmap_cells(
+    data: pd.DataFrame, x: str, y: str, value: str
+) -> tuple[list[Any], pd.DataFrame]:
+    """The flow groups (one panel each) and, per (x, y, group) cell, the mean, lowest and
+    highest repetition of ``value``, their number and the group's algorithms."""
+    # Mean over the flows of a group within a run, then over repetitions.
+    per_run = (
+        data.groupby(["run_id", x, y, "group"], sort=False)
+        .agg(v=(value, "mean"), cca=("cca", lambda c: "/".join(dict.fromkeys(c))))
+        .reset_index()
+    )
+    cells = per_run.groupby([x, y, "group"], sort=False).agg(
+        v=("v", "mean"),
+        lo=("v", "min"),
+        hi=("v", "max"),
+        n=("v", "count"),
+        cca=("cca", "first"),
+    )
+    return list(dict.fromkeys(per_run["group"])), cells
+
+
+def _heatmap_panel(
+    ax: Any,
+    cells: pd.DataFrame,
+    panel: Any,
+    x_axis: tuple[str, Sequence[Any]],
+    y_axis: tuple[str, Sequence[Any]],
+    cmap: str,
+    vmax: float,
+) -> Any:
+    """One group's heatmap, each cell annotated; returns the image (for the colour bar)."""
+    (x, xs_all), (y, ys_all) = x_axis, y_axis
+    grid = np.full((len(ys_all), len(xs_all)), np.nan)
+    ranges: dict[tuple[int, int], tuple[float, float, int]] = {}
+    cca = ""
+    for i, yv in enumerate(ys_all):
+        for j, xv in enumerate(xs_all):
+            key = (xv, yv, panel)
+            if key in cells.index:
+                cell = cells.loc[key]
+                grid[i, j] = cell["v"]
+                ranges[(i, j)] = (cell["lo"], cell["hi"], int(cell["n"]))
+                cca = cell["cca"]
+    image = ax.imshow(grid, cmap=cmap, vmin=0, vmax=vmax or 1.0, origin="lower", aspect="auto")
+    for (i, j), (lo, hi, n) in ranges.items():
+        v = grid[i, j]
+        colour = "white" if v > 0.5 * (vmax or 1.0) else "black"
+        ax.text(
+            j,
+            i + (0.1 if n > 1 else 0),
+            f"{v:.1f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color=colour,
+        )
+        if n > 1:
+            ax.text(
+                j,
+                i - 0.25,
+                f"{lo:.1f}-{hi:.1f}",
+                ha="center",
+                va="center",
+                fontsize=5.5,
+                color=colour,
+            )
+    ax.set_xticks(range(len(xs_all)), [_tick(x, v) for v in xs_all])
+    ax.set_yticks(range(len(ys_all)), [_tick(y, v) for v in ys_all])
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
+    ax.set_title(f"{panel} ({cca})" if cca else str(panel), fontsize=10)
+    return image
 
 
 def _log2_axis(ax: Any, values: Any) -> None:
@@ -752,35 +773,10 @@ def dots(
                     continue
                 pos = j + (i - (len(hues) - 1) / 2) * width
                 vals = rawp[rawp[x] == xv][value].to_numpy(dtype=float)
-                jitter = np.linspace(-0.25, 0.25, len(vals)) * width if len(vals) > 1 else [0.0]
-                _hollow(ax, pos + np.asarray(jitter), vals, color, marker, s=10)
-                m = float(row[value].iloc[0])
-                lo, hi = clipped_interval(m, float(row[f"{value}_ci95"].iloc[0]), bounds)
-                if math.isfinite(lo):
-                    ax.plot([pos, pos], [lo, hi], color=color, lw=1.4, zorder=3)
-                mk = ax.scatter(
-                    [pos],
-                    [m],
-                    s=34,
-                    marker=marker,
-                    color=color,
-                    edgecolors="black",
-                    linewidths=0.5,
-                    zorder=4,
-                    label=str(h) if h is not None else axis_label(value),
-                )
+                label = str(h) if h is not None else axis_label(value)
+                mk = _dot_group(ax, pos, width, vals, row, value, bounds, color, marker, label)
                 handles.setdefault(str(h), mk)
-        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=25, ha="right", fontsize=8)
-        ax.set_xlim(-0.6, len(xs) - 0.4)
-        ax.set_xlabel(axis_label(x))
-        ax.set_ylabel(ylabel or axis_label(value))
-        if bounds == (0.0, 1.0):
-            ax.set_ylim(top=1.01)
-        elif bounds[1] is not None:
-            ax.set_ylim(0, bounds[1] * 1.05)
-        else:
-            ax.set_ylim(bottom=0)
-        ax.grid(axis="y", alpha=0.3)
+        _dots_axes(ax, [str(v) for v in xs], axis_label(x), ylabel or axis_label(value), bounds)
         ax.set_title(_panel_title(keys, combo), fontsize=10)
     n_text = _n_text(summary["n"])
     title = f"repetitions (hollow), mean with 95% interval (filled); {n_text} per point"
@@ -788,6 +784,62 @@ def dots(
     if not hue:
         fig.suptitle(title, fontsize=8)
     return [(name or f"{value}-by-{slug(x)}", fig)]
+
+
+def _dot_group(
+    ax: Any,
+    pos: float,
+    width: float,
+    vals: np.ndarray,
+    row: pd.DataFrame,
+    value: str,
+    bounds: tuple[float | None, float | None],
+    color: str,
+    marker: str,
+    label: str,
+) -> Any:
+    """One group of :func:`dots` at ``pos``: each repetition a hollow dot (spread across
+    the group's ``width``), the mean a filled marker with its clipped 95% interval; returns
+    the mean's marker (the legend's handle)."""
+    jitter = np.linspace(-0.25, 0.25, len(vals)) * width if len(vals) > 1 else [0.0]
+    _hollow(ax, pos + np.asarray(jitter), vals, color, marker, s=10)
+    m = float(row[value].iloc[0])
+    lo, hi = clipped_interval(m, float(row[f"{value}_ci95"].iloc[0]), bounds)
+    if math.isfinite(lo):
+        ax.plot([pos, pos], [lo, hi], color=color, lw=1.4, zorder=3)
+    return ax.scatter(
+        [pos],
+        [m],
+        s=34,
+        marker=marker,
+        color=color,
+        edgecolors="black",
+        linewidths=0.5,
+        zorder=4,
+        label=label,
+    )
+
+
+def _dots_axes(
+    ax: Any,
+    ticks: Sequence[str],
+    xlabel: str,
+    ylabel: str,
+    bounds: tuple[float | None, float | None],
+) -> None:
+    """A :func:`dots` panel's axes: categorical x ticks, and y from 0 to the value's upper
+    bound (a little above 1 for fractions) when it has one."""
+    ax.set_xticks(range(len(ticks)), ticks, rotation=25, ha="right", fontsize=8)
+    ax.set_xlim(-0.6, len(ticks) - 0.4)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if bounds == (0.0, 1.0):
+        ax.set_ylim(top=1.01)
+    elif bounds[1] is not None:
+        ax.set_ylim(0, bounds[1] * 1.05)
+    else:
+        ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
 
 
 def flow_distribution(
@@ -828,29 +880,9 @@ def flow_distribution(
                 if cell.empty:
                     continue
                 pos = j + (i - (len(hues) - 1) / 2) * width
-                vals = cell["rel"].to_numpy(dtype=float)
-                ymax = max(ymax, float(np.nanmax(vals)))
-                ax.boxplot(
-                    [vals[np.isfinite(vals)]],
-                    positions=[pos],
-                    widths=width * 0.8,
-                    showfliers=False,
-                    manage_ticks=False,
-                    medianprops={"color": "black"},
-                    boxprops={"color": "#555555"},
-                    whiskerprops={"color": "#555555"},
-                    capprops={"color": "#555555"},
-                )
-                spread = np.linspace(-0.3, 0.3, len(cell)) * width
-                ax.scatter(
-                    pos + spread,
-                    vals,
-                    s=8,
-                    marker=markers[i % len(markers)],
-                    c=[flow_color[n] for n in cell["flow_name"]],
-                    linewidths=0,
-                    zorder=3,
-                )
+                colors = [flow_color[n] for n in cell["flow_name"]]
+                top = _flow_box(ax, pos, width, cell["rel"], markers[i % len(markers)], colors)
+                ymax = max(ymax, top)
         ax.axhline(1.0, color=LINK_COLOR, lw=0.8, ls="--")
         ax.set_xticks(range(len(xs)), [_tick(x, v) for v in xs])
         ax.set_xlabel(axis_label(x))
@@ -858,10 +890,56 @@ def flow_distribution(
         ax.set_ylim(0, max(2.0, ymax * 1.05))
         ax.grid(axis="y", alpha=0.3)
         ax.set_title(_panel_title(keys, combo), fontsize=10)
+    handles = _flow_distribution_handles(flow_color, hue if len(hues) > 1 else None, hues, markers)
+    n_text = _n_text(flows.groupby("point_key")["run_id"].nunique())
+    _legend_outside(
+        fig,
+        handles,
+        ncol=min(len(handles), 6),
+        title=f"each flow of each repetition; {n_text} repetitions per point",
+    )
+    return [(name, fig)]
+
+
+def _flow_box(
+    ax: Any, pos: float, width: float, rel: pd.Series, marker: str, colors: list[str]
+) -> float:
+    """One cell of :func:`flow_distribution` at ``pos``: a box over the flows' relative
+    goodputs ``rel`` and each flow a dot in its colour; returns the largest value."""
+    vals = rel.to_numpy(dtype=float)
+    ax.boxplot(
+        [vals[np.isfinite(vals)]],
+        positions=[pos],
+        widths=width * 0.8,
+        showfliers=False,
+        manage_ticks=False,
+        medianprops={"color": "black"},
+        boxprops={"color": "#555555"},
+        whiskerprops={"color": "#555555"},
+        capprops={"color": "#555555"},
+    )
+    spread = np.linspace(-0.3, 0.3, len(vals)) * width
+    ax.scatter(
+        pos + spread,
+        vals,
+        s=8,
+        marker=marker,
+        c=colors,
+        linewidths=0,
+        zorder=3,
+    )
+    return float(np.nanmax(vals))
+
+
+def _flow_distribution_handles(
+    flow_color: Mapping[str, str], hue: str | None, hues: Sequence[Any], markers: Sequence[str]
+) -> list[Any]:
+    """The legend of :func:`flow_distribution`: each flow's colour, each ``hue`` value's
+    marker (when there is more than one) and the fair-share line."""
     handles = [
-        Line2D([], [], ls="none", marker="o", ms=5, color=flow_color[n], label=n) for n in names
+        Line2D([], [], ls="none", marker="o", ms=5, color=c, label=n) for n, c in flow_color.items()
     ]
-    if hue and len(hues) > 1:
+    if hue:
         handles += [
             Line2D(
                 [],
@@ -875,14 +953,7 @@ def flow_distribution(
             for i, h in enumerate(hues)
         ]
     handles.append(Line2D([], [], color=LINK_COLOR, lw=0.8, ls="--", label="fair share"))
-    n_text = _n_text(flows.groupby("point_key")["run_id"].nunique())
-    _legend_outside(
-        fig,
-        handles,
-        ncol=min(len(handles), 6),
-        title=f"each flow of each repetition; {n_text} repetitions per point",
-    )
-    return [(name, fig)]
+    return handles
 
 
 # --------------------------------------------------------------------------------------------
@@ -1005,7 +1076,6 @@ def run_timeseries(
     says when some are left out); ``window`` = (start s, end s) limits the time axis."""
     names = [f["name"] for f in spec["flows"]]
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
-    colors = flow_colors(names)
     shown = _pick_flows(names, flows, max_flows)
     if window is not None:
         lo, hi = window
@@ -1025,6 +1095,40 @@ def run_timeseries(
     axes = fig.subplots(rows, 1, sharex=True, gridspec_kw={"height_ratios": heights})
     dt = _sample_dt(ts)
     window_n = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+    handles = _run_flow_lines(axes, ts, shown, ccas, flow_colors(names), window_n, copa_flows)
+    cap = _capacity_lines(axes[0], spec, shown)
+    if cap is not None:
+        handles.append(cap)
+    base_rtts = sorted({round(_base_rtt_ms(spec, n), 3) for n in shown} - {float("nan")})
+    for b in base_rtts[:3]:
+        axes[2].axhline(b, color=LINK_COLOR, lw=0.6, ls=":")
+    _bottleneck_queues(axes[3], links, spec)
+    _run_panel_labels(axes, _goodput_label(smooth_s, dt), copa_flows if has_copa else None)
+    if base_rtts:
+        axes[2].plot([], [], color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+        _legend_right(axes[2])
+    for ax in axes[:4]:
+        ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)
+    if window is not None:
+        axes[-1].set_xlim(*window)
+    more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
+    fig.suptitle(title + more, fontsize=10)
+    _legend_outside(fig, handles, ncol=min(len(handles), 4))
+    return fig
+
+
+def _run_flow_lines(
+    axes: Any,
+    ts: pd.DataFrame,
+    shown: Sequence[str],
+    ccas: Mapping[str, str],
+    colors: Mapping[str, str],
+    window_n: int,
+    copa_flows: Sequence[str],
+) -> list[Any]:
+    """Each shown flow's lines in the panels of :func:`run_timeseries`; returns the
+    goodput lines (the legend's handles)."""
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
     handles = []
     for name in shown:
@@ -1044,7 +1148,7 @@ def run_timeseries(
         axes[2].plot(t, f["srtt_ms"], lw=1.3, **style)
         if "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
             axes[2].plot(t, f["bbr_rtprop_ms"], lw=0.7, alpha=0.8, **style)
-        if has_copa and ccas[name] == "copa":
+        if name in copa_flows:
             axes[4].plot(t, f["copa_delta"], lw=1.2, **style)
             # Competitive mode as bars, one row per Copa flow (shading would stack up).
             comp = np.nan_to_num(f["copa_mode_competitive"].to_numpy(dtype=float)) > 0.5
@@ -1052,12 +1156,12 @@ def run_timeseries(
             axes[5].fill_between(
                 t, row + 0.1, row + 0.9, where=comp, step="post", color=colors[name], linewidth=0
             )
-    cap = _capacity_lines(axes[0], spec, shown)
-    if cap is not None:
-        handles.append(cap)
-    base_rtts = sorted({round(_base_rtt_ms(spec, n), 3) for n in shown} - {float("nan")})
-    for b in base_rtts[:3]:
-        axes[2].axhline(b, color=LINK_COLOR, lw=0.6, ls=":")
+    return handles
+
+
+def _bottleneck_queues(ax: Any, links: pd.DataFrame, spec: Mapping[str, Any]) -> None:
+    """The queue at each bottleneck (more than three: each thin grey, with their mean) and
+    up to three buffer sizes."""
     bns = bottlenecks(spec)
     buffers = {link["name"]: link.get("buffer_pkts") for link in spec["links"]}
     many = len(bns) > 3
@@ -1068,7 +1172,7 @@ def run_timeseries(
             & (links["direction"].astype(str) == direction)
         ].sort_values("t_s")
         if many:
-            axes[3].plot(
+            ax.plot(
                 q["t_s"],
                 q["queue_pkts"],
                 lw=0.5,
@@ -1078,7 +1182,7 @@ def run_timeseries(
             qs.append(q.set_index("t_s")["queue_pkts"])
         else:
             st = level_style(i)
-            axes[3].plot(
+            ax.plot(
                 q["t_s"],
                 q["queue_pkts"],
                 lw=1.0,
@@ -1088,7 +1192,7 @@ def run_timeseries(
             )
     if many and qs:
         mean_q = pd.concat(qs, axis=1).mean(axis=1)
-        axes[3].plot(
+        ax.plot(
             mean_q.index,
             mean_q.to_numpy(),
             lw=1.1,
@@ -1097,12 +1201,17 @@ def run_timeseries(
         )
     sizes = sorted({buffers[n] for n, _ in bns if buffers.get(n)})
     for s in sizes[:3]:
-        axes[3].axhline(s, color=LINK_COLOR, lw=0.8, ls=":", label=f"buffer ({s} packets)")
-    axes[0].set_ylabel(_goodput_label(smooth_s, dt))
+        ax.axhline(s, color=LINK_COLOR, lw=0.8, ls=":", label=f"buffer ({s} packets)")
+
+
+def _run_panel_labels(axes: Any, goodput_label: str, copa_flows: Sequence[str] | None) -> None:
+    """The panels' axis labels (with the Copa panels' scales when there are Copa flows)
+    and the queue panel's legend."""
+    axes[0].set_ylabel(goodput_label)
     axes[1].set_ylabel("cwnd (thick), in flight\n(thin) [packets]")
     axes[2].set_ylabel("smoothed RTT [ms]\n(thin: BBR RTprop)")
     axes[3].set_ylabel("bottleneck queue\n[packets]")
-    if has_copa:
+    if copa_flows is not None:
         axes[4].set_ylabel("Copa delta")
         axes[4].set_yscale("log", base=2)
         axes[5].set_ylabel("Copa in competitive\nmode (bars)")
@@ -1110,18 +1219,6 @@ def run_timeseries(
         axes[5].set_ylim(0, len(copa_flows))
     axes[-1].set_xlabel("time [s]")
     _legend_right(axes[3])
-    if base_rtts:
-        axes[2].plot([], [], color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
-        _legend_right(axes[2])
-    for ax in axes[:4]:
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-    if window is not None:
-        axes[-1].set_xlim(*window)
-    more = f" (flows {', '.join(shown)} of {len(names)})" if len(shown) < len(names) else ""
-    fig.suptitle(title + more, fontsize=10)
-    _legend_outside(fig, handles, ncol=min(len(handles), 4))
-    return fig
 
 
 def _base_rtt_ms(spec: Mapping[str, Any], flow: str) -> float:
@@ -1152,77 +1249,83 @@ def timeseries_rows(
     specs = results.specs()
     for ax, (label, rid) in zip(axes, runs, strict=True):
         ts = results.run_tables(rid)["timeseries"]
-        spec = specs[rid]
-        names = [f["name"] for f in spec["flows"]]
-        ccas = {f["name"]: f["cca"] for f in spec["flows"]}
-        colors = flow_colors(names)
-        dt = _sample_dt(ts)
-        window = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
-        group_cross = len(names) > 6
-        cross_lines = []
-        by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
-        for name in names:
-            f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")
-            t = f["t_s"].to_numpy()
-            cca = ccas[name]
-            y = (
-                _smooth(f["goodput_mbps"].to_numpy(), window)
-                if what == "goodput"
-                else f["srtt_ms"].to_numpy()
-            )
-            if group_cross and name.startswith("cross"):
-                ax.plot(
-                    t,
-                    y,
-                    color="#b8b8b8",
-                    lw=0.5,
-                    ls=cca_linestyle(cca),
-                    label=f"each cross flow ({cca})" if not cross_lines else None,
-                )
-                cross_lines.append(pd.Series(y, index=t))
-                continue
-            ax.plot(
-                t,
-                y,
-                color=colors[name],
-                ls=cca_linestyle(cca),
-                lw=1.4 if what == "rtt" else 1.2,
-                label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
-            )
-            if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
-                ax.plot(
-                    t,
-                    f["bbr_rtprop_ms"],
-                    color=colors[name],
-                    lw=0.7,
-                    alpha=0.9,
-                    label=f"{name} RTprop (thin)",
-                )
-        if cross_lines:
-            mean = pd.concat(cross_lines, axis=1).mean(axis=1)
-            ax.plot(
-                mean.index,
-                mean.to_numpy(),
-                color=LINK_COLOR,
-                lw=1.2,
-                label=f"mean of {len(cross_lines)} cross flows",
-            )
-        if what == "goodput":
-            _capacity_lines(ax, spec, names)
-        else:
-            for n in names[:1]:
-                b = _base_rtt_ms(spec, n)
-                if math.isfinite(b):
-                    ax.axhline(b, color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
-        ax.set_title(label, fontsize=9, loc="left")
-        ax.set_ylabel(_goodput_label(smooth_s, dt) if what == "goodput" else "RTT [ms]")
-        ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-        _legend_right(ax)
+        _timeseries_row(ax, label, ts, specs[rid], what, smooth_s)
     axes[-1].set_xlabel("time [s]")
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def _timeseries_row(
+    ax: Any, label: str, ts: pd.DataFrame, spec: Mapping[str, Any], what: str, smooth_s: float
+) -> None:
+    """One row of :func:`timeseries_rows`: one run's flows."""
+    names = [f["name"] for f in spec["flows"]]
+    ccas = {f["name"]: f["cca"] for f in spec["flows"]}
+    colors = flow_colors(names)
+    dt = _sample_dt(ts)
+    window = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+    group_cross = len(names) > 6
+    cross_lines = []
+    by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
+    for name in names:
+        f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")
+        t = f["t_s"].to_numpy()
+        cca = ccas[name]
+        y = (
+            _smooth(f["goodput_mbps"].to_numpy(), window)
+            if what == "goodput"
+            else f["srtt_ms"].to_numpy()
+        )
+        if group_cross and name.startswith("cross"):
+            ax.plot(
+                t,
+                y,
+                color="#b8b8b8",
+                lw=0.5,
+                ls=cca_linestyle(cca),
+                label=f"each cross flow ({cca})" if not cross_lines else None,
+            )
+            cross_lines.append(pd.Series(y, index=t))
+            continue
+        ax.plot(
+            t,
+            y,
+            color=colors[name],
+            ls=cca_linestyle(cca),
+            lw=1.4 if what == "rtt" else 1.2,
+            label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
+        )
+        if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
+            ax.plot(
+                t,
+                f["bbr_rtprop_ms"],
+                color=colors[name],
+                lw=0.7,
+                alpha=0.9,
+                label=f"{name} RTprop (thin)",
+            )
+    if cross_lines:
+        mean = pd.concat(cross_lines, axis=1).mean(axis=1)
+        ax.plot(
+            mean.index,
+            mean.to_numpy(),
+            color=LINK_COLOR,
+            lw=1.2,
+            label=f"mean of {len(cross_lines)} cross flows",
+        )
+    if what == "goodput":
+        _capacity_lines(ax, spec, names)
+    else:
+        for n in names[:1]:
+            b = _base_rtt_ms(spec, n)
+            if math.isfinite(b):
+                ax.axhline(b, color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+    ax.set_title(label, fontsize=9, loc="left")
+    ax.set_ylabel(_goodput_label(smooth_s, dt) if what == "goodput" else "RTT [ms]")
+    ax.grid(alpha=0.3)
+    ax.set_ylim(bottom=0)
+    _legend_right(ax)
 
 
 def jain_over_time(
@@ -1492,8 +1595,6 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
     with both model curves. Each run is a small hollow marker, each point's mean a filled
     one; colour and marker: the loss-based algorithm BBR competes with (when ``by`` is the
     ``ccas`` key), else greys. ``model`` is :func:`ccfair.models.model_table`."""
-    from ccfair.models import ware_full_share, ware_simple_share
-
     if model.empty:
         return None
     fig = Figure(figsize=(10, 4.4), layout="constrained")
@@ -1549,10 +1650,26 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
     left.set_xlabel("predicted BBR share, full N-flow form (Ware et al. 2019)")
     left.set_ylabel("measured BBR share of goodput")
     left.grid(alpha=0.3)
+    curves = _model_curves(right, model)
+    _legend_outside(
+        fig,
+        [*handles, ident, *curves],
+        ncol=3,
+        title="hollow: one run; filled: mean over the repetitions of a point",
+    )
+    return fig
+
+
+def _model_curves(ax: Any, model: pd.DataFrame) -> list[Any]:
+    """The model's share against the buffer X on ``ax`` (log2 x axis): the form without
+    PROBE_RTT terms, and the full form for each distinct (capacity, RTT, BBR flows) of
+    ``model``; returns the curves (legend handles)."""
+    from ccfair.models import ware_full_share, ware_simple_share
+
     xs = np.geomspace(
         max(0.25, float(model["x_bdp"].min()) * 0.8), float(model["x_bdp"].max()) * 1.25, 200
     )
-    (simple,) = right.plot(
+    (simple,) = ax.plot(
         xs,
         [ware_simple_share(x) for x in xs],
         color=LINK_COLOR,
@@ -1563,7 +1680,7 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
     # The full form depends on c, l and N too: draw it for each distinct (c, l, N).
     for j, ((c, l_s, n), _) in enumerate(model.groupby(["c_pps", "l_s", "n_bbr"])):
         st = level_style(j + 1)
-        (h,) = right.plot(
+        (h,) = ax.plot(
             xs,
             [ware_full_share(c, l_s, x * c * l_s, int(n)) for x in xs],
             lw=0.9,
@@ -1572,18 +1689,12 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
             label=f"full form, RTT {l_s * 1e3:.0f} ms, N = {int(n)}",
         )
         curves.append(h)
-    right.set_xscale("log", base=2)
+    ax.set_xscale("log", base=2)
     ticks = [2.0**k for k in range(-3, 8) if xs[0] <= 2.0**k <= xs[-1]]
-    right.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    right.minorticks_off()
-    right.set_xlabel("buffer X [BDP]")
-    right.set_ylabel("measured BBR share of goodput")
-    right.set_ylim(0, 1.02)
-    right.grid(alpha=0.3)
-    _legend_outside(
-        fig,
-        [*handles, ident, *curves],
-        ncol=3,
-        title="hollow: one run; filled: mean over the repetitions of a point",
-    )
-    return fig
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("buffer X [BDP]")
+    ax.set_ylabel("measured BBR share of goodput")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    return curves

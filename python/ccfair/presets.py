@@ -652,6 +652,53 @@ def _ogawa_figures(res: Results) -> FigureList:
     return figs
 
 
+def _ogawa_setup() -> list[SetupRow]:
+    """What the Ogawa et al. study states and what ccfair runs, item by item."""
+    return [
+        SetupRow(
+            "topology",
+            "several BBR flows share one bottleneck",
+            "dumbbell: n senders -> s1 -> bottleneck -> s2 -> n receivers, n in {2, 4, 8}",
+            "the study leaves the grid open",
+        ),
+        SetupRow(
+            "bottleneck",
+            "not stated",
+            "50 Mbit/s, one-way 18 ms; access links 1 Gbit/s, 1 ms (RTT 40 ms)",
+            "the Harada bottleneck",
+        ),
+        SetupRow(
+            "RTTs",
+            "equal and unequal",
+            "equal (rtt_ratio 1: all 40 ms) or spread linearly from 40 to 80 ms "
+            "(rtt_ratio 2) by longer sender access links",
+        ),
+        SetupRow(
+            "buffer",
+            "varied",
+            "alpha in {0.5, ..., 16} x the BDP of the shortest (40 ms) path",
+        ),
+        SetupRow(
+            "BBR parameter",
+            "one BBRv1 parameter fixed to stabilise the split (which one is not stated)",
+            "stock, and a fixed PROBE_BW start phase (fixed_start_phase = 2)",
+            "the random start phase is the candidate the study's description points to; "
+            "min_rtt_win_sec, probe_rtt_ms, bw_rtts and cwnd_gain can be swept with "
+            "params.bbr",
+        ),
+        SetupRow("start", "not stated", "all at t = 0, each with a TCP handshake"),
+        SetupRow("duration", "not stated", "60 s; time series sampled every 100 ms"),
+        SetupRow(
+            "fairness",
+            "Jain's index of the flows' throughput",
+            "the same, of the goodput over the whole run",
+        ),
+        _reps_row("not stated"),
+        BBR_ROW,
+        TCP_ROW,
+    ]
+
+
 def _ogawa() -> Preset:
     base = {
         "builder": "dumbbell",
@@ -690,49 +737,7 @@ def _ogawa() -> Preset:
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_ogawa_figures,
-        setup=[
-            SetupRow(
-                "topology",
-                "several BBR flows share one bottleneck",
-                "dumbbell: n senders -> s1 -> bottleneck -> s2 -> n receivers, n in {2, 4, 8}",
-                "the study leaves the grid open",
-            ),
-            SetupRow(
-                "bottleneck",
-                "not stated",
-                "50 Mbit/s, one-way 18 ms; access links 1 Gbit/s, 1 ms (RTT 40 ms)",
-                "the Harada bottleneck",
-            ),
-            SetupRow(
-                "RTTs",
-                "equal and unequal",
-                "equal (rtt_ratio 1: all 40 ms) or spread linearly from 40 to 80 ms "
-                "(rtt_ratio 2) by longer sender access links",
-            ),
-            SetupRow(
-                "buffer",
-                "varied",
-                "alpha in {0.5, ..., 16} x the BDP of the shortest (40 ms) path",
-            ),
-            SetupRow(
-                "BBR parameter",
-                "one BBRv1 parameter fixed to stabilise the split (which one is not stated)",
-                "stock, and a fixed PROBE_BW start phase (fixed_start_phase = 2)",
-                "the random start phase is the candidate the study's description points to; "
-                "min_rtt_win_sec, probe_rtt_ms, bw_rtts and cwnd_gain can be swept with "
-                "params.bbr",
-            ),
-            SetupRow("start", "not stated", "all at t = 0, each with a TCP handshake"),
-            SetupRow("duration", "not stated", "60 s; time series sampled every 100 ms"),
-            SetupRow(
-                "fairness",
-                "Jain's index of the flows' throughput",
-                "the same, of the goodput over the whole run",
-            ),
-            _reps_row("not stated"),
-            BBR_ROW,
-            TCP_ROW,
-        ],
+        setup=_ogawa_setup(),
         headline=("jain_index-vs-alpha", "flow-distribution"),
         quick_note="n in {2, 4}, alpha = 2, stock BBR only, 20 s runs, 2 repetitions",
     )
@@ -781,60 +786,61 @@ def _katsumata_figures(res: Results) -> FigureList:
     if "alpha" not in pts.columns:
         return figs
     for alpha in dict.fromkeys(pts["alpha"]):
-        at = pts[pts["alpha"] == alpha]
-        variants = list(dict.fromkeys(at["params.bbr"]))
-
-        def runs_of(ccas: str, at: pd.DataFrame = at, variants: list = variants) -> list:
-            sel = at[at["ccas"] == ccas]
-            return [
-                (str(v), sel[sel["params.bbr"] == v].iloc[0]["run_id"])
-                for v in variants
-                if (sel["params.bbr"] == v).any()
-            ]
-
-        where = f"buffer {alpha} x BDP"
-        duel, alone = runs_of("bbr-vs-cubic"), runs_of("bbr-alone")
-        a = plots.slug(alpha)
-        if duel:
-            figs.append(
-                (
-                    f"goodput-over-time-bbr-vs-cubic-alpha-{a}",
-                    f"Goodput over time of the BBR and the CUBIC flow, one row per BBR variant "
-                    f"(repetition 0, {where}); {_SMOOTH}.",
-                    plots.timeseries_rows(res, duel, what="goodput", title=where),
-                )
-            )
-            figs.append(
-                (
-                    f"rtt-over-time-bbr-vs-cubic-alpha-{a}",
-                    f"Smoothed RTT of both flows (thick; BBR solid, CUBIC dashed) and BBR's "
-                    f"RTprop estimate (thin) over time, one row per BBR variant (repetition 0, "
-                    f"{where}); dotted: the base RTT.",
-                    plots.timeseries_rows(res, duel, what="rtt", title=where),
-                )
-            )
-        if alone:
-            figs.append(
-                (
-                    f"goodput-over-time-bbr-alone-alpha-{a}",
-                    f"Goodput over time of a single BBR flow, one row per variant (repetition 0, "
-                    f"{where}); {_SMOOTH}.",
-                    plots.timeseries_rows(res, alone, what="goodput", title=where),
-                )
-            )
+        figs += _katsumata_over_time(res, alpha, pts[pts["alpha"] == alpha])
     return figs
 
 
-def _katsumata() -> Preset:
-    base = {
-        "builder": "dumbbell",
-        "name": "katsumata-rtprop",
-        "bottleneck_delay": "18ms",
-        "duration": "60s",
-        "sample_interval": "50ms",
-    }
+def _katsumata_over_time(res: Results, alpha: Any, at: pd.DataFrame) -> FigureList:
+    """Goodput and RTT over time at one buffer, one row per BBR variant (repetition 0)."""
+    variants = list(dict.fromkeys(at["params.bbr"]))
+
+    def runs_of(ccas: str) -> list:
+        sel = at[at["ccas"] == ccas]
+        return [
+            (str(v), sel[sel["params.bbr"] == v].iloc[0]["run_id"])
+            for v in variants
+            if (sel["params.bbr"] == v).any()
+        ]
+
+    figs: FigureList = []
+    where = f"buffer {alpha} x BDP"
+    duel, alone = runs_of("bbr-vs-cubic"), runs_of("bbr-alone")
+    a = plots.slug(alpha)
+    if duel:
+        figs.append(
+            (
+                f"goodput-over-time-bbr-vs-cubic-alpha-{a}",
+                f"Goodput over time of the BBR and the CUBIC flow, one row per BBR variant "
+                f"(repetition 0, {where}); {_SMOOTH}.",
+                plots.timeseries_rows(res, duel, what="goodput", title=where),
+            )
+        )
+        figs.append(
+            (
+                f"rtt-over-time-bbr-vs-cubic-alpha-{a}",
+                f"Smoothed RTT of both flows (thick; BBR solid, CUBIC dashed) and BBR's "
+                f"RTprop estimate (thin) over time, one row per BBR variant (repetition 0, "
+                f"{where}); dotted: the base RTT.",
+                plots.timeseries_rows(res, duel, what="rtt", title=where),
+            )
+        )
+    if alone:
+        figs.append(
+            (
+                f"goodput-over-time-bbr-alone-alpha-{a}",
+                f"Goodput over time of a single BBR flow, one row per variant (repetition 0, "
+                f"{where}); {_SMOOTH}.",
+                plots.timeseries_rows(res, alone, what="goodput", title=where),
+            )
+        )
+    return figs
+
+
+def _katsumata_variants() -> dict[str, dict[str, Any]]:
+    """The BBR variants of the study: stock, forced RTprop expiry (on the RTT ratio, or also
+    on loss) and the RTprop update with two gains."""
     p = BBR_STUDY_PARAMS
-    variants = {
+    return {
         "stock": dict(p),
         "forced-expire-2.4": {
             **p,
@@ -863,6 +869,58 @@ def _katsumata() -> Preset:
             "update_gain_a": 0.5,
         },
     }
+
+
+def _katsumata_setup() -> list[SetupRow]:
+    """What the Katsumata and Sasaki et al. studies state and what ccfair runs, item by item."""
+    return [
+        SetupRow(
+            "topology",
+            "one BBR and one CUBIC flow share a bottleneck; then BBR alone",
+            "dumbbell: h1, h2 -> s1 -> bottleneck -> s2 -> h3, h4 (one flow for BBR alone)",
+        ),
+        SetupRow(
+            "bottleneck",
+            "not published",
+            "50 Mbit/s, one-way 18 ms; access links 1 Gbit/s, 1 ms (RTT 40 ms)",
+            "the Harada bottleneck, chosen by ccfair",
+        ),
+        SetupRow(
+            "buffer",
+            "not published",
+            "alpha in {1, 2, 4, 8} x BDP",
+            "a full buffer of alpha BDP raises the RTT to (1 + alpha) x the base RTT: "
+            "alpha = 1 stays below both thresholds (only the loss trigger fires), 2 passes "
+            "2.0 but not 2.4, 4 and 8 pass both",
+        ),
+        SetupRow(
+            "BBR variants",
+            "stock; forced expire when RTT / RTprop > 2.4 (optionally also on loss); "
+            "RTprop update RTprop <- a RTT + (1 - a) RTprop when RTT / RTprop > 2.0, "
+            "a in {1.0, 0.5}",
+            "the same (params.bbr: rtprop_trigger rtt_ratio or rtt_ratio_or_loss, "
+            "rtprop_action expire or update)",
+            "the loss trigger is run with the forced expiry, where the study describes it",
+        ),
+        SetupRow("start", "not stated", "both at t = 0, each with a TCP handshake"),
+        SetupRow("duration", "not published", "60 s; time series sampled every 50 ms"),
+        _goodput_row(),
+        _reps_row("not stated"),
+        BBR_ROW,
+        CUBIC_ROW,
+        TCP_ROW,
+    ]
+
+
+def _katsumata() -> Preset:
+    base = {
+        "builder": "dumbbell",
+        "name": "katsumata-rtprop",
+        "bottleneck_delay": "18ms",
+        "duration": "60s",
+        "sample_interval": "50ms",
+    }
+    variants = _katsumata_variants()
     ccas = {"bbr-vs-cubic": ["bbr", "cubic"], "bbr-alone": ["bbr"]}
     return Preset(
         name="katsumata-rtprop",
@@ -880,43 +938,7 @@ def _katsumata() -> Preset:
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_katsumata_figures,
-        setup=[
-            SetupRow(
-                "topology",
-                "one BBR and one CUBIC flow share a bottleneck; then BBR alone",
-                "dumbbell: h1, h2 -> s1 -> bottleneck -> s2 -> h3, h4 (one flow for BBR alone)",
-            ),
-            SetupRow(
-                "bottleneck",
-                "not published",
-                "50 Mbit/s, one-way 18 ms; access links 1 Gbit/s, 1 ms (RTT 40 ms)",
-                "the Harada bottleneck, chosen by ccfair",
-            ),
-            SetupRow(
-                "buffer",
-                "not published",
-                "alpha in {1, 2, 4, 8} x BDP",
-                "a full buffer of alpha BDP raises the RTT to (1 + alpha) x the base RTT: "
-                "alpha = 1 stays below both thresholds (only the loss trigger fires), 2 passes "
-                "2.0 but not 2.4, 4 and 8 pass both",
-            ),
-            SetupRow(
-                "BBR variants",
-                "stock; forced expire when RTT / RTprop > 2.4 (optionally also on loss); "
-                "RTprop update RTprop <- a RTT + (1 - a) RTprop when RTT / RTprop > 2.0, "
-                "a in {1.0, 0.5}",
-                "the same (params.bbr: rtprop_trigger rtt_ratio or rtt_ratio_or_loss, "
-                "rtprop_action expire or update)",
-                "the loss trigger is run with the forced expiry, where the study describes it",
-            ),
-            SetupRow("start", "not stated", "both at t = 0, each with a TCP handshake"),
-            SetupRow("duration", "not published", "60 s; time series sampled every 50 ms"),
-            _goodput_row(),
-            _reps_row("not stated"),
-            BBR_ROW,
-            CUBIC_ROW,
-            TCP_ROW,
-        ],
+        setup=_katsumata_setup(),
         headline=("goodput-by-variant",),
         quick_note="alpha = 4 only, 20 s runs, 2 repetitions",
     )

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -518,28 +519,108 @@ def write_report(
         >>> write_report("results/harada-dumbbell")  # doctest: +SKIP
         PosixPath('results/harada-dumbbell/report.html')
     """
-    from ccfair.models import model_table
     from ccfair.presets import PRESETS
 
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    clock = time.perf_counter()
-    steps = timings if timings is not None else {}
-
-    def lap(step: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        steps[step] = steps.get(step, 0.0) + now - clock
-        clock = now
-
+    lap = _Laps(timings if timings is not None else {})
     res = Results(results_dir)
-    root = res.root
-    target = Path(out) if out is not None else root / "report.html"
-    fig_dir = Path(figures_dir) if figures_dir is not None else root / "figures"
+    target = Path(out) if out is not None else res.root / "report.html"
+    fig_dir = Path(figures_dir) if figures_dir is not None else res.root / "figures"
     record = res.record or {}
     sweep = record.get("sweep", {})
-    preset = PRESETS.get(sweep.get("preset", ""))
-    name = record.get("name", root.name)
-    say(f"report {name!r}: {len(res.run_ids)} runs; computing metrics")
+    study = _Study(res, record, sweep, PRESETS.get(sweep.get("preset", "")))
+    say(f"report {study.name!r}: {len(res.run_ids)} runs; computing metrics")
+    m = _metrics(res)
+    lap("metrics")
+
+    say("report: drawing figures")
+    figures = make_figures(res)
+    lap("figures")
+    embedded = {}
+    for (fname, caption, _), paths in zip(
+        figures, save_figures(figures, fig_dir, say=say), strict=True
+    ):
+        png = paths[0].read_bytes()
+        embedded[fname] = (caption, base64.b64encode(png).decode("ascii"))
+    lap("saving figures")
+    figs = _Embedded.of(embedded, study.preset, os.path.relpath(fig_dir, target.parent))
+
+    parts = [
+        *_title_section(study),
+        *_summary_section(res, m, figs),
+        *_setup_section(res, study),
+        *_figures_section(figs),
+        *_points_section(m),
+        *_ccas_section(res, m),
+        *_model_section(res, m),
+        *_harm_section(res, m),
+        *_spec_section(study),
+        '<h2 id="provenance">Provenance</h2>',
+        _kv_table(_provenance(res)),
+    ]
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="icon" href="data:,">'
+        f"<title>{_esc(study.title)}</title><style>{_CSS}</style></head><body>\n"
+        + "\n".join(parts)
+        + "\n</body></html>\n"
+    )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    lap("page")
+    return target
+
+
+class _Laps:
+    """Adds the seconds since the previous lap to ``steps[step]``."""
+
+    def __init__(self, steps: dict[str, float]) -> None:
+        self.steps = steps
+        self.clock = time.perf_counter()
+
+    def __call__(self, step: str) -> None:
+        now = time.perf_counter()
+        self.steps[step] = self.steps.get(step, 0.0) + now - self.clock
+        self.clock = now
+
+
+@dataclass(frozen=True)
+class _Study:
+    """The results directory as a whole: its sweep record and the preset it reproduces."""
+
+    res: Results
+    record: dict[str, Any]
+    sweep: dict[str, Any]
+    preset: Any  # ccfair.presets.Preset | None
+
+    @property
+    def name(self) -> Any:
+        return self.record.get("name", self.res.root.name)
+
+    @property
+    def title(self) -> str:
+        return f"ccfair report: {self.name}"
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    """The tables the page shows, computed once."""
+
+    #: Columns that tell grid points apart.
+    labels: list[str]
+    runs: pd.DataFrame
+    run_values: list[str]
+    point_runs: pd.DataFrame
+    cca_values: list[str]
+    point_ccas: pd.DataFrame
+    model: pd.DataFrame
+    harm: pd.DataFrame
+    identical: list[list[str]]
+
+
+def _metrics(res: Results) -> _Metrics:
+    from ccfair.models import model_table
 
     labels = plots.varying_keys(res) if res.grid_keys else ["scenario", "backend"]
     runs = res.runs()
@@ -565,58 +646,79 @@ def write_report(
     model = model_table(res)
     harm = res.harm()
     identical = _identical_runs(res)
-    lap("metrics")
+    return _Metrics(
+        labels, runs, run_values, point_runs, cca_values, point_ccas, model, harm, identical
+    )
 
-    say("report: drawing figures")
-    figures = make_figures(res)
-    lap("figures")
-    embedded = {}
-    for (fname, caption, _), paths in zip(
-        figures, save_figures(figures, fig_dir, say=say), strict=True
-    ):
-        png = paths[0].read_bytes()
-        embedded[fname] = (caption, base64.b64encode(png).decode("ascii"))
-    lap("saving figures")
 
-    rel = os.path.relpath(fig_dir, target.parent)
-    head_figs = [f for f in (preset.headline if preset else ()) if f in embedded]
-    if not head_figs and embedded:
-        head_figs = [next(iter(embedded))]
-    # Numbered in reading order: the summary's headline figures first.
-    order = [*head_figs, *[f for f in embedded if f not in head_figs]]
-    number = {fname: i for i, fname in enumerate(order, 1)}
+@dataclass(frozen=True)
+class _Embedded:
+    """The figures embedded in the page, numbered in reading order."""
 
-    def figure_html(fname: str) -> str:
-        caption, b64 = embedded[fname]
-        files = ", ".join(f"{rel}/{fname}.{ext}" for ext in ("pdf", "svg", "png"))
+    #: File name -> (caption, PNG as base64).
+    figures: dict[str, tuple[str, str]]
+    #: The figures the summary shows.
+    head: list[str]
+    number: dict[str, int]
+    #: The figures' directory, relative to the page.
+    rel: str
+
+    @classmethod
+    def of(cls, figures: dict[str, tuple[str, str]], preset: Any, rel: str) -> _Embedded:
+        head = [f for f in (preset.headline if preset else ()) if f in figures]
+        if not head and figures:
+            head = [next(iter(figures))]
+        # Numbered in reading order: the summary's headline figures first.
+        order = [*head, *[f for f in figures if f not in head]]
+        return cls(figures, head, {fname: i for i, fname in enumerate(order, 1)}, rel)
+
+    def html(self, fname: str) -> str:
+        caption, b64 = self.figures[fname]
+        files = ", ".join(f"{self.rel}/{fname}.{ext}" for ext in ("pdf", "svg", "png"))
         return (
             f'<figure id="fig-{_esc(fname)}"><img src="data:image/png;base64,{b64}" '
-            f'alt="{_esc(caption)}"><figcaption><b>Figure {number[fname]}.</b> '
+            f'alt="{_esc(caption)}"><figcaption><b>Figure {self.number[fname]}.</b> '
             f"{_esc(caption)} <small>({_esc(files)})</small></figcaption></figure>"
         )
 
-    parts: list[str] = []
-    title = f"ccfair report: {name}"
-    parts.append(f"<h1>{_esc(title)}</h1>")
-    if preset is not None:
-        parts.append(f'<p class="sub">{_esc(preset.title)}. Study: {_esc(preset.study)}.</p>')
-    if sweep.get("description"):
-        parts.append(f"<p>{_esc(sweep['description'])}</p>")
-    sections = [
-        ("summary", "Summary"),
-        ("setup", "Setup"),
-        ("figures", "Figures"),
-        ("points", "Per grid point"),
-        ("ccas", "Per algorithm"),
-        ("model", "Model"),
-        ("harm", "Harm"),
-        ("spec", "Sweep spec"),
-        ("provenance", "Provenance"),
-    ]
-    parts.append("<nav>" + "".join(f'<a href="#{a}">{_esc(t)}</a>' for a, t in sections) + "</nav>")
 
-    # ---- summary ------------------------------------------------------------------------
-    parts.append('<h2 id="summary">Summary</h2>')
+_SECTIONS = [
+    ("summary", "Summary"),
+    ("setup", "Setup"),
+    ("figures", "Figures"),
+    ("points", "Per grid point"),
+    ("ccas", "Per algorithm"),
+    ("model", "Model"),
+    ("harm", "Harm"),
+    ("spec", "Sweep spec"),
+    ("provenance", "Provenance"),
+]
+
+_INTERVAL_NOTE = (
+    "Each cell: mean over the n repetitions of the point and, in brackets, its 95% "
+    "interval (Student t, clipped to the metric's physical range: [0, 1] for the Jain index, "
+    "shares and fractions, at least 0 for rates and delays); numbers to the precision the "
+    "interval supports."
+)
+
+
+def _title_section(study: _Study) -> list[str]:
+    parts = [f"<h1>{_esc(study.title)}</h1>"]
+    if study.preset is not None:
+        parts.append(
+            f'<p class="sub">{_esc(study.preset.title)}. Study: {_esc(study.preset.study)}.</p>'
+        )
+    if study.sweep.get("description"):
+        parts.append(f"<p>{_esc(study.sweep['description'])}</p>")
+    parts.append(
+        "<nav>" + "".join(f'<a href="#{a}">{_esc(t)}</a>' for a, t in _SECTIONS) + "</nav>"
+    )
+    return parts
+
+
+def _summary_section(res: Results, m: _Metrics, figs: _Embedded) -> list[str]:
+    """What ran, the headline numbers, what the checks found and the headline figures."""
+    parts = ['<h2 id="summary">Summary</h2>']
     done, expected = len(res.run_ids), res.n_expected
     status = f"{done} of {expected} runs finished"
     pts = res.points()
@@ -637,7 +739,7 @@ def write_report(
         f"{runs_t['duration_s'].sum():.0f} s of network time on {on}, ccfair "
         f"{', '.join(sorted(set(runs_t['ccfair_version'])))}."
     )
-    items += _headline_numbers(res, point_runs)
+    items += _headline_numbers(res, m.point_runs)
     unreliable = (
         int((~runs_t["reliable"].astype(bool)).sum()) if "reliable" in runs_t.columns else 0
     )
@@ -645,176 +747,167 @@ def write_report(
         items.append(
             f"<b>{unreliable} run(s) flagged unreliable</b> by the kernel backend's self-checks."
         )
-    items += _check_items(res, runs, identical)
+    items += _check_items(res, m.runs, m.identical)
     parts.append("<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
-    for fname in head_figs:
-        parts.append(figure_html(fname))
+    parts += [figs.html(fname) for fname in figs.head]
+    return parts
 
-    # ---- setup --------------------------------------------------------------------------
-    parts.append('<h2 id="setup">Setup</h2>')
-    if preset is not None:
+
+def _setup_section(res: Results, study: _Study) -> list[str]:
+    parts = ['<h2 id="setup">Setup</h2>']
+    if study.preset is not None:
         parts.append(
             "<p>What the study states and what ccfair runs, item by item; the last column "
             "says why wherever ccfair had to choose. Rows marked (this run) come from the runs "
             "themselves.</p>"
         )
-    rows = _setup_rows(res, preset, record)
+    rows = _setup_rows(res, study.preset, study.record)
     body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
     parts.append(
         '<table class="setup"><thead><tr><th class="l">item</th><th class="l">study</th>'
         '<th class="l">ccfair</th><th class="l">why</th></tr></thead>'
         f"<tbody>{body}</tbody></table>"
     )
+    return parts
 
-    # ---- figures ------------------------------------------------------------------------
-    parts.append('<h2 id="figures">Figures</h2>')
-    rest = [f for f in embedded if f not in head_figs]
-    if not embedded:
+
+def _figures_section(figs: _Embedded) -> list[str]:
+    """Every figure the summary does not already show."""
+    parts = ['<h2 id="figures">Figures</h2>']
+    if not figs.figures:
         parts.append("<p>(no figures)</p>")
-    elif head_figs:
+    elif figs.head:
         parts.append(
             "<p>"
-            + ", ".join(f'<a href="#fig-{_esc(f)}">Figure {number[f]}</a>' for f in head_figs)
-            + (" appears" if len(head_figs) == 1 else " appear")
+            + ", ".join(f'<a href="#fig-{_esc(f)}">Figure {figs.number[f]}</a>' for f in figs.head)
+            + (" appears" if len(figs.head) == 1 else " appear")
             + " in the summary.</p>"
         )
-    for fname in rest:
-        parts.append(figure_html(fname))
+    parts += [figs.html(fname) for fname in figs.figures if fname not in figs.head]
+    return parts
 
-    # ---- tables -------------------------------------------------------------------------
-    interval_note = (
-        "Each cell: mean over the n repetitions of the point and, in brackets, its 95% "
-        "interval (Student t, clipped to the metric's physical range: [0, 1] for the Jain index, "
-        "shares and fractions, at least 0 for rates and delays); numbers to the precision the "
-        "interval supports."
-    )
-    parts.append('<h2 id="points">Per grid point</h2>')
-    parts.append(
-        f"<p>{interval_note} total goodput: all flows over the measurement window; Jain "
+
+def _points_section(m: _Metrics) -> list[str]:
+    vals = [v for v in m.run_values if v in m.point_runs.columns]
+    return [
+        '<h2 id="points">Per grid point</h2>',
+        f"<p>{_INTERVAL_NOTE} total goodput: all flows over the measurement window; Jain "
         "index of the flows' goodput; X share: algorithm X's share of goodput; at the "
         "bottleneck(s): utilisation, loss rate, queueing delay (mean sojourn minus one "
         "serialisation), queue p99 (99th percentile of the sampled queue, in BDPs of the "
         "buffer's reference path) and buffer overflowed (fraction of the repetitions with a "
         "drop from a full buffer: 0 means the buffer never filled). Column definitions: "
-        "docs/results.md.</p>"
-    )
-    vals = [v for v in run_values if v in point_runs.columns]
-    parts.append(
+        "docs/results.md.</p>",
         _split_tables(
-            point_runs,
-            [k for k in labels if k in point_runs.columns],
+            m.point_runs,
+            [k for k in m.labels if k in m.point_runs.columns],
             lambda f, lab: _html_table(f, lab, [*vals, "overflowed"]),
-        )
-    )
-    parts.append('<h2 id="ccas">Per algorithm</h2>')
-    parts.append(
-        f"<p>{interval_note} goodput per flow: mean goodput of one flow of the algorithm; "
+        ),
+    ]
+
+
+def _ccas_section(res: Results, m: _Metrics) -> list[str]:
+    links = res.table("link_summary")
+    # Goodput per flow is bounded by the slowest link's rate.
+    cap = float(links["rate_mbps"].min()) if len(links) else None
+    return [
+        '<h2 id="ccas">Per algorithm</h2>',
+        f"<p>{_INTERVAL_NOTE} goodput per flow: mean goodput of one flow of the algorithm; "
         "share: the algorithm's share of all goodput; RTT p95 and queueing delay p95: 95th "
         "percentiles of its flows' sampled RTT and queueing delay (RTT minus the propagation "
-        "RTT) over the measurement window.</p>"
-    )
-    cap = (
-        float(res.table("link_summary")["rate_mbps"].min())
-        if len(res.table("link_summary"))
-        else None
-    )
-    parts.append(
+        "RTT) over the measurement window.</p>",
         _split_tables(
-            point_ccas,
-            [k for k in [*labels, "cca"] if k in point_ccas.columns],
-            lambda f, lab: _html_table(f, lab, cca_values, bounds={"per_flow_mbps": (0.0, cap)}),
-        )
-    )
+            m.point_ccas,
+            [k for k in [*m.labels, "cca"] if k in m.point_ccas.columns],
+            lambda f, lab: _html_table(f, lab, m.cca_values, bounds={"per_flow_mbps": (0.0, cap)}),
+        ),
+    ]
 
-    parts.append('<h2 id="model">Model comparison</h2>')
-    if model.empty:
+
+def _model_section(res: Results, m: _Metrics) -> list[str]:
+    """BBR's measured share against Ware et al.'s model, per point."""
+    parts = ['<h2 id="model">Model comparison</h2>']
+    if m.model.empty:
         parts.append("<p>No point has BBR against loss-based flows on one bottleneck.</p>")
-    else:
-        parts.append(
-            "<p>BBR's share of goodput, measured (mean [95% interval] over repetitions) and "
-            "predicted by Ware et al. (IMC 2019). <b>ware_full</b>: (1 − p)(1 − (q/c + "
-            "probe_rtt + l) / min_rtt_win) with p = ½ − 1/(2X) − 4N/q (p ≥ 0); "
-            "<b>ware_simple</b>: 1 − p with p = ½ − 1/(2X). c: capacity (packets/s), l: base "
-            "RTT, q: buffer (packets), X = q/(c·l), N: BBR flows. The model assumes bulk flows "
-            "from a synchronised start, equal base RTTs, one full drop-tail bottleneck and "
-            "stock BBR; the flags say where a point departs from that.</p>"
-        )
-        flags = ["equal_rtt", "sync_start", "stock_bbr"]
-        summ = res.point_summary(model, ["measured", "ware_simple", "ware_full", "x_bdp"])
-        keys = [k for k in labels if k in summ.columns]
-        if keys:
-            assumptions = model.groupby(keys, sort=False, dropna=False)[flags].all()
-            summ = summ.merge(assumptions.reset_index(), on=keys, how="left")
-        summ["error_full"] = summ["measured"] - summ["ware_full"]
-        plain = [
-            "ware_full",
-            "ware_simple",
-            "x_bdp",
-            "error_full",
-            *[f for f in flags if f in summ],
-        ]
-        parts.append(
-            _split_tables(summ, keys, lambda f, lab: _html_table(f, lab, ["measured"], plain=plain))
-        )
-        mae = float(summ["error_full"].abs().mean())
-        parts.append(
-            f"<p>Mean absolute difference measured − ware_full: {fmt_number(mae, 3)} "
-            f"over {len(summ)} points.</p>"
-        )
+        return parts
+    parts.append(
+        "<p>BBR's share of goodput, measured (mean [95% interval] over repetitions) and "
+        "predicted by Ware et al. (IMC 2019). <b>ware_full</b>: (1 − p)(1 − (q/c + "
+        "probe_rtt + l) / min_rtt_win) with p = ½ − 1/(2X) − 4N/q (p ≥ 0); "
+        "<b>ware_simple</b>: 1 − p with p = ½ − 1/(2X). c: capacity (packets/s), l: base "
+        "RTT, q: buffer (packets), X = q/(c·l), N: BBR flows. The model assumes bulk flows "
+        "from a synchronised start, equal base RTTs, one full drop-tail bottleneck and "
+        "stock BBR; the flags say where a point departs from that.</p>"
+    )
+    flags = ["equal_rtt", "sync_start", "stock_bbr"]
+    summ = res.point_summary(m.model, ["measured", "ware_simple", "ware_full", "x_bdp"])
+    keys = [k for k in m.labels if k in summ.columns]
+    if keys:
+        assumptions = m.model.groupby(keys, sort=False, dropna=False)[flags].all()
+        summ = summ.merge(assumptions.reset_index(), on=keys, how="left")
+    summ["error_full"] = summ["measured"] - summ["ware_full"]
+    plain = [
+        "ware_full",
+        "ware_simple",
+        "x_bdp",
+        "error_full",
+        *[f for f in flags if f in summ],
+    ]
+    parts.append(
+        _split_tables(summ, keys, lambda f, lab: _html_table(f, lab, ["measured"], plain=plain))
+    )
+    mae = float(summ["error_full"].abs().mean())
+    parts.append(
+        f"<p>Mean absolute difference measured − ware_full: {fmt_number(mae, 3)} "
+        f"over {len(summ)} points.</p>"
+    )
+    return parts
 
-    parts.append('<h2 id="harm">Harm</h2>')
-    if harm.empty:
+
+def _harm_section(res: Results, m: _Metrics) -> list[str]:
+    """Harm to the incumbent's flows, where baseline runs exist."""
+    parts = ['<h2 id="harm">Harm</h2>']
+    if m.harm.empty:
         parts.append(
             "<p>No baseline runs in this directory (a baseline has every flow running the "
             "incumbent algorithm). Run the sweep with <code>baselines = true</code> (or "
             "<code>ccfair reproduce NAME --baselines</code>) to get harm.</p>"
         )
-    else:
-        parts.append(
-            "<p>Ware et al. (HotNets 2019): harm to the incumbent's flows, against the same "
-            "scenario with every flow running the incumbent. goodput harm = (baseline − with) "
-            "/ baseline; RTT harm = (with − baseline) / with. "
-            f"{interval_note}</p>"
-        )
-        hs = res.point_summary(
-            harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
-        )
-        hkeys = [k for k in [*labels, "incumbent", "contender"] if k in hs.columns]
-        parts.append(
-            _split_tables(
-                hs,
-                hkeys,
-                lambda f, lab: _html_table(f, lab, ["harm_goodput_frac", "harm_rtt_frac"]),
-            )
-        )
-
-    parts.append('<h2 id="spec">Sweep spec</h2>')
-    if record:
-        parts.append(
-            f"<p>Hash {_esc(record.get('hash'))}; {len(record.get('run_ids', []))} distinct runs "
-            f"from {record.get('n_points')} points.</p>"
-        )
-        if preset is not None and preset.quick_note and str(name).endswith("-quick"):
-            parts.append(f'<p class="note">--quick grid: {_esc(preset.quick_note)}.</p>')
-        parts.append(f"<pre>{_esc(json.dumps(sweep, indent=2))}</pre>")
-    else:
-        parts.append("<p>This directory was not written by a sweep (no sweep.json).</p>")
-
-    parts.append('<h2 id="provenance">Provenance</h2>')
-    parts.append(_kv_table(_provenance(res)))
-
-    page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<link rel="icon" href="data:,">'
-        f"<title>{_esc(title)}</title><style>{_CSS}</style></head><body>\n"
-        + "\n".join(parts)
-        + "\n</body></html>\n"
+        return parts
+    parts.append(
+        "<p>Ware et al. (HotNets 2019): harm to the incumbent's flows, against the same "
+        "scenario with every flow running the incumbent. goodput harm = (baseline − with) "
+        "/ baseline; RTT harm = (with − baseline) / with. "
+        f"{_INTERVAL_NOTE}</p>"
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-    lap("page")
-    return target
+    hs = res.point_summary(
+        m.harm, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
+    )
+    hkeys = [k for k in [*m.labels, "incumbent", "contender"] if k in hs.columns]
+    parts.append(
+        _split_tables(
+            hs,
+            hkeys,
+            lambda f, lab: _html_table(f, lab, ["harm_goodput_frac", "harm_rtt_frac"]),
+        )
+    )
+    return parts
+
+
+def _spec_section(study: _Study) -> list[str]:
+    parts = ['<h2 id="spec">Sweep spec</h2>']
+    record, preset = study.record, study.preset
+    if not record:
+        parts.append("<p>This directory was not written by a sweep (no sweep.json).</p>")
+        return parts
+    parts.append(
+        f"<p>Hash {_esc(record.get('hash'))}; {len(record.get('run_ids', []))} distinct runs "
+        f"from {record.get('n_points')} points.</p>"
+    )
+    if preset is not None and preset.quick_note and str(study.name).endswith("-quick"):
+        parts.append(f'<p class="note">--quick grid: {_esc(preset.quick_note)}.</p>')
+    parts.append(f"<pre>{_esc(json.dumps(study.sweep, indent=2))}</pre>")
+    return parts
 
 
 def _n_reps(reps: pd.Series) -> str:

@@ -627,6 +627,12 @@ class LinkInfo:
     loss_ba: float
     #: What the buffer counts: "droptail" or "netem" (:data:`QUEUES`).
     queue: str = "droptail"
+    # Keyword-only: what the engine's input and the normalised record need besides.
+    #: Indices of the nodes ``a`` and ``b``.
+    a_index: int = field(kw_only=True)
+    b_index: int = field(kw_only=True)
+    #: The buffer as the scenario writes it.
+    buffer: Buffer = field(kw_only=True, repr=False)
 
     @property
     def channels(self) -> tuple[int, int]:
@@ -654,6 +660,18 @@ class FlowInfo:
     bottleneck_rate_bps: int
     #: bottleneck rate x base RTT in 1500-byte packets.
     bdp_pkts: float
+    # Keyword-only: what the engine's input and the normalised record need besides.
+    #: Indices of the nodes ``src`` and ``dst``.
+    src_index: int = field(kw_only=True)
+    dst_index: int = field(kw_only=True)
+    #: Algorithm parameters and TCP options, complete as the Rust core normalises them.
+    cca_params: dict[str, Any] = field(kw_only=True, repr=False)
+    tcp: dict[str, Any] = field(kw_only=True, repr=False)
+    start_ns: int = field(kw_only=True)
+    start_jitter_ns: int = field(kw_only=True)
+    #: None: the flow runs to the end (``stop_ns``), or sends without end (``size_bytes``).
+    stop_ns: int | None = field(kw_only=True)
+    size_bytes: int | None = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -731,10 +749,20 @@ def _lookup(raw: Any, loc: Sequence[str | int]) -> Any:
 _MISSING = object()
 
 
+def _did_you_mean(name: str, choices: Sequence[str]) -> str:
+    hint = difflib.get_close_matches(name, choices, n=1)
+    return f"; did you mean {show(hint[0])}?" if hint else ""
+
+
 class _Resolver:
+    """What the resolution steps share: the scenario, the user's input (to quote values as
+    they were written) and, once :func:`_resolve_nodes` has run, the node names."""
+
     def __init__(self, sc: Scenario, raw: Mapping[str, Any] | None) -> None:
         self.sc = sc
         self.raw = raw
+        self.nodes: list[str] = []
+        self.node_index: dict[str, int] = {}
 
     def shown(self, loc: Sequence[str | int], canonical: Any, parse: Any = None) -> Any:
         """The value to quote for ``loc``: as the user wrote it if we have their input and
@@ -756,6 +784,13 @@ class _Resolver:
 
     def dur(self, loc: Sequence[str | int], ns: int) -> Any:
         return self.shown(loc, format_duration(ns), parse_duration)
+
+    def node(self, loc: Sequence[str | int], name: str) -> int:
+        """The index of the node ``name`` written at ``loc``."""
+        if name not in self.node_index:
+            did = _did_you_mean(name, self.nodes)
+            self.fail(loc, name, f"is not a node; nodes: {_names(self.nodes)}{did}")
+        return self.node_index[name]
 
 
 def _names(names: Sequence[str], limit: int = 20) -> str:
@@ -814,10 +849,37 @@ def _normalize_via_core(
 
 
 def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
+    """Check the scenario and resolve it, one concern at a time (each step may raise
+    :class:`SpecError`, in this order): the run window, the nodes, the links' ends, the TCP
+    defaults, the flows with their routes, then the links' buffers (a buffer may be a
+    multiple of a flow's BDP). One :class:`LinkInfo` per link and one :class:`FlowInfo` per
+    flow hold everything resolved; the engine's input and the normalised record are
+    converted from them."""
     r = _Resolver(sc, raw)
-    duration = sc.duration
+    window = _resolve_window(r)
+    r.nodes = _resolve_nodes(r)
+    r.node_index = {n: i for i, n in enumerate(r.nodes)}
+    ends = _resolve_link_ends(r)
+    graph = Graph(len(r.nodes), [(a, b) for _, a, b in ends])
+    profile = PROFILES[sc.profile or "ideal"]
+    tcp_default = _normalize_via_core(
+        r, ("tcp",), {**profile.tcp, **sc.tcp}, sc.tcp, _core.normalize_tcp, "TCP option"
+    )
+    flows = _resolve_flows(r, graph, profile)
+    links = _resolve_links(r, ends, flows, profile)
+    engine_spec = _engine_spec(sc, window, r.nodes, links, flows)
+    normalized = _normalized(sc, window, r.nodes, tcp_default, links, flows, profile)
+    return Resolved(sc, r.nodes, links, flows, engine_spec, normalized)
 
-    # ---- run parameters ----
+
+# ---- the run window, nodes and links' ends ----
+
+
+def _resolve_window(r: _Resolver) -> tuple[int, int]:
+    """The measurement window ``(start, end)`` in ns, checked with the sample interval
+    against the run's duration."""
+    sc = r.sc
+    duration = sc.duration
     if sc.sample_interval > duration:
         r.fail(
             ("sample_interval",),
@@ -845,38 +907,37 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
             r.dur(("measure", "end"), m_end),
             f"is not after measure.start {show(format_duration(m_start))}",
         )
+    return m_start, m_end
 
-    # ---- nodes ----
-    if sc.nodes is not None:
-        nodes = list(sc.nodes)
+
+def _resolve_nodes(r: _Resolver) -> list[str]:
+    """Node names; a node's index is its place: as ``nodes`` lists them, else in the order
+    the links first name them."""
+    if r.sc.nodes is not None:
+        nodes = list(r.sc.nodes)
         seen: dict[str, int] = {}
         for i, n in enumerate(nodes):
             if n in seen:
                 r.fail(("nodes", i), n, f"is a duplicate node name (also nodes[{seen[n]}])")
             seen[n] = i
-    else:
-        nodes = []
-        for link in sc.links:
-            for n in link.between:
-                if n not in nodes:
-                    nodes.append(n)
-    index = {n: i for i, n in enumerate(nodes)}
+        return nodes
+    nodes = []
+    for link in r.sc.links:
+        for n in link.between:
+            if n not in nodes:
+                nodes.append(n)
+    return nodes
 
-    def node(loc: tuple[str | int, ...], name: str) -> int:
-        if name not in index:
-            hint = difflib.get_close_matches(name, nodes, n=1)
-            did = f"; did you mean {show(hint[0])}?" if hint else ""
-            r.fail(loc, name, f"is not a node; nodes: {_names(nodes)}{did}")
-        return index[name]
 
-    # ---- links ----
-    ends: list[tuple[int, int]] = []
-    link_names: list[str] = []
+def _resolve_link_ends(r: _Resolver) -> list[tuple[str, int, int]]:
+    """Per link its name and the indices of its two nodes; no self-loops, no parallel
+    links, no duplicate names."""
+    out: list[tuple[str, int, int]] = []
     pair_of: dict[frozenset[int], int] = {}
     names_seen: dict[str, int] = {}
-    for i, link in enumerate(sc.links):
-        a = node(("links", i, "between", 0), link.between[0])
-        b = node(("links", i, "between", 1), link.between[1])
+    for i, link in enumerate(r.sc.links):
+        a = r.node(("links", i, "between", 0), link.between[0])
+        b = r.node(("links", i, "between", 1), link.between[1])
         if a == b:
             r.fail(
                 ("links", i, "between"),
@@ -889,7 +950,7 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
             r.fail(
                 ("links", i, "between"),
                 list(link.between),
-                f"joins the same nodes as links[{j}] ({show(link_names[j])}); "
+                f"joins the same nodes as links[{j}] ({show(out[j][0])}); "
                 "parallel links make routing ambiguous",
             )
         pair_of[pair] = i
@@ -901,124 +962,35 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 f"is a duplicate link name (also links[{names_seen[name]}])",
             )
         names_seen[name] = i
-        ends.append((a, b))
-        link_names.append(name)
-    graph = Graph(len(nodes), ends)
+        out.append((name, a, b))
+    return out
 
-    # ---- TCP defaults ----
-    profile = PROFILES[sc.profile or "ideal"]
-    tcp_default = _normalize_via_core(
-        r, ("tcp",), {**profile.tcp, **sc.tcp}, sc.tcp, _core.normalize_tcp, "TCP option"
-    )
 
-    # ---- flows ----
+# ---- flows ----
+
+
+def _resolve_flows(r: _Resolver, graph: Graph, profile: Profile) -> list[FlowInfo]:
+    """Every flow: name, endpoints, options, times and route, checked in that order."""
     known = algorithm_names()
-    flow_names: list[str] = []
-    flow_seen: dict[str, int] = {}
+    seen: dict[str, int] = {}
     flows: list[FlowInfo] = []
-    flow_records: list[dict[str, Any]] = []
-    engine_flows: list[dict[str, Any]] = []
-    for i, f in enumerate(sc.flows):
+    for i, f in enumerate(r.sc.flows):
         loc: tuple[str | int, ...] = ("flows", i)
         name = f.name if f.name is not None else f"flow{i + 1}"
-        if name in flow_seen:
-            r.fail(
-                (*loc, "name"), name, f"is a duplicate flow name (also flows[{flow_seen[name]}])"
-            )
-        flow_seen[name] = i
-        flow_names.append(name)
-        src = node((*loc, "src"), f.src)
-        dst = node((*loc, "dst"), f.dst)
+        if name in seen:
+            r.fail((*loc, "name"), name, f"is a duplicate flow name (also flows[{seen[name]}])")
+        seen[name] = i
+        src = r.node((*loc, "src"), f.src)
+        dst = r.node((*loc, "dst"), f.dst)
         if src == dst:
             r.fail((*loc, "dst"), f.dst, "is the flow's src too; a flow needs two endpoints")
-        if f.cca not in known:
-            hint = difflib.get_close_matches(f.cca, known, n=1)
-            did = f"; did you mean {show(hint[0])}?" if hint else ""
-            r.fail(
-                (*loc, "cca"),
-                f.cca,
-                f"is not a known congestion control; known: {_names(known)}{did}",
-            )
-        cca_params = _normalize_via_core(
-            r,
-            (*loc, "cca_params"),
-            f.cca_params,
-            f.cca_params,
-            lambda js, cca=f.cca: _core.normalize_cca(cca, js),
-            f"{f.cca} parameter",
-        )
-        tcp = _normalize_via_core(
-            r,
-            (*loc, "tcp"),
-            {**profile.tcp, **sc.tcp, **f.tcp},
-            f.tcp,
-            _core.normalize_tcp,
-            "TCP option",
-        )
-        if f.start >= duration:
-            r.fail(
-                (*loc, "start"),
-                r.dur((*loc, "start"), f.start),
-                f"is not before the end of the run (duration {show(format_duration(duration))})",
-            )
-        if f.start + f.start_jitter >= duration:
-            r.fail(
-                (*loc, "start_jitter"),
-                r.dur((*loc, "start_jitter"), f.start_jitter),
-                "lets the flow start after the end of the run "
-                f"(start {show(format_duration(f.start))}, "
-                f"duration {show(format_duration(duration))})",
-            )
-        if f.stop is not None:
-            if f.stop > duration:
-                r.fail(
-                    (*loc, "stop"),
-                    r.dur((*loc, "stop"), f.stop),
-                    f"is beyond the duration {show(format_duration(duration))}",
-                )
-            if f.stop <= f.start:
-                r.fail(
-                    (*loc, "stop"),
-                    r.dur((*loc, "stop"), f.stop),
-                    f"is not after the flow's start {show(format_duration(f.start))}",
-                )
-
-        # route
-        if f.path is not None:
-            node_path: list[int] = []
-            for j, n in enumerate(f.path):
-                k = node((*loc, "path", j), n)
-                if k in node_path:
-                    r.fail((*loc, "path", j), n, "appears twice in the path; a path must not loop")
-                if node_path and graph.channel(node_path[-1], k) is None:
-                    r.fail(
-                        (*loc, "path", j),
-                        n,
-                        f"is not linked to the previous node {show(f.path[j - 1])}",
-                    )
-                node_path.append(k)
-            if node_path[0] != src:
-                r.fail((*loc, "path", 0), f.path[0], f"is not the flow's src {show(f.src)}")
-            if node_path[-1] != dst:
-                r.fail(
-                    (*loc, "path", len(f.path) - 1),
-                    f.path[-1],
-                    f"is not the flow's dst {show(f.dst)}",
-                )
-        else:
-            found = graph.shortest_path(src, dst)
-            if found is None:
-                r.fail(
-                    (*loc, "dst"),
-                    f.dst,
-                    f"is unreachable from src {show(f.src)}: no chain of links joins them",
-                )
-            node_path = found
+        cca_params, tcp = _flow_options(r, loc, f, known, profile)
+        _check_flow_times(r, loc, f)
+        node_path = _flow_route(r, loc, f, src, dst, graph)
         path = graph.channels(node_path)
         ack = ack_channels(path)
-        rtt = sum(sc.links[ch // 2].delay for ch in path + ack)
-        bottleneck = min(sc.links[ch // 2].rate for ch in path)
-        bdp = bdp_packets(bottleneck, rtt)
+        rtt = sum(r.sc.links[ch // 2].delay for ch in path + ack)
+        bottleneck = min(r.sc.links[ch // 2].rate for ch in path)
         flows.append(
             FlowInfo(
                 i,
@@ -1026,157 +998,313 @@ def _resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
                 f.src,
                 f.dst,
                 f.cca,
-                [nodes[k] for k in node_path],
+                [r.nodes[k] for k in node_path],
                 path,
                 ack,
                 rtt,
                 bottleneck,
-                float(bdp),
+                float(bdp_packets(bottleneck, rtt)),
+                src_index=src,
+                dst_index=dst,
+                cca_params=cca_params,
+                tcp=tcp,
+                start_ns=f.start,
+                start_jitter_ns=f.start_jitter,
+                stop_ns=f.stop,
+                size_bytes=f.size,
             )
         )
-        flow_records.append(
-            {
-                "name": name,
-                "src": f.src,
-                "dst": f.dst,
-                "cca": f.cca,
-                "cca_params": cca_params,
-                "start": format_duration(f.start),
-                "start_jitter": format_duration(f.start_jitter),
-                "stop": None if f.stop is None else format_duration(f.stop),
-                "size": None if f.size is None else format_size(f.size),
-                "path": [nodes[k] for k in node_path],
-                "tcp": tcp,
-                "base_rtt": format_duration(rtt),
-                "bdp_pkts": float(bdp),
-            }
+    return flows
+
+
+def _flow_options(
+    r: _Resolver, loc: tuple[str | int, ...], f: Flow, known: Sequence[str], profile: Profile
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A flow's algorithm parameters and TCP options, complete as the Rust core normalises
+    them (TCP options: the profile's, under the scenario's ``tcp``, under the flow's)."""
+    if f.cca not in known:
+        r.fail(
+            (*loc, "cca"),
+            f.cca,
+            f"is not a known congestion control; known: {_names(known)}"
+            f"{_did_you_mean(f.cca, known)}",
         )
-        engine_flows.append(
-            {
-                "name": name,
-                "src": src,
-                "dst": dst,
-                "path": path,
-                "ack_path": ack,
-                "cca": f.cca,
-                "cca_params": cca_params,
-                "start_ns": f.start,
-                "start_jitter_ns": f.start_jitter,
-                "stop_ns": f.stop,
-                "size_bytes": f.size,
-                "tcp": tcp,
-            }
+    cca_params = _normalize_via_core(
+        r,
+        (*loc, "cca_params"),
+        f.cca_params,
+        f.cca_params,
+        lambda js, cca=f.cca: _core.normalize_cca(cca, js),
+        f"{f.cca} parameter",
+    )
+    tcp = _normalize_via_core(
+        r,
+        (*loc, "tcp"),
+        {**profile.tcp, **r.sc.tcp, **f.tcp},
+        f.tcp,
+        _core.normalize_tcp,
+        "TCP option",
+    )
+    return cca_params, tcp
+
+
+def _check_flow_times(r: _Resolver, loc: tuple[str | int, ...], f: Flow) -> None:
+    """A flow starts (with its jitter) before the end of the run and stops after it starts."""
+    duration = r.sc.duration
+    if f.start >= duration:
+        r.fail(
+            (*loc, "start"),
+            r.dur((*loc, "start"), f.start),
+            f"is not before the end of the run (duration {show(format_duration(duration))})",
+        )
+    if f.start + f.start_jitter >= duration:
+        r.fail(
+            (*loc, "start_jitter"),
+            r.dur((*loc, "start_jitter"), f.start_jitter),
+            "lets the flow start after the end of the run "
+            f"(start {show(format_duration(f.start))}, "
+            f"duration {show(format_duration(duration))})",
+        )
+    if f.stop is None:
+        return
+    if f.stop > duration:
+        r.fail(
+            (*loc, "stop"),
+            r.dur((*loc, "stop"), f.stop),
+            f"is beyond the duration {show(format_duration(duration))}",
+        )
+    if f.stop <= f.start:
+        r.fail(
+            (*loc, "stop"),
+            r.dur((*loc, "stop"), f.stop),
+            f"is not after the flow's start {show(format_duration(f.start))}",
         )
 
-    # ---- buffers (need the flows' paths) ----
+
+def _flow_route(
+    r: _Resolver, loc: tuple[str | int, ...], f: Flow, src: int, dst: int, graph: Graph
+) -> list[int]:
+    """The nodes a flow's data visits, src first: its ``path`` checked hop by hop, or
+    the shortest route."""
+    if f.path is None:
+        found = graph.shortest_path(src, dst)
+        if found is None:
+            r.fail(
+                (*loc, "dst"),
+                f.dst,
+                f"is unreachable from src {show(f.src)}: no chain of links joins them",
+            )
+        return found
+    node_path: list[int] = []
+    for j, n in enumerate(f.path):
+        k = r.node((*loc, "path", j), n)
+        if k in node_path:
+            r.fail((*loc, "path", j), n, "appears twice in the path; a path must not loop")
+        if node_path and graph.channel(node_path[-1], k) is None:
+            r.fail(
+                (*loc, "path", j),
+                n,
+                f"is not linked to the previous node {show(f.path[j - 1])}",
+            )
+        node_path.append(k)
+    if node_path[0] != src:
+        r.fail((*loc, "path", 0), f.path[0], f"is not the flow's src {show(f.src)}")
+    if node_path[-1] != dst:
+        r.fail(
+            (*loc, "path", len(f.path) - 1),
+            f.path[-1],
+            f"is not the flow's dst {show(f.dst)}",
+        )
+    return node_path
+
+
+# ---- links with their buffers (after the flows: a buffer may be a multiple of a BDP) ----
+
+
+def _resolve_links(
+    r: _Resolver, ends: list[tuple[str, int, int]], flows: list[FlowInfo], profile: Profile
+) -> list[LinkInfo]:
+    """Every link with its buffer in packets and its queue."""
+    by_name = {fl.name: fl for fl in flows}
     links: list[LinkInfo] = []
-    link_records: list[dict[str, Any]] = []
-    engine_links: list[dict[str, Any]] = []
-    for i, link in enumerate(sc.links):
-        buf = link.buffer
-        bdp: Fraction | None = None
-        if buf.reference is not None:
-            if buf.reference not in flow_seen:
-                hint = difflib.get_close_matches(buf.reference, flow_names, n=1)
-                did = f"; did you mean {show(hint[0])}?" if hint else ""
-                r.fail(
-                    ("links", i, "buffer", "reference"),
-                    buf.reference,
-                    f"is not a flow; flows: {_names(flow_names)}{did}",
-                )
-            ref = flows[flow_seen[buf.reference]]
-            bdp = bdp_packets(ref.bottleneck_rate_bps, ref.base_rtt_ns)
-        if buf.bdp is not None:
-            assert bdp is not None
-            pkts = buffer_packets(buf.bdp, bdp)
-            if pkts > _U32_MAX:
-                r.fail(
-                    ("links", i, "buffer", "bdp"),
-                    buf.bdp,
-                    f"x {float(bdp):.6g} packets is too many packets (at most {_U32_MAX})",
-                )
-            alpha: float | None = buf.bdp
-        else:
-            assert buf.packets is not None
-            pkts = buf.packets
-            alpha = None if bdp is None else float(pkts / bdp)
-        a, b = ends[i]
-        info = LinkInfo(
-            i,
-            link_names[i],
-            nodes[a],
-            nodes[b],
-            link.rate,
-            link.delay,
-            pkts,
-            alpha,
-            None if bdp is None else float(bdp),
-            buf.reference,
-            link.loss.forward,
-            link.loss.reverse,
-            link.queue or profile.queue or "droptail",
+    for i, link in enumerate(r.sc.links):
+        pkts, alpha, bdp = _link_buffer(r, i, link.buffer, by_name)
+        name, a, b = ends[i]
+        links.append(
+            LinkInfo(
+                i,
+                name,
+                r.nodes[a],
+                r.nodes[b],
+                link.rate,
+                link.delay,
+                pkts,
+                alpha,
+                None if bdp is None else float(bdp),
+                link.buffer.reference,
+                link.loss.forward,
+                link.loss.reverse,
+                link.queue or profile.queue or "droptail",
+                a_index=a,
+                b_index=b,
+                buffer=link.buffer,
+            )
         )
-        links.append(info)
-        link_records.append(
-            {
-                "name": info.name,
-                "between": [info.a, info.b],
-                "rate": format_rate(link.rate),
-                "delay": format_duration(link.delay),
-                "buffer": buf.model_dump(),
-                "loss": {"forward": link.loss.forward, "reverse": link.loss.reverse},
-                "buffer_pkts": pkts,
-                "buffer_bdp": alpha,
-                "bdp_pkts": info.bdp_pkts,
-            }
-        )
-        # At its default the queue is left out of both records, so that run ids of links
-        # without it stay what they were; under a profile that sets it, the record keeps it
-        # (a link's own "droptail" must survive Scenario.from_normalized).
-        if info.queue != "droptail" or profile.queue is not None:
-            link_records[-1]["queue"] = info.queue
-        engine_links.append(
-            {
-                "name": info.name,
-                "a": a,
-                "b": b,
-                "rate_bps": link.rate,
-                "delay_ns": link.delay,
-                "buffer_pkts": pkts,
-                "loss_ab": link.loss.forward,
-                "loss_ba": link.loss.reverse,
-            }
-        )
-        if info.queue != "droptail":
-            engine_links[-1]["queue"] = info.queue
+    return links
 
-    engine_spec = {
-        "duration_ns": duration,
+
+def _link_buffer(
+    r: _Resolver, i: int, buf: Buffer, flows: Mapping[str, FlowInfo]
+) -> tuple[int, float | None, Fraction | None]:
+    """Link ``i``'s buffer: packets, the multiple of the reference flow's BDP they are, and
+    that BDP in packets (both None without a reference)."""
+    bdp: Fraction | None = None
+    if buf.reference is not None:
+        ref = flows.get(buf.reference)
+        if ref is None:
+            names = list(flows)
+            r.fail(
+                ("links", i, "buffer", "reference"),
+                buf.reference,
+                f"is not a flow; flows: {_names(names)}{_did_you_mean(buf.reference, names)}",
+            )
+        bdp = bdp_packets(ref.bottleneck_rate_bps, ref.base_rtt_ns)
+    if buf.bdp is None:
+        assert buf.packets is not None
+        return buf.packets, None if bdp is None else float(buf.packets / bdp), bdp
+    assert bdp is not None
+    pkts = buffer_packets(buf.bdp, bdp)
+    if pkts > _U32_MAX:
+        r.fail(
+            ("links", i, "buffer", "bdp"),
+            buf.bdp,
+            f"x {float(bdp):.6g} packets is too many packets (at most {_U32_MAX})",
+        )
+    return pkts, buf.bdp, bdp
+
+
+# ---- conversions: the engine's input and the normalised record ----
+
+
+def _engine_spec(
+    sc: Scenario,
+    window: tuple[int, int],
+    nodes: list[str],
+    links: list[LinkInfo],
+    flows: list[FlowInfo],
+) -> dict[str, Any]:
+    """The engine's ``RunSpec`` (crates/ccfair-sim/src/spec.rs) as a JSON-ready dict."""
+    return {
+        "duration_ns": sc.duration,
         "seed": sc.seed,
         "sample_interval_ns": sc.sample_interval,
-        "measure_start_ns": m_start,
-        "measure_end_ns": m_end,
+        "measure_start_ns": window[0],
+        "measure_end_ns": window[1],
         "nodes": nodes,
-        "links": engine_links,
-        "flows": engine_flows,
+        "links": [_engine_link(info) for info in links],
+        "flows": [_engine_flow(info) for info in flows],
         # Per-packet traces are a diagnostic a run asks for (api.run(trace=...)).
         "trace_flows": [],
     }
+
+
+def _engine_link(info: LinkInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": info.name,
+        "a": info.a_index,
+        "b": info.b_index,
+        "rate_bps": info.rate_bps,
+        "delay_ns": info.delay_ns,
+        "buffer_pkts": info.buffer_pkts,
+        "loss_ab": info.loss_ab,
+        "loss_ba": info.loss_ba,
+    }
+    # Left out at its default, as the engine's serde default (and older engine inputs) have it.
+    if info.queue != "droptail":
+        out["queue"] = info.queue
+    return out
+
+
+def _engine_flow(info: FlowInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "src": info.src_index,
+        "dst": info.dst_index,
+        "path": info.path,
+        "ack_path": info.ack_path,
+        "cca": info.cca,
+        "cca_params": info.cca_params,
+        "start_ns": info.start_ns,
+        "start_jitter_ns": info.start_jitter_ns,
+        "stop_ns": info.stop_ns,
+        "size_bytes": info.size_bytes,
+        "tcp": info.tcp,
+    }
+
+
+def _normalized(
+    sc: Scenario,
+    window: tuple[int, int],
+    nodes: list[str],
+    tcp_default: dict[str, Any],
+    links: list[LinkInfo],
+    flows: list[FlowInfo],
+    profile: Profile,
+) -> dict[str, Any]:
+    """The user-level record for provenance (:attr:`Resolved.normalized`)."""
     normalized = {
         "name": sc.name,
-        "duration": format_duration(duration),
+        "duration": format_duration(sc.duration),
         "seed": sc.seed,
         "sample_interval": format_duration(sc.sample_interval),
-        "measure": {"start": format_duration(m_start), "end": format_duration(m_end)},
+        "measure": {"start": format_duration(window[0]), "end": format_duration(window[1])},
         "nodes": list(nodes),
         "tcp": tcp_default,
-        "links": link_records,
-        "flows": flow_records,
+        "links": [_link_record(info, profile) for info in links],
+        "flows": [_flow_record(info) for info in flows],
     }
     # Absent or "ideal": left out, so that run ids stay what they were.
     if sc.profile not in (None, "ideal"):
         normalized["profile"] = sc.profile
-    return Resolved(sc, nodes, links, flows, engine_spec, normalized)
+    return normalized
+
+
+def _link_record(info: LinkInfo, profile: Profile) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": info.name,
+        "between": [info.a, info.b],
+        "rate": format_rate(info.rate_bps),
+        "delay": format_duration(info.delay_ns),
+        "buffer": info.buffer.model_dump(),
+        "loss": {"forward": info.loss_ab, "reverse": info.loss_ba},
+        "buffer_pkts": info.buffer_pkts,
+        "buffer_bdp": info.buffer_bdp,
+        "bdp_pkts": info.bdp_pkts,
+    }
+    # At its default the queue is left out, so that run ids of links without it stay what
+    # they were; under a profile that sets it, the record keeps it (a link's own "droptail"
+    # must survive Scenario.from_normalized).
+    if info.queue != "droptail" or profile.queue is not None:
+        out["queue"] = info.queue
+    return out
+
+
+def _flow_record(info: FlowInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "src": info.src,
+        "dst": info.dst,
+        "cca": info.cca,
+        "cca_params": info.cca_params,
+        "start": format_duration(info.start_ns),
+        "start_jitter": format_duration(info.start_jitter_ns),
+        "stop": None if info.stop_ns is None else format_duration(info.stop_ns),
+        "size": None if info.size_bytes is None else format_size(info.size_bytes),
+        "path": list(info.node_path),
+        "tcp": info.tcp,
+        "base_rtt": format_duration(info.base_rtt_ns),
+        "bdp_pkts": info.bdp_pkts,
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -379,84 +379,90 @@ pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>
         cca_params.clone()
     };
     match algorithm {
-        Algorithm::Bbr => {
-            let p: BbrParams =
-                serde_json::from_value(params).map_err(|e| format!("bbr parameters: {e}"))?;
-            p.validate().map_err(|e| format!("bbr parameters: {e}"))?;
-            let p = p.resolved();
-            let c = BbrParamsC {
-                abi: ABI,
-                edt: u32::from(p.profile == Profile::Linux5x),
-                tso_model_none: u32::from(p.tso_model == TsoModel::None),
-                lt_bw: u32::from(p.lt_bw),
-                extra_acked_gain: if p.extra_acked == Some(true) { 256 } else { 0 },
-                min_rtt_refresh_on_equal: u32::from(p.min_rtt_refresh_on_equal == Some(true)),
-                fixed_start_phase: p.fixed_start_phase.map_or(-1, i32::from),
-                min_rtt_win_sec: p.min_rtt_win_sec,
-                probe_rtt_ms: p.probe_rtt_ms,
-                bw_rtts: p.bw_rtts,
-                probe_bw_cwnd_gain: p.cwnd_gain_fixed(),
-                rtprop_trigger: match p.rtprop_trigger {
-                    RtpropTrigger::Off => 0,
-                    RtpropTrigger::RttRatio => 1,
-                    RtpropTrigger::RttRatioOrLoss => 2,
-                },
-                rtprop_action: match p.rtprop_action {
-                    RtpropAction::Expire => 0,
-                    RtpropAction::Update => 1,
-                },
-                update_gain_a_q16: q16(p.update_gain_a) as u32,
-                rate_th_q16: q16(p.rate_th),
-                update_refresh_stamp: u32::from(p.update_refresh_stamp),
-                trigger_once_per_round: u32::from(p.trigger_once_per_round),
-            };
-            let v = BbrSk {
-                params: c,
-                state: BbrStateC::default(),
-            };
-            Ok(bpfsys::bytes_of(&v).to_vec())
-        }
-        Algorithm::Copa => {
-            let p: CopaParams =
-                serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
-            let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
-            let c = CopaParamsC {
-                abi: ABI,
-                competitive: u32::from(r.competitive),
-                velocity: u32::from(r.velocity),
-                mode_signal_raw: u32::from(r.mode_signal == ModeSignal::Raw),
-                mode_return_needs_new_empty: u32::from(r.mode_return_needs_new_empty),
-                velocity_rule_genericcc: u32::from(r.velocity_rule == VelocityRule::Genericcc),
-                velocity_rtts: r.velocity_rtts,
-                velocity_reset_on_opposite: u32::from(r.velocity_reset_on_opposite),
-                probe_acks: r.probe_acks,
-                loss_reduce: u32::from(r.loss_reduce),
-                delta_halve_once_per_rtt: u32::from(r.delta_halve_once_per_rtt),
-                delta_ai_needs_lossless_rtt: u32::from(r.delta_ai_needs_lossless_rtt),
-                rto_restart: u32::from(r.rto_restart),
-                pad: 0,
-                inv_delta_q16: q16(1.0 / r.delta),
-                rtt_min_window_us: (r.rtt_min_window_s * 1e6) as u64,
-                rtt_min_window_rtts_q16: q16(r.rtt_min_window_rtts),
-                srtt_gain_q16: q16(r.srtt_gain),
-                mode_window_rtts_q16: q16(r.mode_window_rtts),
-                mode_max_window_rtts_q16: q16(r.mode_max_window_rtts),
-                mode_threshold_q16: q16(r.mode_threshold),
-            };
-            let v = CopaSk {
-                params: c,
-                state: CopaStateC::default(),
-                wx: [CopaWxC {
-                    head: 0,
-                    len: 0,
-                    overflows: 0,
-                    pad: 0,
-                    entries: [[0; 3]; COPA_WX_CAP],
-                }; COPA_WX_COUNT],
-            };
-            Ok(bpfsys::bytes_of(&v).to_vec())
-        }
+        Algorithm::Bbr => bbr_initial_value(params),
+        Algorithm::Copa => copa_initial_value(params),
     }
+}
+
+/// `struct ccfair_bbr_sk` with the flow's BBR parameters and a zero state.
+fn bbr_initial_value(params: Value) -> Result<Vec<u8>, String> {
+    let p: BbrParams =
+        serde_json::from_value(params).map_err(|e| format!("bbr parameters: {e}"))?;
+    p.validate().map_err(|e| format!("bbr parameters: {e}"))?;
+    let p = p.resolved();
+    let c = BbrParamsC {
+        abi: ABI,
+        edt: u32::from(p.profile == Profile::Linux5x),
+        tso_model_none: u32::from(p.tso_model == TsoModel::None),
+        lt_bw: u32::from(p.lt_bw),
+        extra_acked_gain: if p.extra_acked == Some(true) { 256 } else { 0 },
+        min_rtt_refresh_on_equal: u32::from(p.min_rtt_refresh_on_equal == Some(true)),
+        fixed_start_phase: p.fixed_start_phase.map_or(-1, i32::from),
+        min_rtt_win_sec: p.min_rtt_win_sec,
+        probe_rtt_ms: p.probe_rtt_ms,
+        bw_rtts: p.bw_rtts,
+        probe_bw_cwnd_gain: p.cwnd_gain_fixed(),
+        rtprop_trigger: match p.rtprop_trigger {
+            RtpropTrigger::Off => 0,
+            RtpropTrigger::RttRatio => 1,
+            RtpropTrigger::RttRatioOrLoss => 2,
+        },
+        rtprop_action: match p.rtprop_action {
+            RtpropAction::Expire => 0,
+            RtpropAction::Update => 1,
+        },
+        update_gain_a_q16: q16(p.update_gain_a) as u32,
+        rate_th_q16: q16(p.rate_th),
+        update_refresh_stamp: u32::from(p.update_refresh_stamp),
+        trigger_once_per_round: u32::from(p.trigger_once_per_round),
+    };
+    let v = BbrSk {
+        params: c,
+        state: BbrStateC::default(),
+    };
+    Ok(bpfsys::bytes_of(&v).to_vec())
+}
+
+/// `struct ccfair_copa_sk` with the flow's Copa parameters, a zero state and empty windows.
+fn copa_initial_value(params: Value) -> Result<Vec<u8>, String> {
+    let p: CopaParams =
+        serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
+    let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
+    let c = CopaParamsC {
+        abi: ABI,
+        competitive: u32::from(r.competitive),
+        velocity: u32::from(r.velocity),
+        mode_signal_raw: u32::from(r.mode_signal == ModeSignal::Raw),
+        mode_return_needs_new_empty: u32::from(r.mode_return_needs_new_empty),
+        velocity_rule_genericcc: u32::from(r.velocity_rule == VelocityRule::Genericcc),
+        velocity_rtts: r.velocity_rtts,
+        velocity_reset_on_opposite: u32::from(r.velocity_reset_on_opposite),
+        probe_acks: r.probe_acks,
+        loss_reduce: u32::from(r.loss_reduce),
+        delta_halve_once_per_rtt: u32::from(r.delta_halve_once_per_rtt),
+        delta_ai_needs_lossless_rtt: u32::from(r.delta_ai_needs_lossless_rtt),
+        rto_restart: u32::from(r.rto_restart),
+        pad: 0,
+        inv_delta_q16: q16(1.0 / r.delta),
+        rtt_min_window_us: (r.rtt_min_window_s * 1e6) as u64,
+        rtt_min_window_rtts_q16: q16(r.rtt_min_window_rtts),
+        srtt_gain_q16: q16(r.srtt_gain),
+        mode_window_rtts_q16: q16(r.mode_window_rtts),
+        mode_max_window_rtts_q16: q16(r.mode_max_window_rtts),
+        mode_threshold_q16: q16(r.mode_threshold),
+    };
+    let v = CopaSk {
+        params: c,
+        state: CopaStateC::default(),
+        wx: [CopaWxC {
+            head: 0,
+            len: 0,
+            overflows: 0,
+            pad: 0,
+            entries: [[0; 3]; COPA_WX_CAP],
+        }; COPA_WX_COUNT],
+    };
+    Ok(bpfsys::bytes_of(&v).to_vec())
 }
 
 /// Write a flow's initial value into its socket's storage (before connect()).

@@ -13,7 +13,8 @@
 //! Layout: `config` (what Python hands over), `sys` and `bpfsys` (system calls and libbpf;
 //! the only `unsafe`), `bpfcc` (ccfair's BPF congestion controls: registration, parameters,
 //! internals),
-//! `ipv4` (packet classification), `forwarder`, `traffic` (sender and receiver),
+//! `ipv4` (packet classification), `forwarder`, `traffic` (sender and receiver) with `grid`
+//! (their sampling grid),
 //! `tcpinfo` (TCP_INFO to time-series columns), `lateness`, `run` (one run end to end).
 //! See docs/kernel.md.
 
@@ -21,6 +22,7 @@ pub mod bpfcc;
 pub mod bpfsys;
 pub mod config;
 pub mod forwarder;
+pub mod grid;
 pub mod ipv4;
 pub mod lateness;
 pub mod run;

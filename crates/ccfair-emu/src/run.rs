@@ -18,6 +18,7 @@ use std::thread;
 use serde::Serialize;
 
 use ccfair_sim::record::{self, FlowRecorder, FlowSample, FlowSummary};
+use ccfair_sim::spec::RunSpec;
 use ccfair_sim::world::{connection_columns, ConnectionTimes, EngineStats, RunResult};
 
 use crate::bpfcc;
@@ -163,21 +164,45 @@ impl Emulation {
 
     fn run_inner(&self) -> Result<EmuResult, String> {
         let cfg = &self.cfg;
-        let spec = &cfg.spec;
-        let ctl = self.control.clone();
-        let tag = &cfg.tag;
-        let opts = cfg.options.clone();
-        let tl = Timeline {
-            sample_interval_ns: spec.sample_interval_ns,
-            duration_ns: spec.duration_ns,
-            measure_start_ns: spec.measure_start_ns,
-            measure_end_ns: spec.measure_end_ns,
+        let ctl = &self.control;
+        let fwd = self.start_forwarder()?;
+        // However this function returns, no thread of the run is left running.
+        let _guard = StopOnDrop(ctl.clone());
+        let (tx, rx) = mpsc::channel::<Progress>();
+        let n = cfg.spec.flows.len();
+        let setup = SetupTimes {
+            timeline: timeline(&cfg.spec),
+            starts_ns: cfg.spec.flow_starts_ns(),
+            connect_timeout_ns: connect_timeout_ns(cfg),
         };
+        let receivers = self.start_receivers(&setup, &tx)?;
+        wait_for(&rx, ctl, &setup, "the receivers to listen", n, |p| {
+            matches!(p, Progress::Listening(_))
+        })?;
+        let senders = self.start_senders(&setup, &tx)?;
+        // Every sender's socket exists; each connects at its flow's start.
+        wait_for(&rx, ctl, &setup, "the senders' sockets", n, |p| {
+            matches!(p, Progress::Ready(_))
+        })?;
+        let setup_s = (sys::monotonic_ns() - self.setup_started) as f64 / 1e9;
+        let t0 = sys::monotonic_ns() + cfg.options.start_margin_ms * 1_000_000;
+        let cpu0 = sys::process_cpu_ns();
+        ctl.set_t0(t0);
 
+        let (s_out, r_out, report) = join_run(ctl, fwd, senders, receivers)?;
+        let selfcheck = self.self_check(&s_out, &r_out, &report, t0, cpu0, setup_s);
+        let result = assemble(cfg, &s_out, &r_out, report);
+        Ok(EmuResult { result, selfcheck })
+    }
+
+    /// Start the forwarder's thread, at real-time priority when asked and allowed.
+    fn start_forwarder(&self) -> Result<thread::JoinHandle<ForwarderReport>, String> {
+        let cfg = &self.cfg;
+        let opts = cfg.options.clone();
         let forwarder = Forwarder::new(cfg, self.tuns.iter().map(|f| f.as_raw_fd()).collect())?;
-        let fwd_ctl = ctl.clone();
-        let fwd_name = format!("ccf{tag}-fw");
-        let fwd = thread::Builder::new()
+        let fwd_ctl = self.control.clone();
+        let fwd_name = format!("ccf{}-fw", cfg.tag);
+        thread::Builder::new()
             .name(fwd_name.clone())
             .spawn(move || -> ForwarderReport {
                 sys::set_thread_name(&fwd_name);
@@ -186,41 +211,31 @@ impl Emulation {
                     opts.realtime_priority > 0 && sys::set_fifo(opts.realtime_priority).is_ok();
                 forwarder.run(&fwd_ctl, realtime)
             })
-            .map_err(|e| format!("starting the forwarder: {e}"))?;
+            .map_err(|e| format!("starting the forwarder: {e}"))
+    }
 
-        // However this function returns, no thread of the run is left running.
-        let _guard = StopOnDrop(ctl.clone());
-        let (tx, rx) = mpsc::channel::<Progress>();
-        let n = spec.flows.len();
-        let max_rtt_ns = spec
-            .flows
-            .iter()
-            .map(|f| {
-                f.path
-                    .iter()
-                    .chain(&f.ack_path)
-                    .map(|&c| spec.links[c / 2].delay_ns)
-                    .sum::<u64>()
-            })
-            .max()
-            .unwrap_or(0);
-        let connect_timeout_ns = opts.connect_timeout_ms * 1_000_000 + 4 * max_rtt_ns;
-
-        let starts = spec.flow_starts_ns();
-        let mut receivers = Vec::with_capacity(n);
-        for (i, f) in spec.flows.iter().enumerate() {
+    /// Start one receiver thread per flow, in its `dst` host's namespace.
+    fn start_receivers(
+        &self,
+        setup: &SetupTimes,
+        tx: &mpsc::Sender<Progress>,
+    ) -> Result<Vec<Worker<ReceiverOut>>, String> {
+        let cfg = &self.cfg;
+        let opts = &cfg.options;
+        let mut receivers = Vec::with_capacity(cfg.spec.flows.len());
+        for (i, f) in cfg.spec.flows.iter().enumerate() {
             let host = cfg.host_of(f.dst).expect("checked");
             let plan = ReceiverPlan {
                 flow: i,
                 netns: host.netns.clone(),
-                thread_name: format!("ccf{tag}-r{i}"),
+                thread_name: format!("ccf{}-r{i}", cfg.tag),
                 listen: SocketAddrV4::new(host.addr, cfg.flows[i].port),
                 timer_slack_ns: opts.timer_slack_ns,
                 priority: opts.traffic_priority,
-                start_ns: starts[i],
-                accept_timeout_ns: connect_timeout_ns + 1_000_000_000,
+                start_ns: setup.starts_ns[i],
+                accept_timeout_ns: setup.connect_timeout_ns + 1_000_000_000,
             };
-            let (c, t) = (ctl.clone(), tx.clone());
+            let (c, t, tl) = (self.control.clone(), tx.clone(), setup.timeline);
             receivers.push(
                 thread::Builder::new()
                     .name(plan.thread_name.clone())
@@ -230,59 +245,19 @@ impl Emulation {
                     .map_err(|e| format!("starting a receiver: {e}"))?,
             );
         }
-        let wait = |what: &str, count: usize, pick: &dyn Fn(&Progress) -> bool| {
-            let mut got = 0;
-            let limit = std::time::Duration::from_nanos(connect_timeout_ns + 2_000_000_000);
-            while got < count {
-                match rx.recv_timeout(limit) {
-                    Ok(Progress::Failed(e)) => return Err(e),
-                    Ok(p) if pick(&p) => got += 1,
-                    Ok(_) => {}
-                    Err(_) => return Err(format!("timed out waiting for {what}")),
-                }
-                if ctl.stopped() {
-                    return Err(ctl.failure().unwrap_or_else(|| "interrupted".into()));
-                }
-            }
-            Ok(())
-        };
-        wait("the receivers to listen", n, &|p| {
-            matches!(p, Progress::Listening(_))
-        })?;
-        let mut senders = Vec::with_capacity(n);
-        for (i, f) in spec.flows.iter().enumerate() {
-            let src = cfg.host_of(f.src).expect("checked");
-            let dst = cfg.host_of(f.dst).expect("checked");
-            let plan = SenderPlan {
-                flow: i,
-                netns: src.netns.clone(),
-                thread_name: format!("ccf{tag}-s{i}"),
-                cca: cfg.flows[i].kernel_cca.clone(),
-                bpf: match cfg.bpf_of(i) {
-                    Some(b) => {
-                        let reg = self
-                            .bpf
-                            .iter()
-                            .find(|r| r.name == b.name)
-                            .expect("registered");
-                        Some(traffic::BpfFlow {
-                            algorithm: reg.algorithm,
-                            storage_fd: reg.storage_fd(),
-                            initial_value: bpfcc::initial_value(reg.algorithm, &f.cca_params)
-                                .map_err(|e| format!("flows[{i}].cca_params: {e}"))?,
-                        })
-                    }
-                    None => None,
-                },
-                to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
-                start_ns: starts[i],
-                stop_ns: f.stop_ns,
-                size_bytes: f.size_bytes,
-                timer_slack_ns: opts.timer_slack_ns,
-                priority: opts.traffic_priority,
-                connect_timeout_ns,
-            };
-            let (c, t) = (ctl.clone(), tx.clone());
+        Ok(receivers)
+    }
+
+    /// Start one sender thread per flow, in its `src` host's namespace.
+    fn start_senders(
+        &self,
+        setup: &SetupTimes,
+        tx: &mpsc::Sender<Progress>,
+    ) -> Result<Vec<Worker<SenderOut>>, String> {
+        let mut senders = Vec::with_capacity(self.cfg.spec.flows.len());
+        for i in 0..self.cfg.spec.flows.len() {
+            let plan = self.sender_plan(i, setup)?;
+            let (c, t, tl) = (self.control.clone(), tx.clone(), setup.timeline);
             senders.push(
                 thread::Builder::new()
                     .name(plan.thread_name.clone())
@@ -292,30 +267,60 @@ impl Emulation {
                     .map_err(|e| format!("starting a sender: {e}"))?,
             );
         }
-        // Every sender's socket exists; each connects at its flow's start.
-        wait("the senders' sockets", n, &|p| {
-            matches!(p, Progress::Ready(_))
-        })?;
-        let setup_s = (sys::monotonic_ns() - self.setup_started) as f64 / 1e9;
-        let t0 = sys::monotonic_ns() + opts.start_margin_ms * 1_000_000;
-        let cpu0 = sys::process_cpu_ns();
-        ctl.set_t0(t0);
+        Ok(senders)
+    }
 
-        let sender_out: Vec<Result<SenderOut, String>> =
-            senders.into_iter().map(join_worker).collect();
-        let receiver_out: Vec<Result<ReceiverOut, String>> =
-            receivers.into_iter().map(join_worker).collect();
-        let report = fwd
-            .join()
-            .map_err(|_| "the forwarder panicked".to_string())?;
-        if let Some(e) = ctl.failure() {
-            return Err(e);
-        }
-        if ctl.stopped() {
-            return Err("interrupted".into());
-        }
-        let s_out: Vec<SenderOut> = sender_out.into_iter().collect::<Result<_, _>>()?;
-        let r_out: Vec<ReceiverOut> = receiver_out.into_iter().collect::<Result<_, _>>()?;
+    /// What the sender of flow `i` needs: its host, algorithm, peer and times.
+    fn sender_plan(&self, i: usize, setup: &SetupTimes) -> Result<SenderPlan, String> {
+        let cfg = &self.cfg;
+        let f = &cfg.spec.flows[i];
+        let src = cfg.host_of(f.src).expect("checked");
+        let dst = cfg.host_of(f.dst).expect("checked");
+        Ok(SenderPlan {
+            flow: i,
+            netns: src.netns.clone(),
+            thread_name: format!("ccf{}-s{i}", cfg.tag),
+            cca: cfg.flows[i].kernel_cca.clone(),
+            bpf: self.bpf_flow(i)?,
+            to: SocketAddrV4::new(dst.addr, cfg.flows[i].port),
+            start_ns: setup.starts_ns[i],
+            stop_ns: f.stop_ns,
+            size_bytes: f.size_bytes,
+            timer_slack_ns: cfg.options.timer_slack_ns,
+            priority: cfg.options.traffic_priority,
+            connect_timeout_ns: setup.connect_timeout_ns,
+        })
+    }
+
+    /// The BPF congestion control flow `i` runs, with its parameters as the program's
+    /// initial socket storage; None for a flow on one of the kernel's own modules.
+    fn bpf_flow(&self, i: usize) -> Result<Option<traffic::BpfFlow>, String> {
+        let Some(b) = self.cfg.bpf_of(i) else {
+            return Ok(None);
+        };
+        let reg = self
+            .bpf
+            .iter()
+            .find(|r| r.name == b.name)
+            .expect("registered");
+        Ok(Some(traffic::BpfFlow {
+            algorithm: reg.algorithm,
+            storage_fd: reg.storage_fd(),
+            initial_value: bpfcc::initial_value(reg.algorithm, &self.cfg.spec.flows[i].cca_params)
+                .map_err(|e| format!("flows[{i}].cca_params: {e}"))?,
+        }))
+    }
+
+    /// The emulation's self-checks, taken right after every thread has been joined.
+    fn self_check(
+        &self,
+        s_out: &[SenderOut],
+        r_out: &[ReceiverOut],
+        report: &ForwarderReport,
+        t0: u64,
+        cpu0: u64,
+        setup_s: f64,
+    ) -> SelfCheck {
         let wall_s = (sys::monotonic_ns().saturating_sub(t0)) as f64 / 1e9;
         let process_cpu_frac = if wall_s > 0.0 {
             (sys::process_cpu_ns() - cpu0) as f64 / 1e9 / wall_s
@@ -325,25 +330,122 @@ impl Emulation {
         let missed = s_out.iter().map(|s| s.missed_samples).sum::<u64>()
             + r_out.iter().map(|r| r.missed_ticks).sum::<u64>();
         let mut sampling = Histogram::default();
-        for s in &s_out {
+        for s in s_out {
             for smp in &s.samples {
-                sampling.record(smp.t_ns.saturating_sub(smp.k * spec.sample_interval_ns));
+                sampling.record(
+                    smp.t_ns
+                        .saturating_sub(smp.k * self.cfg.spec.sample_interval_ns),
+                );
             }
         }
-        let selfcheck = SelfCheck {
+        SelfCheck {
             forwarder: report.stats.clone(),
             process_cpu_frac,
             missed_samples: missed,
             sampling_lateness: sampling.summary(),
-            kernel_ccas: cfg.flows.iter().map(|f| f.kernel_cca.clone()).collect(),
+            kernel_ccas: self
+                .cfg
+                .flows
+                .iter()
+                .map(|f| f.kernel_cca.clone())
+                .collect(),
             wall_s,
             setup_s,
             connect_s: s_out.iter().map(|s| ns_to_s(s.connect_ns)).collect(),
             established_s: s_out.iter().map(|s| ns_to_s(s.established_ns)).collect(),
-        };
-        let result = assemble(cfg, &s_out, &r_out, report);
-        Ok(EmuResult { result, selfcheck })
+        }
     }
+}
+
+/// A sender's or receiver's thread.
+type Worker<T> = thread::JoinHandle<Result<T, String>>;
+
+/// The times the setup hands every flow's threads.
+struct SetupTimes {
+    timeline: Timeline,
+    /// Each flow's start with its jitter (ns after t = 0).
+    starts_ns: Vec<u64>,
+    /// How long after its start a flow's connection may take to be established.
+    connect_timeout_ns: u64,
+}
+
+fn timeline(spec: &RunSpec) -> Timeline {
+    Timeline {
+        sample_interval_ns: spec.sample_interval_ns,
+        duration_ns: spec.duration_ns,
+        measure_start_ns: spec.measure_start_ns,
+        measure_end_ns: spec.measure_end_ns,
+    }
+}
+
+/// The option's connect timeout plus four round-trip propagation times of the slowest
+/// path (data path plus ACK path).
+fn connect_timeout_ns(cfg: &EmuConfig) -> u64 {
+    let spec = &cfg.spec;
+    let max_rtt_ns = spec
+        .flows
+        .iter()
+        .map(|f| {
+            f.path
+                .iter()
+                .chain(&f.ack_path)
+                .map(|&c| spec.links[c / 2].delay_ns)
+                .sum::<u64>()
+        })
+        .max()
+        .unwrap_or(0);
+    cfg.options.connect_timeout_ms * 1_000_000 + 4 * max_rtt_ns
+}
+
+/// Wait until `count` workers have reported the progress `pick` accepts; fail on a
+/// worker's failure, a stop request, or when nothing came for the connect timeout plus 2 s.
+fn wait_for(
+    rx: &mpsc::Receiver<Progress>,
+    ctl: &Control,
+    setup: &SetupTimes,
+    what: &str,
+    count: usize,
+    pick: impl Fn(&Progress) -> bool,
+) -> Result<(), String> {
+    let mut got = 0;
+    let limit = std::time::Duration::from_nanos(setup.connect_timeout_ns + 2_000_000_000);
+    while got < count {
+        match rx.recv_timeout(limit) {
+            Ok(Progress::Failed(e)) => return Err(e),
+            Ok(p) if pick(&p) => got += 1,
+            Ok(_) => {}
+            Err(_) => return Err(format!("timed out waiting for {what}")),
+        }
+        if ctl.stopped() {
+            return Err(ctl.failure().unwrap_or_else(|| "interrupted".into()));
+        }
+    }
+    Ok(())
+}
+
+/// Join every thread of the run (senders, receivers, then the forwarder); the first
+/// failure any of them recorded, or a stop request, is the run's error.
+fn join_run(
+    ctl: &Control,
+    fwd: thread::JoinHandle<ForwarderReport>,
+    senders: Vec<Worker<SenderOut>>,
+    receivers: Vec<Worker<ReceiverOut>>,
+) -> Result<(Vec<SenderOut>, Vec<ReceiverOut>, ForwarderReport), String> {
+    let sender_out: Vec<Result<SenderOut, String>> = senders.into_iter().map(join_worker).collect();
+    let receiver_out: Vec<Result<ReceiverOut, String>> =
+        receivers.into_iter().map(join_worker).collect();
+    let report = fwd
+        .join()
+        .map_err(|_| "the forwarder panicked".to_string())?;
+    if let Some(e) = ctl.failure() {
+        return Err(e);
+    }
+    if ctl.stopped() {
+        return Err("interrupted".into());
+    }
+    let s_out: Vec<SenderOut> = sender_out.into_iter().collect::<Result<_, _>>()?;
+    let r_out: Vec<ReceiverOut> = receiver_out.into_iter().collect::<Result<_, _>>()?;
+    Ok((s_out, r_out, report))
 }
 
 /// Seconds, or NaN for a time that never came.

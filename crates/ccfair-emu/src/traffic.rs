@@ -11,13 +11,14 @@
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
 
 use crate::bpfcc::{self, Algorithm};
 use crate::forwarder::Control;
+use crate::grid::Grid;
 use crate::sys;
 use crate::tcpinfo::{BbrInfo, Sample};
 
@@ -199,124 +200,178 @@ pub fn receiver(
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
 ) -> Result<ReceiverOut, String> {
-    let f = plan.flow;
-    let setup = || -> Result<TcpListener, String> {
-        enter(
-            &plan.netns,
-            &plan.thread_name,
-            plan.timer_slack_ns,
-            plan.priority,
-        )?;
-        let listener = TcpListener::bind(plan.listen)
-            .map_err(|e| format!("flows[{f}]: listen on {}: {e}", plan.listen))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("flows[{f}]: {e}"))?;
-        Ok(listener)
-    };
-    let listener = match setup() {
+    let listener = match receiver_socket(&plan) {
         Ok(l) => l,
         Err(e) => {
             let _ = progress.send(Progress::Failed(e.clone()));
             return Err(e);
         }
     };
-    let _ = progress.send(Progress::Listening(f));
+    let _ = progress.send(Progress::Listening(plan.flow));
     let t0 = wait_t0(&ctl)?;
-    let accept_deadline = t0 + plan.start_ns + plan.accept_timeout_ns;
-
-    let iv = tl.sample_interval_ns;
-    let end = t0 + tl.duration_ns;
-    let mut out = ReceiverOut {
-        ticks: vec![Tick {
-            k: 0,
-            t_ns: 0,
-            bytes: 0,
-        }],
-        ..Default::default()
-    };
-    let mut k = 1u64;
-    let mut measure_start_done = tl.measure_start_ns == 0;
-    let mut measure_end_done = false;
-    let mut eof = false;
-    let mut stream: Option<TcpStream> = None;
-    let mut buf = vec![0u8; IO_CHUNK];
+    let mut run = ReceiverRun::new(&plan, tl, t0, listener);
     loop {
         if ctl.stopped() {
             return Err("stopped".into());
         }
-        if stream.is_none() {
-            match listener.accept() {
-                Ok((s, _)) => {
-                    s.set_nonblocking(true)
-                        .map_err(|e| format!("flows[{f}]: {e}"))?;
-                    stream = Some(s);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if sys::monotonic_ns() > accept_deadline {
-                        return Err(format!(
-                            "flows[{f}]: no connection reached {} in time",
-                            plan.listen
-                        ));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("flows[{f}]: accept: {e}")),
-            }
+        if run.stream.is_none() {
+            run.accept()?;
         }
-        if let (Some(s), false) = (stream.as_mut(), eof) {
-            loop {
-                match s.read(&mut buf) {
-                    Ok(0) => {
-                        eof = true;
-                        out.eof_ns = Some(sys::monotonic_ns().saturating_sub(t0));
-                        break;
-                    }
-                    Ok(n) => out.bytes_total += n as u64,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("flows[{f}]: read: {e}")),
-                }
-            }
-        }
+        run.read()?;
         let now = sys::monotonic_ns();
-        if !measure_start_done && now >= t0 + tl.measure_start_ns {
-            out.bytes_at_measure_start = out.bytes_total;
-            measure_start_done = true;
-        }
-        if !measure_end_done && now >= t0 + tl.measure_end_ns {
-            out.bytes_at_measure_end = out.bytes_total;
-            measure_end_done = true;
-        }
-        if k * iv <= tl.duration_ns && now >= t0 + k * iv {
-            out.ticks.push(Tick {
-                k,
-                t_ns: now - t0,
-                bytes: out.bytes_total,
-            });
-            k += 1;
-            while k * iv <= tl.duration_ns && t0 + k * iv <= now {
-                k += 1;
-                out.missed_ticks += 1;
-            }
-        }
-        if now >= end && k * iv > tl.duration_ns && measure_end_done {
+        run.record(now);
+        if now >= run.end_ns && !run.grid.pending() && run.measure_end_done {
             break;
         }
-        let mut next = end;
-        if k * iv <= tl.duration_ns {
-            next = next.min(t0 + k * iv);
+        run.wait()?;
+    }
+    Ok(run.out)
+}
+
+/// The flow's listening socket, in its host's namespace.
+fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, String> {
+    let f = plan.flow;
+    enter(
+        &plan.netns,
+        &plan.thread_name,
+        plan.timer_slack_ns,
+        plan.priority,
+    )?;
+    let listener = TcpListener::bind(plan.listen)
+        .map_err(|e| format!("flows[{f}]: listen on {}: {e}", plan.listen))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("flows[{f}]: {e}"))?;
+    Ok(listener)
+}
+
+/// A receiver's state from t = 0 to the end of the run.
+struct ReceiverRun<'a> {
+    plan: &'a ReceiverPlan,
+    tl: Timeline,
+    listener: TcpListener,
+    /// The flow's connection, once accepted.
+    stream: Option<TcpStream>,
+    t0_ns: u64,
+    end_ns: u64,
+    accept_deadline_ns: u64,
+    grid: Grid,
+    out: ReceiverOut,
+    measure_start_done: bool,
+    measure_end_done: bool,
+    /// The sender's FIN has arrived.
+    eof: bool,
+    buf: Vec<u8>,
+}
+
+impl<'a> ReceiverRun<'a> {
+    fn new(plan: &'a ReceiverPlan, tl: Timeline, t0: u64, listener: TcpListener) -> Self {
+        ReceiverRun {
+            plan,
+            tl,
+            listener,
+            stream: None,
+            t0_ns: t0,
+            end_ns: t0 + tl.duration_ns,
+            accept_deadline_ns: t0 + plan.start_ns + plan.accept_timeout_ns,
+            // Point 0 is taken at t = 0 (nothing delivered yet).
+            grid: Grid::new(t0, tl.sample_interval_ns, tl.duration_ns, 1),
+            out: ReceiverOut {
+                ticks: vec![Tick {
+                    k: 0,
+                    t_ns: 0,
+                    bytes: 0,
+                }],
+                ..Default::default()
+            },
+            measure_start_done: tl.measure_start_ns == 0,
+            measure_end_done: false,
+            eof: false,
+            buf: vec![0u8; IO_CHUNK],
         }
-        if !measure_start_done {
+    }
+
+    /// Accept the flow's connection if it has come; fail once it is overdue.
+    fn accept(&mut self) -> Result<(), String> {
+        let f = self.plan.flow;
+        match self.listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(true)
+                    .map_err(|e| format!("flows[{f}]: {e}"))?;
+                self.stream = Some(s);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if sys::monotonic_ns() > self.accept_deadline_ns {
+                    return Err(format!(
+                        "flows[{f}]: no connection reached {} in time",
+                        self.plan.listen
+                    ));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("flows[{f}]: accept: {e}")),
+        }
+        Ok(())
+    }
+
+    /// Read everything the kernel has delivered; note when the sender's FIN arrives.
+    fn read(&mut self) -> Result<(), String> {
+        let f = self.plan.flow;
+        let (Some(s), false) = (self.stream.as_mut(), self.eof) else {
+            return Ok(());
+        };
+        loop {
+            match s.read(&mut self.buf) {
+                Ok(0) => {
+                    self.eof = true;
+                    self.out.eof_ns = Some(sys::monotonic_ns().saturating_sub(self.t0_ns));
+                    return Ok(());
+                }
+                Ok(n) => self.out.bytes_total += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("flows[{f}]: read: {e}")),
+            }
+        }
+    }
+
+    /// Note the bytes delivered so far at the edges of the measurement window and at a
+    /// grid point that is due.
+    fn record(&mut self, now: u64) {
+        let (t0, tl) = (self.t0_ns, self.tl);
+        if !self.measure_start_done && now >= t0 + tl.measure_start_ns {
+            self.out.bytes_at_measure_start = self.out.bytes_total;
+            self.measure_start_done = true;
+        }
+        if !self.measure_end_done && now >= t0 + tl.measure_end_ns {
+            self.out.bytes_at_measure_end = self.out.bytes_total;
+            self.measure_end_done = true;
+        }
+        if self.grid.due(now) {
+            self.out.ticks.push(Tick {
+                k: self.grid.k(),
+                t_ns: now - t0,
+                bytes: self.out.bytes_total,
+            });
+            self.out.missed_ticks += self.grid.advance(now);
+        }
+    }
+
+    /// Sleep in poll until data or a connection comes, or the next grid point, window
+    /// edge or the end is due (at most `POLL_SLICE_NS`, to look at the stop flag).
+    fn wait(&self) -> Result<(), String> {
+        let (t0, tl) = (self.t0_ns, self.tl);
+        let mut next = self.grid.next_before(self.end_ns);
+        if !self.measure_start_done {
             next = next.min(t0 + tl.measure_start_ns);
         }
-        if !measure_end_done {
+        if !self.measure_end_done {
             next = next.min(t0 + tl.measure_end_ns);
         }
         let timeout = next.saturating_sub(sys::monotonic_ns()).min(POLL_SLICE_NS);
-        let fd = match &stream {
-            None => listener.as_raw_fd(),
-            Some(_) if eof => -1,
+        let fd = match &self.stream {
+            None => self.listener.as_raw_fd(),
+            Some(_) if self.eof => -1,
             Some(s) => s.as_raw_fd(),
         };
         let mut p = [libc::pollfd {
@@ -325,8 +380,8 @@ pub fn receiver(
             revents: 0,
         }];
         sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Where a sender is in its connection's life.
@@ -351,34 +406,7 @@ pub fn sender(
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
 ) -> Result<SenderOut, String> {
-    let f = plan.flow;
-    let setup = || -> Result<TcpStream, String> {
-        enter(
-            &plan.netns,
-            &plan.thread_name,
-            plan.timer_slack_ns,
-            plan.priority,
-        )?;
-        let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| {
-            format!(
-                "flows[{f}].cca: the kernel refused TCP_CONGESTION {:?}: {e}",
-                plan.cca
-            )
-        })?;
-        let got = sys::congestion_of(fd.as_raw_fd()).map_err(|e| format!("flows[{f}]: {e}"))?;
-        if got != plan.cca {
-            return Err(format!(
-                "flows[{f}].cca: asked the kernel for {:?}, the socket runs {got:?}",
-                plan.cca
-            ));
-        }
-        if let Some(b) = &plan.bpf {
-            bpfcc::attach(b.storage_fd, fd.as_raw_fd(), &b.initial_value)
-                .map_err(|e| format!("flows[{f}]: {e}"))?;
-        }
-        Ok(sys::into_stream(fd))
-    };
-    let mut stream = match setup() {
+    let stream = match sender_socket(&plan) {
         Ok(s) => s,
         Err(e) => {
             let _ = progress.send(Progress::Failed(e.clone()));
@@ -386,125 +414,208 @@ pub fn sender(
         }
     };
     let netstat_before = read_netstat();
-    let _ = progress.send(Progress::Ready(f));
+    let _ = progress.send(Progress::Ready(plan.flow));
     let t0 = wait_t0(&ctl)?;
-
-    // Linux's own BBR module reports `struct tcp_bbr_info` through TCP_CC_INFO
-    // (tcp_bbr.c bbr_get_info); ccfair's BPF programs report through their storage instead.
-    let is_bbr = plan.bpf.is_none() && ccfair_cc::bbr::ALGORITHM.linux_name == Some(&plan.cca);
-    let fd = stream.as_raw_fd();
-    let iv = tl.sample_interval_ns;
-    let start = t0 + plan.start_ns;
-    let end = t0 + tl.duration_ns;
-    let stop_writing = t0 + plan.stop_ns.unwrap_or(tl.duration_ns);
-    // First grid point at or after the start, as the simulator samples started flows.
-    let mut k = plan.start_ns.div_ceil(iv).max(1);
-    let mut out = SenderOut::default();
-    let mut phase = Phase::Waiting;
-    let buf = vec![0u8; IO_CHUNK];
-    let mut srtt_sum = 0.0;
-    let mut srtt_n = 0u64;
+    let mut run = SenderRun::new(&plan, tl, t0, stream);
     loop {
         if ctl.stopped() {
             return Err("stopped".into());
         }
         let now = sys::monotonic_ns();
-        if k * iv <= tl.duration_ns && now >= t0 + k * iv {
-            let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
-            let bbr: Option<BbrInfo> = if is_bbr {
-                sys::bbr_info(fd).map_err(|e| format!("flows[{f}]: TCP_CC_INFO: {e}"))?
-            } else {
-                None
-            };
-            let mut sample = Sample::from_info(&info, bbr);
-            if sample.srtt_us.is_finite() {
-                srtt_sum += sample.srtt_us;
-                srtt_n += 1;
-            }
-            // The algorithm starts at the handshake: no internals while connecting.
-            let mut internals = Vec::new();
-            if let (Some(b), false) = (&plan.bpf, sample.cca_state == "connecting") {
-                let i = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-                    .map_err(|e| format!("flows[{f}]: {e}"))?;
-                sample.cca_state = i.state;
-                internals = i.metrics;
-            }
-            out.samples.push(SenderSample {
-                k,
-                t_ns: now - t0,
-                sample,
-                bpf: internals,
-            });
-            k += 1;
-            while k * iv <= tl.duration_ns && t0 + k * iv <= now {
-                k += 1;
-                out.missed_samples += 1;
-            }
+        if run.grid.due(now) {
+            run.sample(now)?;
         }
-        if now >= end && k * iv > tl.duration_ns {
+        if now >= run.end_ns && !run.grid.pending() {
             break;
         }
-        if phase == Phase::Waiting && now >= start {
-            out.connect_ns = Some(now - t0);
-            sys::connect_start(fd, plan.to)
-                .map_err(|e| format!("flows[{f}]: connect to {}: {e}", plan.to))?;
-            phase = Phase::Connecting;
+        run.connect(now)?;
+        if run.phase == Phase::Writing && now >= run.stop_writing_ns {
+            run.phase = Phase::Done;
         }
-        if phase == Phase::Connecting {
-            let mut p = [libc::pollfd {
-                fd,
-                events: libc::POLLOUT,
-                revents: 0,
-            }];
-            if sys::ppoll(&mut p, Some(0)).map_err(|e| format!("poll: {e}"))? > 0 {
-                if let Some(e) = sys::so_error(fd).map_err(|e| e.to_string())? {
-                    return Err(format!("flows[{f}]: connect to {}: {e}", plan.to));
-                }
-                out.established_ns = Some(sys::monotonic_ns() - t0);
-                phase = Phase::Writing;
-            } else if now > start + plan.connect_timeout_ns {
-                return Err(format!("flows[{f}]: connecting to {} timed out", plan.to));
+        if run.phase == Phase::Writing {
+            run.write()?;
+        }
+        run.wait()?;
+    }
+    run.finish(&netstat_before)
+}
+
+/// The flow's socket, in its host's namespace, running the flow's congestion control (a
+/// BPF program gets the flow's parameters in the socket's storage before connect()).
+fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, String> {
+    let f = plan.flow;
+    enter(
+        &plan.netns,
+        &plan.thread_name,
+        plan.timer_slack_ns,
+        plan.priority,
+    )?;
+    let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| {
+        format!(
+            "flows[{f}].cca: the kernel refused TCP_CONGESTION {:?}: {e}",
+            plan.cca
+        )
+    })?;
+    let got = sys::congestion_of(fd.as_raw_fd()).map_err(|e| format!("flows[{f}]: {e}"))?;
+    if got != plan.cca {
+        return Err(format!(
+            "flows[{f}].cca: asked the kernel for {:?}, the socket runs {got:?}",
+            plan.cca
+        ));
+    }
+    if let Some(b) = &plan.bpf {
+        bpfcc::attach(b.storage_fd, fd.as_raw_fd(), &b.initial_value)
+            .map_err(|e| format!("flows[{f}]: {e}"))?;
+    }
+    Ok(sys::into_stream(fd))
+}
+
+/// A sender's state from t = 0 to the end of the run.
+struct SenderRun<'a> {
+    plan: &'a SenderPlan,
+    stream: TcpStream,
+    fd: RawFd,
+    t0_ns: u64,
+    /// The flow's start, the end of the run and when the application stops writing
+    /// (ns on the monotonic clock).
+    start_ns: u64,
+    end_ns: u64,
+    stop_writing_ns: u64,
+    /// Read `struct tcp_bbr_info` through TCP_CC_INFO with each sample.
+    is_bbr: bool,
+    grid: Grid,
+    phase: Phase,
+    out: SenderOut,
+    buf: Vec<u8>,
+    srtt_sum_us: f64,
+    srtt_count: u64,
+}
+
+impl<'a> SenderRun<'a> {
+    fn new(plan: &'a SenderPlan, tl: Timeline, t0: u64, stream: TcpStream) -> Self {
+        let iv = tl.sample_interval_ns;
+        SenderRun {
+            plan,
+            fd: stream.as_raw_fd(),
+            stream,
+            t0_ns: t0,
+            start_ns: t0 + plan.start_ns,
+            end_ns: t0 + tl.duration_ns,
+            stop_writing_ns: t0 + plan.stop_ns.unwrap_or(tl.duration_ns),
+            // Linux's own BBR module reports `struct tcp_bbr_info` through TCP_CC_INFO
+            // (tcp_bbr.c bbr_get_info); ccfair's BPF programs report through their storage.
+            is_bbr: plan.bpf.is_none() && ccfair_cc::bbr::ALGORITHM.linux_name == Some(&plan.cca),
+            // First grid point at or after the start, as the simulator samples started flows.
+            grid: Grid::new(t0, iv, tl.duration_ns, plan.start_ns.div_ceil(iv).max(1)),
+            phase: Phase::Waiting,
+            out: SenderOut::default(),
+            buf: vec![0u8; IO_CHUNK],
+            srtt_sum_us: 0.0,
+            srtt_count: 0,
+        }
+    }
+
+    /// Take the grid point due at `now`: TCP_INFO, with BBR's TCP_CC_INFO or a BPF
+    /// program's internals.
+    fn sample(&mut self, now: u64) -> Result<(), String> {
+        let (f, fd) = (self.plan.flow, self.fd);
+        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let bbr: Option<BbrInfo> = if self.is_bbr {
+            sys::bbr_info(fd).map_err(|e| format!("flows[{f}]: TCP_CC_INFO: {e}"))?
+        } else {
+            None
+        };
+        let mut sample = Sample::from_info(&info, bbr);
+        if sample.srtt_us.is_finite() {
+            self.srtt_sum_us += sample.srtt_us;
+            self.srtt_count += 1;
+        }
+        // The algorithm starts at the handshake: no internals while connecting.
+        let mut internals = Vec::new();
+        if let (Some(b), false) = (&self.plan.bpf, sample.cca_state == "connecting") {
+            let i = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
+                .map_err(|e| format!("flows[{f}]: {e}"))?;
+            sample.cca_state = i.state;
+            internals = i.metrics;
+        }
+        self.out.samples.push(SenderSample {
+            k: self.grid.k(),
+            t_ns: now - self.t0_ns,
+            sample,
+            bpf: internals,
+        });
+        self.out.missed_samples += self.grid.advance(now);
+        Ok(())
+    }
+
+    /// Call connect() at the flow's start; once the handshake has completed, write.
+    fn connect(&mut self, now: u64) -> Result<(), String> {
+        let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
+        if self.phase == Phase::Waiting && now >= self.start_ns {
+            self.out.connect_ns = Some(now - self.t0_ns);
+            sys::connect_start(fd, to).map_err(|e| format!("flows[{f}]: connect to {to}: {e}"))?;
+            self.phase = Phase::Connecting;
+        }
+        if self.phase != Phase::Connecting {
+            return Ok(());
+        }
+        let mut p = [libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        }];
+        if sys::ppoll(&mut p, Some(0)).map_err(|e| format!("poll: {e}"))? > 0 {
+            if let Some(e) = sys::so_error(fd).map_err(|e| e.to_string())? {
+                return Err(format!("flows[{f}]: connect to {to}: {e}"));
+            }
+            self.out.established_ns = Some(sys::monotonic_ns() - self.t0_ns);
+            self.phase = Phase::Writing;
+        } else if now > self.start_ns + self.plan.connect_timeout_ns {
+            return Err(format!("flows[{f}]: connecting to {to} timed out"));
+        }
+        Ok(())
+    }
+
+    /// Write as much as the socket takes, up to the flow's size (then shut down writing).
+    fn write(&mut self) -> Result<(), String> {
+        let f = self.plan.flow;
+        loop {
+            let want = match self.plan.size_bytes {
+                Some(size) => (size - self.out.bytes_written).min(IO_CHUNK as u64) as usize,
+                None => IO_CHUNK,
+            };
+            if want == 0 {
+                let _ = self.stream.shutdown(Shutdown::Write);
+                self.phase = Phase::Done;
+                return Ok(());
+            }
+            match self.stream.write(&self.buf[..want]) {
+                Ok(n) => self.out.bytes_written += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("flows[{f}]: write: {e}")),
+            }
+            // Never hold up a due sample behind a long run of writes.
+            if self.grid.pending() && sys::monotonic_ns() >= self.grid.point_ns() {
+                return Ok(());
             }
         }
-        if phase == Phase::Writing && now >= stop_writing {
-            phase = Phase::Done;
-        }
-        if phase == Phase::Writing {
-            loop {
-                let want = match plan.size_bytes {
-                    Some(size) => (size - out.bytes_written).min(IO_CHUNK as u64) as usize,
-                    None => IO_CHUNK,
-                };
-                if want == 0 {
-                    let _ = stream.shutdown(Shutdown::Write);
-                    phase = Phase::Done;
-                    break;
-                }
-                match stream.write(&buf[..want]) {
-                    Ok(n) => out.bytes_written += n as u64,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(format!("flows[{f}]: write: {e}")),
-                }
-                // Never hold up a due sample behind a long run of writes.
-                if k * iv <= tl.duration_ns && sys::monotonic_ns() >= t0 + k * iv {
-                    break;
-                }
-            }
-        }
-        let mut next = end;
-        if k * iv <= tl.duration_ns {
-            next = next.min(t0 + k * iv);
-        }
-        match phase {
-            Phase::Waiting => next = next.min(start),
-            Phase::Writing => next = next.min(stop_writing),
+    }
+
+    /// Sleep in poll until the socket takes more (while connecting or writing) or the next
+    /// grid point, the start, the stop of writing or the end is due (at most
+    /// `POLL_SLICE_NS`, to look at the stop flag).
+    fn wait(&self) -> Result<(), String> {
+        let mut next = self.grid.next_before(self.end_ns);
+        match self.phase {
+            Phase::Waiting => next = next.min(self.start_ns),
+            Phase::Writing => next = next.min(self.stop_writing_ns),
             Phase::Connecting | Phase::Done => {}
         }
         let timeout = next.saturating_sub(sys::monotonic_ns()).min(POLL_SLICE_NS);
         let mut p = [libc::pollfd {
-            fd: if matches!(phase, Phase::Connecting | Phase::Writing) {
-                fd
+            fd: if matches!(self.phase, Phase::Connecting | Phase::Writing) {
+                self.fd
             } else {
                 -1
             },
@@ -512,41 +623,48 @@ pub fn sender(
             revents: 0,
         }];
         sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        Ok(())
     }
-    if phase == Phase::Waiting || phase == Phase::Connecting {
-        return Err(format!(
-            "flows[{f}]: the connection to {} was not established before the end of the run",
-            plan.to
-        ));
+
+    /// The connection's totals at the end of the run: final `tcp_info` counters, a BPF
+    /// program's counters, the mean srtt and the namespace's TcpExt counters over the run.
+    fn finish(mut self, netstat_before: &BTreeMap<String, u64>) -> Result<SenderOut, String> {
+        let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
+        if self.phase == Phase::Waiting || self.phase == Phase::Connecting {
+            return Err(format!(
+                "flows[{f}]: the connection to {to} was not established before the end of the run"
+            ));
+        }
+        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let out = &mut self.out;
+        if let Some(b) = &self.plan.bpf {
+            out.bpf_counters = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
+                .map_err(|e| format!("flows[{f}]: {e}"))?
+                .counters;
+        }
+        out.total_retrans = info.tcpi_total_retrans as u64;
+        out.total_rto = info.tcpi_total_rto as u64;
+        out.total_rto_recoveries = info.tcpi_total_rto_recoveries as u64;
+        out.data_segs_out = info.tcpi_data_segs_out as u64;
+        out.bytes_retrans = info.tcpi_bytes_retrans;
+        out.dsack_dups = info.tcpi_dsack_dups as u64;
+        out.reord_seen = info.tcpi_reord_seen as u64;
+        out.min_rtt_us = Sample::from_info(&info, None).min_rtt_us;
+        out.mean_srtt_us = if self.srtt_count == 0 {
+            f64::NAN
+        } else {
+            self.srtt_sum_us / self.srtt_count as f64
+        };
+        let after = read_netstat();
+        out.netstat = after
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    v.saturating_sub(*netstat_before.get(k).unwrap_or(&0)),
+                )
+            })
+            .collect();
+        Ok(self.out)
     }
-    let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
-    if let Some(b) = &plan.bpf {
-        out.bpf_counters = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-            .map_err(|e| format!("flows[{f}]: {e}"))?
-            .counters;
-    }
-    out.total_retrans = info.tcpi_total_retrans as u64;
-    out.total_rto = info.tcpi_total_rto as u64;
-    out.total_rto_recoveries = info.tcpi_total_rto_recoveries as u64;
-    out.data_segs_out = info.tcpi_data_segs_out as u64;
-    out.bytes_retrans = info.tcpi_bytes_retrans;
-    out.dsack_dups = info.tcpi_dsack_dups as u64;
-    out.reord_seen = info.tcpi_reord_seen as u64;
-    out.min_rtt_us = Sample::from_info(&info, None).min_rtt_us;
-    out.mean_srtt_us = if srtt_n == 0 {
-        f64::NAN
-    } else {
-        srtt_sum / srtt_n as f64
-    };
-    let after = read_netstat();
-    out.netstat = after
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                v.saturating_sub(*netstat_before.get(k).unwrap_or(&0)),
-            )
-        })
-        .collect();
-    Ok(out)
 }

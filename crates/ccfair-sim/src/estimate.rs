@@ -169,22 +169,7 @@ impl RunSpec {
             .saturating_mul(engine_row_bytes("timeseries"))
             .saturating_add(capacity_rows(link_rows).saturating_mul(engine_row_bytes("links")));
 
-        // Per flow: the rate of its own bottleneck in data packets per second.
-        let data_wire = |f: &crate::spec::FlowSpec| (f.tcp.mss + DATA_HEADER_BYTES) as f64;
-        let flow_pps: Vec<f64> = self
-            .flows
-            .iter()
-            .map(|f| {
-                let rate = f
-                    .path
-                    .iter()
-                    .map(|&c| self.links.get(c / 2).map_or(0, |l| l.rate_bps))
-                    .min()
-                    .unwrap_or(0);
-                rate as f64 / (8.0 * data_wire(f))
-            })
-            .collect();
-
+        let flow_pps = self.flow_pps();
         // Packets held per flow, and the memory part of the flow or link that drives it.
         let mut parts: Vec<MemoryPart> = Vec::new();
         let rmem = self.rmem_bytes();
@@ -192,65 +177,19 @@ impl RunSpec {
         let mut trace_rows = 0f64;
         for (i, f) in self.flows.iter().enumerate() {
             let delivered = flow_pps[i] * duration_s;
-            let capacity: f64 = f
-                .path
-                .iter()
-                .chain(&f.ack_path)
-                .filter(|&&c| c / 2 < self.links.len())
-                .map(|&c| channel_capacity_pkts(self, c))
-                .sum();
-            // The advertised window is at most the receive buffer's payload share of
-            // tcp_rmem[2] (truesize exceeds the payload, so less than the buffer itself).
-            let rwnd_pkts = (rmem[i][2] as f64).min(MAX_WINDOW_BYTES) / f.tcp.mss.max(1) as f64;
-            let network = delivered.min(2.0 * capacity + 64.0);
-            let window = network.min(rwnd_pkts + 1.0);
-            let init = f.tcp.init_cwnd as f64;
-            let held = init + window;
+            let (held, part) = self.flow_packets(i, delivered, rmem[i][2]);
             packets += held;
-            let bytes = sat(held * PACKET_STATE_BYTES as f64);
-            // Blame the initial window when it dominates, else the receive buffer if it
-            // bounds the window, else the buffers on the path.
-            let field = if init >= window {
-                format!("flows[{i}].tcp.init_cwnd")
-            } else if window < network {
-                format!("flows[{i}].tcp.rmem")
-            } else {
-                let biggest = f
-                    .path
-                    .iter()
-                    .chain(&f.ack_path)
-                    .filter(|&&c| c / 2 < self.links.len())
-                    .max_by_key(|&&c| self.links[c / 2].buffer_pkts)
-                    .map_or(0, |&c| c / 2);
-                format!("links[{biggest}].buffer")
-            };
-            parts.push(MemoryPart {
-                field,
-                what: format!("packets held by flow {:?}", f.name),
-                bytes,
-            });
+            parts.push(part);
             if self.trace_flows.contains(&i) {
                 let hops = (f.path.len() + f.ack_path.len()) as f64;
                 trace_rows += delivered * 2.0 * hops;
             }
         }
 
-        // Events: per channel, the packets it can carry (its rate) and the flows crossing
-        // it can send (their own bottleneck rates), whichever is smaller.
-        let mut hop_pps = 0f64;
-        for ch in 0..n_ch as usize {
-            let l = &self.links[ch / 2];
-            let mut offered = 0f64;
-            for (i, f) in self.flows.iter().enumerate() {
-                if f.path.contains(&ch) || f.ack_path.contains(&ch) {
-                    offered += flow_pps[i];
-                }
-            }
-            let carried = l.rate_bps as f64 / (8.0 * ACK_BYTES as f64);
-            hop_pps += offered.min(carried);
-        }
-        let events =
-            hop_pps * duration_s * EVENTS_PER_HOP + (samples as f64) + 64.0 * n_flows as f64 + 16.0;
+        let events = self.hop_pps(&flow_pps) * duration_s * EVENTS_PER_HOP
+            + (samples as f64)
+            + 64.0 * n_flows as f64
+            + 16.0;
 
         let ts_memory = sat(timeseries_bytes as f64 * TIMESERIES_PEAK_TENTHS as f64 / 10.0);
         parts.push(MemoryPart {
@@ -288,6 +227,85 @@ impl RunSpec {
             files: FILES_PER_RUN,
             memory_parts: parts,
         }
+    }
+    /// Per flow, the rate of its own bottleneck in data packets per second.
+    fn flow_pps(&self) -> Vec<f64> {
+        let data_wire = |f: &crate::spec::FlowSpec| (f.tcp.mss + DATA_HEADER_BYTES) as f64;
+        self.flows
+            .iter()
+            .map(|f| {
+                let rate = f
+                    .path
+                    .iter()
+                    .map(|&c| self.links.get(c / 2).map_or(0, |l| l.rate_bps))
+                    .min()
+                    .unwrap_or(0);
+                rate as f64 / (8.0 * data_wire(f))
+            })
+            .collect()
+    }
+
+    /// The packets flow `i` can hold at once (it can deliver `delivered` packets over the
+    /// run; its receive buffer is at most `rmem_max_bytes`), and the memory part naming the
+    /// field that bounds them.
+    fn flow_packets(&self, i: usize, delivered: f64, rmem_max_bytes: u64) -> (f64, MemoryPart) {
+        let f = &self.flows[i];
+        let capacity: f64 = f
+            .path
+            .iter()
+            .chain(&f.ack_path)
+            .filter(|&&c| c / 2 < self.links.len())
+            .map(|&c| channel_capacity_pkts(self, c))
+            .sum();
+        // The advertised window is at most the receive buffer's payload share of
+        // tcp_rmem[2] (truesize exceeds the payload, so less than the buffer itself).
+        let rwnd_pkts = (rmem_max_bytes as f64).min(MAX_WINDOW_BYTES) / f.tcp.mss.max(1) as f64;
+        let network = delivered.min(2.0 * capacity + 64.0);
+        let window = network.min(rwnd_pkts + 1.0);
+        let init = f.tcp.init_cwnd as f64;
+        let held = init + window;
+        let bytes = sat(held * PACKET_STATE_BYTES as f64);
+        // Blame the initial window when it dominates, else the receive buffer if it
+        // bounds the window, else the buffers on the path.
+        let field = if init >= window {
+            format!("flows[{i}].tcp.init_cwnd")
+        } else if window < network {
+            format!("flows[{i}].tcp.rmem")
+        } else {
+            let biggest = f
+                .path
+                .iter()
+                .chain(&f.ack_path)
+                .filter(|&&c| c / 2 < self.links.len())
+                .max_by_key(|&&c| self.links[c / 2].buffer_pkts)
+                .map_or(0, |&c| c / 2);
+            format!("links[{biggest}].buffer")
+        };
+        let part = MemoryPart {
+            field,
+            what: format!("packets held by flow {:?}", f.name),
+            bytes,
+        };
+        (held, part)
+    }
+
+    /// Packet hops per second over every channel: per channel, the packets it can carry
+    /// (its rate) or the flows crossing it can send (their own bottleneck rates,
+    /// `flow_pps`), whichever is smaller.
+    fn hop_pps(&self, flow_pps: &[f64]) -> f64 {
+        let mut hop_pps = 0f64;
+        for ch in 0..2 * self.links.len() {
+            let l = &self.links[ch / 2];
+            let mut offered = 0f64;
+            for (i, f) in self.flows.iter().enumerate() {
+                if f.path.contains(&ch) || f.ack_path.contains(&ch) {
+                    offered += flow_pps[i];
+                }
+            }
+            let carried = l.rate_bps as f64 / (8.0 * ACK_BYTES as f64);
+            hop_pps += offered.min(carried);
+        }
+        hop_pps
     }
 }
 

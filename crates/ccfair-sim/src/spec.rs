@@ -417,6 +417,26 @@ impl RunSpec {
     /// Structural checks the Python layer already makes; repeated here so that the engine
     /// never panics on a hand-written resolved spec. Errors name the field path.
     pub fn check(&self) -> Result<(), SimError> {
+        self.check_window()?;
+        for (i, l) in self.links.iter().enumerate() {
+            self.check_link(i, l)?;
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            self.check_flow(i, f)?;
+        }
+        for &f in &self.trace_flows {
+            if f >= self.flows.len() {
+                return Err(SimError::spec(
+                    "trace_flows",
+                    format!("flow {f} does not exist"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The duration, the sampling interval and the measurement window.
+    fn check_window(&self) -> Result<(), SimError> {
         if self.duration_ns == 0 {
             return Err(SimError::spec("duration_ns", "must be > 0"));
         }
@@ -441,112 +461,120 @@ impl RunSpec {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Link `i`: two different existing nodes, a rate, a delay and a buffer in range, loss
+    /// probabilities in [0, 1).
+    fn check_link(&self, i: usize, l: &LinkSpec) -> Result<(), SimError> {
         let n_nodes = self.nodes.len();
-        for (i, l) in self.links.iter().enumerate() {
-            if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
+        if l.a >= n_nodes || l.b >= n_nodes || l.a == l.b {
+            return Err(SimError::spec(
+                format!("links[{i}]"),
+                format!("bad endpoints {} {}", l.a, l.b),
+            ));
+        }
+        if l.rate_bps == 0 {
+            return Err(SimError::spec(
+                format!("links[{i}].rate_bps"),
+                "must be > 0",
+            ));
+        }
+        if l.delay_ns > MAX_DELAY_NS {
+            return Err(SimError::spec(
+                format!("links[{i}].delay_ns"),
+                format!("{} is above the maximum 2^40 ns (1099 s)", l.delay_ns),
+            ));
+        }
+        if l.buffer_pkts == 0 {
+            return Err(SimError::spec(
+                format!("links[{i}].buffer_pkts"),
+                "must be >= 1",
+            ));
+        }
+        for (name, p) in [("loss_ab", l.loss_ab), ("loss_ba", l.loss_ba)] {
+            if !(0.0..1.0).contains(&p) {
                 return Err(SimError::spec(
-                    format!("links[{i}]"),
-                    format!("bad endpoints {} {}", l.a, l.b),
+                    format!("links[{i}].{name}"),
+                    format!("{p} not in [0, 1)"),
                 ));
-            }
-            if l.rate_bps == 0 {
-                return Err(SimError::spec(
-                    format!("links[{i}].rate_bps"),
-                    "must be > 0",
-                ));
-            }
-            if l.delay_ns > MAX_DELAY_NS {
-                return Err(SimError::spec(
-                    format!("links[{i}].delay_ns"),
-                    format!("{} is above the maximum 2^40 ns (1099 s)", l.delay_ns),
-                ));
-            }
-            if l.buffer_pkts == 0 {
-                return Err(SimError::spec(
-                    format!("links[{i}].buffer_pkts"),
-                    "must be >= 1",
-                ));
-            }
-            for (name, p) in [("loss_ab", l.loss_ab), ("loss_ba", l.loss_ba)] {
-                if !(0.0..1.0).contains(&p) {
-                    return Err(SimError::spec(
-                        format!("links[{i}].{name}"),
-                        format!("{p} not in [0, 1)"),
-                    ));
-                }
             }
         }
-        let n_ch = 2 * self.links.len();
-        for (i, f) in self.flows.iter().enumerate() {
-            if f.src >= n_nodes || f.dst >= n_nodes || f.src == f.dst {
-                return Err(SimError::spec(format!("flows[{i}]"), "bad endpoints"));
-            }
-            for (what, path, from, to) in [
-                ("path", &f.path, f.src, f.dst),
-                ("ack_path", &f.ack_path, f.dst, f.src),
-            ] {
-                let at_path = || format!("flows[{i}].{what}");
-                if path.is_empty() {
-                    return Err(SimError::spec(at_path(), "empty"));
-                }
-                if path.len() > u16::MAX as usize {
-                    return Err(SimError::spec(at_path(), "longer than 65535 hops"));
-                }
-                let mut at = from;
-                for &ch in path.iter() {
-                    if ch >= n_ch {
-                        return Err(SimError::spec(
-                            at_path(),
-                            format!("channel {ch} does not exist"),
-                        ));
-                    }
-                    let (s, d) = self.channel_ends(ch);
-                    if s != at {
-                        return Err(SimError::spec(
-                            at_path(),
-                            format!("channel {ch} does not start at node {at}"),
-                        ));
-                    }
-                    at = d;
-                }
-                if at != to {
-                    return Err(SimError::spec(
-                        at_path(),
-                        format!("ends at node {at}, not {to}"),
-                    ));
-                }
-            }
-            if f.size_bytes == Some(0) {
-                return Err(SimError::spec(
-                    format!("flows[{i}].size_bytes"),
-                    "must be > 0",
-                ));
-            }
-            if f.start_ns.saturating_add(f.start_jitter_ns) >= self.duration_ns {
-                return Err(SimError::spec(
-                    format!("flows[{i}].start_ns"),
-                    "start_ns + start_jitter_ns is not before the end of the run",
-                ));
-            }
-            if let Some(stop) = f.stop_ns {
-                if stop > self.duration_ns {
-                    return Err(SimError::spec(
-                        format!("flows[{i}].stop_ns"),
-                        "is beyond the duration",
-                    ));
-                }
-            }
-            f.tcp
-                .validate()
-                .map_err(|e| SimError::spec(format!("flows[{i}].tcp.{}", e.key), e.message))?;
+        Ok(())
+    }
+
+    /// Flow `i`: endpoints, both routes, size, times and TCP options.
+    fn check_flow(&self, i: usize, f: &FlowSpec) -> Result<(), SimError> {
+        let n_nodes = self.nodes.len();
+        if f.src >= n_nodes || f.dst >= n_nodes || f.src == f.dst {
+            return Err(SimError::spec(format!("flows[{i}]"), "bad endpoints"));
         }
-        for &f in &self.trace_flows {
-            if f >= self.flows.len() {
+        self.check_route(i, "path", &f.path, f.src, f.dst)?;
+        self.check_route(i, "ack_path", &f.ack_path, f.dst, f.src)?;
+        if f.size_bytes == Some(0) {
+            return Err(SimError::spec(
+                format!("flows[{i}].size_bytes"),
+                "must be > 0",
+            ));
+        }
+        if f.start_ns.saturating_add(f.start_jitter_ns) >= self.duration_ns {
+            return Err(SimError::spec(
+                format!("flows[{i}].start_ns"),
+                "start_ns + start_jitter_ns is not before the end of the run",
+            ));
+        }
+        if let Some(stop) = f.stop_ns {
+            if stop > self.duration_ns {
                 return Err(SimError::spec(
-                    "trace_flows",
-                    format!("flow {f} does not exist"),
+                    format!("flows[{i}].stop_ns"),
+                    "is beyond the duration",
                 ));
             }
+        }
+        f.tcp
+            .validate()
+            .map_err(|e| SimError::spec(format!("flows[{i}].tcp.{}", e.key), e.message))
+    }
+
+    /// Flow `i`'s route `what` ("path" or "ack_path"): a chain of existing channels from
+    /// node `from` to node `to`, at most 65535 hops.
+    fn check_route(
+        &self,
+        i: usize,
+        what: &str,
+        path: &[usize],
+        from: usize,
+        to: usize,
+    ) -> Result<(), SimError> {
+        let at_path = || format!("flows[{i}].{what}");
+        if path.is_empty() {
+            return Err(SimError::spec(at_path(), "empty"));
+        }
+        if path.len() > u16::MAX as usize {
+            return Err(SimError::spec(at_path(), "longer than 65535 hops"));
+        }
+        let mut at = from;
+        for &ch in path {
+            if ch >= 2 * self.links.len() {
+                return Err(SimError::spec(
+                    at_path(),
+                    format!("channel {ch} does not exist"),
+                ));
+            }
+            let (s, d) = self.channel_ends(ch);
+            if s != at {
+                return Err(SimError::spec(
+                    at_path(),
+                    format!("channel {ch} does not start at node {at}"),
+                ));
+            }
+            at = d;
+        }
+        if at != to {
+            return Err(SimError::spec(
+                at_path(),
+                format!("ends at node {at}, not {to}"),
+            ));
         }
         Ok(())
     }
