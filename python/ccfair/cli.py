@@ -557,13 +557,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``ccfair`` command."""
-    p = _Parser(prog="ccfair", description="Congestion-control fairness lab.")
-    p.add_argument("--version", action="version", version=f"ccfair {_core.__version__}")
-    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
+def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="run a scenario (default: the built-in dumbbell)")
     r.add_argument("scenario", nargs="?", help="scenario TOML file")
     r.add_argument(
@@ -591,6 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(r)
     r.set_defaults(func=_cmd_run)
 
+
+def _add_check_parser(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser(
         "check",
         help="validate scenario files, show what they resolve to and what they will cost",
@@ -600,12 +596,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(c)
     c.set_defaults(func=_cmd_check)
 
+
+def _add_cleanup_parser(sub: argparse._SubParsersAction) -> None:
     k = sub.add_parser(
         "cleanup",
         help="remove network namespaces left by kernel runs that crashed (needs root)",
     )
     k.set_defaults(func=_cmd_cleanup)
 
+
+def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser(
         "validate",
         help="run scenarios on the simulator and on real Linux TCP, and compare (needs root)",
@@ -640,6 +640,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     v.set_defaults(func=_cmd_validate)
 
+
+def _add_ccas_parser(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser(
         "ccas",
         help="list congestion control algorithms and their parameters (types, units, meanings)",
@@ -650,8 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
     )
     a.set_defaults(func=_cmd_ccas)
-    _add_builders_parser(sub)
 
+
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("bench", help="whole-run benchmarks of the simulator")
     b.add_argument("--quick", action="store_true", help="short runs (smoke test)")
     b.add_argument("--case", action="append", help="run only this case (repeatable)")
@@ -689,6 +692,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--frontend-scenario", metavar="FILE", help="scenario for --frontend's check")
     b.set_defaults(func=_cmd_bench)
 
+
+def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "sweep",
         help="run every point of a sweep spec (resumable; local processes or a Dask cluster)",
@@ -709,6 +714,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(s, runs=True)
     s.set_defaults(func=_cmd_sweep)
 
+
+def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     rp = sub.add_parser(
         "reproduce", help="run a published experiment (preset), then write figures and a report"
     )
@@ -734,12 +741,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_options(rp, runs=True)
     rp.set_defaults(func=_cmd_reproduce)
 
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     rep = sub.add_parser("report", help="write the HTML report of a results directory")
     rep.add_argument("results", help="results directory")
     rep.add_argument("--out", help="report file (default: RESULTS/report.html)")
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     rep.set_defaults(func=_cmd_report)
 
+
+def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
     pl = sub.add_parser("plot", help="time-series figures of runs (PNG, SVG and PDF by default)")
     pl.add_argument("results", help="results directory")
     pl.add_argument(
@@ -765,8 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     pl.set_defaults(func=_cmd_plot)
 
-    _add_compare_parser(sub)
 
+def _add_metrics_parser(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("metrics", help="fairness metrics of a results directory")
     m.add_argument("results", help="results directory")
     m.add_argument(
@@ -779,6 +790,27 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
     m.add_argument("--json", action="store_true", help="print JSON records")
     m.set_defaults(func=_cmd_metrics)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ccfair`` command."""
+    p = _Parser(prog="ccfair", description="Congestion-control fairness lab.")
+    p.add_argument("--version", action="version", version=f"ccfair {_core.__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run_parser(sub)
+    _add_check_parser(sub)
+    _add_cleanup_parser(sub)
+    _add_validate_parser(sub)
+    _add_ccas_parser(sub)
+    _add_builders_parser(sub)
+    _add_bench_parser(sub)
+    _add_sweep_parser(sub)
+    _add_reproduce_parser(sub)
+    _add_report_parser(sub)
+    _add_plot_parser(sub)
+    _add_compare_parser(sub)
+    _add_metrics_parser(sub)
     return p
 
 
