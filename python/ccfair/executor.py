@@ -691,91 +691,122 @@ def _run_local(
     limits: dict[str, int],
     env: dict[str, str] | None = None,
 ) -> None:
-    n = min(workers or os.cpu_count() or 1, len(missing))
-    queue = list(reversed(missing))  # pop() from the end takes them in order
-    pool = [_Worker(env) for _ in range(n)]
-    sel = selectors.DefaultSelector()
-    for w in pool:
-        assert w.proc.stdout is not None
-        sel.register(w.proc.stdout, selectors.EVENT_READ, w)
-
-    def feed(w: _Worker) -> None:
-        if queue and not outcome.interrupted:
-            rid = queue.pop()
-            try:
-                w.send(rid, specs[rid], backend, str(root), limits)
-            except OSError:
-                outcome.failed[rid] = "a worker process died (killed or out of memory)"
-                w.task = None
-        else:
-            w.task = None
-            w.close()
-
-    def step() -> None:
-        for key, _ in sel.select(timeout=0.5):
-            w: _Worker = key.data
-            line = key.fileobj.readline()  # type: ignore[union-attr]
-            if not line:  # the worker exited
-                sel.unregister(key.fileobj)
-                if w.task is not None:
-                    outcome.failed[w.task] = "a worker process died (killed or out of memory)"
-                    say(f"run {w.task} failed: {outcome.failed[w.task]}")
-                    bar.update()
-                    w.task = None
-                    # Replace it, within limits (a worker that cannot start must not loop).
-                    if queue and not outcome.interrupted and replacements[0] < 2 * n:
-                        replacements[0] += 1
-                        fresh = _Worker(env)
-                        pool.append(fresh)
-                        assert fresh.proc.stdout is not None
-                        sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
-                        feed(fresh)
-                continue
-            reply = json.loads(line)
-            if reply["ok"]:
-                outcome.executed.append(reply["run_id"])
-            else:
-                outcome.failed[reply["run_id"]] = reply["error"]
-                say(f"run {reply['run_id']} failed: {reply['error']}")
-            bar.update()
-            feed(w)
-
-    def busy() -> list[_Worker]:
-        return [w for w in pool if w.task is not None]
-
-    replacements = [0]
-
+    pool = _LocalPool(workers, missing, specs, backend, root, outcome, bar, say, limits, env)
     # Ctrl-C is counted by a handler and acted on between replies: a KeyboardInterrupt
     # raised while a reply is being read would lose it, and the run with it.
     with _CtrlC() as ctrl_c:
         try:
-            for w in pool:
-                feed(w)
-            while busy():
+            pool.start()
+            while pool.busy():
                 if ctrl_c.presses >= 2:
                     break  # abandon: a run without its marker file does not count as finished
                 if ctrl_c.presses and not outcome.interrupted:
                     outcome.interrupted = True
                     say(
-                        f"\ninterrupted: finishing the {len(busy())} run(s) in progress "
+                        f"\ninterrupted: finishing the {len(pool.busy())} run(s) in progress "
                         "(press Ctrl-C again to abandon them)"
                     )
-                step()
+                pool.step()
             if not outcome.interrupted:
-                for rid in reversed(queue):  # left over only if workers kept dying
+                for rid in reversed(pool.queue):  # left over only if workers kept dying
                     outcome.failed[rid] = "not run: worker processes kept dying"
         finally:
-            for w in pool:
-                w.close()
-            for w in pool:
-                if outcome.interrupted and w.task is not None:
+            pool.close()
+
+
+class _LocalPool:
+    """Worker processes of one local sweep: each takes the next missing run when it
+    replies; a worker that dies fails its run and is replaced (at most twice the pool
+    size, so that a worker that cannot start does not loop)."""
+
+    def __init__(
+        self,
+        workers: int | None,
+        missing: list[str],
+        specs: dict[str, dict[str, Any]],
+        backend: str,
+        root: Path,
+        outcome: SweepOutcome,
+        bar: _Progress,
+        say: Callable[[str], None],
+        limits: dict[str, int],
+        env: dict[str, str] | None,
+    ) -> None:
+        self.n = min(workers or os.cpu_count() or 1, len(missing))
+        self.queue = list(reversed(missing))  # pop() from the end takes them in order
+        self.specs, self.backend, self.root, self.limits = specs, backend, root, limits
+        self.outcome, self.bar, self.say, self.env = outcome, bar, say, env
+        self.replacements = 0
+        self.pool = [_Worker(env) for _ in range(self.n)]
+        self.sel = selectors.DefaultSelector()
+        for w in self.pool:
+            assert w.proc.stdout is not None
+            self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+
+    def start(self) -> None:
+        for w in self.pool:
+            self.feed(w)
+
+    def feed(self, w: _Worker) -> None:
+        if self.queue and not self.outcome.interrupted:
+            rid = self.queue.pop()
+            try:
+                w.send(rid, self.specs[rid], self.backend, str(self.root), self.limits)
+            except OSError:
+                self.outcome.failed[rid] = "a worker process died (killed or out of memory)"
+                w.task = None
+        else:
+            w.task = None
+            w.close()
+
+    def busy(self) -> list[_Worker]:
+        return [w for w in self.pool if w.task is not None]
+
+    def step(self) -> None:
+        for key, _ in self.sel.select(timeout=0.5):
+            w: _Worker = key.data
+            line = key.fileobj.readline()  # type: ignore[union-attr]
+            if not line:  # the worker exited
+                self.sel.unregister(key.fileobj)
+                self._worker_died(w)
+                continue
+            reply = json.loads(line)
+            if reply["ok"]:
+                self.outcome.executed.append(reply["run_id"])
+            else:
+                self.outcome.failed[reply["run_id"]] = reply["error"]
+                self.say(f"run {reply['run_id']} failed: {reply['error']}")
+            self.bar.update()
+            self.feed(w)
+
+    def _worker_died(self, w: _Worker) -> None:
+        if w.task is None:
+            return
+        self.outcome.failed[w.task] = "a worker process died (killed or out of memory)"
+        self.say(f"run {w.task} failed: {self.outcome.failed[w.task]}")
+        self.bar.update()
+        w.task = None
+        # Replace it, within limits (a worker that cannot start must not loop).
+        if self.queue and not self.outcome.interrupted and self.replacements < 2 * self.n:
+            self.replacements += 1
+            fresh = _Worker(self.env)
+            self.pool.append(fresh)
+            assert fresh.proc.stdout is not None
+            self.sel.register(fresh.proc.stdout, selectors.EVENT_READ, fresh)
+            self.feed(fresh)
+
+    def close(self) -> None:
+        for w in self.pool:
+            w.close()
+        for w in self.pool:
+            if self.outcome.interrupted and w.task is not None:
+                w.kill()
+            else:
+                try:
+                    w.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
                     w.kill()
-                else:
-                    try:
-                        w.proc.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        w.kill()
-            sel.close()
+        self.sel.close()
 
 
 class _CtrlC:

@@ -279,8 +279,6 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
         f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'} "
         f"(and ccfair's BPF programs: {', '.join(BPF_ALGORITHMS)})"
     )
-    spec = resolved.engine_spec
-    sc = resolved.scenario
     profile = resolved.normalized.get("profile")
     if profile is not None:
         raise SpecError(
@@ -290,82 +288,103 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
             'GSO skbs, tcp.tso must stay "off") and its links ccfair\'s forwarder; set '
             'tcp.rmem = "linux" and the links\' queue = "netem" for what it can do (issue 14)',
         )
-    tcp_defaults = _tcp_defaults()
-    hz = kernel_hz()
-    # (host, setting) -> (field that set it, value): one kernel per host, so flows that
-    # share a host must agree on its settings.
-    host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
-    rmem, _ = _socket_buffers(resolved)
+    tcp = _TcpCheck(resolved)
     needs_bpf = []
-    for i, f in enumerate(spec["flows"]):
-        cca = f["cca"]
-        linux = LINUX_NAME.get(cca)
-        how = flow_program(cca, f["cca_params"], offered, force_bpf=force_bpf)
-        if how == "none" and (linux is None or linux not in offered):
-            raise SpecError(
-                f"flows[{i}].cca", cca, f"is not available on the kernel backend; {offers}"
-            )
-        if how == "none":
-            defaults = _cca_defaults(cca)
-            for key, value in f["cca_params"].items():
-                if defaults.get(key) != value:
-                    raise SpecError(
-                        f"flows[{i}].cca_params.{key}",
-                        value,
-                        f"is a modification of {cca} that Linux's {linux} does not have "
-                        f"(default {show(defaults.get(key))}); the kernel backend runs "
-                        f"modified algorithms only as ccfair's BPF programs "
-                        f"({', '.join(BPF_ALGORITHMS)})",
-                    )
-        if how == "bpf":
+    for i, f in enumerate(resolved.engine_spec["flows"]):
+        if _check_flow_cca(i, f, offered, offers, force_bpf) == "bpf":
             needs_bpf.append(i)
-        explicit = {**sc.tcp, **sc.flows[i].tcp}
-        for key, value in f["tcp"].items():
-            where = "tcp" if key in sc.tcp and key not in sc.flows[i].tcp else f"flows[{i}].tcp"
-            if key == "hz":
-                if key in explicit and hz is not None and value != hz:
-                    raise SpecError(
-                        f"{where}.hz",
-                        value,
-                        f"differs from this kernel's HZ ({hz}); the kernel backend runs at "
-                        "the kernel's own HZ (leave hz out)",
-                    )
-                continue
-            if key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS or key == "rmem":
-                both = key in _SYSCTL_OPTIONS and _SYSCTL_OPTIONS[key][0] == "both"
-                # tcp_rmem belongs to the receiving host; compared resolved ("fit" is per host).
-                nodes = (
-                    (f["dst"],) if key == "rmem" else (f["src"], f["dst"]) if both else (f["src"],)
-                )
-                value = rmem[i] if key == "rmem" else value
-                for node in nodes:
-                    seen = host_settings.setdefault((node, key), (f"{where}.{key}", value))
-                    if seen[1] != value:
-                        raise SpecError(
-                            f"{where}.{key}",
-                            value,
-                            f"differs from {seen[0]} = {show(seen[1])} on host "
-                            f"{show(spec['nodes'][node])}; flows that share a host share its "
-                            "kernel settings",
-                        )
-                continue
-            if value == tcp_defaults.get(key):
-                continue
-            supported = ", ".join(sorted([*_SYSCTL_OPTIONS, *_ROUTE_OPTIONS]))
-            raise SpecError(
-                f"{where}.{key}",
-                value,
-                f"cannot be applied on the kernel backend (Linux has no per-namespace setting "
-                f"for it; default {show(tcp_defaults.get(key))}); settable: {supported}",
-            )
+        tcp.check_flow(i, f)
     if needs_bpf:
         missing = bpf_unavailable()
         if missing is not None:
             i = needs_bpf[0]
             raise KernelError(
-                f"flows[{i}] ({spec['flows'][i]['cca']}) needs ccfair's BPF congestion "
-                f"control on the kernel backend, and {missing}"
+                f"flows[{i}] ({resolved.engine_spec['flows'][i]['cca']}) needs ccfair's BPF "
+                f"congestion control on the kernel backend, and {missing}"
             )
+
+
+def _check_flow_cca(
+    i: int, f: dict[str, Any], offered: list[str], offers: str, force_bpf: bool
+) -> str:
+    """How flow ``i`` runs its algorithm here (:func:`flow_program`), or the
+    :class:`SpecError` of an algorithm or modification this machine cannot run."""
+    cca = f["cca"]
+    linux = LINUX_NAME.get(cca)
+    how = flow_program(cca, f["cca_params"], offered, force_bpf=force_bpf)
+    if how == "none" and (linux is None or linux not in offered):
+        raise SpecError(f"flows[{i}].cca", cca, f"is not available on the kernel backend; {offers}")
+    if how == "none":
+        defaults = _cca_defaults(cca)
+        for key, value in f["cca_params"].items():
+            if defaults.get(key) != value:
+                raise SpecError(
+                    f"flows[{i}].cca_params.{key}",
+                    value,
+                    f"is a modification of {cca} that Linux's {linux} does not have "
+                    f"(default {show(defaults.get(key))}); the kernel backend runs "
+                    f"modified algorithms only as ccfair's BPF programs "
+                    f"({', '.join(BPF_ALGORITHMS)})",
+                )
+    return how
+
+
+class _TcpCheck:
+    """The TCP options of a scenario's flows against what the kernel backend can set: per
+    namespace sysctls and per route options, one kernel per host (flows that share a host
+    must agree on its settings), HZ fixed by the running kernel."""
+
+    def __init__(self, resolved: Any) -> None:
+        self.spec = resolved.engine_spec
+        self.sc = resolved.scenario
+        self.tcp_defaults = _tcp_defaults()
+        self.hz = kernel_hz()
+        self.rmem, _ = _socket_buffers(resolved)
+        # (host, setting) -> (field that set it, value)
+        self.host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
+
+    def check_flow(self, i: int, f: dict[str, Any]) -> None:
+        sc = self.sc
+        explicit = {**sc.tcp, **sc.flows[i].tcp}
+        for key, value in f["tcp"].items():
+            where = "tcp" if key in sc.tcp and key not in sc.flows[i].tcp else f"flows[{i}].tcp"
+            if key == "hz":
+                if key in explicit and self.hz is not None and value != self.hz:
+                    raise SpecError(
+                        f"{where}.hz",
+                        value,
+                        f"differs from this kernel's HZ ({self.hz}); the kernel backend runs "
+                        "at the kernel's own HZ (leave hz out)",
+                    )
+            elif key in _SYSCTL_OPTIONS or key in _ROUTE_OPTIONS or key == "rmem":
+                self._check_host_setting(i, f, where, key, value)
+            elif value != self.tcp_defaults.get(key):
+                supported = ", ".join(sorted([*_SYSCTL_OPTIONS, *_ROUTE_OPTIONS]))
+                raise SpecError(
+                    f"{where}.{key}",
+                    value,
+                    f"cannot be applied on the kernel backend (Linux has no per-namespace "
+                    f"setting for it; default {show(self.tcp_defaults.get(key))}); "
+                    f"settable: {supported}",
+                )
+
+    def _check_host_setting(
+        self, i: int, f: dict[str, Any], where: str, key: str, value: Any
+    ) -> None:
+        both = key in _SYSCTL_OPTIONS and _SYSCTL_OPTIONS[key][0] == "both"
+        # tcp_rmem belongs to the receiving host; compared resolved ("fit" is per host).
+        nodes = (f["dst"],) if key == "rmem" else (f["src"], f["dst"]) if both else (f["src"],)
+        value = self.rmem[i] if key == "rmem" else value
+        for node in nodes:
+            seen = self.host_settings.setdefault((node, key), (f"{where}.{key}", value))
+            if seen[1] != value:
+                raise SpecError(
+                    f"{where}.{key}",
+                    value,
+                    f"differs from {seen[0]} = {show(seen[1])} on host "
+                    f"{show(self.spec['nodes'][node])}; flows that share a host share its "
+                    "kernel settings",
+                )
 
 
 # --------------------------------------------------------------------------------------------
