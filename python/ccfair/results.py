@@ -627,12 +627,49 @@ def build_result(
     (:meth:`ccfair.backends.Backend.provenance`; default :func:`provenance`).
     """
     facts = provenance() if facts is None else facts
-    spec = resolved.engine_spec
-    flow_info = resolved.flows
-    link_info = resolved.links
-    names = np.asarray([f.name for f in flow_info], dtype=object)
-    lnames = np.asarray([link.name for link in link_info], dtype=object)
+    names = np.asarray([f.name for f in resolved.flows], dtype=object)
+    lnames = np.asarray([link.name for link in resolved.links], dtype=object)
+    flows = _flows_table(resolved, raw, run_id, names)
+    ts = _frame(raw["timeseries"])
+    ts.insert(0, "run_id", run_id)
+    ts.insert(1, "flow_name", names[ts["flow"].to_numpy()])
+    links, ls = _link_tables(resolved, raw, run_id, lnames)
+    runs = _runs_table(
+        resolved,
+        raw,
+        run_id=run_id,
+        backend=backend,
+        identity=identity,
+        facts=facts,
+        started_at=started_at,
+        wall_time_s=wall_time_s,
+        selfcheck=selfcheck,
+        flags=flags,
+    )
+    trace = None
+    if "trace" in raw:
+        trace = _frame(raw["trace"])
+        trace.insert(0, "run_id", run_id)
+        trace.insert(1, "t_s", trace["t_ns"] / 1e9)
+        trace.insert(3, "flow_name", names[trace["flow"].to_numpy()])
+        trace.insert(5, "link_name", lnames[trace["link"].to_numpy()])
+    return RunResult(
+        run_id=run_id,
+        runs=conform(runs, "runs"),
+        flows=conform(flows, "flows"),
+        timeseries=conform(ts, "timeseries"),
+        links=conform(links, "links"),
+        link_summary=conform(ls, "link_summary"),
+        trace=trace,
+    )
 
+
+def _flows_table(
+    resolved: Any, raw: dict[str, Any], run_id: str, names: np.ndarray
+) -> pd.DataFrame:
+    """The engine's per-flow summary with each flow's names, path, algorithm and the
+    resolved facts the metrics need (start, base RTT, BDP, share)."""
+    flow_info = resolved.flows
     flows = _frame(raw["flows"])
     flows.insert(0, "run_id", run_id)
     flows["flow_name"] = names[flows["flow"].to_numpy()]
@@ -640,31 +677,54 @@ def build_result(
     flows["src"] = [f.src for f in flow_info]
     flows["dst"] = [f.dst for f in flow_info]
     flows["node_path"] = [">".join(f.node_path) for f in flow_info]
-    flows["cca_params_json"] = [json.dumps(f["cca_params"], sort_keys=True) for f in spec["flows"]]
+    flows["cca_params_json"] = [
+        json.dumps(f["cca_params"], sort_keys=True) for f in resolved.engine_spec["flows"]
+    ]
     # Effective start times (nominal start plus seeded start jitter), as the engine used them.
     flows["start_s"] = [t / 1e9 for t in _core.flow_starts(resolved.engine_json)]
     flows["base_rtt_ms"] = [f.base_rtt_ns / 1e6 for f in flow_info]
     flows["bdp_pkts"] = [f.bdp_pkts for f in flow_info]
     total = flows["goodput_mbps"].sum()
     flows["share_frac"] = flows["goodput_mbps"] / total if total > 0 else np.nan
+    return flows
 
-    ts = _frame(raw["timeseries"])
-    ts.insert(0, "run_id", run_id)
-    ts.insert(1, "flow_name", names[ts["flow"].to_numpy()])
 
+def _link_tables(
+    resolved: Any, raw: dict[str, Any], run_id: str, lnames: np.ndarray
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The links' samples and summaries, labelled with the links' names (the summary also
+    with the buffer in BDPs of its reference flow)."""
     links = _frame(raw["links"])
     links.insert(0, "run_id", run_id)
     links.insert(1, "link_name", lnames[links["link"].to_numpy()])
-
     ls = _frame(raw["link_summary"])
     ls.insert(0, "run_id", run_id)
     ls.insert(1, "link_name", lnames[ls["link"].to_numpy()])
+    link_info = resolved.links
     ls["buffer_bdp"] = [
         np.nan if link_info[i].buffer_bdp is None else link_info[i].buffer_bdp for i in ls["link"]
     ]
+    return links, ls
 
+
+def _runs_table(
+    resolved: Any,
+    raw: dict[str, Any],
+    *,
+    run_id: str,
+    backend: str,
+    identity: str | None,
+    facts: dict[str, str],
+    started_at: str,
+    wall_time_s: float,
+    selfcheck: dict[str, Any] | None,
+    flags: list[str] | None,
+) -> pd.DataFrame:
+    """The run's one row: what ran (names, the normalised spec, its point), where and when
+    (provenance), and the backend's self-checks."""
+    spec = resolved.engine_spec
     normalized = resolved.normalized
-    runs = pd.DataFrame(
+    return pd.DataFrame(
         [
             {
                 "run_id": run_id,
@@ -687,22 +747,6 @@ def build_result(
                 **_selfcheck_columns(selfcheck, flags or []),
             }
         ]
-    )
-    trace = None
-    if "trace" in raw:
-        trace = _frame(raw["trace"])
-        trace.insert(0, "run_id", run_id)
-        trace.insert(1, "t_s", trace["t_ns"] / 1e9)
-        trace.insert(3, "flow_name", names[trace["flow"].to_numpy()])
-        trace.insert(5, "link_name", lnames[trace["link"].to_numpy()])
-    return RunResult(
-        run_id=run_id,
-        runs=conform(runs, "runs"),
-        flows=conform(flows, "flows"),
-        timeseries=conform(ts, "timeseries"),
-        links=conform(links, "links"),
-        link_summary=conform(ls, "link_summary"),
-        trace=trace,
     )
 
 
