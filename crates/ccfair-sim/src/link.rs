@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 
 use ccfair_cc::rng::Rng;
 
-use crate::packet::Packet;
+use crate::packet::{Packet, PacketRef};
 use crate::spec::Queue;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -30,7 +30,7 @@ pub struct ChannelCounters {
 }
 
 /// What a channel needs to know about what it carries: the size on the wire. The simulator
-/// moves its own [`Packet`] values; the kernel backend's forwarder (crates/ccfair-emu) moves
+/// moves references to its packets ([`PacketRef`]); the kernel backend's forwarder (crates/ccfair-emu) moves
 /// handles to real IP packets, so both share one link model.
 pub trait OnWire: Copy {
     /// Bytes on the wire (IP packet size).
@@ -38,6 +38,12 @@ pub trait OnWire: Copy {
 }
 
 impl OnWire for Packet {
+    fn wire_bytes(&self) -> u32 {
+        self.wire_bytes
+    }
+}
+
+impl OnWire for PacketRef {
     fn wire_bytes(&self) -> u32 {
         self.wire_bytes
     }
