@@ -76,6 +76,7 @@ pub enum Enqueued<P = Packet> {
 /// no event per departure; it keeps the departure times of accepted packets and counts as
 /// "in the buffer" those whose departure lies in the future (`advance` retires the others).
 pub struct Channel<P: OnWire = Packet> {
+    /// Fixed at creation (the serialisation time of the last packet size is cached).
     pub rate_bps: u64,
     pub delay_ns: u64,
     pub buffer_pkts: u32,
@@ -90,11 +91,14 @@ pub struct Channel<P: OnWire = Packet> {
     /// delay after in-order departures).
     pipe: VecDeque<(u64, P)>,
     counters: ChannelCounters,
+    /// The last packet size serialised and its time: a channel carries mostly one size
+    /// (full segments, or bare ACKs), so this skips the division for most packets.
+    last_size: (u32, u64),
 }
 
 impl<P: OnWire> Channel<P> {
     pub fn new(rate_bps: u64, delay_ns: u64, buffer_pkts: u32, loss_prob: f64, seed: u64) -> Self {
-        Channel {
+        let mut channel = Channel {
             rate_bps,
             delay_ns,
             buffer_pkts,
@@ -109,7 +113,10 @@ impl<P: OnWire> Channel<P> {
             last_departure_ns: 0,
             pipe: VecDeque::new(),
             counters: ChannelCounters::default(),
-        }
+            last_size: (0, 0),
+        };
+        channel.last_size = (0, channel.serialisation_ns(0));
+        channel
     }
 
     /// Serialisation time of `bytes` at the link rate, rounded to the nearest ns and at
@@ -181,7 +188,10 @@ impl<P: OnWire> Channel<P> {
             return Enqueued::BufferFull(pkt);
         }
         let bytes = pkt.wire_bytes();
-        let departure = now.max(self.last_departure_ns) + self.serialisation_ns(bytes);
+        if self.last_size.0 != bytes {
+            self.last_size = (bytes, self.serialisation_ns(bytes));
+        }
+        let departure = now.max(self.last_departure_ns) + self.last_size.1;
         self.last_departure_ns = departure;
         self.backlog.push_back(Backlogged {
             enqueued_ns: now,
