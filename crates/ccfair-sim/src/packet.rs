@@ -99,16 +99,16 @@ pub struct PacketSlab {
 }
 
 impl PacketSlab {
-    /// Store `pkt` and return its reference.
-    pub fn insert(&mut self, pkt: Packet) -> PacketRef {
+    /// Store a copy of `pkt` and return its reference.
+    pub fn insert(&mut self, pkt: &Packet) -> PacketRef {
         let wire_bytes = pkt.wire_bytes;
         let slot = match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = pkt;
+                self.slots[slot as usize] = *pkt;
                 slot
             }
             None => {
-                self.slots.push(pkt);
+                self.slots.push(*pkt);
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 packets in flight")
             }
         };
@@ -125,8 +125,13 @@ impl PacketSlab {
 
     /// Take the packet out; its slot is free again.
     pub fn remove(&mut self, r: PacketRef) -> Packet {
-        self.free.push(r.slot);
+        self.free(r);
         self.slots[r.slot as usize]
+    }
+
+    /// Free the packet's slot (the packet is no longer needed).
+    pub fn free(&mut self, r: PacketRef) {
+        self.free.push(r.slot);
     }
 
     /// Packets stored (slots in use).
@@ -162,15 +167,17 @@ mod tests {
     #[test]
     fn slab_reuses_freed_slots_and_keeps_packets_apart() {
         let mut slab = PacketSlab::default();
-        let a = slab.insert(pkt(1));
-        let b = slab.insert(pkt(2));
+        let a = slab.insert(&pkt(1));
+        let b = slab.insert(&pkt(2));
         assert_eq!((a.slot, b.slot, a.wire_bytes), (0, 1, 1500));
         slab.get_mut(b).hop = 3;
         assert_eq!(slab.remove(a).seq, 1);
-        let c = slab.insert(pkt(3));
+        let c = slab.insert(&pkt(3));
         assert_eq!(c.slot, 0, "the freed slot is reused");
         assert_eq!((slab.get(b).seq, slab.get(b).hop), (2, 3));
         assert_eq!(slab.get(c).seq, 3);
         assert_eq!(slab.len(), 2);
+        slab.free(b);
+        assert_eq!(slab.len(), 1);
     }
 }

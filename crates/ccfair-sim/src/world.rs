@@ -289,9 +289,11 @@ impl Simulation {
     }
 
     /// Put a packet a host sends on the first channel of its path at `t` (now, or later
-    /// for a packet a host sends after its turnaround).
-    fn send(&mut self, t: u64, pkt: Packet) {
-        note_sent(&mut self.flows[pkt.flow as usize].conn, &pkt, t);
+    /// for a packet a host sends after its turnaround): `out[i]`, copied from there into
+    /// its slot.
+    fn send(&mut self, t: u64, i: usize) {
+        let pkt = &self.out[i];
+        note_sent(&mut self.flows[pkt.flow as usize].conn, pkt, t);
         let r = self.packets.insert(pkt);
         self.forward(t, r);
     }
@@ -383,8 +385,8 @@ impl Simulation {
             self.forward(self.now, r);
             return;
         }
-        // At its end host: the packet leaves the network.
-        let pkt = self.packets.remove(r);
+        // At its end host: the host reads it in its slot, which is then free again.
+        let pkt = self.packets.get(r);
         let f = pkt.flow;
         let flow = &mut self.flows[f as usize];
         let side = if pkt.kind.is_forward() {
@@ -398,23 +400,24 @@ impl Simulation {
                 let Flow {
                     sender, receiver, ..
                 } = flow;
-                receiver.on_data(now, &pkt, |s| sender.seg_bytes(s), &mut self.out);
+                receiver.on_data(now, pkt, |s| sender.seg_bytes(s), &mut self.out);
             }
             Kind::Ack => {
                 flow.acks_received += 1;
-                flow.sender.on_ack(now, &pkt, &mut self.out);
+                flow.sender.on_ack(now, pkt, &mut self.out);
             }
-            Kind::Syn => flow.receiver.on_syn(now, &pkt, &mut self.out),
-            Kind::HandshakeAck => flow.receiver.on_handshake_ack(now, &pkt),
+            Kind::Syn => flow.receiver.on_syn(now, pkt, &mut self.out),
+            Kind::HandshakeAck => flow.receiver.on_handshake_ack(now, pkt),
             Kind::SynAck => {
                 flow.conn.synack_delivered_ns.get_or_insert(now);
-                if flow.sender.on_synack(now, &pkt, &mut self.out) {
+                if flow.sender.on_synack(now, pkt, &mut self.out) {
                     // connect() returns: the application wakes up and writes.
                     let t = now + flow.hosts.first_write_ns();
                     self.queue.push(t, Event::AppWrite(f));
                 }
             }
         }
+        self.packets.free(r);
         self.after_flow_call(f, side, true);
     }
 
@@ -459,8 +462,7 @@ impl Simulation {
                 .hosts
                 .egress_ns(side, self.now, reaction);
             for i in 0..n {
-                let pkt = self.out[i];
-                self.send(t, pkt);
+                self.send(t, i);
             }
         }
         self.out.clear();
