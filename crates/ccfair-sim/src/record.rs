@@ -264,11 +264,20 @@ impl FlowRecorder {
         for col in &mut self.internals {
             push_chunked(&mut col.values, f64::NAN);
         }
+        // Each name is one column (`internal_names` lists it once). An algorithm reports its
+        // metrics in the order its columns were listed, so the search for each starts after
+        // the previous one's column (and wraps): usually the first column tried.
+        let n = self.internals.len();
+        let mut from = 0;
         for &(raw, v) in internals {
             // Names are the algorithms' string constants: compare addresses first.
-            let same = |c: &&mut Internal| std::ptr::eq(c.raw, raw) || c.raw == raw;
-            match self.internals.iter_mut().find(same) {
-                Some(col) => *col.values.last_mut().expect("pushed above") = v / col.divisor,
+            let same = |c: &Internal| std::ptr::eq(c.raw, raw) || c.raw == raw;
+            match (from..n).chain(0..from).find(|&i| same(&self.internals[i])) {
+                Some(i) => {
+                    let col = &mut self.internals[i];
+                    *col.values.last_mut().expect("pushed above") = v / col.divisor;
+                    from = i + 1;
+                }
                 None => debug_assert!(false, "{raw}: not reported by a fresh instance"),
             }
         }

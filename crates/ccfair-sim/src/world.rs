@@ -11,7 +11,7 @@ use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::host::{FlowHosts, Side};
 use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
-use crate::packet::{Kind, Packet};
+use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::RunSpec;
 use crate::table::Table;
@@ -75,7 +75,9 @@ pub struct Simulation {
     spec: RunSpec,
     now: u64,
     queue: EventQueue,
-    channels: Vec<Channel<Packet>>,
+    channels: Vec<Channel<PacketRef>>,
+    /// The packets the channels hold (`packet.rs`).
+    packets: PacketSlab,
     flows: Vec<Flow>,
     out: Vec<Packet>,
     stats: EngineStats,
@@ -145,6 +147,7 @@ impl Simulation {
             now: 0,
             queue: EventQueue::default(),
             channels,
+            packets: PacketSlab::default(),
             flows,
             out: Vec::with_capacity(64),
             stats: EngineStats::default(),
@@ -285,32 +288,43 @@ impl Simulation {
             .collect()
     }
 
-    /// Put a packet on the channel at its current hop at `t` (now, or later for a packet a
-    /// host sends after its turnaround).
-    fn forward(&mut self, t: u64, pkt: Packet) {
-        let flow = &mut self.flows[pkt.flow as usize];
-        if pkt.hop == 0 {
-            note_sent(&mut flow.conn, &pkt, t);
-        }
+    /// Put a packet a host sends on the first channel of its path at `t` (now, or later
+    /// for a packet a host sends after its turnaround): `out[i]`, copied from there into
+    /// its slot.
+    fn send(&mut self, t: u64, i: usize) {
+        let pkt = &self.out[i];
+        note_sent(&mut self.flows[pkt.flow as usize].conn, pkt, t);
+        let r = self.packets.insert(pkt);
+        self.forward(t, r);
+    }
+
+    /// Put a packet on the channel at its current hop at `t`.
+    fn forward(&mut self, t: u64, r: PacketRef) {
+        let pkt = self.packets.get(r);
+        let flow = &self.flows[pkt.flow as usize];
         let path = if pkt.kind.is_forward() {
             &flow.path
         } else {
             &flow.ack_path
         };
         let ch = path[pkt.hop as usize];
-        let outcome = self.channels[ch as usize].enqueue(t, pkt);
+        let outcome = self.channels[ch as usize].enqueue(t, r);
         if self.trace.is_some() {
             let event = match outcome {
                 Enqueued::Accepted(_) => TraceEvent::Enqueue,
                 Enqueued::BufferFull(_) => TraceEvent::DropQueue,
                 Enqueued::LostOnWire(_) => TraceEvent::DropWire,
             };
+            let pkt = *self.packets.get(r);
             self.trace_row(t, ch, &pkt, event);
         }
         match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
-            Enqueued::BufferFull(p) | Enqueued::LostOnWire(p) => self.count_drop(&p),
+            Enqueued::BufferFull(r) | Enqueued::LostOnWire(r) => {
+                let p = self.packets.remove(r);
+                self.count_drop(&p);
+            }
         }
     }
 
@@ -348,7 +362,7 @@ impl Simulation {
     /// queue. It leaves the queue here, replaced by the channel's next arrival if any (one
     /// heap pass instead of a pop and a push; the same order).
     fn channel_arrival(&mut self, ch: u32) {
-        let (mut pkt, next) = self.channels[ch as usize].arrival();
+        let (r, next) = self.channels[ch as usize].arrival();
         match next {
             Some(t) => self.queue.pop_push(t, Event::ChannelArrival(ch)),
             None => {
@@ -356,10 +370,11 @@ impl Simulation {
             }
         }
         if self.trace.is_some() {
+            let pkt = *self.packets.get(r);
             self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);
         }
-        let f = pkt.flow;
-        let flow = &mut self.flows[f as usize];
+        let pkt = self.packets.get_mut(r);
+        let flow = &self.flows[pkt.flow as usize];
         let path_len = if pkt.kind.is_forward() {
             flow.path.len()
         } else {
@@ -367,9 +382,13 @@ impl Simulation {
         };
         if (pkt.hop as usize) + 1 < path_len {
             pkt.hop += 1;
-            self.forward(self.now, pkt);
+            self.forward(self.now, r);
             return;
         }
+        // At its end host: the host reads it in its slot, which is then free again.
+        let pkt = self.packets.get(r);
+        let f = pkt.flow;
+        let flow = &mut self.flows[f as usize];
         let side = if pkt.kind.is_forward() {
             Side::Receiver
         } else {
@@ -381,23 +400,24 @@ impl Simulation {
                 let Flow {
                     sender, receiver, ..
                 } = flow;
-                receiver.on_data(now, &pkt, |s| sender.seg_bytes(s), &mut self.out);
+                receiver.on_data(now, pkt, |s| sender.seg_bytes(s), &mut self.out);
             }
             Kind::Ack => {
                 flow.acks_received += 1;
-                flow.sender.on_ack(now, &pkt, &mut self.out);
+                flow.sender.on_ack(now, pkt, &mut self.out);
             }
-            Kind::Syn => flow.receiver.on_syn(now, &pkt, &mut self.out),
-            Kind::HandshakeAck => flow.receiver.on_handshake_ack(now, &pkt),
+            Kind::Syn => flow.receiver.on_syn(now, pkt, &mut self.out),
+            Kind::HandshakeAck => flow.receiver.on_handshake_ack(now, pkt),
             Kind::SynAck => {
                 flow.conn.synack_delivered_ns.get_or_insert(now);
-                if flow.sender.on_synack(now, &pkt, &mut self.out) {
+                if flow.sender.on_synack(now, pkt, &mut self.out) {
                     // connect() returns: the application wakes up and writes.
                     let t = now + flow.hosts.first_write_ns();
                     self.queue.push(t, Event::AppWrite(f));
                 }
             }
         }
+        self.packets.free(r);
         self.after_flow_call(f, side, true);
     }
 
@@ -442,8 +462,7 @@ impl Simulation {
                 .hosts
                 .egress_ns(side, self.now, reaction);
             for i in 0..n {
-                let pkt = self.out[i];
-                self.forward(t, pkt);
+                self.send(t, i);
             }
         }
         self.out.clear();
@@ -546,7 +565,8 @@ impl Simulation {
     pub fn conservation(&self) -> Vec<([u64; 4], [u64; 4])> {
         let mut in_net = vec![(0u64, 0u64); self.flows.len()];
         for c in &self.channels {
-            for p in c.held_packets() {
+            for &r in c.held_packets() {
+                let p = self.packets.get(r);
                 match p.kind {
                     Kind::Data => in_net[p.flow as usize].0 += 1,
                     Kind::Ack => in_net[p.flow as usize].1 += 1,

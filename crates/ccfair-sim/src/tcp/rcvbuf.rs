@@ -324,6 +324,8 @@ impl RcvBuf {
     /// The application read `segments` in-order segments, `copied` bytes in all so far
     /// (`tcp_recvmsg` -> `tcp_rcv_space_adjust`), with `ofo_span` bytes of out-of-order
     /// data beyond `rcv_nxt`.
+    // Per data segment: inlined.
+    #[inline]
     pub fn app_read(&mut self, now: u64, segments: u64, copied: u64, ofo_span: u64) {
         self.rmem_alloc = self.rmem_alloc.saturating_sub(segments * self.truesize);
         let rtt_ns = (self.rtt_us8 >> 3) * 1_000;

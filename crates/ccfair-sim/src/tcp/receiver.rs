@@ -325,6 +325,8 @@ impl Receiver {
 
     /// `tcp_event_data_recv` for a segment of `len` bytes: the receiver's window-based RTT
     /// sample, the delayed-ACK engine's `ato`, quick-ACK re-arming, and `tcp_grow_window`.
+    // Per data segment, one call site: inlined.
+    #[inline]
     fn event_data_recv(&mut self, now: u64, len: u64) {
         self.buf.rtt_measure_window(now, self.rcv_nxt * self.mss);
         let grew = self.buf.measure_and_grow(len);
@@ -418,6 +420,8 @@ impl Receiver {
 
     /// `__tcp_ack_snd_check`: ACK now after more than one full segment if the window would
     /// not shrink, in quick-ACK mode, or when asked to.
+    // Per data segment: inlined.
+    #[inline]
     fn ack_snd_check(&mut self, now: u64, ofo_possible: bool, out: &mut Vec<Packet>) {
         let mut two_segments = false;
         if (self.rcv_nxt - self.rcv_wup) * self.mss > self.buf.rcv_mss {

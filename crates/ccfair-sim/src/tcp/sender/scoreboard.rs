@@ -5,6 +5,8 @@
 use super::*;
 
 impl Sender {
+    // Twice per segment (sent, acknowledged): inlined, the call cost a fifth of it.
+    #[inline]
     pub(super) fn ts_remove(&mut self, seq: u64) {
         let (prev, next, in_ts) = {
             let s = self.seg(seq);

@@ -22,6 +22,8 @@ impl Sender {
     }
 
     /// `tcp_rearm_rto`.
+    // Per ACK or send: inlined (issue 16, instructions per packet-hop).
+    #[inline]
     pub(super) fn rearm_rto(&mut self) {
         if self.tp.packets_out == 0 {
             self.xmit_timer = None;
@@ -39,6 +41,8 @@ impl Sender {
     }
 
     /// `tcp_schedule_loss_probe`.
+    // Per ACK or send: inlined (issue 16, instructions per packet-hop).
+    #[inline]
     pub(super) fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
         if !self.opts.tlp
             || self.tp.packets_out == 0
