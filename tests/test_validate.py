@@ -258,3 +258,39 @@ def test_a_finished_flagged_kernel_run_is_rerun_unless_kept(monkeypatch, tmp_pat
 def test_rerun_flagged_must_be_true_or_false(bad):
     with pytest.raises(ccfair.SpecError, match="rerun_flagged"):
         val.validate([ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")], rerun_flagged=bad)
+
+
+def test_finished_only_compares_the_finished_points_and_starts_no_kernel_run(monkeypatch, tmp_path):
+    scs = [ccfair.dumbbell(2, ["reno", "cubic"], duration="2s", seed=s) for s in (1, 2)]
+    # The kernel side holds the first scenario's run only (a simulator run stands in for it).
+    kernel_sc = val._kernel_variant(scs[0])
+    rid = val.run_id_of(kernel_sc.resolve().normalized, "kernel")
+    stand_in = ccfair.run(kernel_sc)
+    monkeypatch.setattr(val, "finished_run_ids", lambda results: {rid})
+    monkeypatch.setattr(val, "load", lambda results, run_id: stand_in)
+    started = []
+
+    def run(sc, backend):
+        started.append(backend)
+        return ccfair.run(sc, backend=backend)
+
+    monkeypatch.setattr(val, "run", run)
+    kernel_backend = val.backends.get("kernel")
+    monkeypatch.setattr(kernel_backend, "preflight", lambda: pytest.fail("needs no root"))
+    (tmp_path / "results").mkdir()
+    messages: list[str] = []
+    v = val.validate(
+        scs, out=tmp_path, finished_only=True, timeseries_figures=0, progress=messages.append
+    )
+    assert started == ["sim"]  # the one finished point's simulator side; no kernel run
+    assert len(v.runs) == 2 and v.runs["point"].nunique() == 1
+    assert "comparing the 1 of 2 points whose kernel runs are finished" in messages
+    assert (tmp_path / "validate.md").exists()
+
+
+def test_finished_only_without_finished_kernel_runs_says_so(tmp_path):
+    sc = ccfair.dumbbell(2, ["reno", "cubic"], duration="2s")
+    with pytest.raises(ccfair.SpecError, match="holds no finished kernel run"):
+        val.validate([sc], out=tmp_path, finished_only=True)
+    with pytest.raises(ccfair.SpecError, match="finished_only"):
+        val.validate([sc], out=tmp_path, finished_only="yes")

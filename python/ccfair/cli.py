@@ -212,6 +212,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         rerun_flagged=not args.keep_flagged,
         command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
+        finished_only=args.finished_only,
     )
     if not args.quiet:
         print(v.format_table())
@@ -630,6 +631,12 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="keep finished kernel runs the self-checks flagged (reported as such) instead of "
         "running them again",
+    )
+    v.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="compare only the points whose kernel runs are already in OUT/results (flagged "
+        "ones reported as such); starts no kernel run and needs no root",
     )
     v.add_argument("--duration", help='override every scenario\'s duration, e.g. "20s"')
     v.add_argument(

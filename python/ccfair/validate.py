@@ -638,6 +638,7 @@ def validate(
     timeseries_figures: int = 4,
     command: str | None = None,
     progress: Callable[[str], None] | None = None,
+    finished_only: bool = False,
 ) -> Validation:
     """Run every point of ``inputs`` (scenarios, scenario files, sweep files) and of
     ``preset`` (``quick``: its reduced grid) on both backends and compare them.
@@ -653,6 +654,11 @@ def validate(
     overlaid time series of the ``timeseries_figures`` points that differ most) and the
     report section ``out/validate.md``.
 
+    ``finished_only`` compares only the points whose kernel runs are already in
+    ``out/results`` (flagged ones too, reported as such) and starts no kernel run: a study
+    whose kernel side ran elsewhere, or was interrupted, can be analysed on any machine,
+    without root. The simulator then runs at the HZ those kernel runs recorded.
+
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
     """
@@ -661,6 +667,8 @@ def validate(
         raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
     if not isinstance(rerun_flagged, bool):
         raise SpecError("rerun_flagged", rerun_flagged, "is not true or false")
+    if not isinstance(finished_only, bool):
+        raise SpecError("finished_only", finished_only, "is not true or false")
     points = validation_points(inputs, preset=preset, quick=quick)
     if not points:
         raise SpecError("inputs", list(inputs), "name no scenario, sweep or preset to validate")
@@ -670,23 +678,52 @@ def validate(
         ]
     reference = backends.get(REFERENCE_BACKEND)
     kernel_scs = [_kernel_variant(p.scenario) for p in points]
-    for p, ksc in zip(points, kernel_scs, strict=True):
-        try:
-            reference.check(ksc.resolve())
-        except SpecError as exc:
-            raise SpecError(
-                exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
-            ) from None
-    reference.preflight()
-    reference.warn_if_busy(say)
-    hz = reference.clock_hz() if match_hz else None
     results = Path(out) / "results" if out is not None else None
+    if finished_only:
+        points, kernel_scs, hz = _finished_points(points, kernel_scs, results, say)
+        hz = hz if match_hz else None
+        rerun_flagged = False
+    else:
+        for p, ksc in zip(points, kernel_scs, strict=True):
+            try:
+                reference.check(ksc.resolve())
+            except SpecError as exc:
+                raise SpecError(
+                    exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
+                ) from None
+        reference.preflight()
+        reference.warn_if_busy(say)
+        hz = reference.clock_hz() if match_hz else None
     sims = _run_sims(points, hz, results, say)
     kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
     v = _study(points, sims, kerns)
     if out is not None:
         _write(v, Path(out), points, sims, kerns, hz, timeseries_figures, command)
     return v
+
+
+def _finished_points(
+    points: list[VPoint],
+    kernel_scs: list[Scenario],
+    results: Path | None,
+    say: Callable[[str], None],
+) -> tuple[list[VPoint], list[Scenario], int | None]:
+    """The points whose kernel run is finished in ``results``, their kernel scenarios, and
+    the HZ those runs recorded (None if they did not)."""
+    if results is None:
+        raise SpecError("out", None, "is needed with finished_only (the study's directory)")
+    done = finished_run_ids(results) if results.is_dir() else set()
+    identity = backends.get(REFERENCE_BACKEND).identity()
+    keep = [
+        i for i, sc in enumerate(kernel_scs) if run_id_of(sc.resolve().normalized, identity) in done
+    ]
+    if not keep:
+        raise SpecError("out", str(results.parent), "holds no finished kernel run of these points")
+    say(f"comparing the {len(keep)} of {len(points)} points whose kernel runs are finished")
+    first = load(results, run_id_of(kernel_scs[keep[0]].resolve().normalized, identity))
+    hz = first.runs.iloc[0].get("kernel_hz")
+    hz = int(hz) if hz is not None and hz == hz else None
+    return [points[i] for i in keep], [kernel_scs[i] for i in keep], hz
 
 
 #: The time-series columns the study uses (means per flow, overlaid time series).
