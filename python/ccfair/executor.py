@@ -500,7 +500,7 @@ def _run_locked(
                 _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say, limits)
             else:
                 with backend.session(say, parallel_processes=parallel) as env:
-                    _run_local(
+                    _LocalPool(
                         workers,
                         missing,
                         specs,
@@ -511,7 +511,7 @@ def _run_locked(
                         say,
                         limits,
                         env or None,
-                    )
+                    ).run()
         finally:
             bar.close()
         if parallel:
@@ -679,41 +679,6 @@ def _worker_main() -> int:
     return 0
 
 
-def _run_local(
-    workers: int | None,
-    missing: list[str],
-    specs: dict[str, dict[str, Any]],
-    backend: str,
-    root: Path,
-    outcome: SweepOutcome,
-    bar: _Progress,
-    say: Callable[[str], None],
-    limits: dict[str, int],
-    env: dict[str, str] | None = None,
-) -> None:
-    pool = _LocalPool(workers, missing, specs, backend, root, outcome, bar, say, limits, env)
-    # Ctrl-C is counted by a handler and acted on between replies: a KeyboardInterrupt
-    # raised while a reply is being read would lose it, and the run with it.
-    with _CtrlC() as ctrl_c:
-        try:
-            pool.start()
-            while pool.busy():
-                if ctrl_c.presses >= 2:
-                    break  # abandon: a run without its marker file does not count as finished
-                if ctrl_c.presses and not outcome.interrupted:
-                    outcome.interrupted = True
-                    say(
-                        f"\ninterrupted: finishing the {len(pool.busy())} run(s) in progress "
-                        "(press Ctrl-C again to abandon them)"
-                    )
-                pool.step()
-            if not outcome.interrupted:
-                for rid in reversed(pool.queue):  # left over only if workers kept dying
-                    outcome.failed[rid] = "not run: worker processes kept dying"
-        finally:
-            pool.close()
-
-
 class _LocalPool:
     """Worker processes of one local sweep: each takes the next missing run when it
     replies; a worker that dies fails its run and is replaced (at most twice the pool
@@ -742,6 +707,30 @@ class _LocalPool:
         for w in self.pool:
             assert w.proc.stdout is not None
             self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
+
+    def run(self) -> None:
+        """Run every missing run; Ctrl-C once finishes the runs in progress, twice abandons
+        them."""
+        # Ctrl-C is counted by a handler and acted on between replies: a KeyboardInterrupt
+        # raised while a reply is being read would lose it, and the run with it.
+        with _CtrlC() as ctrl_c:
+            try:
+                self.start()
+                while self.busy():
+                    if ctrl_c.presses >= 2:
+                        break  # abandon: a run without its marker file does not count as finished
+                    if ctrl_c.presses and not self.outcome.interrupted:
+                        self.outcome.interrupted = True
+                        self.say(
+                            f"\ninterrupted: finishing the {len(self.busy())} run(s) in progress "
+                            "(press Ctrl-C again to abandon them)"
+                        )
+                    self.step()
+                if not self.outcome.interrupted:
+                    for rid in reversed(self.queue):  # left over only if workers kept dying
+                        self.outcome.failed[rid] = "not run: worker processes kept dying"
+            finally:
+                self.close()
 
     def start(self) -> None:
         for w in self.pool:
