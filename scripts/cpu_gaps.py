@@ -59,10 +59,18 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seconds", type=float, default=20.0, help="per CPU (default 20)")
     p.add_argument("--cpu", type=int, action="append", help="only this CPU (repeatable)")
     args = p.parse_args(argv)
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = args.cpu or allowed
+    bad = [c for c in cpus if c not in allowed]
+    if bad:
+        print(f"error: --cpu {bad[0]} is not one of this process's CPUs {allowed}", file=sys.stderr)
+        return 2
+    if not 0 < args.seconds <= 3600:
+        print(f"error: --seconds {args.seconds} is not in (0, 3600]", file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print("error: needs root (SCHED_FIFO)", file=sys.stderr)
         return 2
-    cpus = args.cpu or sorted(os.sched_getaffinity(0))
     for cpu in cpus:
         n1, n4, largest = gaps_on(cpu, args.seconds)
         print(f"cpu {cpu}: {n1} gaps over 1 ms, {n4} over 4 ms, largest {largest:.2f} ms")

@@ -179,6 +179,13 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     study = Path(argv[0])
+    missing = [n for n in ("validate_points.csv", "validate_runs.csv") if not (study / n).is_file()]
+    if missing:
+        print(
+            f"error: {study} is not a `ccfair validate --out` directory (no {missing[0]})",
+            file=sys.stderr,
+        )
+        return 2
     t = targets(study)
     t.to_csv(study / "targets.csv", index=False)
     figure(study, study / "figures" / "main_flow.png")
