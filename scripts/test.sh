@@ -38,3 +38,6 @@ python3 -m ruff check python tests
 python3 -m ruff format --check python tests
 # -rs lists every skipped test with its reason (e.g. the kernel backend without root).
 python3 -m pytest -q -rs
+# The examples in the docstrings of the public API are tests too (those marked +SKIP need
+# root or minutes of real time and are shown, not run).
+python3 -m pytest -q --doctest-modules python/ccfair

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from ccfair import report
 from ccfair.presets import PRESETS, REPETITIONS, count_runs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -137,6 +138,7 @@ def test_report_is_self_contained_and_complete(harada):
     for item in ("topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"):
         assert f"<td>{item}</td>" in setup, item
     assert 'profile "linux-4.9"' in setup and "bbr parameters (this run)" in setup
+    assert "<td>testbed profile (this run)</td><td></td><td>ideal</td>" in setup
     assert "ccfair" in setup and "git" in setup
     # The host's kernel is named as such, never as the modelled TCP.
     prov = html.unescape(page.split('id="provenance"')[1])
@@ -311,3 +313,9 @@ def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
     out = cli("plot", str(harada), "0123456789abcdef", "--out", str(tmp_path))
     assert out.returncode == 2
     assert out.stderr.strip() == f"error: {harada}: no finished run '0123456789abcdef'"
+
+
+def test_the_setup_names_every_testbed_profile_the_runs_used():
+    specs = [{"profile": "mininet-netem"}, {}, {"profile": "linux-stock"}, {}]
+    assert report._testbed_profiles(specs) == ["mininet-netem", "ideal", "linux-stock"]
+    assert report._testbed_profiles([]) == []

@@ -19,7 +19,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,7 +133,7 @@ def fmt_interval(mean: float, half: float, n: int, bounds: tuple = (None, None))
         >>> fmt_interval(87.56, 400.0, 2, (0.0, 50.0))
         '88 [0, 50]'
         >>> fmt_interval(0.9905, 0.072, 2, (0.0, 1.0))
-        '0.990 [0.918, 1.000]'
+        '0.991 [0.918, 1.000]'
     """
     if mean is None or not math.isfinite(mean):
         return ""
@@ -384,6 +384,16 @@ def _cca_versions(res: Results) -> list[tuple[str, str]]:
     return out
 
 
+def _testbed_profiles(specs: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The testbed profiles of these normalised specs, in order of first use; a spec without
+    one ran on the ideal network.
+
+        >>> _testbed_profiles([{"profile": "linux-stock"}, {}, {"profile": "linux-stock"}])
+        ['linux-stock', 'ideal']
+    """
+    return list(dict.fromkeys(spec.get("profile", "ideal") for spec in specs))
+
+
 def _setup_rows(
     res: Results, preset: Any, record: dict[str, Any]
 ) -> list[tuple[str, str, str, str]]:
@@ -402,6 +412,15 @@ def _setup_rows(
     runs = res.table("runs")
     durations = sorted({float(d) for d in runs["duration_s"]})
     rows.append(("duration (this run)", "", ", ".join(f"{d:g} s" for d in durations), ""))
+    rows.append(
+        (
+            "testbed profile (this run)",
+            "",
+            ", ".join(_testbed_profiles(res.specs().values())),
+            "what the emulated testbed adds to the ideal network (docs/spec.md, "
+            '"Testbed profiles")',
+        )
+    )
     for cca, text in _cca_versions(res):
         rows.append(
             (
