@@ -20,7 +20,8 @@ import ccfair
 import numpy as np
 import pandas as pd
 from ccfair.api import run_id_of
-from ccfair.results import finished_run_ids, load
+from ccfair.errors import ResultsError
+from ccfair.results import check_schema, finished_run_ids, load
 
 POINTS = {
     "bbr alone, 2 BDP": dict(n=1, ccas="bbr", alpha=2.0),
@@ -142,7 +143,13 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     res = out / "results"
-    have = set(finished_run_ids(res)) if res.is_dir() else set()
+    try:  # before the first run: a directory of another results schema takes no runs
+        if res.is_dir():
+            check_schema(res)
+        have = set(finished_run_ids(res)) if res.is_dir() else set()
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     rows = []
     for point, p in POINTS.items():
         for rep in range(args.reps):
