@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from ccfair.errors import SpecError
 from ccfair.executor import read_sweep_record, run_sweep, verify_run
 from ccfair.results import TABLES, ResultsError, finished_run_ids
 from ccfair.sweep import Sweep
@@ -291,3 +292,68 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
     assert len(finished_run_ids(root)) == 5  # the other runs went on in a new worker
     out = cli("sweep", str(spec), "--out", str(root))
     assert out.returncode == 0 and "5 finished, 1 to run" in out.stderr
+
+
+# ---- kernel runs the self-checks flag ---------------------------------------------------------
+
+
+def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, dict]:
+    """Make ``ccfair.api.run`` return one real simulator run, marked reliable or flagged as
+    ``reliable`` lists them (one attempt each), and record the attempts made."""
+    import ccfair
+    import ccfair.api
+
+    sc = ccfair.dumbbell(1, "reno", duration="1s", sample_interval="100ms")
+    real = ccfair.run(sc)
+    made: list[bool] = []
+
+    def fake_run(scenario, **kw):
+        ok = reliable[len(made)]
+        made.append(ok)
+        r = ccfair.run(scenario)
+        r.runs = r.runs.assign(reliable=ok, selfcheck_flags="" if ok else "forwarder stall")
+        return r
+
+    monkeypatch.setattr(ccfair.api, "run", fake_run)
+    return made, real.run_id, sc.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("retries", "attempts", "kept_reliable"),
+    [(2, 3, True), (1, 2, False), (0, 1, False)],
+)
+def test_a_flagged_kernel_run_is_run_again_and_only_the_kept_attempt_is_written(
+    monkeypatch, tmp_path, retries, attempts, kept_reliable
+):
+    from ccfair.executor import run_and_save
+
+    made, rid, spec = _attempts_of(monkeypatch, [False, False, True])
+    reply = run_and_save(rid, spec, "kernel", str(tmp_path), None, retries)
+    assert len(made) == attempts == reply["attempts"]
+    assert reply["reliable"] is kept_reliable
+    runs = pd.read_parquet(tmp_path / "runs")
+    assert len(runs) == 1 and bool(runs["reliable"].iloc[0]) is kept_reliable
+
+
+def test_the_simulator_is_never_run_again(monkeypatch, tmp_path):
+    from ccfair.executor import run_and_save
+
+    made, rid, spec = _attempts_of(monkeypatch, [False, True])  # "flagged" but not checked
+    reply = run_and_save(rid, spec, "sim", str(tmp_path), None, 2)
+    assert len(made) == 1 and reply["attempts"] == 1
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "2"])
+def test_sweep_retries_must_be_a_count(tmp_path, bad):
+    with pytest.raises(SpecError, match="is not a number of reruns") as info:
+        run_sweep(small_sweep(), tmp_path / "r", progress=False, retries=bad)
+    assert info.value.path == "retries"
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_summary_counts_reruns_and_runs_kept_flagged():
+    from ccfair.executor import SweepOutcome
+
+    out = SweepOutcome(Path("r"), total=3, already=0, executed=["a", "b", "c"])
+    out.reruns, out.flagged = 4, ["c"]
+    assert "4 flagged attempt(s) run again, 1 kept flagged" in out.summary()

@@ -341,6 +341,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         log=(lambda msg: None) if args.quiet else None,
         limits=lim,
+        retries=args.retries,
     )
     if not args.quiet:
         print(f"sweep {sweep.name!r}: {outcome.summary()}")
@@ -379,6 +380,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         log=(lambda msg: None) if args.quiet else None,
         limits=_limits_of(args),
+        retries=args.retries,
     )
     if not args.quiet:
         print(f"{preset.name}: {outcome.summary()}")
@@ -620,12 +622,7 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--preset", help="validate a preset's grid (see ccfair reproduce --list)")
     v.add_argument("--quick", action="store_true", help="with --preset: its reduced grid")
     v.add_argument("--out", default="validation", help="output directory (default: validation)")
-    v.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help="run a kernel run the self-checks flag again up to this many times (default 2)",
-    )
+    _add_retries_option(v)
     v.add_argument(
         "--keep-flagged",
         action="store_true",
@@ -700,6 +697,15 @@ def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
     b.set_defaults(func=_cmd_bench)
 
 
+def _add_retries_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="run a kernel run the self-checks flag again up to this many times (default 2)",
+    )
+
+
 def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "sweep",
@@ -718,6 +724,7 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
         help="list the points, run ids and the resource estimate only",
     )
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    _add_retries_option(s)
     _add_limit_options(s, runs=True)
     s.set_defaults(func=_cmd_sweep)
 
@@ -745,6 +752,7 @@ def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
     rp.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    _add_retries_option(rp)
     _add_limit_options(rp, runs=True)
     rp.set_defaults(func=_cmd_reproduce)
 

@@ -100,6 +100,8 @@ class SweepOutcome:
         failed: run id -> one-line error, for runs that raised.
         interrupted: Ctrl-C stopped the sweep before every run finished.
         wall_s: wall time of this call.
+        reruns: attempts made again because a self-checked backend's run was flagged.
+        flagged: run ids kept flagged (``runs.reliable`` false) after every attempt.
     """
 
     results_dir: Path
@@ -110,6 +112,8 @@ class SweepOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     wall_s: float = 0.0
+    reruns: int = 0
+    flagged: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -130,6 +134,8 @@ class SweepOutcome:
             f"{self.already} already there"
             + (f", {len(self.recomputed)} damaged and recomputed" if self.recomputed else "")
             + (f", {len(self.failed)} failed" if self.failed else "")
+            + (f", {self.reruns} flagged attempt(s) run again" if self.reruns else "")
+            + (f", {len(self.flagged)} kept flagged" if self.flagged else "")
             + f"); {state}; {self.wall_s:.1f} s wall; results in {self.results_dir}"
         )
 
@@ -290,18 +296,31 @@ def _worker_init() -> None:
 
 
 def _compute(
-    run_id: str, spec: dict[str, Any], backend: str, limits: dict[str, int] | None = None
-) -> Any:
+    run_id: str,
+    spec: dict[str, Any],
+    backend: str,
+    limits: dict[str, int] | None = None,
+    retries: int = 0,
+) -> tuple[Any, int]:
+    """Run one point: ``(result, attempts)``. A run of a self-checked backend (the kernel's)
+    that its self-checks flag is run again, up to ``retries`` times, and only the attempt
+    kept is ever written: a reliable one, else the last. Nothing of a flagged attempt reaches
+    the results directory, so two attempts' tables can never mix."""
     from ccfair.api import run
     from ccfair.spec import Scenario
 
-    result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
-    if result.run_id != run_id:
-        raise RuntimeError(
-            f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does not "
-            "normalise the same way in this worker (different ccfair version?)"
-        )
-    return result
+    checked = backends.has(backend, "self_checked")
+    attempts = 0
+    while True:
+        attempts += 1
+        result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
+        if result.run_id != run_id:
+            raise RuntimeError(
+                f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does "
+                "not normalise the same way in this worker (different ccfair version?)"
+            )
+        if not checked or result.reliable or attempts > retries:
+            return result, attempts
 
 
 def run_and_save(
@@ -310,23 +329,54 @@ def run_and_save(
     backend: str,
     out: str,
     limits: dict[str, int] | None = None,
+    retries: int = 0,
 ) -> dict[str, Any]:
-    """Run one point and write it into ``out`` (local workers)."""
+    """Run one point (see :func:`_compute`) and write it into ``out`` (local workers)."""
     t0 = time.perf_counter()
-    result = _compute(run_id, spec, backend, limits)
+    result, attempts = _compute(run_id, spec, backend, limits, retries)
     # The sweep checked the directory (schema version, symlinks) once under its lock.
     result.write_tables(Path(out))
-    return {"run_id": run_id, "wall_s": time.perf_counter() - t0}
+    return {
+        "run_id": run_id,
+        "wall_s": time.perf_counter() - t0,
+        "attempts": attempts,
+        "reliable": result.reliable,
+    }
 
 
 def run_to_bytes(
-    run_id: str, spec: dict[str, Any], backend: str, limits: dict[str, int] | None = None
+    run_id: str,
+    spec: dict[str, Any],
+    backend: str,
+    limits: dict[str, int] | None = None,
+    retries: int = 0,
 ) -> dict[str, Any]:
-    """Run one point and return its tables as Parquet bytes (cluster workers)."""
+    """Run one point (see :func:`_compute`) and return its tables as Parquet bytes (cluster
+    workers)."""
     t0 = time.perf_counter()
-    result = _compute(run_id, spec, backend, limits)
+    result, attempts = _compute(run_id, spec, backend, limits, retries)
     tables = result.parquet_bytes()  # the schema's exact columns, as save() writes them
-    return {"run_id": run_id, "wall_s": time.perf_counter() - t0, "tables": tables}
+    return {
+        "run_id": run_id,
+        "wall_s": time.perf_counter() - t0,
+        "tables": tables,
+        "attempts": attempts,
+        "reliable": result.reliable,
+    }
+
+
+def _note_attempts(
+    outcome: SweepOutcome, reply: dict[str, Any], say: Callable[[str], None]
+) -> None:
+    """Count a finished run's reruns and say when it stayed flagged."""
+    attempts = int(reply.get("attempts", 1))
+    outcome.reruns += attempts - 1
+    if not reply.get("reliable", True):
+        outcome.flagged.append(reply["run_id"])
+        say(
+            f"run {reply['run_id']}: flagged by its self-checks in all {attempts} attempt(s); "
+            "kept and marked unreliable (runs.selfcheck_flags says why)"
+        )
 
 
 def _worker_versions() -> dict[str, str]:
@@ -387,6 +437,7 @@ def run_sweep(
     log: Callable[[str], None] | None = None,
     connect_timeout: float = 15.0,
     limits: Limits | dict[str, Any] | None = None,
+    retries: int = 2,
 ) -> SweepOutcome:
     """Run every missing point of ``sweep`` into ``results_dir``; returns what was done.
 
@@ -397,6 +448,11 @@ def run_sweep(
 
     Every run must fit ``limits`` (:class:`ccfair.Limits`; the number of runs and each run's
     estimate are checked before anything runs).
+
+    A run of a self-checked backend (the kernel's) that its self-checks flag is run again, up
+    to ``retries`` times; the first reliable attempt is kept, else the last, marked
+    unreliable (``outcome.flagged``). Runs already finished are kept as they are, flagged or
+    not. The simulator's runs are never flagged.
 
     Raises :class:`SpecError` for an invalid sweep or cluster address (and its subclass
     :class:`~ccfair.errors.LimitError` for a sweep above a limit), :class:`ResultsError` if
@@ -412,6 +468,8 @@ def run_sweep(
     """
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
     backend = backends.get(sweep.backend)
     if backend.real_time and workers is None and cluster is None:
         # Real-time runs (the kernel's) need prompt wake-ups on a core of their own: one at a
@@ -440,7 +498,9 @@ def run_sweep(
     client = _connect(cluster, connect_timeout) if cluster else None
     try:
         with _lock(root):
-            outcome = _run_locked(sweep, root, points, specs, workers, client, progress, say, lim)
+            outcome = _run_locked(
+                sweep, root, points, specs, workers, client, progress, say, lim, retries
+            )
     finally:
         if client is not None:
             _close_quietly(client)
@@ -458,6 +518,7 @@ def _run_locked(
     progress: bool,
     say: Callable[[str], None],
     lim: Limits,
+    retries: int,
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
     check_schema(root)  # runs of another schema version cannot be mixed with these
@@ -497,7 +558,9 @@ def _run_locked(
         try:
             limits = {"memory": lim.memory, "events": lim.events}
             if client is not None:
-                _run_dask(client, missing, specs, sweep.backend, root, outcome, bar, say, limits)
+                _run_dask(
+                    client, missing, specs, sweep.backend, root, outcome, bar, say, limits, retries
+                )
             else:
                 with backend.session(say, parallel_processes=parallel) as env:
                     _LocalPool(
@@ -511,6 +574,7 @@ def _run_locked(
                         say,
                         limits,
                         env or None,
+                        retries,
                     ).run()
         finally:
             bar.close()
@@ -634,12 +698,17 @@ class _Worker:
         self.task: str | None = None
 
     def send(
-        self, run_id: str, spec: dict[str, Any], backend: str, out: str, limits: dict[str, int]
+        self,
+        run_id: str,
+        spec: dict[str, Any],
+        backend: str,
+        out: str,
+        limits: dict[str, int],
+        retries: int,
     ) -> None:
         assert self.proc.stdin is not None
-        line = json.dumps(
-            {"run_id": run_id, "spec": spec, "backend": backend, "out": out, "limits": limits}
-        )
+        task = {"run_id": run_id, "spec": spec, "backend": backend, "out": out, "limits": limits}
+        line = json.dumps({**task, "retries": retries})
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
         self.task = run_id
@@ -670,9 +739,14 @@ def _worker_main() -> int:
         task = json.loads(line)
         try:
             res = run_and_save(
-                task["run_id"], task["spec"], task["backend"], task["out"], task.get("limits")
+                task["run_id"],
+                task["spec"],
+                task["backend"],
+                task["out"],
+                task.get("limits"),
+                task.get("retries", 0),
             )
-            reply = {"run_id": task["run_id"], "ok": True, "wall_s": res["wall_s"]}
+            reply = {"ok": True, **res}
         except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
             reply = {"run_id": task["run_id"], "ok": False, "error": _one_line(exc)}
         protocol.write(json.dumps(reply) + "\n")
@@ -696,10 +770,12 @@ class _LocalPool:
         say: Callable[[str], None],
         limits: dict[str, int],
         env: dict[str, str] | None,
+        retries: int = 0,
     ) -> None:
         self.n = min(workers or os.cpu_count() or 1, len(missing))
         self.queue = list(reversed(missing))  # pop() from the end takes them in order
         self.specs, self.backend, self.root, self.limits = specs, backend, root, limits
+        self.retries = retries
         self.outcome, self.bar, self.say, self.env = outcome, bar, say, env
         self.replacements = 0
         self.pool = [_Worker(env) for _ in range(self.n)]
@@ -721,9 +797,14 @@ class _LocalPool:
                         break  # abandon: a run without its marker file does not count as finished
                     if ctrl_c.presses and not self.outcome.interrupted:
                         self.outcome.interrupted = True
+                        reruns = (
+                            ", with their reruns if flagged"
+                            if self.retries and backends.has(self.backend, "self_checked")
+                            else ""
+                        )
                         self.say(
-                            f"\ninterrupted: finishing the {len(self.busy())} run(s) in progress "
-                            "(press Ctrl-C again to abandon them)"
+                            f"\ninterrupted: finishing the {len(self.busy())} run(s) in progress"
+                            f"{reruns} (press Ctrl-C again to abandon them)"
                         )
                     self.step()
                 if not self.outcome.interrupted:
@@ -740,7 +821,9 @@ class _LocalPool:
         if self.queue and not self.outcome.interrupted:
             rid = self.queue.pop()
             try:
-                w.send(rid, self.specs[rid], self.backend, str(self.root), self.limits)
+                w.send(
+                    rid, self.specs[rid], self.backend, str(self.root), self.limits, self.retries
+                )
             except OSError:
                 self.outcome.failed[rid] = "a worker process died (killed or out of memory)"
                 w.task = None
@@ -762,6 +845,7 @@ class _LocalPool:
             reply = json.loads(line)
             if reply["ok"]:
                 self.outcome.executed.append(reply["run_id"])
+                _note_attempts(self.outcome, reply, self.say)
             else:
                 self.outcome.failed[reply["run_id"]] = reply["error"]
                 self.say(f"run {reply['run_id']} failed: {reply['error']}")
@@ -856,6 +940,7 @@ def _run_dask(
     bar: _Progress,
     say: Callable[[str], None],
     limits: dict[str, int],
+    retries: int = 0,
 ) -> None:
     from distributed import as_completed
 
@@ -866,7 +951,14 @@ def _run_dask(
                 say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
         futures = {
             client.submit(
-                run_to_bytes, rid, specs[rid], backend, limits, key=f"ccfair-run-{rid}", pure=False
+                run_to_bytes,
+                rid,
+                specs[rid],
+                backend,
+                limits,
+                retries,
+                key=f"ccfair-run-{rid}",
+                pure=False,
             ): rid
             for rid in missing
         }
@@ -883,6 +975,7 @@ def _run_dask(
                 else:
                     _save_bytes(root, rid, res["tables"])
                     outcome.executed.append(rid)
+                    _note_attempts(outcome, res, say)
                 bar.update()
                 fut.release()
         except KeyboardInterrupt:
