@@ -294,3 +294,18 @@ def test_finished_only_without_finished_kernel_runs_says_so(tmp_path):
         val.validate([sc], out=tmp_path, finished_only=True)
     with pytest.raises(ccfair.SpecError, match="finished_only"):
         val.validate([sc], out=tmp_path, finished_only="yes")
+
+
+@pytest.mark.parametrize(
+    "study", sorted((ROOT / "scenarios" / "validate").glob("*.toml")), ids=lambda p: p.stem
+)
+def test_every_validation_study_expands_and_its_header_counts_its_runs(study):
+    # The header of each study file says how many kernel runs it makes ("N kernel runs"),
+    # which is what a user plans machine time by: it must stay true as the grid changes.
+    import re
+
+    points = val.validation_points([study])
+    assert points and len({(p.label, p.rep) for p in points}) == len(points)
+    said = re.search(r"(\d+) kernel runs", study.read_text())
+    assert said is not None, f"{study.name}: the header does not say how many kernel runs"
+    assert int(said.group(1)) == len(points), study.name
