@@ -215,7 +215,15 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
             f"{table}: columns differ from the schema: missing {missing}, extra {extra}"
         )
     out = frame[expected]
-    return out.astype({c["name"]: _DTYPES[c["dtype"]] for c in cols})
+    # Cast only what differs: a column already of its type is taken as it is (a cast would
+    # copy it for nothing; the result is the same). Strings are always cast, which is how a
+    # missing value becomes the text the schema has always written for it.
+    casts = {
+        c["name"]: _DTYPES[c["dtype"]]
+        for c in cols
+        if c["dtype"] == "string" or out[c["name"]].dtype != _DTYPES[c["dtype"]]
+    }
+    return out.astype(casts) if casts else out
 
 
 @dataclass
