@@ -234,8 +234,10 @@ def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
 @pytest.mark.kernel
 def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     """Multi-hop routing: each flow's min RTT is its own path's, each bottleneck is shared
-    by the flows that cross it."""
-    sc = ccfair.parking_lot(2, "cubic", "cubic", delay="8ms", buffer_bdp=1.0, duration="8s")
+    by the flows that cross it. D = 18 ms (RTT 40 ms for the cross flows): the routing does
+    not depend on it, and the lateness bound is a tenth of the smallest RTT, so a shorter one
+    would make the run fail on a VM's ordinary 2-3 ms stalls rather than on routing."""
+    sc = ccfair.parking_lot(2, "cubic", "cubic", delay="18ms", buffer_bdp=1.0, duration="8s")
     r = run_kernel(sc)
     f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
