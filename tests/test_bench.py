@@ -50,3 +50,27 @@ def test_history_gets_one_json_line_per_invocation(monkeypatch, tmp_path):
 def test_every_case_has_a_scenario():
     for case in bench.CASES:
         assert bench.scenario_for(case.name, "1s").flows
+
+
+def test_the_table_shows_what_a_run_costs_after_the_engine(monkeypatch, capsys):
+    m = {"wall_s": 0.2, "sim_s": 5.0, "packet_hops": 10, "events": 12, "peak_mb": 1.0}
+    m |= {"engine_mb": 0.5, "build_s": 0.04, "save_s": 0.06}
+    monkeypatch.setattr(bench, "run_case", lambda name, duration: m)
+    assert bench.main(quick=True, cases=["dumbbell-cubic"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "dumbbell-cubic" in line)
+    assert "0.50" in row.split()  # (0.04 + 0.06) / 0.2
+
+
+def test_a_case_child_times_its_tables_after_the_engine():
+    # The real child of one short case: the engine's numbers and the hand-over's, as JSON.
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "ccfair.bench", "--child", "dumbbell-cubic", "1s"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    m = json.loads(out.stdout.strip().splitlines()[-1])
+    assert m["packet_hops"] > 0 and m["build_s"] > 0 and m["save_s"] > 0
