@@ -108,6 +108,19 @@ def test_flagged_kernel_runs_are_counted_but_not_averaged():
     v = val.Validation(runs=runs_all, points=points.reset_index(), summary=summary.reset_index())
     report = val.report_section(v, {"kernel": "test"})
     assert "no reliable run" in report and "1 points had no reliable kernel run" in report
+    # The flagged runs are shown beside the simulator, apart from the result: p1's 0.90 run
+    # (+40 pp) and p2's lone 0.10 (-40 pp).
+    flagged = report.split("The flagged kernel runs beside the simulator")[1]
+    assert "over 2 points, median |difference| 40.00 pp, largest 40.00 pp" in flagged
+    fp = val.flagged_points(runs_all).set_index("point")
+    assert fp.loc["p1", "kernel_flagged_%"] == "90.0" and fp.loc["p1", "kernel_reliable_%"] == 52.0
+    assert fp.loc["p2", "diff_flagged_pp"] == pytest.approx(-40.0)
+    assert pd.isna(fp.loc["p2", "kernel_reliable_%"])
+    everything_checked = runs.assign(kernel_reliable=True, kernel_flags="")
+    v_ok = val.Validation(
+        runs=everything_checked, points=points.reset_index(), summary=summary.reset_index()
+    )
+    assert "flagged kernel runs beside" not in val.report_section(v_ok, {"kernel": "test"})
 
 
 def test_pairs_come_from_the_ccas_axis_or_the_flows():

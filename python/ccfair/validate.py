@@ -52,6 +52,7 @@ __all__ = [
     "validation_points",
     "summarize_points",
     "summarize_pairs",
+    "flagged_points",
 ]
 
 #: The study's targets (issue: fidelity across the grid): median and largest difference of a
@@ -348,6 +349,45 @@ def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def flagged_points(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per point and flow that has kernel runs its self-checks flagged: the simulator's mean
+    share (%), the reliable kernel runs' mean (NaN without one), the flagged runs' shares and
+    the difference of their mean from the simulator's (pp). Shown apart and never averaged
+    with the reliable runs (a stalled forwarder is a different network): on a machine that
+    stalls often they show whether a conclusion could hinge on the runs that failed their
+    checks.
+
+    Example:
+        >>> runs = pd.DataFrame({"point": "p", "pair": "a vs b", "flow": "f1", "cca": "a",
+        ...     "rep": [0, 1], "share_sim": [0.5, 0.6], "share_kernel": [0.6, 0.7],
+        ...     "kernel_reliable": [True, False]})
+        >>> flagged_points(runs)[["kernel_flagged_%", "diff_flagged_pp"]].to_dict("records")
+        [{'kernel_flagged_%': '70.0', 'diff_flagged_pp': 15.0}]
+    """
+    rows = []
+    for (point, pair, flow, cca), g in runs.groupby(
+        ["point", "pair", "flow", "cca"], sort=False, observed=True
+    ):
+        reliable = g["kernel_reliable"].astype(bool)
+        flagged = g.loc[~reliable, "share_kernel"].dropna()
+        if flagged.empty:
+            continue
+        sim = float(g["share_sim"].dropna().mean())
+        rows.append(
+            {
+                "point": point,
+                "pair": pair,
+                "flow": flow,
+                "cca": cca,
+                "sim_share_%": round(100 * sim, 1),
+                "kernel_reliable_%": round(100 * float(g.loc[reliable, "share_kernel"].mean()), 1),
+                "kernel_flagged_%": ", ".join(f"{100 * x:.1f}" for x in flagged),
+                "diff_flagged_pp": round(100 * (float(flagged.mean()) - sim), 2),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _overlap(m1: float, c1: float, m2: float, c2: float) -> bool:
     c1 = 0.0 if c1 != c1 else c1
     c2 = 0.0 if c2 != c2 else c2
@@ -532,6 +572,24 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _flagged_section(fp: pd.DataFrame) -> list[str]:
+    """The flagged kernel runs beside the simulator, as report lines (none without any)."""
+    if fp.empty:
+        return []
+    worst = fp.assign(a=fp["diff_flagged_pp"].abs()).groupby("point", sort=False)["a"].max()
+    return [
+        "### The flagged kernel runs beside the simulator (not counted above)",
+        "",
+        "Not a fidelity result: these runs failed their self-checks, so Linux ran over a "
+        "network that was not the one specified. They show whether a conclusion could hinge on "
+        f"them: over {len(worst)} points, median |difference| {worst.median():.2f} pp, largest "
+        f"{worst.max():.2f} pp (the flagged runs' mean minus the simulator's).",
+        "",
+        _md_table(fp),
+        "",
+    ]
+
+
 def report_section(v: Validation, env: dict[str, Any], command: str | None = None) -> str:
     """The Markdown report section: summary per pair against the targets, the per-point
     table, flagged kernel runs and the figures.
@@ -611,6 +669,7 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         parts += ["### Kernel runs outside their self-check bounds (after retries)", ""]
         parts += [f"- {r['point']} r{r['rep']}: {r['kernel_flags']}" for _, r in bad.iterrows()]
         parts.append("")
+        parts += _flagged_section(flagged_points(v.runs))
     if v.figures:
         parts += ["### Figures", ""]
         base = v.out or Path(".")
