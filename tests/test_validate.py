@@ -128,6 +128,14 @@ def test_pairs_come_from_the_ccas_axis_or_the_flows():
     assert val.pair_of(val.VPoint("x", {"ccas": "reno,bbr"}, 0, sc)) == "reno vs bbr"
     lot = ccfair.parking_lot(2, "bbr", "cubic", duration="2s")
     assert val.pair_of(val.VPoint("x", {}, 0, lot)) == "bbr vs cubic"
+    # A named value of the axis (copa.toml's `copa-vs-cubic = ["copa", "cubic"]`) is no list
+    # of algorithms: the flows say what ran.
+    named = ccfair.dumbbell(2, ["copa", "cubic"], duration="2s")
+    assert val.pair_of(val.VPoint("x", {"ccas": "copa-vs-cubic"}, 0, named)) == "copa vs cubic"
+    alone = ccfair.dumbbell(4, "copa", duration="2s")
+    assert val.pair_of(val.VPoint("x", {"ccas": "copa-alone"}, 0, alone)) == "copa alone"
+    same = ccfair.dumbbell(2, "cubic", duration="2s")
+    assert val.pair_of(val.VPoint("x", {"ccas": "cubic-cubic"}, 0, same)) == "cubic vs cubic"
 
 
 def test_the_simulator_runs_at_the_kernels_hz_unless_the_scenario_sets_it():

@@ -247,17 +247,26 @@ def _with_duration(sc: Scenario, duration: str) -> Scenario:
 
 
 def pair_of(p: VPoint) -> str:
-    """The algorithm pair a point belongs to: its ``ccas`` grid value, else its flows'
-    algorithms in flow order (e.g. "bbr vs cubic").
+    """The algorithm pair a point belongs to: its ``ccas`` grid value when that lists
+    algorithms (``"cubic-cubic"`` -> "cubic vs cubic"), else its flows' algorithms in flow
+    order ("bbr vs cubic"; one algorithm: "copa alone"), which is also what a named value of
+    the axis gets (``copa-vs-cubic = ["copa", "cubic"]``).
 
     Example:
         >>> from ccfair.spec import dumbbell
         >>> pair_of(VPoint("x", {}, 0, dumbbell(2, ["reno", "bbr"])))
         'reno vs bbr'
+        >>> pair_of(VPoint("x", {"ccas": "copa-alone"}, 0, dumbbell(4, "copa")))
+        'copa alone'
     """
+    from ccfair.algorithms import names
+
     if "ccas" in p.params:
-        return " vs ".join(re.split(r"[,+ -]+", p.params["ccas"].strip("[]")))
-    return " vs ".join(dict.fromkeys(f.cca for f in p.scenario.flows))
+        listed = re.split(r"[,+ -]+", p.params["ccas"].strip("[]"))
+        if set(listed) <= set(names()):
+            return " vs ".join(listed)
+    ccas = list(dict.fromkeys(f.cca for f in p.scenario.flows))
+    return " vs ".join(ccas) if len(ccas) > 1 else f"{ccas[0]} alone"
 
 
 # --------------------------------------------------------------------------------------------
