@@ -577,10 +577,23 @@ def test_assess_flags_each_bound():
     flags = kernel.assess(stall)
     assert len(flags) == 2 and any("stall" in f and "9.0 ms" in f for f in flags), flags
     assert any("handshake packet was 700 us late" in f for f in flags), flags
+    assert not any("hypervisor" in f for f in flags)  # no steal time recorded: none said
+    # On a VM whose host took CPU meanwhile, the stall says so (the run's steal time).
+    stall["steal_ms"] = 80.0
+    assert any("the hypervisor took 80 ms of CPU (steal time)" in f for f in kernel.assess(stall))
     # A link busy too briefly is not judged.
     brief = json.loads(json.dumps(ok))
     brief["forwarder"]["rates"][0].update(achieved_bps=10e6, busy_s=0.1)
     assert kernel.assess(brief) == []
+
+
+def test_steal_time_is_read_from_proc_stat():
+    assert kernel.steal_ms("cpu  1 2 3 4 5 6 7 250 0 0\n") == 250 * 1000.0 / os.sysconf(
+        "SC_CLK_TCK"
+    )
+    assert kernel.steal_ms("cpu  1 2 3\n") is None and kernel.steal_ms("intr 5\n") is None
+    here = kernel.steal_ms()  # this machine's, if it has /proc/stat
+    assert here is None or here >= 0
 
 
 def test_capabilities_and_hz_parsing():

@@ -893,8 +893,12 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
         emu = _core.Emulation(json.dumps({**plan.config, "options": options}))
         with _ACTIVE_LOCK:
             _ACTIVE.add(emu)
+        steal_before = steal_ms()
         raw = emu.run()
+        steal_after = steal_ms()
         selfcheck = json.loads(raw.pop("selfcheck"))
+        if steal_before is not None and steal_after is not None:
+            selfcheck["steal_ms"] = steal_after - steal_before
         selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
         selfcheck["kernel_hz"] = kernel_hz()
         selfcheck["namespaces"] = plan.netns
@@ -913,6 +917,30 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
                 emu.close()
             for name in plan.netns:
                 _delete_netns(name)
+
+
+def steal_ms(stat: str | None = None) -> float | None:
+    """CPU time the hypervisor has taken from this machine's CPUs since boot, in ms: the
+    steal column of /proc/stat (proc(5); in USER_HZ ticks; 0 on bare metal), None without
+    /proc/stat. A kernel run records what it grew by
+    during the run: on a VM, forwarder stalls of milliseconds track it, and it says that the
+    host, not ccfair or this machine's own load, took the CPU (docs/validation/README.md,
+    "A quiet machine").
+
+    Example:
+        >>> steal_ms("cpu  10 0 5 100 0 0 0 42 0 0")  # USER_HZ 100
+        420.0
+    """
+    if stat is None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                stat = f.readline()
+        except OSError:
+            return None
+    fields = stat.split("\n", 1)[0].split()
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    return int(fields[8]) * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def _expected_samples(spec: Mapping[str, Any]) -> int:
@@ -969,10 +997,14 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
         episodes = fwd.get("stall_episodes") or []
         over = [t for t, ms in episodes if ms * 1e3 > stall_us]
         when = f", beyond the bound at {', '.join(f'{t:.1f}' for t in over[:5])} s" if over else ""
+        steal = selfcheck.get("steal_ms") or 0
+        host = (
+            f"; meanwhile the hypervisor took {steal:.0f} ms of CPU (steal time)" if steal else ""
+        )
         flags.append(
             f"forwarder stall: an event {late['max_us'] / 1e3:.1f} ms late (> {stall_us / 1e3:.1f} "
             f"ms, a tenth of the smallest base RTT); {fwd.get('stalls', 0)} stalls over "
-            f"{fwd.get('stall_threshold_us', 0) / 1e3:g} ms{when}"
+            f"{fwd.get('stall_threshold_us', 0) / 1e3:g} ms{when}{host}"
         )
     ratio = rate_ratio_min(selfcheck, bounds)
     if ratio is not None and ratio < bounds.rate_ratio:
