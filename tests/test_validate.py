@@ -330,3 +330,12 @@ def test_every_validation_study_expands_and_its_header_counts_its_runs(study):
     said = re.search(r"(\d+) kernel runs", study.read_text())
     assert said is not None, f"{study.name}: the header does not say how many kernel runs"
     assert int(said.group(1)) == len(points), study.name
+
+
+def test_the_agreement_figure_shows_flagged_runs_apart(tmp_path):
+    runs = _runs([0.5, 0.5], [0.52, 0.90], point="p1")
+    runs.loc[1, "kernel_reliable"] = False
+    points = val.summarize_points(runs)
+    fig = val.agreement_figure(points, tmp_path / "a.png", val.flagged_points(runs))
+    empty = val.agreement_figure(points, tmp_path / "b.png", None)
+    assert fig.stat().st_size > empty.stat().st_size > 0  # the hollow markers are drawn

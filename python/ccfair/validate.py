@@ -481,9 +481,11 @@ def timeseries_figure(point: str, sim: RunResult, kern: RunResult, path: Path) -
     return path
 
 
-def agreement_figure(points: pd.DataFrame, path: Path) -> Path:
+def agreement_figure(points: pd.DataFrame, path: Path, flagged: pd.DataFrame | None = None) -> Path:
     """Every point-flow's mean share on the simulator (x) against Linux (y), with the 95%
-    intervals as error bars, the identity line and the +-3 and +-10 pp bands."""
+    intervals as error bars, the identity line and the +-3 and +-10 pp bands; with
+    ``flagged`` (:func:`flagged_points`), the flagged kernel runs' means as hollow grey
+    markers, apart from the result."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 6), layout="constrained")
     x = np.linspace(0, 1, 2)
@@ -502,6 +504,17 @@ def agreement_figure(points: pd.DataFrame, path: Path) -> Path:
             lw=0.7,
             capsize=1.5,
             label=pair,
+        )
+    if flagged is not None and not flagged.empty:
+        means = [np.mean([float(v) for v in c.split(", ")]) for c in flagged["kernel_flagged_%"]]
+        ax.scatter(
+            flagged["sim_share_%"] / 100,
+            np.asarray(means) / 100,
+            s=22,
+            facecolors="none",
+            edgecolors="0.45",
+            lw=0.8,
+            label="flagged kernel runs (not counted)",
         )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -915,7 +928,7 @@ def _write(
         frame.to_csv(root / f"validate_{name}.csv", index=False)
         frame.to_parquet(root / f"validate_{name}.parquet", index=False)
     figs = root / "figures"
-    v.figures.append(agreement_figure(v.points, figs / "agreement.png"))
+    v.figures.append(agreement_figure(v.points, figs / "agreement.png", flagged_points(v.runs)))
     v.figures += diff_heatmaps(v.points, figs)
     # Time series of the points that differ most (their first repetition).
     worst = (
