@@ -305,12 +305,23 @@ impl Receiver {
     }
 
     /// The application read `segments` segments (`tcp_recvmsg`): receive-buffer
-    /// autotuning, then `tcp_cleanup_rbuf`'s window update: an ACK when the window the
-    /// freed space allows is at least twice what is still offered.
+    /// autotuning, then `tcp_cleanup_rbuf` (net/ipv4/tcp.c): the once-per-two-segments ACK
+    /// that `__tcp_ack_snd_check` held back, else the window update (an ACK when the window
+    /// the freed space allows is at least twice what is still offered).
     fn app_read(&mut self, now: u64, segments: u64, out: &mut Vec<Packet>) {
         let copied = self.rcv_nxt * self.mss;
         let span = self.ofo_span_bytes();
         self.buf.app_read(now, segments, copied, span);
+        // "Once-per-two-segments ACK was not sent by tcp_input.c": in-order data scheduled
+        // an ACK (tcp_event_data_recv) and more than one full segment is unacknowledged.
+        // __tcp_ack_snd_check holds that ACK back while the segment just queued makes the
+        // window smaller than the one offered (a buffer-limited window); the read that
+        // frees it sends it. Without this, such a receiver ACKs only on its delayed-ACK
+        // timer and its sender sends bursts.
+        if (self.rcv_nxt - self.rcv_wup) * self.mss > self.buf.rcv_mss {
+            self.send_ack(now, out);
+            return;
+        }
         let offered = self.buf.receive_window(self.rcv_wup * self.mss, copied);
         if 2 * offered <= self.buf.window_clamp {
             let (window, end_quick) = self.buf.select_window_now();
@@ -653,6 +664,56 @@ mod tests {
         assert!(out
             .windows(2)
             .all(|w| w[1].window_bytes > w[0].window_bytes));
+    }
+
+    /// A buffer-limited window: once autotuning set `window_clamp` to the buffer's full
+    /// space and `rcv_ssthresh` grew up to it, the segment just queued makes the window
+    /// smaller than the one offered, so `__tcp_ack_snd_check` holds the ACK, and the
+    /// application's read sends it (`tcp_cleanup_rbuf`): still one ACK per two segments,
+    /// not one per delayed-ACK timeout.
+    #[test]
+    fn buffer_limited_window_still_acks_every_second_segment() {
+        let mut r = Receiver::new(
+            0,
+            &TcpOptions::default(),
+            40_000_000,
+            [4096, 131_072, 262_144],
+        );
+        let mut out = Vec::new();
+        for s in 0..60 {
+            r.on_data(s * 1_000_000, &data(s), |_| 1448, &mut out);
+        }
+        r.buf.rcvbuf_grow(1 << 20, 0);
+        for s in 60..200 {
+            r.on_data(s * 1_000_000, &data(s), |_| 1448, &mut out);
+        }
+        assert!(
+            r.buf.rcv_ssthresh + 2 * 1448 > r.buf.window_clamp,
+            "window at its clamp"
+        );
+        // tcp_grow_window's last step of two segments can take rcv_ssthresh past the free
+        // space up to window_clamp (min(rcv_ssthresh + 2 rcv_mss, window_clamp)).
+        r.buf.rcv_ssthresh = r.buf.window_clamp;
+        // A lone segment's delayed ACK leaves with the buffer empty and offers it all ...
+        let mut next = 200;
+        while r.delack_at.is_none() {
+            r.on_data(next * 1_000_000, &data(next), |_| 1448, &mut out);
+            next += 1;
+        }
+        r.on_timer(r.delack_at.unwrap(), &mut out);
+        // ... so every later segment, while queued, leaves a smaller window than the one
+        // offered.
+        assert_eq!(r.buf.rcv_wnd, r.buf.window_clamp);
+        let t0 = next * 1_000_000 + 100_000_000;
+        r.on_data(t0, &data(next), |_| 1448, &mut out);
+        out.clear();
+        for s in next + 1..next + 20 {
+            r.on_data(t0 + (s - next) * 1_000_000, &data(s), |_| 1448, &mut out);
+        }
+        assert_eq!(out.len(), 10, "one ACK per two segments");
+        let seqs: Vec<u64> = out.iter().map(|a| a.seq - next).collect();
+        assert!(seqs.iter().all(|s| s % 2 == 0), "{seqs:?}");
+        assert!(r.delack_at.is_none());
     }
 
     #[test]
