@@ -12,52 +12,146 @@ over the runs the self-checks call reliable:
 - receiver turnaround: a data segment delivered to the receiving host to its ACK;
 - for reference, the start-to-SYN and SYN-ACK-to-first-data times the network sees.
 
-Needs root and a quiet machine (kernel runs happen in real time). Example:
+Host latency depends on the machine and on its load: the tables the simulator uses by default
+(`"kernel"`) come from the default invocation (3-s runs at 50 Mbit/s, mostly slow start); at
+10 Mbit/s in steady state the same machine's receiver takes about four times as long
+(docs/model.md). `--rate` and `--duration` measure other regimes, and `--from-results DIR`
+pools the turnaround every reliable kernel run in a results directory recorded, without
+running anything. The turnaround tables print as a `tcp.host_latency` setting for the
+simulator (`{ measured = { receiver_us = [...], sender_us = [...] } }`). Needs root and a
+quiet machine (kernel runs happen in real time). Examples:
 
     sudo python3 scripts/measure_host_latency.py --runs 15 --out host_latency.json
+    sudo python3 scripts/measure_host_latency.py --rate 10Mbit/s --duration 20s --runs 3
+    python3 scripts/measure_host_latency.py --from-results validation/2hop-10m/results
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import sys
 
+import ccfair
 import numpy as np
 
-import ccfair
-
-PROBS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99,
-         0.995, 0.999]
+PROBS = [
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.6,
+    0.7,
+    0.8,
+    0.9,
+    0.95,
+    0.98,
+    0.99,
+    0.995,
+    0.999,
+]
 
 
 def pooled(quantile_sets: list[dict]) -> list[float]:
     """Quantiles of pooled histograms, approximated by the count-weighted mean of each
     quantile over the runs (Vincent averaging)."""
-    weights = np.array([q["count"] for q in quantile_sets], dtype=float)
-    values = np.array([q["us"] for q in quantile_sets], dtype=float)
+    sets = [q for q in quantile_sets if q["count"] > 0]  # e.g. no unpaced sender
+    weights = np.array([q["count"] for q in sets], dtype=float)
+    values = np.array([q["us"] for q in sets], dtype=float)
     return list(np.round((weights[:, None] * values).sum(0) / weights.sum(), 1))
+
+
+def toml_setting(rx_us: list[float], tx_us: list[float]) -> str:
+    """The pooled turnaround tables as a `[tcp]` line for the simulator."""
+    fmt = ", ".join
+    return (
+        "host_latency = { measured = { "
+        f"receiver_us = [{fmt(f'{v:g}' for v in rx_us)}], "
+        f"sender_us = [{fmt(f'{v:g}' for v in tx_us)}] }} }}"
+    )
+
+
+def from_results(directory: str) -> int:
+    """Pool the turnaround tables of every reliable kernel run saved under `directory`."""
+    import pandas as pd
+
+    files = glob.glob(os.path.join(directory, "**", "runs", "*.parquet"), recursive=True)
+    if not files:
+        print(f"--from-results: no runs/*.parquet under {directory!r}", file=sys.stderr)
+        return 2
+    rx, tx, left_out = [], [], 0
+    for f in files:
+        run = pd.read_parquet(f).iloc[0]
+        if run["backend"] != "kernel":
+            continue
+        fw = json.loads(run["selfcheck_json"] or "{}").get("forwarder", {})
+        if not run["reliable"] or "receiver_turnaround" not in fw:
+            left_out += 1
+            continue
+        rx.append(fw["receiver_turnaround"])
+        tx.append(fw["sender_turnaround"])
+    if not rx:
+        print(f"--from-results: no reliable kernel run under {directory!r}", file=sys.stderr)
+        return 2
+    result = {
+        "probs": PROBS,
+        "receiver_turnaround_us": pooled(rx),
+        "sender_turnaround_us": pooled(tx),
+        "samples": {
+            "runs": len(rx),
+            "receiver_turnaround": int(sum(q["count"] for q in rx)),
+            "sender_turnaround": int(sum(q["count"] for q in tx)),
+            "left_out": left_out,
+        },
+    }
+    print(json.dumps(result, indent=1))
+    print(toml_setting(result["receiver_turnaround_us"], result["sender_turnaround_us"]))
+    return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="runs per bottleneck delay")
     ap.add_argument("--duration", default="3s")
+    ap.add_argument("--rate", default="50Mbit/s", help="bottleneck rate")
+    ap.add_argument(
+        "--from-results",
+        metavar="DIR",
+        default=None,
+        help="pool the reliable kernel runs saved under DIR instead of running",
+    )
     ap.add_argument("--out", default=None, help="write the pooled numbers as JSON here")
     args = ap.parse_args()
+    if args.from_results:
+        return from_results(args.from_results)
     wake, launch, app_write, rx, tx = [], [], [], [], []
     skipped = 0
     for delay in ("2ms", "18ms", "100ms"):
         for rep in range(args.runs):
             sc = ccfair.dumbbell(
-                2, ["cubic", "reno"], bottleneck_delay=delay, buffer_bdp=1.0,
-                duration=args.duration, seed=rep + 1, name=f"host-latency-{delay}",
+                2,
+                ["cubic", "reno"],
+                bottleneck_rate=args.rate,
+                bottleneck_delay=delay,
+                buffer_bdp=1.0,
+                duration=args.duration,
+                seed=rep + 1,
+                name=f"host-latency-{delay}",
             )
             r = ccfair.run(sc, backend="kernel")
             run = r.runs.iloc[0]
             if not run["reliable"]:
                 skipped += 1
-                print(f"{delay} #{rep}: unreliable ({run['selfcheck_flags']}), left out", file=sys.stderr)
+                print(
+                    f"{delay} #{rep}: unreliable ({run['selfcheck_flags']}), left out",
+                    file=sys.stderr,
+                )
                 continue
             s = json.loads(run["selfcheck_json"])
             fl = r.flows
@@ -89,6 +183,7 @@ def main() -> int:
     }
     text = json.dumps(result, indent=1)
     print(text)
+    print(toml_setting(result["receiver_turnaround_us"], result["sender_turnaround_us"]))
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")

@@ -111,6 +111,45 @@ def test_start_jitter_makes_seeds_differ_and_is_reported():
     assert (e.flows["syn_sent_s"] == 1.0).all()
 
 
+def test_measured_host_latency_tables_set_the_turnaround():
+    """A testbed's measured turnaround tables (tcp.host_latency = {measured = ...}) are
+    used by the simulator and recorded in the spec: slower hosts lengthen every RTT
+    sample; a bad table is refused naming the option; the kernel backend refuses it."""
+    slow = {"measured": {"receiver_us": [400.0] * 17, "sender_us": [300.0] * 17}}
+    fast = {"measured": {"receiver_us": [1.0] * 17, "sender_us": [1.0] * 17}}
+    a = ccfair.run(small(tcp={"host_latency": slow}), trace=["flow1"])
+    b = ccfair.run(small(tcp={"host_latency": fast}), trace=["flow1"])
+    # The SYN-ACK is the receiving host's reaction: 399 us later.
+    gap_ms = a.flows["handshake_rtt_ms"] - b.flows["handshake_rtt_ms"]
+    assert ((gap_ms > 0.39) & (gap_ms < 0.41)).all(), gap_ms.tolist()
+
+    def handshake_ack_turnaround_us(r):
+        # The client's final handshake ACK is its reaction to the SYN-ACK.
+        t = r.trace
+        synack = t[(t.kind == "synack") & (t.event == "arrive")]
+        synack = synack[synack.hop == synack.hop.max()].t_ns.iloc[0]
+        ack = t[(t.kind == "handshake_ack") & (t.hop == 0) & (t.event == "enqueue")]
+        return (ack.t_ns.iloc[0] - synack) / 1e3
+
+    assert handshake_ack_turnaround_us(a) == 300
+    assert handshake_ack_turnaround_us(b) == 1
+    assert json.loads(a.runs["spec_json"].iloc[0])["tcp"]["host_latency"] == slow
+    with pytest.raises(ccfair.SpecError, match="host_latency.*must not decrease"):
+        ccfair.run(
+            small(
+                tcp={
+                    "host_latency": {
+                        "measured": {"receiver_us": list(range(17, 0, -1)), "sender_us": [1.0] * 17}
+                    }
+                }
+            )
+        )
+    with pytest.raises(ccfair.SpecError, match="app_latency"):
+        ccfair.run(small(tcp={"app_latency": slow}))
+    with pytest.raises(ccfair.SpecError, match="host_latency.*kernel backend"):
+        ccfair.kernel.check_scenario(small(tcp={"host_latency": slow}).resolve(), offered=["reno"])
+
+
 def test_save_and_load_round_trip(tmp_path):
     r = ccfair.run(small())
     r.save(tmp_path)

@@ -8,7 +8,8 @@
 //! traffic phase effects in packet-switched gateways", 1992), which no testbed reproduces.
 //!
 //! Two options model it, each `"kernel"` (default: the distributions measured on ccfair's
-//! kernel backend, `scripts/measure_host_latency.py`) or `"none"` (the idealisation):
+//! kernel backend, `scripts/measure_host_latency.py`) or `"none"` (the idealisation);
+//! `tcp.host_latency` also takes a testbed's own measured turnaround quantiles:
 //! - `tcp.app_latency`: the application's side, from the flow's start to its SYN on the
 //!   wire and from the handshake's end to its first data on the wire;
 //! - `tcp.host_latency`: every packet a host sends in reaction to a packet or a timer
@@ -26,21 +27,61 @@ use ccfair_cc::rng::{derive_seed, Rng};
 pub const STREAM_HOST: u64 = 4;
 
 /// Where a latency model comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+// One per flow's options, read once at setup: the tables' 272 bytes cost nothing, and a
+// box would only make the type harder to copy around.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Latency {
     /// The distributions measured on ccfair's kernel backend.
     Kernel,
     /// No latency: hosts react at the instant (an idealisation).
     None,
+    /// Turnaround quantiles (us) measured on a testbed, at the probabilities of
+    /// [`PROBS`] (what `scripts/measure_host_latency.py` prints): host latency depends on
+    /// the machine and its load (on ccfair's kernel backend the receiver's median is 25 us
+    /// in the first seconds of a 50 Mbit/s run and about 100 us in a 10 Mbit/s steady
+    /// state, docs/model.md). `tcp.host_latency` only.
+    Measured {
+        receiver_us: [f64; N_PROBS],
+        sender_us: [f64; N_PROBS],
+    },
+}
+
+impl Latency {
+    /// A measured table's problem, naming the table: quantiles must be finite, between 0
+    /// and 1 s, and non-decreasing.
+    pub fn check(&self) -> Result<(), String> {
+        let Latency::Measured {
+            receiver_us,
+            sender_us,
+        } = self
+        else {
+            return Ok(());
+        };
+        for (name, us) in [("receiver_us", receiver_us), ("sender_us", sender_us)] {
+            if let Some(v) = us.iter().find(|v| !(0.0..=1e6).contains(*v)) {
+                return Err(format!(
+                    "measured.{name}: {v} is not a latency in us between 0 and 1e6"
+                ));
+            }
+            if let Some(w) = us.windows(2).find(|w| w[1] < w[0]) {
+                return Err(format!(
+                    "measured.{name}: quantiles must not decrease ({} then {})",
+                    w[0], w[1]
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An empirical distribution: quantiles `us` at probabilities `probs`, interpolated
 /// linearly in between and clamped at the ends.
 #[derive(Clone, Copy, Debug)]
 pub struct Distribution {
-    pub probs: &'static [f64],
-    pub us: &'static [f64],
+    pub probs: &'static [f64; N_PROBS],
+    pub us: [f64; N_PROBS],
     /// `starts[b]`: the last index `i >= 1` with `probs[i] <= b / BUCKETS`, else 0
     /// ([`bucket_starts`]): where the search for the interval of `u` in bucket `b` begins.
     pub starts: &'static [u8; BUCKETS],
@@ -105,7 +146,11 @@ fn round_half_away_ns(x: f64) -> u64 {
     (if x - t as f64 >= 0.5 { t + 1 } else { t }) as u64
 }
 
-const PROBS: [f64; 17] = [
+/// Quantiles per table.
+pub const N_PROBS: usize = 17;
+
+/// The probabilities of every table's quantiles.
+pub const PROBS: [f64; N_PROBS] = [
     0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999,
 ];
 const PROBS_STARTS: [u8; BUCKETS] = bucket_starts(&PROBS);
@@ -120,7 +165,7 @@ const PROBS_STARTS: [u8; BUCKETS] = bucket_starts(&PROBS);
 pub const KERNEL_LAUNCH: Distribution = Distribution {
     probs: &PROBS,
     starts: &PROBS_STARTS,
-    us: &[
+    us: [
         73.3, 80.1, 84.6, 87.0, 98.0, 113.4, 138.1, 146.4, 154.4, 163.2, 175.4, 193.9, 221.5,
         232.9, 238.8, 243.4, 247.1,
     ],
@@ -132,7 +177,7 @@ pub const KERNEL_LAUNCH: Distribution = Distribution {
 pub const KERNEL_FIRST_WRITE: Distribution = Distribution {
     probs: &PROBS,
     starts: &PROBS_STARTS,
-    us: &[
+    us: [
         91.1, 97.8, 107.7, 118.5, 134.8, 140.6, 145.5, 154.4, 162.3, 175.0, 192.9, 254.7, 289.3,
         306.2, 326.2, 329.8, 332.8,
     ],
@@ -143,7 +188,7 @@ pub const KERNEL_FIRST_WRITE: Distribution = Distribution {
 pub const KERNEL_RECEIVER: Distribution = Distribution {
     probs: &PROBS,
     starts: &PROBS_STARTS,
-    us: &[
+    us: [
         14.6, 15.4, 16.1, 18.4, 21.3, 22.6, 23.6, 24.7, 26.2, 30.4, 36.1, 42.9, 49.1, 58.9, 66.5,
         77.4, 125.8,
     ],
@@ -154,7 +199,7 @@ pub const KERNEL_RECEIVER: Distribution = Distribution {
 pub const KERNEL_SENDER: Distribution = Distribution {
     probs: &PROBS,
     starts: &PROBS_STARTS,
-    us: &[
+    us: [
         14.7, 15.3, 16.0, 16.4, 17.3, 17.7, 18.3, 19.2, 20.0, 21.3, 23.2, 27.9, 35.3, 51.0, 65.0,
         84.6, 324.6,
     ],
@@ -170,17 +215,32 @@ pub enum Side {
 /// The latency draws of one flow's two hosts.
 pub struct FlowHosts {
     app: Option<Rng>,
-    turnaround: Option<[Rng; 2]>,
+    /// The sender's and the receiver's draws and distributions.
+    turnaround: Option<([Rng; 2], [Distribution; 2])>,
     /// When each host last put a packet on its link: a host never reorders its own.
     last_egress_ns: [u64; 2],
 }
 
 impl FlowHosts {
+    /// `app` is `Kernel` or `None` (a measured table is the turnaround's only).
     pub fn new(seed: u64, flow: usize, app: Latency, host: Latency) -> Self {
         let stream = |side: u64| Rng::new(derive_seed(seed, &[STREAM_HOST, flow as u64, side]));
+        let table = |us| Distribution {
+            probs: &PROBS,
+            us,
+            starts: &PROBS_STARTS,
+        };
+        let tables = match host {
+            Latency::Kernel => Some([KERNEL_SENDER, KERNEL_RECEIVER]),
+            Latency::None => None,
+            Latency::Measured {
+                receiver_us,
+                sender_us,
+            } => Some([table(sender_us), table(receiver_us)]),
+        };
         FlowHosts {
             app: (app == Latency::Kernel).then(|| stream(2)),
-            turnaround: (host == Latency::Kernel).then(|| [stream(0), stream(1)]),
+            turnaround: tables.map(|t| ([stream(0), stream(1)], t)),
             last_egress_ns: [0; 2],
         }
     }
@@ -207,12 +267,8 @@ impl FlowHosts {
     /// was already drawn (its first SYN, its first data).
     pub fn egress_ns(&mut self, side: Side, now: u64, reaction: bool) -> u64 {
         let delay = match &mut self.turnaround {
-            Some(rngs) if reaction => {
-                let dist = match side {
-                    Side::Sender => &KERNEL_SENDER,
-                    Side::Receiver => &KERNEL_RECEIVER,
-                };
-                dist.at_ns(rngs[side as usize].uniform())
+            Some((rngs, dists)) if reaction => {
+                dists[side as usize].at_ns(rngs[side as usize].uniform())
             }
             _ => 0,
         };
@@ -228,17 +284,50 @@ mod tests {
 
     #[test]
     fn distribution_interpolates_and_clamps() {
-        const PROBS: [f64; 3] = [0.1, 0.5, 0.9];
-        const STARTS: [u8; BUCKETS] = bucket_starts(&PROBS);
+        // 1000 us x probability: linear in between, clamped outside [0.01, 0.999].
         let d = Distribution {
             probs: &PROBS,
-            us: &[10.0, 20.0, 60.0],
-            starts: &STARTS,
+            us: PROBS.map(|p| 1000.0 * p),
+            starts: &PROBS_STARTS,
         };
         assert_eq!(d.at_ns(0.0), 10_000);
-        assert_eq!(d.at_ns(0.3), 15_000);
-        assert_eq!(d.at_ns(0.7), 40_000);
-        assert_eq!(d.at_ns(0.99), 60_000);
+        assert_eq!(d.at_ns(0.15), 150_000);
+        assert_eq!(d.at_ns(0.7), 700_000);
+        assert_eq!(d.at_ns(0.9999), 999_000);
+    }
+
+    /// A measured table replaces the kernel's turnaround, per side; the application's
+    /// latency stays the kernel's.
+    #[test]
+    fn measured_tables_set_each_sides_turnaround() {
+        let host = Latency::Measured {
+            receiver_us: [100.0; N_PROBS],
+            sender_us: [30.0; N_PROBS],
+        };
+        let mut h = FlowHosts::new(7, 0, Latency::Kernel, host);
+        assert_eq!(h.egress_ns(Side::Receiver, 1_000_000, true), 1_100_000);
+        assert_eq!(h.egress_ns(Side::Sender, 1_000_000, true), 1_030_000);
+        assert_eq!(h.egress_ns(Side::Sender, 2_000_000, false), 2_000_000);
+        let mut kernel = FlowHosts::new(7, 0, Latency::Kernel, Latency::Kernel);
+        assert_eq!(h.launch_ns(), kernel.launch_ns());
+    }
+
+    #[test]
+    fn measured_tables_are_checked() {
+        let table = |r: [f64; N_PROBS]| Latency::Measured {
+            receiver_us: r,
+            sender_us: [20.0; N_PROBS],
+        };
+        assert!(table([20.0; N_PROBS]).check().is_ok());
+        let mut decreasing = [20.0; N_PROBS];
+        decreasing[5] = 10.0;
+        let e = table(decreasing).check().unwrap_err();
+        assert!(e.contains("receiver_us") && e.contains("20 then 10"), "{e}");
+        let mut bad = [20.0; N_PROBS];
+        bad[0] = f64::NAN;
+        assert!(table(bad).check().unwrap_err().contains("NaN"));
+        bad[0] = -1.0;
+        assert!(table(bad).check().unwrap_err().contains("-1"));
     }
 
     /// The cheaper interval search and rounding give `at_ns` as first written (binary search,
@@ -296,7 +385,6 @@ mod tests {
             KERNEL_RECEIVER,
             KERNEL_SENDER,
         ] {
-            assert_eq!(d.probs.len(), d.us.len());
             assert!(d.us.windows(2).all(|w| w[0] <= w[1]), "{:?}", d.us);
             assert!(d.probs.windows(2).all(|w| w[0] < w[1]));
         }

@@ -180,8 +180,9 @@ pub struct TcpOptions {
     /// backend) or `none` (an idealisation: flows that start together start in lock-step).
     pub app_latency: crate::host::Latency,
     /// The hosts' turnaround for every packet they send in reaction to a packet or a timer
-    /// (`host.rs`): `kernel` (measured) or `none` (an idealisation: exact phase-locked
-    /// timing, prone to phase effects).
+    /// (`host.rs`): `kernel` (measured on ccfair's kernel backend), `none` (an
+    /// idealisation: exact phase-locked timing, prone to phase effects), or a testbed's own
+    /// measured quantiles, `{ measured = { receiver_us = [...], sender_us = [...] } }`.
     pub host_latency: crate::host::Latency,
 }
 
@@ -285,6 +286,15 @@ impl TcpOptions {
 
     /// Every option's lower and upper bound.
     fn check_bounds(&self) -> Result<(), ParamError> {
+        if let crate::host::Latency::Measured { .. } = self.app_latency {
+            return Err(ParamError::new(
+                "app_latency",
+                "takes \"kernel\" or \"none\"; measured tables are for host_latency",
+            ));
+        }
+        self.host_latency
+            .check()
+            .map_err(|e| ParamError::new("host_latency", e))?;
         let positive = [
             ("mss", self.mss as u64),
             ("init_cwnd", self.init_cwnd as u64),
