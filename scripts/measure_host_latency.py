@@ -77,7 +77,7 @@ def toml_setting(rx_us: list[float], tx_us: list[float]) -> str:
     )
 
 
-def from_results(directory: str) -> int:
+def from_results(directory: str, out: str | None) -> int:
     """Pool the turnaround tables of every reliable kernel run saved under `directory`."""
     import pandas as pd
 
@@ -110,8 +110,12 @@ def from_results(directory: str) -> int:
             "left_out": left_out,
         },
     }
-    print(json.dumps(result, indent=1))
+    text = json.dumps(result, indent=1)
+    print(text)
     print(toml_setting(result["receiver_turnaround_us"], result["sender_turnaround_us"]))
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
     return 0
 
 
@@ -129,7 +133,7 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="write the pooled numbers as JSON here")
     args = ap.parse_args()
     if args.from_results:
-        return from_results(args.from_results)
+        return from_results(args.from_results, args.out)
     wake, launch, app_write, rx, tx = [], [], [], [], []
     skipped = 0
     for delay in ("2ms", "18ms", "100ms"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -144,6 +145,36 @@ def test_the_simulator_runs_at_the_kernels_hz_unless_the_scenario_sets_it():
     own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"hz": 100})
     assert val.sim_variant(own, 250).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 100
     assert val.sim_variant(sc, None) is sc
+
+
+def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
+    measured = {"receiver_us": [90.0] * 17, "sender_us": [35.0] * 17}
+    (tmp_path / "hl.json").write_text(
+        json.dumps(
+            {
+                "receiver_turnaround_us": measured["receiver_us"],
+                "sender_turnaround_us": measured["sender_us"],
+            }
+        )
+    )
+    table = val.measured_host_latency(tmp_path / "hl.json")
+    assert table == {"measured": measured}
+    sc = ccfair.dumbbell(1, "cubic", duration="2s")
+    tcp = val.sim_variant(sc, 250, table).resolve().engine_spec["flows"][0]["tcp"]
+    assert tcp["host_latency"] == table and tcp["hz"] == 250
+    # A scenario's own setting wins.
+    own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"host_latency": "none"})
+    tcp = val.sim_variant(own, 250, table).resolve().engine_spec["flows"][0]["tcp"]
+    assert tcp["host_latency"] == "none"
+    (tmp_path / "bad.json").write_text('{"receiver_turnaround_us": [1]}')
+    for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
+        with pytest.raises(ccfair.SpecError, match="host_latency.*measure_host_latency"):
+            val.measured_host_latency(bad)
+    # A table the engine refuses stops the study before anything runs.
+    short = {"measured": {"receiver_us": [1.0] * 3, "sender_us": [1.0] * 17}}
+    with pytest.raises(ccfair.SpecError, match="receiver_us"):
+        val.validate([sc], out=tmp_path / "v", host_latency=short)
+    assert not (tmp_path / "v").exists()
 
 
 def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):

@@ -191,7 +191,7 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from ccfair.validate import validate
+    from ccfair.validate import measured_host_latency, validate
 
     def progress(message: str) -> None:
         if not args.quiet:
@@ -213,6 +213,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
         finished_only=args.finished_only,
+        host_latency=measured_host_latency(args.host_latency) if args.host_latency else None,
     )
     if not args.quiet:
         print(v.format_table())
@@ -640,6 +641,13 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
         "--no-match-hz",
         action="store_true",
         help="run the simulator at the scenario's hz instead of the kernel's HZ",
+    )
+    v.add_argument(
+        "--host-latency",
+        metavar="FILE",
+        default=None,
+        help="give the simulator's hosts the turnaround measured on the testbed (the JSON of "
+        "scripts/measure_host_latency.py --out; docs/model.md)",
     )
     v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
     v.set_defaults(func=_cmd_validate)

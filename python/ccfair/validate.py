@@ -23,11 +23,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import time
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,20 +220,54 @@ def expand_inputs(
     return [(p.label + (f" r{p.rep}" if reps else ""), p.scenario) for p in points]
 
 
-def sim_variant(sc: Scenario, hz: int | None) -> Scenario:
-    """The scenario the simulator runs: at the kernel's ``HZ`` unless ``tcp.hz`` is set.
+def sim_variant(
+    sc: Scenario, hz: int | None, host_latency: Mapping[str, Any] | None = None
+) -> Scenario:
+    """The scenario the simulator runs: at the kernel's ``HZ`` unless ``tcp.hz`` is set,
+    and with the testbed's measured ``host_latency`` (a ``tcp.host_latency`` value) if
+    given, unless the scenario sets its own.
 
     Example:
         >>> from ccfair.spec import dumbbell
         >>> sim_variant(dumbbell(1, "cubic"), 250).tcp
         {'hz': 250}
     """
-    if hz is None or "hz" in sc.tcp or any("hz" in f.tcp for f in sc.flows):
+    extra: dict[str, Any] = {}
+    if hz is not None and "hz" not in sc.tcp and not any("hz" in f.tcp for f in sc.flows):
+        extra["hz"] = hz
+    own_latency = "host_latency" in sc.tcp or any("host_latency" in f.tcp for f in sc.flows)
+    if host_latency is not None and not own_latency:
+        extra["host_latency"] = dict(host_latency)
+    if not extra:
         return sc
     data = sc.to_dict()
-    data["tcp"] = {**data.get("tcp", {}), "hz": hz}
+    data["tcp"] = {**data.get("tcp", {}), **extra}
     data.pop("backend", None)
     return Scenario.from_dict(data)
+
+
+def measured_host_latency(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``tcp.host_latency`` value of a turnaround measurement: the JSON that
+    ``scripts/measure_host_latency.py --out FILE`` writes (its ``receiver_turnaround_us``
+    and ``sender_turnaround_us``, 17 quantiles each).
+
+    Example:
+        >>> measured_host_latency("host_latency_10m.json")  # doctest: +SKIP
+        {'measured': {'receiver_us': [...], 'sender_us': [...]}}
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+        table = {
+            "receiver_us": [float(v) for v in doc["receiver_turnaround_us"]],
+            "sender_us": [float(v) for v in doc["sender_turnaround_us"]],
+        }
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise SpecError(
+            "host_latency",
+            str(path),
+            f"is not a turnaround measurement of scripts/measure_host_latency.py ({exc})",
+        ) from None
+    return {"measured": table}
 
 
 def _kernel_variant(sc: Scenario) -> Scenario:
@@ -720,6 +755,7 @@ def validate(
     command: str | None = None,
     progress: Callable[[str], None] | None = None,
     finished_only: bool = False,
+    host_latency: Mapping[str, Any] | None = None,
 ) -> Validation:
     """Run every point of ``inputs`` (scenarios, scenario files, sweep files) and of
     ``preset`` (``quick``: its reduced grid) on both backends and compare them.
@@ -740,6 +776,10 @@ def validate(
     whose kernel side ran elsewhere, or was interrupted, can be analysed on any machine,
     without root. The simulator then runs at the HZ those kernel runs recorded.
 
+    ``host_latency`` (a ``tcp.host_latency`` value, e.g. :func:`measured_host_latency`)
+    gives the simulator's hosts the turnaround measured on the testbed, for the points
+    that do not set their own (docs/model.md, "Connections and host latency").
+
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
     """
@@ -757,6 +797,9 @@ def validate(
         points = [
             VPoint(p.label, p.params, p.rep, _with_duration(p.scenario, duration)) for p in points
         ]
+    if host_latency is not None:
+        # Checked on one point (the engine names what is wrong) before anything runs.
+        sim_variant(points[0].scenario, None, host_latency).resolve()
     reference = backends.get(REFERENCE_BACKEND)
     kernel_scs = [_kernel_variant(p.scenario) for p in points]
     results = Path(out) / "results" if out is not None else None
@@ -775,11 +818,12 @@ def validate(
         reference.preflight()
         reference.warn_if_busy(say)
         hz = reference.clock_hz() if match_hz else None
-    sims = _run_sims(points, hz, results, say)
+    sims = _run_sims(points, hz, host_latency, results, say)
     kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
     v = _study(points, sims, kerns)
     if out is not None:
-        _write(v, Path(out), points, sims, kerns, hz, timeseries_figures, command)
+        latency = "measured (given)" if host_latency is not None else "kernel (default)"
+        _write(v, Path(out), points, sims, kerns, hz, latency, timeseries_figures, command)
     return v
 
 
@@ -831,14 +875,18 @@ def _cached(results: Path | None, run_id: str) -> RunResult | None:
 
 
 def _run_sims(
-    points: list[VPoint], hz: int | None, results: Path | None, say: Callable[[str], None]
+    points: list[VPoint],
+    hz: int | None,
+    host_latency: Mapping[str, Any] | None,
+    results: Path | None,
+    say: Callable[[str], None],
 ) -> list[RunResult]:
     # The simulator side always runs: it is cheap, and it must be the current model (a run
     # id names the scenario, not the simulator's version); kernel runs are kept.
     def one(i: int) -> RunResult:
         p = points[i]
         say(f"simulator: {p.label} r{p.rep}")
-        r = run(sim_variant(p.scenario, hz), backend=MODEL_BACKEND)
+        r = run(sim_variant(p.scenario, hz, host_latency), backend=MODEL_BACKEND)
         if results is not None:
             r.save(results)
         return _slim(r)
@@ -917,6 +965,7 @@ def _write(
     sims: list[RunResult],
     kerns: list[RunResult],
     hz: int | None,
+    host_latency: str,
     n_timeseries: int,
     command: str | None,
 ) -> None:
@@ -946,6 +995,7 @@ def _write(
         "kernel": platform.release(),
         "kernel HZ": hz,
         "simulator hz": hz if hz is not None else "scenario's",
+        "simulator host latency": host_latency,
         "CPUs": os.cpu_count(),
         "ccfair": sims[0].runs.iloc[0]["ccfair_version"],
         "git": sims[0].runs.iloc[0]["git_revision"],
