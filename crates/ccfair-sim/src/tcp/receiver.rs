@@ -691,8 +691,9 @@ mod tests {
             r.buf.rcv_ssthresh + 2 * 1448 > r.buf.window_clamp,
             "window at its clamp"
         );
-        // tcp_grow_window's last step of two segments can take rcv_ssthresh past the free
-        // space up to window_clamp (min(rcv_ssthresh + 2 rcv_mss, window_clamp)).
+        // Out-of-order data grows rcv_ssthresh before it is charged (tcp_data_queue_ofo),
+        // so after a loss rcv_ssthresh can reach the empty buffer's window, window_clamp;
+        // set that state directly.
         r.buf.rcv_ssthresh = r.buf.window_clamp;
         // A lone segment's delayed ACK leaves with the buffer empty and offers it all ...
         let mut next = 200;
