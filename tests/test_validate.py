@@ -159,22 +159,36 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
     )
     table = val.measured_host_latency(tmp_path / "hl.json")
     assert table == {"measured": measured}
+    sim_tcp = {"host_latency": table, "tso": "linux"}
     sc = ccfair.dumbbell(1, "cubic", duration="2s")
-    tcp = val.sim_variant(sc, 250, table).resolve().engine_spec["flows"][0]["tcp"]
-    assert tcp["host_latency"] == table and tcp["hz"] == 250
+    tcp = val.sim_variant(sc, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
+    assert tcp["host_latency"] == table and tcp["hz"] == 250 and tcp["tso"] == "linux"
+    assert val.sim_tcp_label(sim_tcp) == "host_latency = measured, tso = linux"
     # A scenario's own setting wins.
     own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"host_latency": "none"})
-    tcp = val.sim_variant(own, 250, table).resolve().engine_spec["flows"][0]["tcp"]
+    tcp = val.sim_variant(own, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
     assert tcp["host_latency"] == "none"
     (tmp_path / "bad.json").write_text('{"receiver_turnaround_us": [1]}')
     for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
         with pytest.raises(ccfair.SpecError, match="host_latency.*measure_host_latency"):
             val.measured_host_latency(bad)
-    # A table the engine refuses stops the study before anything runs.
-    short = {"measured": {"receiver_us": [1.0] * 3, "sender_us": [1.0] * 17}}
-    with pytest.raises(ccfair.SpecError, match="receiver_us"):
-        val.validate([sc], out=tmp_path / "v", host_latency=short)
+    # An option the engine refuses stops the study before anything runs.
+    short = {"host_latency": {"measured": {"receiver_us": [1.0] * 3, "sender_us": [1.0] * 17}}}
+    for bad_tcp in (short, {"tso": "sometimes"}):
+        with pytest.raises(ccfair.SpecError, match="receiver_us|tso"):
+            val.validate([sc], out=tmp_path / "v", sim_tcp=bad_tcp)
     assert not (tmp_path / "v").exists()
+
+
+def test_cli_sim_tcp_options_parse_as_toml_values():
+    from ccfair.cli import _sim_tcp_option
+
+    assert _sim_tcp_option("tso=linux") == ("tso", "linux")
+    assert _sim_tcp_option('tso="linux"') == ("tso", "linux")
+    assert _sim_tcp_option("rmem=[4096, 131072, 6291456]") == ("rmem", [4096, 131072, 6291456])
+    assert _sim_tcp_option("init_cwnd=10") == ("init_cwnd", 10)
+    with pytest.raises(ccfair.SpecError, match="KEY=VALUE"):
+        _sim_tcp_option("tso")
 
 
 def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import math
 import sys
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -190,8 +191,24 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim_tcp_option(item: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--sim-tcp``: VALUE as a TOML value (a bare word is a string)."""
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise SpecError("--sim-tcp", item, "is not KEY=VALUE (e.g. tso=linux)")
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    return key.strip(), value
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from ccfair.validate import measured_host_latency, validate
+
+    sim_tcp = dict(_sim_tcp_option(item) for item in args.sim_tcp)
+    if args.host_latency:
+        sim_tcp["host_latency"] = measured_host_latency(args.host_latency)
 
     def progress(message: str) -> None:
         if not args.quiet:
@@ -213,7 +230,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         command="ccfair validate " + " ".join(sys.argv[2:]),
         progress=progress,
         finished_only=args.finished_only,
-        host_latency=measured_host_latency(args.host_latency) if args.host_latency else None,
+        sim_tcp=sim_tcp or None,
     )
     if not args.quiet:
         print(v.format_table())
@@ -641,6 +658,14 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
         "--no-match-hz",
         action="store_true",
         help="run the simulator at the scenario's hz instead of the kernel's HZ",
+    )
+    v.add_argument(
+        "--sim-tcp",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a TCP option for the simulator's side only (repeatable; VALUE as in TOML), "
+        'e.g. tso="linux" to compare its offload model with Linux\'s own',
     )
     v.add_argument(
         "--host-latency",

@@ -220,30 +220,44 @@ def expand_inputs(
     return [(p.label + (f" r{p.rep}" if reps else ""), p.scenario) for p in points]
 
 
-def sim_variant(
-    sc: Scenario, hz: int | None, host_latency: Mapping[str, Any] | None = None
-) -> Scenario:
+def sim_variant(sc: Scenario, hz: int | None, sim_tcp: Mapping[str, Any] | None = None) -> Scenario:
     """The scenario the simulator runs: at the kernel's ``HZ`` unless ``tcp.hz`` is set,
-    and with the testbed's measured ``host_latency`` (a ``tcp.host_latency`` value) if
-    given, unless the scenario sets its own.
+    and with the TCP options ``sim_tcp`` (e.g. the testbed's measured ``host_latency``, or
+    ``tso = "linux"``) where the scenario does not set them itself.
 
     Example:
         >>> from ccfair.spec import dumbbell
         >>> sim_variant(dumbbell(1, "cubic"), 250).tcp
         {'hz': 250}
+        >>> sim_variant(dumbbell(1, "cubic"), None, {"tso": "linux"}).tcp
+        {'tso': 'linux'}
     """
-    extra: dict[str, Any] = {}
-    if hz is not None and "hz" not in sc.tcp and not any("hz" in f.tcp for f in sc.flows):
+
+    def own(key: str) -> bool:
+        return key in sc.tcp or any(key in f.tcp for f in sc.flows)
+
+    extra = {k: v for k, v in (sim_tcp or {}).items() if not own(k)}
+    if hz is not None and not own("hz"):
         extra["hz"] = hz
-    own_latency = "host_latency" in sc.tcp or any("host_latency" in f.tcp for f in sc.flows)
-    if host_latency is not None and not own_latency:
-        extra["host_latency"] = dict(host_latency)
     if not extra:
         return sc
     data = sc.to_dict()
     data["tcp"] = {**data.get("tcp", {}), **extra}
     data.pop("backend", None)
     return Scenario.from_dict(data)
+
+
+def sim_tcp_label(sim_tcp: Mapping[str, Any] | None) -> str:
+    """How a study's report names the simulator's TCP options.
+
+    Example:
+        >>> sim_tcp_label({"tso": "linux", "host_latency": {"measured": {}}})
+        'tso = linux, host_latency = measured'
+    """
+    if not sim_tcp:
+        return "defaults"
+    show = [f"{k} = {next(iter(v)) if isinstance(v, Mapping) else v}" for k, v in sim_tcp.items()]
+    return ", ".join(show)
 
 
 def measured_host_latency(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -755,7 +769,7 @@ def validate(
     command: str | None = None,
     progress: Callable[[str], None] | None = None,
     finished_only: bool = False,
-    host_latency: Mapping[str, Any] | None = None,
+    sim_tcp: Mapping[str, Any] | None = None,
 ) -> Validation:
     """Run every point of ``inputs`` (scenarios, scenario files, sweep files) and of
     ``preset`` (``quick``: its reduced grid) on both backends and compare them.
@@ -776,9 +790,11 @@ def validate(
     whose kernel side ran elsewhere, or was interrupted, can be analysed on any machine,
     without root. The simulator then runs at the HZ those kernel runs recorded.
 
-    ``host_latency`` (a ``tcp.host_latency`` value, e.g. :func:`measured_host_latency`)
-    gives the simulator's hosts the turnaround measured on the testbed, for the points
-    that do not set their own (docs/model.md, "Connections and host latency").
+    ``sim_tcp`` sets TCP options on the simulator's side only, where a point does not set
+    them itself: the turnaround measured on the testbed (``{"host_latency":``
+    :func:`measured_host_latency` ``(...)}``, docs/model.md, "Connections and host
+    latency"), or a model to test against Linux's own behaviour, such as
+    ``{"tso": "linux"}`` (the kernel backend always runs Linux's segmentation offload).
 
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
@@ -797,9 +813,9 @@ def validate(
         points = [
             VPoint(p.label, p.params, p.rep, _with_duration(p.scenario, duration)) for p in points
         ]
-    if host_latency is not None:
+    if sim_tcp:
         # Checked on one point (the engine names what is wrong) before anything runs.
-        sim_variant(points[0].scenario, None, host_latency).resolve()
+        sim_variant(points[0].scenario, None, sim_tcp).resolve()
     reference = backends.get(REFERENCE_BACKEND)
     kernel_scs = [_kernel_variant(p.scenario) for p in points]
     results = Path(out) / "results" if out is not None else None
@@ -818,12 +834,12 @@ def validate(
         reference.preflight()
         reference.warn_if_busy(say)
         hz = reference.clock_hz() if match_hz else None
-    sims = _run_sims(points, hz, host_latency, results, say)
+    sims = _run_sims(points, hz, sim_tcp, results, say)
     kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
     v = _study(points, sims, kerns)
     if out is not None:
-        latency = "measured (given)" if host_latency is not None else "kernel (default)"
-        _write(v, Path(out), points, sims, kerns, hz, latency, timeseries_figures, command)
+        label = sim_tcp_label(sim_tcp)
+        _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command)
     return v
 
 
@@ -877,7 +893,7 @@ def _cached(results: Path | None, run_id: str) -> RunResult | None:
 def _run_sims(
     points: list[VPoint],
     hz: int | None,
-    host_latency: Mapping[str, Any] | None,
+    sim_tcp: Mapping[str, Any] | None,
     results: Path | None,
     say: Callable[[str], None],
 ) -> list[RunResult]:
@@ -886,7 +902,7 @@ def _run_sims(
     def one(i: int) -> RunResult:
         p = points[i]
         say(f"simulator: {p.label} r{p.rep}")
-        r = run(sim_variant(p.scenario, hz, host_latency), backend=MODEL_BACKEND)
+        r = run(sim_variant(p.scenario, hz, sim_tcp), backend=MODEL_BACKEND)
         if results is not None:
             r.save(results)
         return _slim(r)
@@ -965,7 +981,7 @@ def _write(
     sims: list[RunResult],
     kerns: list[RunResult],
     hz: int | None,
-    host_latency: str,
+    sim_tcp: str,
     n_timeseries: int,
     command: str | None,
 ) -> None:
@@ -995,7 +1011,7 @@ def _write(
         "kernel": platform.release(),
         "kernel HZ": hz,
         "simulator hz": hz if hz is not None else "scenario's",
-        "simulator host latency": host_latency,
+        "simulator TCP options": sim_tcp,
         "CPUs": os.cpu_count(),
         "ccfair": sims[0].runs.iloc[0]["ccfair_version"],
         "git": sims[0].runs.iloc[0]["git_revision"],
