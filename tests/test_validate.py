@@ -164,6 +164,10 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
     tcp = val.sim_variant(sc, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
     assert tcp["host_latency"] == table and tcp["hz"] == 250 and tcp["tso"] == "linux"
     assert val.sim_tcp_label(sim_tcp) == "host_latency = measured, tso = linux"
+    # An hz given for the simulator's side wins over the kernel's.
+    assert (
+        val.sim_variant(sc, 250, {"hz": 100}).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 100
+    )
     # A scenario's own setting wins.
     own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"host_latency": "none"})
     tcp = val.sim_variant(own, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]

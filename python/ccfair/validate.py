@@ -237,7 +237,7 @@ def sim_variant(sc: Scenario, hz: int | None, sim_tcp: Mapping[str, Any] | None 
         return key in sc.tcp or any(key in f.tcp for f in sc.flows)
 
     extra = {k: v for k, v in (sim_tcp or {}).items() if not own(k)}
-    if hz is not None and not own("hz"):
+    if hz is not None and not own("hz") and "hz" not in extra:
         extra["hz"] = hz
     if not extra:
         return sc
