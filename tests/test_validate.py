@@ -335,7 +335,7 @@ def test_finished_only_compares_the_finished_points_and_starts_no_kernel_run(mon
     # The kernel side holds the first scenario's run only (a simulator run stands in for it).
     kernel_sc = val._kernel_variant(scs[0])
     rid = val.run_id_of(kernel_sc.resolve().normalized, "kernel")
-    stand_in = ccfair.run(kernel_sc)
+    stand_in = ccfair.run(kernel_sc, backend="sim")  # not a real kernel run
     monkeypatch.setattr(val, "finished_run_ids", lambda results: {rid})
     monkeypatch.setattr(val, "load", lambda results, run_id: stand_in)
     started = []
