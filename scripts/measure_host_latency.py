@@ -87,10 +87,14 @@ def from_results(directory: str, out: str | None) -> int:
         return 2
     rx, tx, left_out = [], [], 0
     for f in files:
-        run = pd.read_parquet(f).iloc[0]
-        if run["backend"] != "kernel":
+        try:
+            run = pd.read_parquet(f).iloc[0]
+            if run["backend"] != "kernel":
+                continue
+            fw = json.loads(run["selfcheck_json"] or "{}").get("forwarder", {})
+        except (OSError, KeyError, IndexError, ValueError, AttributeError):
+            left_out += 1  # not a run table of ccfair's (damaged, other schema)
             continue
-        fw = json.loads(run["selfcheck_json"] or "{}").get("forwarder", {})
         if not run["reliable"] or "receiver_turnaround" not in fw:
             left_out += 1
             continue
@@ -134,6 +138,14 @@ def main() -> int:
     args = ap.parse_args()
     if args.from_results:
         return from_results(args.from_results, args.out)
+    if not 1 <= args.runs <= 1000:
+        print(f"--runs {args.runs} is not a number of runs in [1, 1000]", file=sys.stderr)
+        return 2
+    try:  # the rate and duration, checked before any kernel run
+        ccfair.dumbbell(2, "cubic", bottleneck_rate=args.rate, duration=args.duration).resolve()
+    except ccfair.CcfairError as exc:
+        print(f"--rate {args.rate!r} / --duration {args.duration!r}: {exc}", file=sys.stderr)
+        return 2
     wake, launch, app_write, rx, tx = [], [], [], [], []
     skipped = 0
     for delay in ("2ms", "18ms", "100ms"):

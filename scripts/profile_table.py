@@ -19,14 +19,21 @@ from pathlib import Path
 import pandas as pd
 
 
+class ScriptError(Exception):
+    """A problem with a directory: one line, exit status 2."""
+
+
 def shares(directory: Path) -> pd.DataFrame:
     """One row per grid point (the axes other than profile), one column per profile."""
-    sweep = json.loads((directory / "sweep.json").read_text())
+    try:
+        sweep = json.loads((directory / "sweep.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ScriptError(f"{directory}: not a finished sweep's directory ({exc})") from None
     points = pd.DataFrame(
         [{"run_id": p["run_id"], **p["params"]} for p in sweep["points"] if not p["baseline"]]
     )
     if "profile" not in points:
-        raise SystemExit(f"{directory}: the sweep has no profile axis")
+        raise ScriptError(f"{directory}: the sweep has no profile axis")
     flows = pd.read_parquet(directory / "flows", columns=["run_id", "flow", "share_frac"])
     first = flows[flows["flow"] == 0][["run_id", "share_frac"]]
     table = points.merge(first, on="run_id")
@@ -42,8 +49,18 @@ def main() -> int:
     ap.add_argument("dirs", nargs="+", type=Path, help="sweep results directories")
     ap.add_argument("--top", type=int, default=5, help="points to list per sweep")
     args = ap.parse_args()
+    if args.top < 1:
+        print(f"--top {args.top} is not a number of points (>= 1)", file=sys.stderr)
+        return 2
     for d in args.dirs:
-        wide = shares(d)
+        try:
+            wide = shares(d)
+        except ScriptError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        except (KeyError, TypeError, OSError, ValueError) as exc:  # a damaged sweep
+            print(f"{d}: not a finished sweep of ccfair ({exc!r})", file=sys.stderr)
+            return 2
         base = wide.columns[0]
         spread = (wide.max(axis=1) - wide.min(axis=1)) * 100
         print(f"\n### {d.name}: first flow's share, {len(wide)} points\n")

@@ -37,7 +37,11 @@ def link_of(spec: dict, name: str) -> tuple[int, int]:
         if link["name"] == name:
             return parse_duration(link["delay"]), parse_rate(link["rate"])
     names = ", ".join(link["name"] for link in spec["links"])
-    raise SystemExit(f"--link: no link {name!r} in this run (links: {names})")
+    raise ScriptError(f"--link: no link {name!r} in this run (links: {names})")
+
+
+class ScriptError(Exception):
+    """A problem with the arguments or the directories: one line, exit status 2."""
 
 
 def phases(trace: pd.DataFrame, link: str, delay_ns: int, direction: str) -> pd.DataFrame:
@@ -63,7 +67,12 @@ def summary(directory: str, link: str, direction: str, after_s: float) -> list[d
     rows = []
     for path in sorted(glob.glob(os.path.join(directory, "trace", "*.parquet"))):
         run_id = os.path.basename(path).removesuffix(".parquet")
-        run = pd.read_parquet(os.path.join(directory, "runs", f"{run_id}.parquet")).iloc[0]
+        run_path = os.path.join(directory, "runs", f"{run_id}.parquet")
+        if not os.path.isfile(run_path):
+            raise ScriptError(
+                f"{directory}: trace {run_id} has no run table (runs/{run_id}.parquet)"
+            )
+        run = pd.read_parquet(run_path).iloc[0]
         delay_ns, rate_bps = link_of(json.loads(run["spec_json"]), link)
         service_us = 1500 * 8 / rate_bps * 1e6
         p = phases(pd.read_parquet(path), link, delay_ns, direction)
@@ -94,7 +103,11 @@ def main() -> int:
     ap.add_argument("--direction", default="ab", choices=["ab", "ba"])
     ap.add_argument("--after", type=float, default=5.0, help="seconds to skip (start-up)")
     args = ap.parse_args()
-    rows = [r for d in args.dirs for r in summary(d, args.link, args.direction, args.after)]
+    try:
+        rows = [r for d in args.dirs for r in summary(d, args.link, args.direction, args.after)]
+    except ScriptError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if not rows:
         print("no traced runs found (DIR/trace/*.parquet)", file=sys.stderr)
         return 2

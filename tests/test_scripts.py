@@ -1,5 +1,6 @@
 """The helper scripts refuse absurd arguments in one line (scripts/cpu_gaps.py,
-scripts/main_flow_targets.py, scripts/bpf_vs_linux.py)."""
+scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
+scripts/trace_phase.py, scripts/profile_table.py)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,52 @@ def test_bpf_vs_linux_refuses_results_of_another_schema_before_any_run(tmp_path)
     p = _script("bpf_vs_linux.py", "--out", str(tmp_path / "old"))
     assert p.returncode == 2 and "schema 1" in p.stderr and "--out NEW" in p.stderr
     assert "Traceback" not in p.stderr and "linux ..." not in p.stderr
+
+
+def _refused(p: subprocess.CompletedProcess[str], says: str) -> None:
+    assert p.returncode == 2, p.stderr
+    assert says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--runs", "0"], "--runs 0 is not a number of runs"),
+        (["--runs", "-5"], "--runs -5 is not a number of runs"),
+        (["--rate", "fast"], "--rate 'fast'"),
+        (["--rate=-10Mbit/s"], "--rate '-10Mbit/s'"),
+        (["--duration", "1e300s"], "--duration '1e300s'"),
+        (["--from-results", "/nonexistent/results"], "no runs/*.parquet"),
+    ],
+)
+def test_measure_host_latency_refuses_absurd_arguments_before_any_run(args, says):
+    _refused(_script("measure_host_latency.py", *args), says)
+
+
+def test_measure_host_latency_pools_only_reliable_kernel_runs(tmp_path):
+    # A simulator run and a damaged file: nothing to pool, said in one line.
+    ccfair.run(ccfair.dumbbell(1, "reno", duration="1s")).save(tmp_path)
+    (tmp_path / "runs" / "junk.parquet").write_bytes(b"not parquet")
+    _refused(
+        _script("measure_host_latency.py", "--from-results", str(tmp_path)),
+        "no reliable kernel run",
+    )
+
+
+def test_trace_phase_refuses_unknown_links_and_untraced_directories(tmp_path):
+    sc = ccfair.dumbbell(2, "cubic", duration="2s")
+    r = ccfair.run(sc, trace=["flow1"])
+    r.save(tmp_path)
+    (tmp_path / "trace").mkdir()
+    r.trace.to_parquet(tmp_path / "trace" / f"{r.run_id}.parquet")
+    ok = _script("trace_phase.py", "--link", "bottleneck", "--after", "0", str(tmp_path))
+    assert ok.returncode == 0 and "flow1" in ok.stdout, ok.stderr
+    _refused(_script("trace_phase.py", "--link", "L99", str(tmp_path)), "no link 'L99'")
+    _refused(_script("trace_phase.py", "--link", "L2", "/nonexistent"), "no traced runs")
+
+
+def test_profile_table_refuses_what_is_no_profile_sweep(tmp_path):
+    _refused(_script("profile_table.py", str(tmp_path)), "not a finished sweep")
+    (tmp_path / "sweep.json").write_text('{"points": [{"run_id": "x"}]}')
+    _refused(_script("profile_table.py", str(tmp_path)), "not a finished sweep")
+    _refused(_script("profile_table.py", "--top", "0", str(tmp_path)), "--top 0")
