@@ -173,13 +173,27 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
     tcp = val.sim_variant(own, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
     assert tcp["host_latency"] == "none"
     (tmp_path / "bad.json").write_text('{"receiver_turnaround_us": [1]}')
-    for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
+    (tmp_path / "list.json").write_text("[1, 2, 3]")
+    (tmp_path / "nested.json").write_text(
+        '{"receiver_turnaround_us": [[1]], "sender_turnaround_us": [1]}'
+    )
+    for bad in ("bad.json", "missing.json", "list.json", "nested.json", "."):
         with pytest.raises(ccfair.SpecError, match="host_latency.*measure_host_latency"):
-            val.measured_host_latency(bad)
+            val.measured_host_latency(tmp_path / bad)
     # An option the engine refuses stops the study before anything runs.
     short = {"host_latency": {"measured": {"receiver_us": [1.0] * 3, "sender_us": [1.0] * 17}}}
-    for bad_tcp in (short, {"tso": "sometimes"}):
-        with pytest.raises(ccfair.SpecError, match="receiver_us|tso"):
+    for bad_tcp, says in (
+        (short, "receiver_us"),
+        ({"tso": "sometimes"}, "tso"),
+        ({"no_such_option": 1}, "no_such_option"),
+        (
+            {"host_latency": {"measured": {"receiver_us": [1e300] * 17, "sender_us": [1] * 17}}},
+            "1e300",
+        ),
+        (["tso", "linux"], "sim_tcp"),
+        ({1: "linux"}, "sim_tcp"),
+    ):
+        with pytest.raises(ccfair.SpecError, match=says):
             val.validate([sc], out=tmp_path / "v", sim_tcp=bad_tcp)
     assert not (tmp_path / "v").exists()
 
@@ -191,8 +205,9 @@ def test_cli_sim_tcp_options_parse_as_toml_values():
     assert _sim_tcp_option('tso="linux"') == ("tso", "linux")
     assert _sim_tcp_option("rmem=[4096, 131072, 6291456]") == ("rmem", [4096, 131072, 6291456])
     assert _sim_tcp_option("init_cwnd=10") == ("init_cwnd", 10)
-    with pytest.raises(ccfair.SpecError, match="KEY=VALUE"):
-        _sim_tcp_option("tso")
+    for bad in ("tso", "=linux", " =1"):
+        with pytest.raises(ccfair.SpecError, match="KEY=VALUE"):
+            _sim_tcp_option(bad)
 
 
 def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):

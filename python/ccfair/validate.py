@@ -813,6 +813,10 @@ def validate(
         points = [
             VPoint(p.label, p.params, p.rep, _with_duration(p.scenario, duration)) for p in points
         ]
+    if sim_tcp is not None and (
+        not isinstance(sim_tcp, Mapping) or not all(isinstance(k, str) for k in sim_tcp)
+    ):
+        raise SpecError("sim_tcp", sim_tcp, "is not a table of TCP options by name")
     if sim_tcp:
         # Checked on one point (the engine names what is wrong) before anything runs.
         sim_variant(points[0].scenario, None, sim_tcp).resolve()
@@ -981,7 +985,7 @@ def _write(
     sims: list[RunResult],
     kerns: list[RunResult],
     hz: int | None,
-    sim_tcp: str,
+    sim_options: str,
     n_timeseries: int,
     command: str | None,
 ) -> None:
@@ -1011,7 +1015,7 @@ def _write(
         "kernel": platform.release(),
         "kernel HZ": hz,
         "simulator hz": hz if hz is not None else "scenario's",
-        "simulator TCP options": sim_tcp,
+        "simulator TCP options": sim_options,
         "CPUs": os.cpu_count(),
         "ccfair": sims[0].runs.iloc[0]["ccfair_version"],
         "git": sims[0].runs.iloc[0]["git_revision"],

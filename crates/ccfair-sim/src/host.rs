@@ -62,7 +62,7 @@ impl Latency {
         for (name, us) in [("receiver_us", receiver_us), ("sender_us", sender_us)] {
             if let Some(v) = us.iter().find(|v| !(0.0..=1e6).contains(*v)) {
                 return Err(format!(
-                    "measured.{name}: {v} is not a latency in us between 0 and 1e6"
+                    "measured.{name}: {v:?} is not a latency in us between 0 and 1e6"
                 ));
             }
             if let Some(w) = us.windows(2).find(|w| w[1] < w[0]) {
@@ -328,6 +328,10 @@ mod tests {
         assert!(table(bad).check().unwrap_err().contains("NaN"));
         bad[0] = -1.0;
         assert!(table(bad).check().unwrap_err().contains("-1"));
+        bad[0] = f64::INFINITY;
+        assert!(table(bad).check().unwrap_err().contains("inf"));
+        bad[0] = 1e300;
+        assert!(table(bad).check().unwrap_err().contains("1e300"));
     }
 
     /// The cheaper interval search and rounding give `at_ns` as first written (binary search,
