@@ -1171,8 +1171,16 @@ def _link_buffer(
         bdp = bdp_packets(ref.bottleneck_rate_bps, ref.base_rtt_ns)
     if buf.bdp is None:
         assert buf.packets is not None
-        return buf.packets, None if bdp is None else float(buf.packets / bdp), bdp
+        # A reference flow with no propagation delay has a BDP of 0: alpha is undefined.
+        return buf.packets, None if not bdp else float(buf.packets / bdp), bdp
     assert bdp is not None
+    if bdp == 0:
+        r.fail(
+            ("links", i, "buffer", "bdp"),
+            buf.bdp,
+            f"is a multiple of {buf.reference}'s BDP, which is 0 packets (its path has no "
+            "propagation delay); give the buffer in packets",
+        )
     pkts = buffer_packets(buf.bdp, bdp)
     if pkts > _U32_MAX:
         r.fail(
