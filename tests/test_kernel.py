@@ -503,7 +503,7 @@ def test_plan_names_carry_the_prefix_and_tag():
     hosts = plan.config["hosts"]
     assert len(hosts) == 22
     assert all(kernel.NETNS_RE.match(n) and n.startswith("ccf-abcdef01-") for n in plan.netns)
-    assert all(len(h["tun"]) <= 15 and h["tun"].startswith("ccfabcdef01-") for h in hosts)
+    assert all(len(h["dev"]) <= 15 and h["dev"].startswith("ccfabcdef01-") for h in hosts)
     assert len({h["addr"] for h in hosts}) == 22
     senders = {f["src"] for f in resolved.engine_spec["flows"]}
     for h in hosts:

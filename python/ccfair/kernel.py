@@ -529,6 +529,8 @@ class _Plan:
     netns: list[str]
     config: dict[str, Any]
     hosts: list[dict[str, Any]] = field(default_factory=list)
+    #: The veth data path's devices, addresses, routes and qdiscs (None: the TUN path).
+    veth: Any = None
 
 
 def _safe(name: str) -> str:
@@ -596,7 +598,7 @@ def _plan(resolved: Any, run_id: str, *, force_bpf: bool = False) -> _Plan:
             {
                 "node": node,
                 "netns": name,
-                "tun": f"ccf{tag}-{i}",
+                "dev": f"ccf{tag}-{i}",
                 "addr": f"10.200.{n >> 8}.{n & 255}",
                 "route": PREFIX,
                 "route_options": route_options,
@@ -668,7 +670,7 @@ def _host_tx_drops(hosts: list[dict[str, Any]]) -> int:
     overflowed): must be 0, else losses happened outside the link model."""
     total = 0
     for h in hosts:
-        proc = _ip("-n", h["netns"], "-s", "-j", "link", "show", "dev", h["tun"], check=False)
+        proc = _ip("-n", h["netns"], "-s", "-j", "link", "show", "dev", h["dev"], check=False)
         with contextlib.suppress(ValueError, IndexError, KeyError, TypeError):
             total += int(json.loads(proc.stdout)[0]["stats64"]["tx"]["dropped"])
     return total
@@ -805,9 +807,13 @@ def run_kernel(
     *,
     engine_spec: dict[str, Any] | None = None,
     force_bpf: bool = False,
+    datapath: str = "tun",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run a resolved scenario on this kernel; return the tables (as the simulator's
     ``_core.run`` returns them) and the self-check record.
+
+    ``datapath`` is ``"tun"`` (ccfair's forwarder carries the packets over the simulator's
+    link model) or ``"veth"`` (veth pairs with tc qdiscs, :mod:`ccfair.veth`).
 
     Raises :class:`KernelError` when the environment cannot run it or the run fails,
     ``KeyboardInterrupt`` / :class:`Terminated` on SIGINT / SIGTERM. Whatever happens, the
@@ -818,16 +824,26 @@ def run_kernel(
     """
     preflight()
     with machine_turn():
-        return _run_turn(resolved, run_id, engine_spec, force_bpf)
+        return _run_turn(resolved, run_id, engine_spec, force_bpf, datapath)
 
 
 def _run_turn(
-    resolved: Any, run_id: str, engine_spec: dict[str, Any] | None, force_bpf: bool = False
+    resolved: Any,
+    run_id: str,
+    engine_spec: dict[str, Any] | None,
+    force_bpf: bool = False,
+    datapath: str = "tun",
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     cleanup()
     plan = _plan(resolved, run_id, force_bpf=force_bpf)
     if engine_spec is not None:
         plan.config["spec"] = engine_spec
+    if datapath == "veth":
+        from ccfair import veth
+
+        plan.veth = veth.plan(plan.config["spec"], plan.tag, plan.hosts)
+        plan.netns += plan.veth.routers
+        plan.config["datapath"] = "veth"
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     state_path = STATE_DIR / f"{plan.tag}.json"
     existing = _read_state(state_path)
@@ -890,6 +906,10 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
     try:
         for name in plan.netns:
             _ip("netns", "add", name)
+        if plan.veth is not None:
+            from ccfair import veth
+
+            veth.setup(plan.veth)
         emu = _core.Emulation(json.dumps({**plan.config, "options": options}))
         with _ACTIVE_LOCK:
             _ACTIVE.add(emu)
@@ -899,7 +919,16 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
         selfcheck = json.loads(raw.pop("selfcheck"))
         if steal_before is not None and steal_after is not None:
             selfcheck["steal_ms"] = steal_after - steal_before
-        selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
+        if plan.veth is None:
+            selfcheck["host_tx_drops"] = _host_tx_drops(plan.hosts)
+        else:
+            from ccfair import veth
+
+            veth.fill_link_summary(
+                raw["link_summary"], veth.qdisc_counts(plan.veth), plan.config["spec"]
+            )
+            selfcheck["host_tx_drops"] = 0
+            selfcheck["datapath"] = "veth"
         selfcheck["kernel_hz"] = kernel_hz()
         selfcheck["namespaces"] = plan.netns
         # What each flow ran: a module's name, or ccfair's BPF program (ccf<tag><algorithm>).

@@ -25,7 +25,23 @@ pub struct EmuConfig {
     #[serde(default)]
     pub bpf: Vec<BpfProgram>,
     #[serde(default)]
+    pub datapath: Datapath,
+    #[serde(default)]
     pub options: EmuOptions,
+}
+
+/// How packets travel between the hosts (docs/kernel.md, "Two data paths").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Datapath {
+    /// Every host has a TUN device and ccfair's forwarder carries the packets over the
+    /// simulator's link model in real time.
+    #[default]
+    Tun,
+    /// The Python backend (python/ccfair/veth.py) has joined the namespaces with veth pairs
+    /// and tc qdiscs for the links, as Mininet does; the kernel forwards the packets and
+    /// this process only runs the traffic.
+    Veth,
 }
 
 /// A BPF congestion control registered for the run's lifetime.
@@ -45,11 +61,13 @@ pub struct HostConfig {
     pub node: usize,
     /// Namespace name as `ip netns` knows it (bound at /run/netns/NAME).
     pub netns: String,
-    /// TUN device name inside the namespace (at most 15 bytes).
-    pub tun: String,
-    /// The host's address (a /32 on the TUN device).
+    /// The host's device inside the namespace (at most 15 bytes): its TUN device, or with
+    /// the veth data path its end of its first link.
+    pub dev: String,
+    /// The host's address (a /32 on its device).
     pub addr: Ipv4Addr,
-    /// The prefix routed through the TUN device, e.g. "10.200.0.0/16".
+    /// The prefix routed through the TUN device, e.g. "10.200.0.0/16" (unused with the veth
+    /// data path, whose routes the Python backend sets up).
     pub route: String,
     /// Extra `ip route` attributes, e.g. ["initcwnd", "20"].
     #[serde(default)]
@@ -140,10 +158,10 @@ impl EmuConfig {
                 return Err(format!("hosts[{i}].node: {} appears twice", h.node));
             }
             seen[h.node] = true;
-            if h.tun.is_empty() || h.tun.len() > 15 {
+            if h.dev.is_empty() || h.dev.len() > 15 {
                 return Err(format!(
-                    "hosts[{i}].tun: {:?} must have 1 to 15 bytes",
-                    h.tun
+                    "hosts[{i}].dev: {:?} must have 1 to 15 bytes",
+                    h.dev
                 ));
             }
         }

@@ -17,13 +17,14 @@ use std::thread;
 
 use serde::Serialize;
 
-use ccfair_sim::record::{self, FlowRecorder, FlowSample, FlowSummary};
+use ccfair_sim::link::ChannelCounters;
+use ccfair_sim::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use ccfair_sim::spec::RunSpec;
 use ccfair_sim::world::{connection_columns, ConnectionTimes, EngineStats, RunResult};
 
 use crate::bpfcc;
-use crate::config::{EmuConfig, HostConfig};
-use crate::forwarder::{Control, Forwarder, ForwarderReport, ForwarderStats};
+use crate::config::{Datapath, EmuConfig, HostConfig};
+use crate::forwarder::{Control, FlowCounts, Forwarder, ForwarderReport, ForwarderStats};
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
 use crate::traffic::{self, Progress, ReceiverOut, ReceiverPlan, SenderOut, SenderPlan, Timeline};
@@ -98,10 +99,10 @@ fn run_ip(netns: &str, script: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// In the host's namespace: write its sysctls, then create its TUN device.
-fn host_tun(h: &HostConfig) -> Result<OwnedFd, String> {
+/// In the host's namespace: write its sysctls, then (TUN data path) create its TUN device.
+fn host_setup(h: &HostConfig, datapath: Datapath) -> Result<Option<OwnedFd>, String> {
     let h = h.clone();
-    thread::spawn(move || -> Result<OwnedFd, String> {
+    thread::spawn(move || -> Result<Option<OwnedFd>, String> {
         let path = Path::new("/run/netns").join(&h.netns);
         sys::enter_netns(&path).map_err(|e| format!("namespace {}: {e}", h.netns))?;
         for (key, value) in &h.sysctls {
@@ -110,7 +111,12 @@ fn host_tun(h: &HostConfig) -> Result<OwnedFd, String> {
             std::fs::write(&p, value)
                 .map_err(|e| format!("{}: sysctl {key} = {value}: {e}", h.netns))?;
         }
-        sys::open_tun(&h.tun).map_err(|e| format!("{}: TUN device {}: {e}", h.netns, h.tun))
+        match datapath {
+            Datapath::Tun => sys::open_tun(&h.dev)
+                .map(Some)
+                .map_err(|e| format!("{}: TUN device {}: {e}", h.netns, h.dev)),
+            Datapath::Veth => Ok(None),
+        }
     })
     .join()
     .map_err(|_| "a setup thread panicked".to_string())?
@@ -129,14 +135,16 @@ impl Emulation {
         }
         let mut tuns = Vec::with_capacity(cfg.hosts.len());
         for h in &cfg.hosts {
-            tuns.push(host_tun(h)?);
+            tuns.extend(host_setup(h, cfg.datapath)?);
         }
-        for h in &cfg.hosts {
+        // With the veth data path the Python backend has set up devices, addresses and
+        // routes already.
+        for h in cfg.hosts.iter().filter(|_| cfg.datapath == Datapath::Tun) {
             let opts = h.route_options.join(" ");
             let script = format!(
                 "link set lo up\nlink set dev {tun} mtu 1500 up\naddr add {addr}/32 dev {tun}\n\
                  route add {route} dev {tun} src {addr} {opts}\n",
-                tun = h.tun,
+                tun = h.dev,
                 addr = h.addr,
                 route = h.route,
             );
@@ -165,7 +173,10 @@ impl Emulation {
     fn run_inner(&self) -> Result<EmuResult, String> {
         let cfg = &self.cfg;
         let ctl = &self.control;
-        let fwd = self.start_forwarder()?;
+        let fwd = match cfg.datapath {
+            Datapath::Tun => Some(self.start_forwarder()?),
+            Datapath::Veth => None,
+        };
         // However this function returns, no thread of the run is left running.
         let _guard = StopOnDrop(ctl.clone());
         let (tx, rx) = mpsc::channel::<Progress>();
@@ -190,6 +201,7 @@ impl Emulation {
         ctl.set_t0(t0);
 
         let (s_out, r_out, report) = join_run(ctl, fwd, senders, receivers)?;
+        let report = report.unwrap_or_else(|| veth_report(cfg, &s_out, &r_out));
         let selfcheck = self.self_check(&s_out, &r_out, &report, t0, cpu0, setup_s);
         let result = assemble(cfg, &s_out, &r_out, report);
         Ok(EmuResult { result, selfcheck })
@@ -423,20 +435,24 @@ fn wait_for(
     Ok(())
 }
 
-/// Join every thread of the run (senders, receivers, then the forwarder); the first
+/// What every thread of a run returned: senders', receivers', and the forwarder's report
+/// (none on the veth data path).
+type Joined = (Vec<SenderOut>, Vec<ReceiverOut>, Option<ForwarderReport>);
+
+/// Join every thread of the run (senders, receivers, then the forwarder if any); the first
 /// failure any of them recorded, or a stop request, is the run's error.
 fn join_run(
     ctl: &Control,
-    fwd: thread::JoinHandle<ForwarderReport>,
+    fwd: Option<thread::JoinHandle<ForwarderReport>>,
     senders: Vec<Worker<SenderOut>>,
     receivers: Vec<Worker<ReceiverOut>>,
-) -> Result<(Vec<SenderOut>, Vec<ReceiverOut>, ForwarderReport), String> {
+) -> Result<Joined, String> {
     let sender_out: Vec<Result<SenderOut, String>> = senders.into_iter().map(join_worker).collect();
     let receiver_out: Vec<Result<ReceiverOut, String>> =
         receivers.into_iter().map(join_worker).collect();
     let report = fwd
-        .join()
-        .map_err(|_| "the forwarder panicked".to_string())?;
+        .map(|f| f.join().map_err(|_| "the forwarder panicked".to_string()))
+        .transpose()?;
     if let Some(e) = ctl.failure() {
         return Err(e);
     }
@@ -446,6 +462,45 @@ fn join_run(
     let s_out: Vec<SenderOut> = sender_out.into_iter().collect::<Result<_, _>>()?;
     let r_out: Vec<ReceiverOut> = receiver_out.into_iter().collect::<Result<_, _>>()?;
     Ok((s_out, r_out, report))
+}
+
+/// What stands in for the forwarder's report on the veth data path, where the kernel
+/// carries the packets: per flow, the counts both ends' `tcp_info` give (data segments sent
+/// and received, segments the receiver sent and the sender received); no link samples, no
+/// trace; link summaries with the spec's rates, delays and buffers and zero counters, which
+/// the Python backend fills from the qdiscs' own counters (python/ccfair/veth.py).
+fn veth_report(cfg: &EmuConfig, s_out: &[SenderOut], r_out: &[ReceiverOut]) -> ForwarderReport {
+    let spec = &cfg.spec;
+    let flows = s_out
+        .iter()
+        .zip(r_out)
+        .map(|(s, r)| {
+            // Segments sent and not received: dropped by a queue, or still in flight when
+            // the ends read their counters (docs/kernel.md, "The veth data path").
+            FlowCounts {
+                data_in: s.data_segs_out,
+                data_delivered: r.data_segs_in,
+                data_dropped: s.data_segs_out.saturating_sub(r.data_segs_in),
+                acks_in: r.segs_out,
+                acks_delivered: s.segs_in.min(r.segs_out),
+                acks_dropped: r.segs_out.saturating_sub(s.segs_in),
+                syns_in: u64::from(s.connect_ns.is_some()),
+                syn_in_ns: s.connect_ns,
+                synack_delivered_ns: s.established_ns,
+                first_data_in_ns: None,
+            }
+        })
+        .collect();
+    let zeros = vec![ChannelCounters::default(); 2 * spec.links.len()];
+    let rows = record::link_summaries(spec, &zeros, &zeros, &LinkSamples::default());
+    ForwarderReport {
+        links: LinkSamples::default().into_table(),
+        trace: None,
+        link_summary: record::link_summary_table(&rows),
+        flows,
+        stats: ForwarderStats::default(),
+        in_network: vec![(0, 0); spec.flows.len()],
+    }
 }
 
 /// Seconds, or NaN for a time that never came.

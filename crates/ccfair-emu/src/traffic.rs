@@ -111,6 +111,8 @@ pub struct SenderOut {
     pub total_rto: u64,
     pub total_rto_recoveries: u64,
     pub data_segs_out: u64,
+    /// Segments received (ACKs, the SYN-ACK included).
+    pub segs_in: u64,
     pub bytes_retrans: u64,
     pub dsack_dups: u64,
     pub reord_seen: u64,
@@ -140,6 +142,10 @@ pub struct ReceiverOut {
     pub bytes_at_measure_end: u64,
     /// When the sender's FIN arrived (ns after t0), for flows with a size.
     pub eof_ns: Option<u64>,
+    /// The receiving socket's final `tcp_info`: data segments received, segments sent
+    /// (ACKs, the SYN-ACK included).
+    pub data_segs_in: u64,
+    pub segs_out: u64,
 }
 
 fn wait_t0(ctl: &Control) -> Result<u64, String> {
@@ -224,6 +230,12 @@ pub fn receiver(
             break;
         }
         run.wait()?;
+    }
+    if let Some(stream) = &run.stream {
+        if let Ok(info) = sys::tcp_info(stream.as_raw_fd()) {
+            run.out.data_segs_in = u64::from(info.tcpi_data_segs_in);
+            run.out.segs_out = u64::from(info.tcpi_segs_out);
+        }
     }
     Ok(run.out)
 }
@@ -646,6 +658,7 @@ impl<'a> SenderRun<'a> {
         out.total_rto = info.tcpi_total_rto as u64;
         out.total_rto_recoveries = info.tcpi_total_rto_recoveries as u64;
         out.data_segs_out = info.tcpi_data_segs_out as u64;
+        out.segs_in = info.tcpi_segs_in as u64;
         out.bytes_retrans = info.tcpi_bytes_retrans;
         out.dsack_dups = info.tcpi_dsack_dups as u64;
         out.reord_seen = info.tcpi_reord_seen as u64;
