@@ -43,6 +43,7 @@ __all__ = [
 REGISTRY: dict[str, str] = {
     "sim": "ccfair.backends.sim",
     "kernel": "ccfair.backends.kernel",
+    "veth": "ccfair.backends.veth",
 }
 
 #: What a backend can say about itself (the class attributes of :class:`Backend` that

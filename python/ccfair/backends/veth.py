@@ -1,0 +1,107 @@
+"""The kernel backend on the veth data path: the host's Linux TCP stack in network
+namespaces joined by veth pairs, with the links as tc qdiscs (HTB for the rate, netem for
+the delay and, with ``queue = "netem"``, the queue), as Mininet builds them
+(:mod:`ccfair.veth`, docs/kernel.md "The veth data path"). Needs netem for any link with a
+delay; the TUN path (``backend = "kernel"``) needs nothing of the kind.
+
+Example:
+    >>> BACKEND.name, BACKEND.real_time, BACKEND.identity(force_bpf=True)
+    ('veth', True, 'veth-bpf')
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ccfair.backends import BackendRun
+from ccfair.backends.kernel import KernelBackend
+
+
+@functools.cache
+def netem_available() -> bool:
+    """Whether this kernel offers the netem qdisc: tried once on the loopback device of a
+    namespace ccfair creates and removes (``ccf-<8 hex>-0-netemprobe``). False without root.
+
+    Example:
+        >>> isinstance(netem_available(), bool)  # doctest: +SKIP
+        True
+    """
+    import os
+    import subprocess
+
+    from ccfair import kernel
+
+    if kernel.missing_capabilities():
+        return False
+    name = f"ccf-{os.getpid() & 0xFFFFFFFF:08x}-0-netemprobe"
+    if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
+        return False
+    try:
+        proc = subprocess.run(
+            ["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+            capture_output=True,
+        )
+        return proc.returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+class VethBackend(KernelBackend):
+    """Real Linux TCP over veth pairs and tc qdiscs: needs root and (for delays) netem."""
+
+    name = "veth"
+    summary = (
+        "veth: real Linux TCP in network namespaces over veth pairs with tc qdiscs "
+        "(HTB, netem; Mininet's links), as root, in real time"
+    )
+    title = "the kernel backend's veth data path"
+    docs = "docs/kernel.md"
+
+    def check(
+        self,
+        resolved: Any,
+        *,
+        force_bpf: bool = False,
+        engine_spec: dict[str, Any] | None = None,
+    ) -> None:
+        """The kernel backend's checks, then :func:`ccfair.veth.check_scenario`."""
+        from ccfair import kernel, veth
+
+        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        veth.check_scenario(resolved, netem=netem_available(), engine_spec=engine_spec)
+
+    def preflight(self) -> None:
+        """The kernel backend's, and tc (iproute2) on PATH."""
+        import shutil
+
+        from ccfair import kernel
+
+        super().preflight()
+        if shutil.which("tc") is None:
+            raise kernel.KernelError("the veth data path needs iproute2's `tc`; it is not on PATH")
+
+    def run(
+        self,
+        resolved: Any,
+        run_id: str,
+        engine_spec: dict[str, Any],
+        limits: Any,
+        *,
+        force_bpf: bool = False,
+    ) -> BackendRun:
+        """Check, run on this kernel over veth pairs (one machine turn), assess."""
+        from ccfair import kernel
+
+        self.check(resolved, force_bpf=force_bpf, engine_spec=engine_spec)
+        raw, selfcheck = kernel.run_kernel(
+            resolved, run_id, engine_spec=engine_spec, force_bpf=force_bpf, datapath="veth"
+        )
+        return BackendRun(raw, selfcheck, kernel.assess(selfcheck))
+
+    def identity(self, force_bpf: bool = False) -> str:
+        """A run over veth pairs is another point than the TUN path's run of the same spec."""
+        return "veth-bpf" if force_bpf else self.name
+
+
+BACKEND = VethBackend()

@@ -1,0 +1,373 @@
+"""The kernel backend's veth data path: the links as veth pairs with tc qdiscs, as the
+emulators the published studies used build them (docs/kernel.md, "The veth data path").
+
+Every node of the scenario becomes a network namespace (hosts as on the TUN path, routers
+too); every link becomes a veth pair between its two nodes' namespaces. Each direction of a
+link gets, on the sending end's device:
+
+- ``queue = "netem"``: Mininet's ``TCLink`` (mininet/link.py, ``TCIntf.bwCmds`` and
+  ``delayCmds``): an HTB class at the link rate with a netem child ``delay D limit N``, so
+  the limit counts the packets in the delay line (the simulator's netem queue,
+  crates/ccfair-sim/src/netem.rs).
+- ``queue = "droptail"``: a ``pfifo limit N`` under an HTB class at the link rate, and, when
+  the link has a delay, a netem qdisc above them that holds only the delay (its limit is
+  far above what the delay line holds). A constant delay before a FIFO queue shifts every
+  arrival by the same time, so drops and departures are those of the queue followed by the
+  delay: the simulator's drop-tail channel.
+
+Segmentation offload is capped at one segment per skb on every device
+(``gso_max_segs 1``), so a qdisc's packet limit counts packets, not 64 KB super-packets.
+Routes are per destination host (``ip route add H/32 via ...``); a scenario whose flows
+need two routes to one host from one node cannot run here.
+
+The kernel forwards the packets; ccfair's emulator runs only the traffic (the same sender
+and receiver threads as on the TUN path). What a qdisc counts (sent, dropped) fills the
+``link_summary`` table over the whole run; there are no link samples and no packet traces.
+
+Example:
+    >>> device_name("0a1b2c3d", 7, "a")
+    'cv0a1b2c3d7a'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccfair.errors import SpecError
+
+__all__ = ["NETEM_MISSING", "VethPlan", "check_scenario", "device_name", "plan", "setup"]
+
+#: What a run or a test says when this kernel lacks netem.
+NETEM_MISSING = "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)"
+
+#: Link addresses: link l's two ends are 10.201.0.0/16 + 2l and 2l + 1 (a /31 each).
+LINK_NET = (10, 201)
+#: Packets a delay-only netem stage may hold: far above any delay line ccfair's limits allow.
+DELAY_STAGE_LIMIT = 1_000_000
+
+
+def device_name(tag: str, link: int, end: str) -> str:
+    """The veth device of ``link`` at its ``end`` ("a" or "b"): ``cv<tag><link><end>``, at
+    most 15 bytes for the 8-hex-digit tag and up to 4-digit link indices."""
+    return f"cv{tag}{link}{end}"
+
+
+def _link_addr(link: int, end: str) -> str:
+    n = 2 * link + (1 if end == "b" else 0)
+    return f"{LINK_NET[0]}.{LINK_NET[1]}.{n >> 8}.{n & 255}"
+
+
+def _channel_ends(spec: Mapping[str, Any], ch: int) -> tuple[int, int, str, str]:
+    """(from node, to node, from end, to end) of channel ``ch`` (2l = link l a->b)."""
+    link = spec["links"][ch // 2]
+    if ch % 2 == 0:
+        return link["a"], link["b"], "a", "b"
+    return link["b"], link["a"], "b", "a"
+
+
+def _needs_netem(link: Mapping[str, Any]) -> bool:
+    return (
+        link.get("queue", "droptail") == "netem"
+        or link["delay_ns"] > 0
+        or link.get("loss_ab", 0.0) > 0
+        or link.get("loss_ba", 0.0) > 0
+    )
+
+
+def check_scenario(
+    resolved: Any, *, netem: bool, engine_spec: Mapping[str, Any] | None = None
+) -> None:
+    """Raise :class:`SpecError` if the veth data path cannot run ``resolved``: per-packet
+    traces, random loss on a drop-tail link (netem loses packets when offered, the
+    drop-tail model on the wire), links that need netem on a kernel without it, more than
+    10,000 links, or flows that need two routes to one host from one node. ``engine_spec``
+    is what will run, when it differs from the resolved one (a run that asks for a trace).
+
+    Example:
+        >>> from ccfair.spec import dumbbell
+        >>> check_scenario(dumbbell(1, "reno").resolve(), netem=False)
+        Traceback (most recent call last):
+        ...
+        ccfair.errors.SpecError: links[0].delay: "1ms" needs netem on the veth data path, and \
+this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)
+    """
+    spec = resolved.engine_spec if engine_spec is None else engine_spec
+    if spec.get("trace_flows"):
+        raise SpecError(
+            "trace",
+            [spec["flows"][i]["name"] for i in spec["trace_flows"]],
+            "is not available on the veth data path (no forwarder sees the packets)",
+        )
+    if len(spec["links"]) > 10_000:
+        raise SpecError("links", len(spec["links"]), "the veth data path supports 10,000 links")
+    for i, link in enumerate(spec["links"]):
+        queue = link.get("queue", "droptail")
+        for d in ("ab", "ba"):
+            if queue == "droptail" and link.get(f"loss_{d}", 0.0) > 0:
+                raise SpecError(
+                    f"links[{i}].loss",
+                    link[f"loss_{d}"],
+                    "random loss on a drop-tail link is not available on the veth data path "
+                    '(netem loses a packet when offered; use queue = "netem")',
+                )
+        if not netem and _needs_netem(link):
+            what = "queue" if queue == "netem" else "delay" if link["delay_ns"] else "loss"
+            value = {
+                "queue": "netem",
+                "delay": f"{link['delay_ns'] / 1e6:g}ms",
+                "loss": link.get("loss_ab") or link.get("loss_ba"),
+            }[what]
+            raise SpecError(
+                f"links[{i}].{what}",
+                value,
+                f"needs netem on the veth data path, and {NETEM_MISSING}",
+            )
+    _routes(spec)
+
+
+def _routes(spec: Mapping[str, Any]) -> dict[tuple[int, int], int]:
+    """(node, destination host) -> the channel that node sends on, from every flow's data
+    path (to its dst) and ACK path (to its src). Refuses two channels for one pair."""
+    routes: dict[tuple[int, int], int] = {}
+    for i, f in enumerate(spec["flows"]):
+        for what, path, dest in (
+            ("path", f["path"], f["dst"]),
+            ("ack_path", f["ack_path"], f["src"]),
+        ):
+            for ch in path:
+                node = _channel_ends(spec, ch)[0]
+                have = routes.setdefault((node, dest), ch)
+                if have != ch:
+                    raise SpecError(
+                        f"flows[{i}].{what}",
+                        [spec["links"][c // 2]["name"] for c in path],
+                        f"leaves {spec['nodes'][node]} towards {spec['nodes'][dest]} over link "
+                        f"{spec['links'][ch // 2]['name']} where another flow uses "
+                        f"{spec['links'][have // 2]['name']}; the veth data path routes by "
+                        "destination host",
+                    )
+    return routes
+
+
+@dataclass
+class VethPlan:
+    """What :func:`setup` creates, in order: extra namespaces (routers), veth pairs, then
+    per namespace an ``ip -batch`` script, sysctls and a ``tc -batch`` script."""
+
+    netns: dict[int, str]
+    routers: list[str]
+    pairs: list[tuple[str, str, str, str]] = field(default_factory=list)
+    ip: dict[str, list[str]] = field(default_factory=dict)
+    sysctls: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    tc: dict[str, list[str]] = field(default_factory=dict)
+    #: Per channel: (namespace, device) whose qdiscs count its packets.
+    channels: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _rate(rate_bps: int) -> str:
+    return f"{rate_bps}bit"
+
+
+def _qdiscs(dev: str, link: Mapping[str, Any], loss: float) -> list[str]:
+    """The tc commands of one link direction on device ``dev``."""
+    rate = _rate(link["rate_bps"])
+    delay = f"{link['delay_ns'] / 1e3:.0f}us"
+    loss_opt = f" loss {loss * 100:.6g}%" if loss > 0 else ""
+    # quantum: one full packet; the class is alone, so it only silences HTB's warning.
+    htb_class = f"htb rate {rate} ceil {rate} quantum 1514"
+    # The root's size table removes the Ethernet header from every length the qdiscs see,
+    # so rates and byte counts are of IP packets, as the simulator's links count them.
+    stab = "stab overhead -14"
+    if link.get("queue", "droptail") == "netem":
+        return [
+            f"qdisc add dev {dev} root handle 1: {stab} htb default 1",
+            f"class add dev {dev} parent 1: classid 1:1 {htb_class}",
+            f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {delay} "
+            f"limit {link['buffer_pkts']}{loss_opt}",
+        ]
+    if link["delay_ns"] == 0:
+        return [
+            f"qdisc add dev {dev} root handle 1: {stab} htb default 1",
+            f"class add dev {dev} parent 1: classid 1:1 {htb_class}",
+            f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {link['buffer_pkts']}",
+        ]
+    return [
+        f"qdisc add dev {dev} root handle 5: {stab} netem delay {delay} limit {DELAY_STAGE_LIMIT}",
+        f"qdisc add dev {dev} parent 5:1 handle 1: htb default 1",
+        f"class add dev {dev} parent 1: classid 1:1 {htb_class}",
+        f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {link['buffer_pkts']}",
+    ]
+
+
+def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> VethPlan:
+    """The namespaces, devices, addresses, routes and qdiscs of ``spec``. ``hosts`` are the
+    TUN path's host entries (:func:`ccfair.kernel._plan`); each gets its first link's device
+    as ``dev``, and routers get namespaces ``ccf-<tag>-<i>-<node>`` after the hosts'."""
+    node_netns = {h["node"]: h["netns"] for h in hosts}
+    routers = []
+    for node, name in enumerate(spec["nodes"]):
+        if node not in node_netns:
+            i = len(node_netns)
+            node_netns[node] = f"ccf-{tag}-{i}-{_safe(name)}"
+            routers.append(node_netns[node])
+    p = VethPlan(netns=node_netns, routers=routers)
+    for ns in node_netns.values():
+        p.ip[ns] = ["link set lo up"]
+        p.tc[ns] = []
+        p.sysctls[ns] = [
+            ("net/ipv4/conf/all/rp_filter", "0"),
+            ("net/ipv4/conf/default/rp_filter", "0"),
+        ]
+    first_dev: dict[int, str] = {}
+    for li, link in enumerate(spec["links"]):
+        ends = {"a": link["a"], "b": link["b"]}
+        devs = {e: device_name(tag, li, e) for e in ends}
+        p.pairs.append((devs["a"], node_netns[ends["a"]], devs["b"], node_netns[ends["b"]]))
+        for e, node in ends.items():
+            ns = node_netns[node]
+            first_dev.setdefault(node, devs[e])
+            p.ip[ns] += [
+                f"link set dev {devs[e]} gso_max_segs 1 gso_max_size 1500",
+                f"addr add {_link_addr(li, e)}/31 dev {devs[e]}",
+                f"link set dev {devs[e]} up",
+            ]
+    for ch in range(2 * len(spec["links"])):
+        src, _, e_from, _ = _channel_ends(spec, ch)
+        link = spec["links"][ch // 2]
+        dev = device_name(tag, ch // 2, e_from)
+        loss = link.get("loss_ab" if ch % 2 == 0 else "loss_ba", 0.0)
+        p.tc[node_netns[src]] += _qdiscs(dev, link, loss)
+        p.channels.append((node_netns[src], dev))
+    by_node = {h["node"]: h for h in hosts}
+    for h in hosts:
+        h["dev"] = first_dev.get(h["node"], "lo")
+        p.ip[h["netns"]].append(f"addr add {h['addr']}/32 dev {h['dev']}")
+    for (node, dest), ch in sorted(_routes(spec).items()):
+        _, _, e_from, e_to = _channel_ends(spec, ch)
+        li = ch // 2
+        extra = ""
+        if node in by_node:
+            options = " ".join(by_node[node]["route_options"])
+            extra = f" src {by_node[node]['addr']} {options}"
+        p.ip[node_netns[node]].append(
+            f"route add {by_node[dest]['addr']}/32 via {_link_addr(li, e_to)} "
+            f"dev {device_name(tag, li, e_from)}{extra}".rstrip()
+        )
+    # A node forwards when it sends on a path it does not start.
+    forwarding = {
+        _channel_ends(spec, ch)[0]
+        for f in spec["flows"]
+        for path in (f["path"], f["ack_path"])
+        for ch in path[1:]
+    }
+    for node in sorted(forwarding):
+        p.sysctls[node_netns[node]].append(("net/ipv4/ip_forward", "1"))
+    return p
+
+
+def _safe(name: str) -> str:
+    from ccfair.kernel import _safe as kernel_safe
+
+    return kernel_safe(name)
+
+
+def _run(argv: list[str], script: str | None = None) -> None:
+    from ccfair.kernel import KernelError
+
+    proc = subprocess.run(argv, input=script, capture_output=True, text=True)
+    if proc.returncode != 0:
+        err = proc.stderr.strip() or f"exit status {proc.returncode}"
+        if "netem" in (script or "") and "qdisc kind is unknown" in err:
+            err = NETEM_MISSING
+        raise KernelError(f"{' '.join(argv[:3])}: {err}")
+
+
+def setup(p: VethPlan) -> None:
+    """Create what ``p`` describes; the namespaces of the hosts and routers exist already
+    (the caller creates and removes them, :func:`ccfair.kernel.run_kernel`). Devices live in
+    those namespaces and vanish with them."""
+    for dev_a, ns_a, dev_b, ns_b in p.pairs:
+        _run(
+            [
+                "ip",
+                "link",
+                "add",
+                dev_a,
+                "netns",
+                ns_a,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                dev_b,
+                "netns",
+                ns_b,
+            ]
+        )
+    for ns, lines in p.ip.items():
+        _run(["ip", "-n", ns, "-batch", "-"], "\n".join(lines) + "\n")
+    for ns, pairs in p.sysctls.items():
+        # /proc/sys/net belongs to the namespace of the process that opens it.
+        script = "".join(f"echo {v} > /proc/sys/{k}\n" for k, v in pairs)
+        _run(["ip", "netns", "exec", ns, "sh", "-e", "-c", script])
+    for ns, lines in p.tc.items():
+        if lines:
+            _run(["tc", "-n", ns, "-batch", "-"], "\n".join(lines) + "\n")
+
+
+def qdisc_counts(p: VethPlan) -> list[dict[str, int]]:
+    """Per channel what its qdiscs counted: packets and bytes sent by the root qdisc, packets
+    its queue (the leaf, handle 10:) dropped, and still held at the end."""
+    out = []
+    for ns, dev in p.channels:
+        proc = subprocess.run(
+            ["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+            capture_output=True,
+            text=True,
+        )
+        counts = {"tx_pkts": 0, "tx_bytes": 0, "drops": 0, "backlog_pkts": 0}
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            for q in json.loads(proc.stdout or "[]"):
+                if q.get("root"):
+                    counts["tx_pkts"] = int(q["packets"])
+                    counts["tx_bytes"] = int(q["bytes"])
+                if q.get("handle") in ("10:", "5:"):
+                    counts["drops"] += int(q["drops"])
+                    counts["backlog_pkts"] += int(q["qlen"])
+        out.append(counts)
+    return out
+
+
+def fill_link_summary(
+    raw: dict[str, tuple[str, Any]], counts: list[dict[str, int]], spec: Mapping[str, Any]
+) -> None:
+    """Fill the engine-format ``link_summary`` columns (one row per channel, in order) with
+    what the qdiscs counted over the whole run (:func:`qdisc_counts`). netem counts its
+    random losses among its drops, so ``drop_random_pkts`` stays 0 and ``drop_queue_pkts``
+    holds both."""
+    import numpy as np
+
+    def u64(values: list[int]) -> tuple[str, bytes]:
+        return ("u64", np.asarray(values, dtype="<u8").tobytes())
+
+    def f64(values: list[float]) -> tuple[str, bytes]:
+        return ("f64", np.asarray(values, dtype="<f8").tobytes())
+
+    duration_s = spec["duration_ns"] / 1e9
+    rates = [spec["links"][ch // 2]["rate_bps"] for ch in range(len(counts))]
+    arrivals = [c["tx_pkts"] + c["drops"] + c["backlog_pkts"] for c in counts]
+    raw["tx_pkts"] = u64([c["tx_pkts"] for c in counts])
+    raw["tx_bytes"] = u64([c["tx_bytes"] for c in counts])
+    raw["drop_queue_pkts"] = u64([c["drops"] for c in counts])
+    raw["arrival_pkts"] = u64(arrivals)
+    raw["loss_frac"] = f64(
+        [c["drops"] / a if a else float("nan") for c, a in zip(counts, arrivals, strict=True)]
+    )
+    raw["utilisation_frac"] = f64(
+        [c["tx_bytes"] * 8 / (r * duration_s) for c, r in zip(counts, rates, strict=True)]
+    )

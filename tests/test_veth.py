@@ -1,0 +1,260 @@
+"""The kernel backend's veth data path (python/ccfair/veth.py, docs/kernel.md).
+
+The plan (namespaces, devices, routes, qdiscs) is tested without root. Runs are marked
+``kernel``: they need root and network namespaces, like the TUN path's. Links with a delay,
+random loss or a netem queue need the netem qdisc; on a kernel without it (the project's
+CI machine) those tests are skipped with ``ccfair.veth.NETEM_MISSING`` as the reason, and
+``docs/kernel.md`` says how to run them where netem exists.
+"""
+
+from __future__ import annotations
+
+import ccfair
+import pytest
+from ccfair import kernel, veth
+from ccfair.api import run_id_of
+from ccfair.backends.veth import netem_available
+from ccfair.errors import SpecError
+from ccfair.spec import Scenario
+
+#: Payload share of a 1500-byte packet: the goodput ceiling is rate x 1448 / 1500.
+PAYLOAD = 1448 / 1500
+
+
+def zero_delay(n: int = 2, cca: str = "cubic", buffer_pkts: int = 30, **kw) -> Scenario:
+    """A dumbbell without propagation delay: the veth path runs it without netem."""
+    return ccfair.dumbbell(
+        n,
+        cca,
+        bottleneck_rate="20Mbit/s",
+        bottleneck_delay="0ms",
+        access_delay="0ms",
+        receiver_delay="0ms",
+        buffer_pkts=buffer_pkts,
+        duration=kw.pop("duration", "6s"),
+        **kw,
+    )
+
+
+def planned(sc: Scenario, tag: str = "0a1b2c3d") -> veth.VethPlan:
+    resolved = sc.resolve()
+    hosts = kernel._plan(resolved, tag + "00000000").hosts
+    return veth.plan(resolved.engine_spec, tag, hosts)
+
+
+# --------------------------------------------------------------------------------------------
+# The plan
+
+
+def test_every_node_is_a_namespace_and_every_link_a_veth_pair_within_name_limits():
+    sc = ccfair.dumbbell(3, "cubic")
+    p = planned(sc)
+    nodes = sc.resolve().engine_spec["nodes"]
+    assert sorted(p.netns) == list(range(len(nodes)))
+    assert all(kernel.NETNS_RE.match(ns) for ns in p.netns.values())
+    assert len(p.routers) == 2 and all(ns.endswith(("-s1", "-s2")) for ns in p.routers)
+    assert len(p.pairs) == len(sc.resolve().engine_spec["links"])
+    assert all(len(d) <= 15 for a, _, b, _ in p.pairs for d in (a, b))
+    assert len(p.channels) == 2 * len(p.pairs)
+
+
+def test_routes_follow_each_flows_data_and_ack_paths_by_destination_host():
+    sc = ccfair.dumbbell(2, "cubic")
+    p = planned(sc)
+    spec = sc.resolve().engine_spec
+    s1 = p.netns[spec["nodes"].index("s1")]
+    routes = [line for line in p.ip[s1] if line.startswith("route add")]
+    # s1 reaches both receivers over the bottleneck (link 2, end a -> b at 10.201.0.5) and
+    # both senders directly.
+    assert "route add 10.200.0.3/32 via 10.201.0.5 dev cv0a1b2c3d2a" in routes
+    assert "route add 10.200.0.4/32 via 10.201.0.5 dev cv0a1b2c3d2a" in routes
+    assert len(routes) == 4
+    # Only the routers forward.
+    assert ("net/ipv4/ip_forward", "1") in p.sysctls[s1]
+    h1 = p.netns[spec["nodes"].index("h1")]
+    assert ("net/ipv4/ip_forward", "1") not in p.sysctls[h1]
+
+
+def test_a_route_option_of_the_spec_goes_on_the_senders_routes():
+    sc = ccfair.dumbbell(1, "cubic", tcp={"init_cwnd": 20})
+    p = planned(sc)
+    h1 = p.netns[sc.resolve().engine_spec["nodes"].index("h1")]
+    (route,) = [line for line in p.ip[h1] if line.startswith("route add")]
+    assert route.endswith("initcwnd 20"), route
+
+
+def test_droptail_links_are_htb_with_a_pfifo_and_a_delay_stage_above_only_with_delay():
+    p = planned(zero_delay())
+    tc = [line for lines in p.tc.values() for line in lines]
+    assert not any("netem" in line for line in tc)
+    assert any("pfifo limit 30" in line for line in tc)
+    p = planned(ccfair.dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_pkts=40))
+    bott = [line for lines in p.tc.values() for line in lines if "cv0a1b2c3d2a" in line]
+    assert bott[0].startswith("qdisc add dev cv0a1b2c3d2a root handle 5: stab overhead -14 netem")
+    assert "delay 18000us limit 1000000" in bott[0]
+    assert "rate 50000000bit" in bott[2] and bott[3].endswith("pfifo limit 40")
+
+
+def test_a_netem_queue_is_mininets_tclink_htb_then_netem_holding_delay_and_limit():
+    sc = Scenario.from_dict(
+        {
+            **ccfair.dumbbell(2, "cubic", bottleneck_delay="30ms", buffer_pkts=25).to_dict(),
+            "profile": "mininet-netem",
+        }
+    )
+    p = planned(sc)
+    bott = [line for lines in p.tc.values() for line in lines if "cv0a1b2c3d2a" in line]
+    assert bott == [
+        "qdisc add dev cv0a1b2c3d2a root handle 1: stab overhead -14 htb default 1",
+        "class add dev cv0a1b2c3d2a parent 1: classid 1:1 htb rate 50000000bit ceil "
+        "50000000bit quantum 1514",
+        "qdisc add dev cv0a1b2c3d2a parent 1:1 handle 10: netem delay 30000us limit 25",
+    ]
+
+
+def test_the_veth_path_refuses_what_it_cannot_run_naming_the_field():
+    with pytest.raises(SpecError, match=r'links\[0\]\.delay: "1ms" needs netem'):
+        veth.check_scenario(ccfair.dumbbell(1, "reno").resolve(), netem=False)
+    lossy = ccfair.dumbbell(1, "reno", bottleneck_loss=0.01).resolve()
+    with pytest.raises(SpecError, match=r"links\[1\]\.loss: 0.01 random loss on a drop-tail"):
+        veth.check_scenario(lossy, netem=True)
+    plain = zero_delay(1).resolve()
+    traced = {**plain.engine_spec, "trace_flows": [0]}
+    with pytest.raises(SpecError, match="trace.*not available on the veth data path"):
+        veth.check_scenario(plain, netem=False, engine_spec=traced)
+    veth.check_scenario(zero_delay().resolve(), netem=False)  # nothing to refuse
+
+
+def test_flows_needing_two_routes_to_one_host_from_one_node_are_refused():
+    spec = zero_delay(1).resolve().engine_spec
+    # A second flow to the same receiver whose data path leaves h1 over another link:
+    # give flow 1 a copy of flow 0 whose path starts on link 1 (h2's access link) reversed.
+    f = dict(spec["flows"][0])
+    f["path"] = [3] + f["path"][1:]  # channel 3 = link 1 b -> a: leaves s1 towards h2
+    bad = {**spec, "flows": [spec["flows"][0], f]}
+    with pytest.raises(SpecError, match=r"flows\[1\]\.path.*routes by destination host"):
+        veth._routes(bad)
+
+
+def test_a_zero_delay_path_with_a_bdp_buffer_is_a_clear_error_and_packets_still_work():
+    with pytest.raises(SpecError, match=r"buffer.*BDP, which is 0 packets.*in packets"):
+        ccfair.dumbbell(
+            1,
+            "reno",
+            bottleneck_delay="0ms",
+            access_delay="0ms",
+            receiver_delay="0ms",
+            buffer_bdp=1.0,
+        )
+    assert zero_delay().resolve().links[2].buffer_bdp is None
+
+
+def test_qdisc_counts_fill_the_link_summary_over_the_run():
+    raw: dict = {}
+    spec = zero_delay(1).resolve().engine_spec
+    counts = [{"tx_pkts": 10, "tx_bytes": 15000, "drops": 0, "backlog_pkts": 0}] * 6
+    # Channel 2: link 1 (the bottleneck) a -> b.
+    counts[2] = {"tx_pkts": 90, "tx_bytes": 135000, "drops": 10, "backlog_pkts": 0}
+    veth.fill_link_summary(raw, counts, spec)
+    import numpy as np
+
+    loss = np.frombuffer(raw["loss_frac"][1], dtype="<f8")
+    assert loss[2] == pytest.approx(0.1) and loss[0] == 0
+    util = np.frombuffer(raw["utilisation_frac"][1], dtype="<f8")
+    assert util[2] == pytest.approx(135000 * 8 / (20e6 * 6))
+    assert util[0] == pytest.approx(15000 * 8 / (1e9 * 6))
+    assert list(np.frombuffer(raw["arrival_pkts"][1], dtype="<u8")) == [10, 10, 100, 10, 10, 10]
+
+
+# --------------------------------------------------------------------------------------------
+# Runs (root)
+
+
+def assert_nothing_left(sc: Scenario) -> None:
+    tag = run_id_of(sc.resolve().normalized, "veth")[:8]
+    assert [n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")] == []
+    assert not (kernel.STATE_DIR / f"{tag}.json").exists()
+
+
+@pytest.mark.kernel
+def test_two_flows_over_veth_share_the_htb_rate_and_the_pfifo_drops(kernel_backend):
+    """Two CUBIC flows, 20 Mbit/s, a 30-packet pfifo, no delay: the goodput ceiling is
+    reached, the bottleneck's queue drops, its byte counts are of IP packets, every
+    namespace is removed."""
+    sc = zero_delay()
+    r = ccfair.run(sc, backend="veth")
+    run = r.runs.iloc[0]
+    assert run["backend"] == "veth"
+    total = r.flows["goodput_mbps"].sum()
+    assert total >= 0.9 * 20 * PAYLOAD, total
+    assert total <= 1.01 * 20 * PAYLOAD, total
+    bott = r.link_summary.query("link_name == 'bottleneck' and direction == 'ab'").iloc[0]
+    assert bott["drop_queue_pkts"] > 0
+    # IP bytes (the size table removes the Ethernet header); the SYN and FIN are smaller.
+    assert 1490 <= bott["tx_bytes"] / bott["tx_pkts"] <= 1500
+    assert bott["utilisation_frac"] >= 0.85
+    # What both ends' tcp_info counted: every data segment sent was received or dropped.
+    f = r.flows
+    assert (f["data_received_pkts"] <= f["data_sent_pkts"]).all()
+    assert (f["retrans_pkts"] > 0).all()  # a 30-packet queue overflows
+    # Sampled every 10 ms (a busy machine may skip a point; the self-checks count it).
+    assert len(r.timeseries) >= 0.99 * 2 * 600
+    # The queue is the only delay: srtt well above the ~0.1 ms of the empty path.
+    assert r.flows["rtt_min_ms"].max() < 1.0
+    assert r.flows["rtt_mean_ms"].min() > 5.0
+    assert_nothing_left(sc)
+
+
+needs_netem = pytest.mark.skipif(
+    not netem_available(), reason=f"{veth.NETEM_MISSING}: run on a kernel with netem"
+)
+
+
+@pytest.mark.kernel
+@needs_netem
+def test_a_netem_limit_counts_the_delay_line_closed_form(kernel_backend):
+    """netem holding delay and queue (Mininet's TCLink): with a limit of 10 packets and a
+    one-way delay of 40 ms at 20 Mbit/s (66.7 packets in the delay line), at most 10
+    packets are ever held, so one flow's goodput is capped at 10 x 1448 B / 40 ms =
+    2.9 Mbit/s, whatever the rate; the simulator's netem queue gives the same cap."""
+    base = ccfair.dumbbell(
+        1,
+        "cubic",
+        bottleneck_rate="20Mbit/s",
+        bottleneck_delay="40ms",
+        access_delay="0ms",
+        receiver_delay="0ms",
+        buffer_pkts=10,
+        duration="20s",
+    ).to_dict()
+    links = [dict(link) for link in base["links"]]
+    for link in links:
+        if link["name"] == "bottleneck":
+            link["queue"] = "netem"
+    sc = Scenario.from_dict({**base, "links": links})
+    cap = 10 * 1448 * 8 / 0.040 / 1e6
+    sim = ccfair.run(sc).flows.iloc[0]["goodput_mbps"]
+    real = ccfair.run(sc, backend="veth").flows.iloc[0]["goodput_mbps"]
+    assert sim <= cap * 1.02 and real <= cap * 1.05, (sim, real, cap)
+    assert real >= 0.5 * cap, (real, cap)
+    assert_nothing_left(sc)
+
+
+@pytest.mark.kernel
+@needs_netem
+def test_droptail_with_delay_matches_the_simulator_on_one_flow(kernel_backend):
+    """A drop-tail link with a netem delay stage: one CUBIC flow at 20 Mbit/s, RTT 40 ms,
+    1 BDP fills the link and sees the propagation RTT, as on the simulator."""
+    sc = ccfair.dumbbell(
+        1,
+        "cubic",
+        bottleneck_rate="20Mbit/s",
+        bottleneck_delay="18ms",
+        buffer_bdp=1.0,
+        duration="15s",
+    )
+    r = ccfair.run(sc, backend="veth")
+    f = r.flows.iloc[0]
+    assert f["goodput_mbps"] >= 0.95 * 20 * PAYLOAD
+    assert abs(f["rtt_min_ms"] - 40) <= 1.5, f["rtt_min_ms"]
+    assert_nothing_left(sc)
