@@ -231,6 +231,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         progress=progress,
         finished_only=args.finished_only,
         sim_tcp=sim_tcp or None,
+        reference=args.reference,
     )
     if not args.quiet:
         print(v.format_table())
@@ -666,6 +667,13 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="a TCP option for the simulator's side only (repeatable; VALUE as in TOML), "
         'e.g. tso="linux" to compare its offload model with Linux\'s own',
+    )
+    v.add_argument(
+        "--reference",
+        choices=["kernel", "veth"],
+        default="kernel",
+        help="the Linux runs' data path: kernel (ccfair's forwarder over TUN devices, the "
+        "default) or veth (veth pairs with tc qdiscs as Mininet builds them; delays need netem)",
     )
     v.add_argument(
         "--host-latency",

@@ -284,8 +284,8 @@ def measured_host_latency(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"measured": table}
 
 
-def _kernel_variant(sc: Scenario) -> Scenario:
-    return Scenario.from_dict({**sc.to_dict(), "backend": REFERENCE_BACKEND})
+def _kernel_variant(sc: Scenario, reference: str = REFERENCE_BACKEND) -> Scenario:
+    return Scenario.from_dict({**sc.to_dict(), "backend": reference})
 
 
 def _with_duration(sc: Scenario, duration: str) -> Scenario:
@@ -770,6 +770,7 @@ def validate(
     progress: Callable[[str], None] | None = None,
     finished_only: bool = False,
     sim_tcp: Mapping[str, Any] | None = None,
+    reference: str = REFERENCE_BACKEND,
 ) -> Validation:
     """Run every point of ``inputs`` (scenarios, scenario files, sweep files) and of
     ``preset`` (``quick``: its reduced grid) on both backends and compare them.
@@ -796,6 +797,10 @@ def validate(
     latency"), or a model to test against Linux's own behaviour, such as
     ``{"tso": "linux"}`` (the kernel backend always runs Linux's segmentation offload).
 
+    ``reference`` is the backend of the Linux runs: ``"kernel"`` (ccfair's forwarder over
+    TUN devices, the default) or ``"veth"`` (veth pairs with tc qdiscs, Mininet's links; on
+    a kernel with netem it compares the simulator's netem queue with netem itself).
+
     Example:
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
     """
@@ -820,11 +825,21 @@ def validate(
     if sim_tcp:
         # Checked on one point (the engine names what is wrong) before anything runs.
         sim_variant(points[0].scenario, None, sim_tcp).resolve()
-    reference = backends.get(REFERENCE_BACKEND)
-    kernel_scs = [_kernel_variant(p.scenario) for p in points]
+    if (
+        not isinstance(reference, str)
+        or reference not in backends.names()
+        or not (backends.get(reference).real_time)
+    ):
+        linux = [n for n in backends.names() if backends.get(n).real_time]
+        raise SpecError(
+            "reference", reference, f"is not a backend of real Linux TCP; choose {', '.join(linux)}"
+        )
+    ref_name = reference
+    reference = backends.get(ref_name)
+    kernel_scs = [_kernel_variant(p.scenario, ref_name) for p in points]
     results = Path(out) / "results" if out is not None else None
     if finished_only:
-        points, kernel_scs, hz = _finished_points(points, kernel_scs, results, say)
+        points, kernel_scs, hz = _finished_points(points, kernel_scs, results, say, ref_name)
         hz = hz if match_hz else None
         rerun_flagged = False
     else:
@@ -839,11 +854,11 @@ def validate(
         reference.warn_if_busy(say)
         hz = reference.clock_hz() if match_hz else None
     sims = _run_sims(points, hz, sim_tcp, results, say)
-    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say)
+    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say, ref_name)
     v = _study(points, sims, kerns)
     if out is not None:
         label = sim_tcp_label(sim_tcp)
-        _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command)
+        _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command, ref_name)
     return v
 
 
@@ -852,13 +867,14 @@ def _finished_points(
     kernel_scs: list[Scenario],
     results: Path | None,
     say: Callable[[str], None],
+    reference: str = REFERENCE_BACKEND,
 ) -> tuple[list[VPoint], list[Scenario], int | None]:
     """The points whose kernel run is finished in ``results``, their kernel scenarios, and
     the HZ those runs recorded (None if they did not)."""
     if results is None:
         raise SpecError("out", None, "is needed with finished_only (the study's directory)")
     done = finished_run_ids(results) if results.is_dir() else set()
-    identity = backends.get(REFERENCE_BACKEND).identity()
+    identity = backends.get(reference).identity()
     keep = [
         i for i, sc in enumerate(kernel_scs) if run_id_of(sc.resolve().normalized, identity) in done
     ]
@@ -921,11 +937,12 @@ def _run_kernels(
     retries: int,
     rerun_flagged: bool,
     say: Callable[[str], None],
+    reference: str = REFERENCE_BACKEND,
 ) -> list[RunResult]:
     out: list[RunResult | None] = []
     pending = []
     for i, sc in enumerate(scenarios):
-        rid = run_id_of(sc.resolve().normalized, backends.get(REFERENCE_BACKEND).identity())
+        rid = run_id_of(sc.resolve().normalized, backends.get(reference).identity())
         r = _cached(results, rid)
         if r is not None and not r.reliable and rerun_flagged:
             say(f"kernel: {points[i].label} r{points[i].rep} was flagged; running it again")
@@ -944,7 +961,7 @@ def _run_kernels(
             eta = f", about {left / 60:.0f} min left"
         for attempt in range(retries + 1):
             say(f"kernel {done + 1}/{len(pending)}{eta}: {p.label} r{p.rep}")
-            r = run(scenarios[i], backend=REFERENCE_BACKEND)
+            r = run(scenarios[i], backend=reference)
             say(f"  {r.format_selfcheck()}")
             if r.reliable or attempt == retries:
                 break
@@ -954,7 +971,7 @@ def _run_kernels(
         return _slim(r)
 
     # One at a time: the reference runs in real time (docs/kernel.md, "Several runs").
-    ran = run_in_threads(len(pending), one, backends_used=[backends.get(REFERENCE_BACKEND)])
+    ran = run_in_threads(len(pending), one, backends_used=[backends.get(reference)])
     for i, r in zip(pending, ran, strict=True):
         out[i] = r
     return [r for r in out if r is not None]
@@ -988,6 +1005,7 @@ def _write(
     sim_options: str,
     n_timeseries: int,
     command: str | None,
+    reference: str = REFERENCE_BACKEND,
 ) -> None:
     import platform
 
@@ -1012,6 +1030,7 @@ def _write(
             timeseries_figure(label, sims[i], kerns[i], figs / f"{_slug(label)}_timeseries.png")
         )
     env = {
+        "Linux runs": backends.get(reference).summary,
         "kernel": platform.release(),
         "kernel HZ": hz,
         "simulator hz": hz if hz is not None else "scenario's",
