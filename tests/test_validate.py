@@ -195,6 +195,10 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
     ):
         with pytest.raises(ccfair.SpecError, match=says):
             val.validate([sc], out=tmp_path / "v", sim_tcp=bad_tcp)
+    # The Linux runs' backend must be one of real Linux TCP.
+    for bad_ref in ("sim", "netem", 3):
+        with pytest.raises(ccfair.SpecError, match=r"reference: .* choose kernel, veth"):
+            val.validate([sc], out=tmp_path / "v", reference=bad_ref)
     assert not (tmp_path / "v").exists()
 
 

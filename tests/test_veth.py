@@ -9,6 +9,14 @@ CI machine) those tests are skipped with ``ccfair.veth.NETEM_MISSING`` as the re
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import ccfair
 import pytest
 from ccfair import kernel, veth
@@ -184,7 +192,8 @@ def test_two_flows_over_veth_share_the_htb_rate_and_the_pfifo_drops(kernel_backe
     sc = zero_delay()
     r = ccfair.run(sc, backend="veth")
     run = r.runs.iloc[0]
-    assert run["backend"] == "veth"
+    assert run["backend"] == "veth" and bool(run["reliable"]), run["selfcheck_flags"]
+    assert r.format_selfcheck().startswith("self-check ok: kernel-forwarded packets")
     total = r.flows["goodput_mbps"].sum()
     assert total >= 0.9 * 20 * PAYLOAD, total
     assert total <= 1.01 * 20 * PAYLOAD, total
@@ -257,4 +266,65 @@ def test_droptail_with_delay_matches_the_simulator_on_one_flow(kernel_backend):
     f = r.flows.iloc[0]
     assert f["goodput_mbps"] >= 0.95 * 20 * PAYLOAD
     assert abs(f["rtt_min_ms"] - 40) <= 1.5, f["rtt_min_ms"]
+    assert_nothing_left(sc)
+
+
+def start_veth_run(sc: Scenario, tmp_path) -> tuple[subprocess.Popen[str], str]:
+    """Start `ccfair run --backend veth`; return once its first sender thread runs."""
+    f = tmp_path / "run.toml"
+    f.write_text(sc.to_toml())
+    tag = run_id_of(sc.resolve().normalized, "veth")[:8]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "run", str(f), "--backend", "veth"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            pytest.fail(f"the run ended early: {p.communicate()}")
+        names = {c.read_text().strip() for c in Path(f"/proc/{p.pid}/task").glob("*/comm")}
+        if f"ccf{tag}-s0" in names:
+            return p, tag
+        time.sleep(0.05)
+    p.kill()
+    pytest.fail("the run's sender thread did not appear within 15 s")
+
+
+@pytest.mark.kernel
+def test_ctrl_c_and_a_crash_leave_no_router_namespace_or_veth_behind(kernel_backend, tmp_path):
+    """While a veth run runs, its hosts and routers are ccfair namespaces recorded in its
+    state file, with veth devices and qdiscs; Ctrl-C removes them all; after SIGKILL
+    `ccfair cleanup` does (the veth devices die with their namespaces)."""
+    sc = zero_delay(duration="30s")
+    p, tag = start_veth_run(sc, tmp_path)
+    names = [n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")]
+    assert len(names) == 6 and all(kernel.NETNS_RE.match(n) for n in names)
+    state = json.loads((kernel.STATE_DIR / f"{tag}.json").read_text())
+    assert sorted(state["netns"]) == sorted(names)
+    router = next(n for n in names if n.endswith("-s1"))
+    links = subprocess.run(["ip", "-n", router, "-j", "link"], capture_output=True, text=True)
+    devs = {d["ifname"] for d in json.loads(links.stdout)} - {"lo"}
+    assert len(devs) == 3 and all(d.startswith(f"cv{tag}") for d in devs)
+    qd = subprocess.run(["tc", "-n", router, "qdisc"], capture_output=True, text=True).stdout
+    assert "pfifo" in qd and "htb" in qd
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 128 + signal.SIGINT and "Traceback" not in err, err
+    assert_nothing_left(sc)
+
+    p, tag = start_veth_run(sc, tmp_path)
+    p.kill()
+    p.wait(timeout=10)
+    assert len([n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")]) == 6
+    out = subprocess.run(
+        [sys.executable, "-m", "ccfair", "cleanup"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python")},
+    )
+    assert out.returncode == 0 and f"ccf-{tag}-5-s2" in out.stdout, out
     assert_nothing_left(sc)

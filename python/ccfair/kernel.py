@@ -929,6 +929,8 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
             )
             selfcheck["host_tx_drops"] = 0
             selfcheck["datapath"] = "veth"
+            # No forwarder: its lateness, CPU and rates do not exist (NaN in the runs table).
+            selfcheck["forwarder"] = {}
         selfcheck["kernel_hz"] = kernel_hz()
         selfcheck["namespaces"] = plan.netns
         # What each flow ran: a module's name, or ccfair's BPF program (ccf<tag><algorithm>).
@@ -1004,7 +1006,7 @@ def assess(selfcheck: Mapping[str, Any], bounds: Bounds = Bounds()) -> list[str]
     """
     flags = []
     fwd = selfcheck["forwarder"]
-    late = fwd["lateness"]
+    late = fwd.get("lateness", {})
     if _gt(late.get("p99_us"), bounds.lateness_p99_us):
         flags.append(
             f"forwarder lateness p99 {late['p99_us']:.0f} us > {bounds.lateness_p99_us:.0f} us"

@@ -368,6 +368,18 @@ class RunResult:
             'self-check ok: lateness p50/p99/p99.9 16/42/68 us, forwarder CPU 40%, ...'
         """
         run = self.runs.iloc[0]
+        if run["emu_lateness_p99_us"] != run["emu_lateness_p99_us"]:
+            # No forwarder (the veth data path): the kernel carried the packets.
+            text = (
+                f"kernel-forwarded packets, process CPU {run['emu_process_cpu_frac']:.0%}, "
+                f"sampling p99 {run['emu_sampling_p99_us']:.0f} us, "
+                f"missed samples {run['emu_missed_samples_count']:.0f}"
+            )
+            return (
+                f"self-check ok: {text}"
+                if run["reliable"]
+                else (f"UNRELIABLE RUN: {run['selfcheck_flags']} ({text})")
+            )
         text = (
             f"lateness p50/p99/p99.9 {run['emu_lateness_p50_us']:.0f}/"
             f"{run['emu_lateness_p99_us']:.0f}/{run['emu_lateness_p999_us']:.0f} us, "
