@@ -319,3 +319,38 @@ def test_the_setup_names_every_testbed_profile_the_runs_used():
     specs = [{"profile": "mininet-netem"}, {}, {"profile": "linux-stock"}, {}]
     assert report._testbed_profiles(specs) == ["mininet-netem", "ideal", "linux-stock"]
     assert report._testbed_profiles([]) == []
+
+
+def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tmp_path):
+    """`reproduce --profile A --profile B` adds a profile axis; the report then draws the
+    generic figures, with a panel per combination of the other axes (a line per algorithm
+    needs one point per buffer: this crashed when more than two axes varied besides it)."""
+    out = cli(
+        "reproduce",
+        "harada-dumbbell",
+        "--quick",
+        "--profile",
+        "ideal",
+        "--profile",
+        "mininet-netem",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert out.returncode == 0, out.stderr
+    sweep = json.loads((tmp_path / "sweep.json").read_text())
+    assert {p["params"]["profile"] for p in sweep["points"]} == {"ideal", "mininet-netem"}
+    assert len(sweep["points"]) == 2 * 24
+    names = {p.stem for p in (tmp_path / "figures").glob("*.svg")}
+    assert {"throughput-vs-buffer", "throughput-delay"} <= names
+    bad = cli(
+        "reproduce",
+        "harada-dumbbell",
+        "--quick",
+        "--profile",
+        "fancy",
+        "--out",
+        str(tmp_path / "x"),
+    )
+    assert bad.returncode == 2 and 'profile: "fancy" is not a testbed profile' in bad.stderr
+    assert not (tmp_path / "x").exists()

@@ -387,7 +387,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.repetitions is not None and args.repetitions < 1:
         raise SpecError("--repetitions", args.repetitions, "is not a positive integer")
     sweep = _with_backend(
-        preset.sweep(quick=args.quick, baselines=args.baselines, repetitions=args.repetitions),
+        preset.sweep(
+            quick=args.quick,
+            baselines=args.baselines,
+            repetitions=args.repetitions,
+            profiles=args.profile,
+        ),
         args.backend,
     )
     out = args.out or _default_out(sweep.name)
@@ -783,6 +788,14 @@ def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="runs per grid point (default: the preset's, see docs/experiments.md)",
+    )
+    rp.add_argument(
+        "--profile",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="testbed profile of every run (ideal, linux-stock, mininet-netem, core-netem; "
+        "docs/spec.md); repeat it to add a profile axis to the grid",
     )
     rp.add_argument(
         "--backend",

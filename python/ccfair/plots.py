@@ -592,12 +592,15 @@ def throughput_vs_buffer(
     """Mean ``value`` per algorithm against the buffer axis ``x`` (log2): one line per
     algorithm (its colour and marker), each repetition as a dot, the 95% interval as a band
     clipped to [0, capacity]; the fair share (capacity / number of flows) dashed; one panel
-    per combination of the ``panels`` grid keys, in one figure."""
+    per combination of the ``panels`` grid keys and of any other axis that varies, in one
+    figure."""
     table = results.ccas()
     table = table[table["baseline"].isna()]
     if table.empty:
         return []
-    keys = [k for k in panels if k in table.columns]
+    # Every other axis that varies gets panels too: a line must have one point per buffer.
+    varying = [k for k in results.grid_keys if k != x and len(results.axes.get(k, [])) > 1]
+    keys = [k for k in dict.fromkeys([*panels, *varying]) if k in table.columns]
     summary = results.point_summary(table, [value], ["cca"])
     combos = _combos(summary, keys, results.axes)
     fig, axes = _grid(len(combos))

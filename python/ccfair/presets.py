@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,9 +141,18 @@ class Preset:
     quick_note: str = ""
 
     def sweep_dict(
-        self, *, quick: bool = False, baselines: bool = False, repetitions: int | None = None
+        self,
+        *,
+        quick: bool = False,
+        baselines: bool = False,
+        repetitions: int | None = None,
+        profiles: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """The sweep spec, with the preset name recorded (the report uses its figures)."""
+        """The sweep spec, with the preset name recorded (the report uses its figures).
+
+        ``profiles`` (testbed profiles, docs/spec.md) become a ``profile`` axis of the grid
+        (``scripts/profile_table.py`` puts them side by side); the sweep's name says which.
+        """
         d = dict(self.quick if quick else self.full)
         d["name"] = self.name + ("-quick" if quick else "")
         d["preset"] = self.name
@@ -151,21 +160,34 @@ class Preset:
             d["baselines"] = True
         if repetitions is not None:
             d["repetitions"] = repetitions
+        if profiles:
+            d["grid"] = {"profile": list(profiles), **d["grid"]}
+            d["name"] += "-" + "-".join(profiles)
         return d
 
     def sweep(
-        self, *, quick: bool = False, baselines: bool = False, repetitions: int | None = None
+        self,
+        *,
+        quick: bool = False,
+        baselines: bool = False,
+        repetitions: int | None = None,
+        profiles: Sequence[str] = (),
     ) -> Any:
         """The :class:`ccfair.sweep.Sweep` of this preset.
 
         Example:
             >>> len(get("harada-dumbbell").sweep().expand())  # doctest: +SKIP
             270
+            >>> s = get("harada-dumbbell").sweep(quick=True, profiles=["ideal", "mininet-netem"])
+            >>> s.name, len(s.expand())
+            ('harada-dumbbell-quick-ideal-mininet-netem', 48)
         """
         from ccfair.sweep import Sweep
 
         return Sweep.from_dict(
-            self.sweep_dict(quick=quick, baselines=baselines, repetitions=repetitions)
+            self.sweep_dict(
+                quick=quick, baselines=baselines, repetitions=repetitions, profiles=profiles
+            )
         )
 
 

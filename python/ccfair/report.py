@@ -246,7 +246,13 @@ def make_figures(res: Results) -> Figures:
     from ccfair.presets import PRESETS
 
     preset = (res.record or {}).get("sweep", {}).get("preset")
-    figs = PRESETS[preset].figures(res) if preset in PRESETS else _generic_figures(res)
+    # A preset run under several testbed profiles has an axis its own figures do not know;
+    # the generic ones show every axis rather than mixing the profiles' runs.
+    profiles = res.axes.get("profile", []) if "profile" in res.grid_keys else []
+    if preset in PRESETS and len(profiles) <= 1:
+        figs = PRESETS[preset].figures(res)
+    else:
+        figs = _generic_figures(res)
     return [*figs, _throughput_delay_figure(res)]
 
 
