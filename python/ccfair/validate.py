@@ -700,11 +700,16 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         and overall["max_abs_diff_pp"] <= TARGET_MAX_PP
         else "not met"
     )
+    linux = (
+        "real Linux TCP in network namespaces over veth pairs with tc qdiscs"
+        if str(env.get("Linux runs", "")).startswith("veth")
+        else "real Linux TCP in network namespaces behind the same link model"
+    )
     parts = [
         "## Fidelity: simulator vs Linux (`ccfair validate`)",
         "",
-        "Each point ran on the simulator and on the kernel backend (real Linux TCP in network "
-        "namespaces behind the same link model), with its repetitions (seeds). A flow's share "
+        f"Each point ran on the simulator and on the kernel backend ({linux}), with its "
+        "repetitions (seeds). A flow's share "
         "is its goodput over the total; differences are Linux minus simulator, in percentage "
         "points (pp), of the means over the repetitions; intervals are 95% Student-t "
         "confidence intervals over the repetitions.",
