@@ -1,19 +1,22 @@
 //! Run a resolved spec (JSON file, e.g. from `ccfair check --engine`) and print engine
 //! statistics and per-flow goodput: for profiling and comparing engines without Python.
 //!
-//! `cargo run --release -p ccfair-sim --example run_spec -- spec.json [MEMORY_LIMIT_GB]`
+//! `cargo run --release -p ccfair-sim --example run_spec -- spec.json [MEMORY_LIMIT_GB [EVENTS]]`
 //!
-//! The optional second argument raises the estimated-memory limit (default 2 GB), e.g. for
-//! the 1000-flow dumbbell of the scale curve (issue 16), whose estimate is far above what it
-//! uses.
+//! The optional arguments raise the estimated-memory limit (default 2 GB) and the events
+//! limit (default 2e10), e.g. for the 1000- and 10,000-flow dumbbells of the scale curve
+//! (benches/scale_curve.py), whose estimates are far above what they use.
 
 fn main() {
-    let usage = "usage: run_spec SPEC.json [MEMORY_LIMIT_GB]";
+    let usage = "usage: run_spec SPEC.json [MEMORY_LIMIT_GB [EVENTS]]";
     let path = std::env::args().nth(1).expect(usage);
     let mut limits = ccfair_sim::Limits::default();
     if let Some(gb) = std::env::args().nth(2) {
         let gb: f64 = gb.parse().expect(usage);
         limits.memory_bytes = (gb * 1e9) as u64;
+    }
+    if let Some(events) = std::env::args().nth(3) {
+        limits.events = events.parse().expect(usage);
     }
     let json = std::fs::read_to_string(&path).expect("read spec");
     let t0 = std::time::Instant::now();

@@ -1,0 +1,154 @@
+"""The simulator's cost per packet-hop as the number of flows grows (issue 16, "Scale").
+
+CUBIC flows on a dumbbell at 1 Gbit/s (access links at the same rate, 1 ms; bottleneck
+18 ms one way, a buffer of 1 BDP), 10 simulated seconds, sampled once a second so that time
+series do not dominate; and 10 flows at 10 Gbit/s. Each point runs the engine alone (the
+`run_spec` example, no Python) in a fresh process; the table gives packet-hops, wall time,
+nanoseconds per packet-hop and their ratio to the 2-flow point, and the peak resident memory
+(`/usr/bin/time`). With ``--instructions`` each point also runs under callgrind
+(instructions per packet-hop, stable on a busy machine; slow: minutes at 1000 flows).
+
+    cargo build --release -p ccfair-sim --example run_spec
+    python3 benches/scale_curve.py --flows 2 10 100 1000 10000 --out /tmp/scale
+
+The resource estimate of a run is an upper bound (docs/spec.md, "Limits"); at 1000 flows
+and more it is far above what the run uses, so this script raises the limits of the runs it
+makes (``--max-memory-gb``, ``--max-events``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_SPEC = ROOT / "target" / "release" / "examples" / "run_spec"
+
+
+def spec(n_flows: int, rate: str) -> dict:
+    """The engine spec of one point (resolved by ccfair's dumbbell builder)."""
+    sys.path.insert(0, str(ROOT / "python"))
+    import ccfair
+
+    sc = ccfair.dumbbell(
+        n_flows,
+        "cubic",
+        bottleneck_rate=rate,
+        access_rate=rate,
+        bottleneck_delay="18ms",
+        buffer_bdp=1.0,
+        duration="10s",
+        sample_interval="1s",
+        name=f"scale-{n_flows}",
+    )
+    return sc.resolve().engine_spec
+
+
+def run_point(path: Path, memory_gb: float, events: int) -> dict:
+    """Run the engine on ``path``; returns packet-hops, wall time and peak RSS."""
+    cmd = [
+        "/usr/bin/time",
+        "-f",
+        "rss_kb %M",
+        str(RUN_SPEC),
+        str(path),
+        str(memory_gb),
+        str(events),
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"error: {path}: {out.stderr.strip()}")
+    m = re.search(r"wall ([\d.]+) s, (\d+) events, (\d+) packet-hops, peak heap (\d+)", out.stdout)
+    rss = re.search(r"rss_kb (\d+)", out.stderr)
+    if m is None or rss is None:
+        raise SystemExit(f"error: {path}: unexpected output {out.stdout[:200]!r}")
+    return {
+        "wall_s": float(m.group(1)),
+        "events": int(m.group(2)),
+        "packet_hops": int(m.group(3)),
+        "peak_heap": int(m.group(4)),
+        "rss_mb": int(rss.group(1)) / 1024,
+    }
+
+
+def instructions(path: Path, memory_gb: float, events: int) -> int:
+    """Instructions the whole run_spec process executes (callgrind's total)."""
+    out = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            str(RUN_SPEC),
+            str(path),
+            str(memory_gb),
+            str(events),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode != 0 or m is None:
+        raise SystemExit(f"error: callgrind on {path}: {out.stderr.strip()[-300:]}")
+    return int(m.group(1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flows", type=int, nargs="+", default=[2, 10, 100, 1000, 10000])
+    ap.add_argument("--no-10g", action="store_true", help="leave out 10 flows at 10 Gbit/s")
+    ap.add_argument("--out", type=Path, required=True, help="directory for the specs")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per point (the fastest counts)")
+    ap.add_argument("--instructions", action="store_true", help="also count instructions")
+    ap.add_argument("--max-memory-gb", type=float, default=200.0)
+    ap.add_argument("--max-events", type=int, default=10**12)
+    args = ap.parse_args()
+    if any(n < 1 or n > 100_000 for n in args.flows):
+        print("error: --flows: each must be 1 to 100000", file=sys.stderr)
+        return 2
+    if args.repeat < 1:
+        print(f"error: --repeat: {args.repeat} is not a positive count", file=sys.stderr)
+        return 2
+    if not RUN_SPEC.exists():
+        print(
+            f"error: {RUN_SPEC} is missing: cargo build --release -p ccfair-sim --example run_spec",
+            file=sys.stderr,
+        )
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    points = [(n, "1Gbit/s") for n in args.flows]
+    if not args.no_10g:
+        points.append((10, "10Gbit/s"))
+    rows = []
+    for n, rate in points:
+        path = args.out / f"scale-{rate.split('/')[0]}-{n}.json"
+        path.write_text(json.dumps(spec(n, rate)))
+        runs = [run_point(path, args.max_memory_gb, args.max_events) for _ in range(args.repeat)]
+        best = min(runs, key=lambda r: r["wall_s"])
+        best["rss_mb"] = max(r["rss_mb"] for r in runs)
+        if args.instructions:
+            best["instr"] = instructions(path, args.max_memory_gb, args.max_events)
+        rows.append((n, rate, best))
+        print(f"{n} flows at {rate}: {best}", file=sys.stderr, flush=True)
+    base = next((r for n, rate, r in rows if n == min(args.flows) and rate == "1Gbit/s"), None)
+    base_ns = base["wall_s"] * 1e9 / base["packet_hops"] if base else float("nan")
+    print(
+        "| flows | bottleneck | packet-hops | wall (s) | ns per packet-hop | ratio | peak heap |"
+        " peak RSS (MB) |" + (" instructions per packet-hop |" if args.instructions else "")
+    )
+    print("|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
+    for n, rate, r in rows:
+        ns = r["wall_s"] * 1e9 / r["packet_hops"]
+        extra = f" {r['instr'] / r['packet_hops']:.0f} |" if args.instructions else ""
+        print(
+            f"| {n} | {rate} | {r['packet_hops']:,} | {r['wall_s']:.2f} | {ns:.0f} | "
+            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['rss_mb']:.1f} |{extra}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
