@@ -117,7 +117,9 @@ impl Distribution {
     // Per host reaction: inlined into `egress_ns`.
     #[inline]
     pub fn at_ns(&self, u: f64) -> u64 {
-        let (p, v) = (self.probs, self.us);
+        // `us` by reference: binding the array by value copied its 17 values (a memcpy call)
+        // on every draw.
+        let (p, v) = (self.probs, &self.us);
         let us = if u <= p[0] {
             v[0]
         } else if u >= p[p.len() - 1] {
