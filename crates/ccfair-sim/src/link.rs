@@ -11,10 +11,9 @@
 //! With `queue = Netem` the buffer counts the packets in the delay line too, and random
 //! loss strikes when a packet is offered, as netem does (`netem.rs`).
 
-use std::collections::VecDeque;
-
 use ccfair_cc::rng::Rng;
 
+use crate::fifo::Fifo;
 use crate::packet::{Packet, PacketRef};
 use crate::spec::Queue;
 
@@ -50,7 +49,7 @@ impl OnWire for PacketRef {
 }
 
 /// A packet accepted by the buffer and not yet fully serialised.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Backlogged {
     enqueued_ns: u64,
     departure_ns: u64,
@@ -84,12 +83,12 @@ pub struct Channel<P: OnWire = Packet> {
     /// What `buffer_pkts` counts (`netem.rs`).
     pub queue: Queue,
     rng: Rng,
-    backlog: VecDeque<Backlogged>,
+    backlog: Fifo<Backlogged>,
     backlog_bytes: u64,
     last_departure_ns: u64,
     /// Accepted packets not lost, with their arrival time at the far end (FIFO: constant
     /// delay after in-order departures).
-    pipe: VecDeque<(u64, P)>,
+    pipe: Fifo<(u64, P)>,
     counters: ChannelCounters,
     /// The last packet size serialised and its time: a channel carries mostly one size
     /// (full segments, or bare ACKs), so this skips the division for most packets.
@@ -108,10 +107,10 @@ impl<P: OnWire> Channel<P> {
             // Grows with the queue: memory follows what is in flight, not the configured
             // buffer (reserving it cost up to 4096 entries of 24 bytes, ~100 KB, per channel
             // direction, mostly never used).
-            backlog: VecDeque::new(),
+            backlog: Fifo::new(),
             backlog_bytes: 0,
             last_departure_ns: 0,
-            pipe: VecDeque::new(),
+            pipe: Fifo::new(),
             counters: ChannelCounters::default(),
             last_size: (0, 0),
         };
