@@ -222,10 +222,13 @@ impl Simulation {
                 // Takes the event off the queue itself (`channel_arrival`).
                 Event::ChannelArrival(ch) => self.channel_arrival(ch),
                 _ => {
-                    self.queue.pop();
+                    // The event leaves the queue as the first event its handler schedules
+                    // enters (one heap pass for both, `EventQueue::take`).
+                    self.queue.take();
                     self.handle(ev);
                 }
             }
+            self.queue.settle();
             self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
         }
         self.now = duration;
@@ -365,9 +368,9 @@ impl Simulation {
         let (r, next) = self.channels[ch as usize].arrival();
         match next {
             Some(t) => self.queue.pop_push(t, Event::ChannelArrival(ch)),
-            None => {
-                self.queue.pop();
-            }
+            // Its slot goes to the next event scheduled (often the packet's arrival on its
+            // next channel, when that one's pipe was empty).
+            None => self.queue.take(),
         }
         if self.trace.is_some() {
             let pkt = *self.packets.get(r);
