@@ -193,6 +193,10 @@ impl Simulation {
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
         let mut same_instant = 0u64;
+        // Counted in locals (registers) and stored at the end: the loop calls out through
+        // `&mut self`, so counters in `self.stats` were loaded and stored per event.
+        let mut events = 0u64;
+        let mut peak_heap_len = 0usize;
         while let Some((t, ev)) = self.queue.peek() {
             if t > duration {
                 break;
@@ -209,8 +213,8 @@ impl Simulation {
                 same_instant = 0;
             }
             self.now = t;
-            self.stats.events += 1;
-            if self.stats.events > max_events {
+            events += 1;
+            if events > max_events {
                 return Err(SimError::Stopped(format!(
                     "the run exceeded its budget of {max_events} events at t = {:.3} s of \
                      {:.3} s; raise the event limit to let it finish",
@@ -229,8 +233,10 @@ impl Simulation {
                 }
             }
             self.queue.settle();
-            self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
+            peak_heap_len = peak_heap_len.max(self.queue.len());
         }
+        self.stats.events = events;
+        self.stats.peak_heap_len = peak_heap_len;
         self.now = duration;
         Ok(self.finish())
     }
