@@ -208,16 +208,15 @@ impl EventQueue {
     /// Put `e` in slot `i` and move it down until its children are later.
     fn sift_down(&mut self, mut i: usize, e: u128) {
         let heap = &mut self.heap[..];
-        let n = heap.len();
         loop {
-            let mut child = 2 * i + 1;
-            if child >= n {
+            let left = 2 * i + 1;
+            let Some(&l) = heap.get(left) else {
                 break;
-            }
-            if child + 1 < n && heap[child + 1] < heap[child] {
-                child += 1;
-            }
-            let c = heap[child];
+            };
+            let (child, c) = match heap.get(left + 1) {
+                Some(&r) if r < l => (left + 1, r),
+                _ => (left, l),
+            };
             if e <= c {
                 break;
             }
