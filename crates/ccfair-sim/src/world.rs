@@ -48,6 +48,18 @@ struct Flow {
     hosts: FlowHosts,
 }
 
+impl Flow {
+    /// The channels a packet of `kind` crosses: the data path or the ACK path.
+    #[inline]
+    fn route(&self, kind: Kind) -> &[u32] {
+        if kind.is_forward() {
+            &self.path
+        } else {
+            &self.ack_path
+        }
+    }
+}
+
 /// Engine counters of a run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EngineStats {
@@ -302,21 +314,16 @@ impl Simulation {
     /// its slot.
     fn send(&mut self, t: u64, i: usize) {
         let pkt = &self.out[i];
-        note_sent(&mut self.flows[pkt.flow as usize].conn, pkt, t);
+        let flow = &mut self.flows[pkt.flow as usize];
+        note_sent(&mut flow.conn, pkt, t);
+        let ch = flow.route(pkt.kind)[pkt.hop as usize];
         let r = self.packets.insert(pkt);
-        self.forward(t, r);
+        self.forward(t, r, ch);
     }
 
-    /// Put a packet on the channel at its current hop at `t`.
-    fn forward(&mut self, t: u64, r: PacketRef) {
-        let pkt = self.packets.get(r);
-        let flow = &self.flows[pkt.flow as usize];
-        let path = if pkt.kind.is_forward() {
-            &flow.path
-        } else {
-            &flow.ack_path
-        };
-        let ch = path[pkt.hop as usize];
+    /// Put a packet on channel `ch` (the one at its current hop) at `t`. The callers know
+    /// the channel from the packet's flow and kind, which they have looked up already.
+    fn forward(&mut self, t: u64, r: PacketRef, ch: u32) {
         let outcome = self.channels[ch as usize].enqueue(t, r);
         if self.trace.is_some() {
             let event = match outcome {
@@ -384,14 +391,9 @@ impl Simulation {
         }
         let pkt = self.packets.get_mut(r);
         let flow = &self.flows[pkt.flow as usize];
-        let path_len = if pkt.kind.is_forward() {
-            flow.path.len()
-        } else {
-            flow.ack_path.len()
-        };
-        if (pkt.hop as usize) + 1 < path_len {
+        if let Some(&next) = flow.route(pkt.kind).get(pkt.hop as usize + 1) {
             pkt.hop += 1;
-            self.forward(self.now, r);
+            self.forward(self.now, r, next);
             return;
         }
         // At its end host: the host reads it in its slot, which is then free again.
