@@ -87,6 +87,23 @@ fn decode(code: u64) -> Event {
     }
 }
 
+/// An event as the queue stores it (see [`EventQueue::peek_code`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventCode(u64);
+
+impl EventCode {
+    /// The channel, if this is a channel arrival: one test, no decoding.
+    #[inline]
+    pub fn channel_arrival(self) -> Option<u32> {
+        (self.0 >> ID_BITS == 0).then_some(self.0 as u32)
+    }
+
+    #[inline]
+    pub fn event(self) -> Event {
+        decode(self.0)
+    }
+}
+
 fn entry_time(e: u128) -> u64 {
     (e >> 64) as u64
 }
@@ -177,6 +194,16 @@ impl EventQueue {
     pub fn peek(&self) -> Option<(u64, Event)> {
         debug_assert!(!self.taken, "peek before settle");
         self.heap.first().map(|&e| (entry_time(e), entry_event(e)))
+    }
+
+    /// The earliest event, left in the queue, undecoded: the engine dispatches channel
+    /// arrivals (most events) without building an `Event`.
+    #[inline]
+    pub fn peek_code(&self) -> Option<(u64, EventCode)> {
+        debug_assert!(!self.taken, "peek before settle");
+        self.heap
+            .first()
+            .map(|&e| (entry_time(e), EventCode(e as u64 & ((1 << EVENT_BITS) - 1))))
     }
 
     pub fn peek_time(&self) -> Option<u64> {

@@ -209,7 +209,7 @@ impl Simulation {
         // `&mut self`, so counters in `self.stats` were loaded and stored per event.
         let mut events = 0u64;
         let mut peak_heap_len = 0usize;
-        while let Some((t, ev)) = self.queue.peek() {
+        while let Some((t, code)) = self.queue.peek_code() {
             if t > duration {
                 break;
             }
@@ -234,14 +234,14 @@ impl Simulation {
                     duration as f64 / 1e9
                 )));
             }
-            match ev {
+            match code.channel_arrival() {
                 // Takes the event off the queue itself (`channel_arrival`).
-                Event::ChannelArrival(ch) => self.channel_arrival(ch),
-                _ => {
+                Some(ch) => self.channel_arrival(ch),
+                None => {
                     // The event leaves the queue as the first event its handler schedules
                     // enters (one heap pass for both, `EventQueue::take`).
                     self.queue.take();
-                    self.handle(ev);
+                    self.handle(code.event());
                 }
             }
             self.queue.settle();
