@@ -152,7 +152,10 @@ impl EventQueue {
     /// Panics if the queue is empty.
     #[inline]
     pub fn take(&mut self) {
-        assert!(!self.heap.is_empty() && !self.taken, "take on an empty queue");
+        assert!(
+            !self.heap.is_empty() && !self.taken,
+            "take on an empty queue, or twice before settle"
+        );
         self.taken = true;
     }
 
