@@ -267,6 +267,8 @@ impl FlowHosts {
     /// When the packets a host sends at `now` reach its link: after a turnaround if they
     /// react to a packet or a timer (`reaction`), at once if the application's own latency
     /// was already drawn (its first SYN, its first data).
+    // Once per host reaction: inlined into the engine's one call site.
+    #[inline]
     pub fn egress_ns(&mut self, side: Side, now: u64, reaction: bool) -> u64 {
         let delay = match &mut self.turnaround {
             Some((rngs, dists)) if reaction => {
