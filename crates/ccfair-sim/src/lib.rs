@@ -8,6 +8,7 @@
 pub mod error;
 pub mod estimate;
 pub mod event;
+pub mod fifo;
 pub mod host;
 pub mod link;
 pub mod netem;

@@ -11,10 +11,9 @@
 //! With `queue = Netem` the buffer counts the packets in the delay line too, and random
 //! loss strikes when a packet is offered, as netem does (`netem.rs`).
 
-use std::collections::VecDeque;
-
 use ccfair_cc::rng::Rng;
 
+use crate::fifo::Fifo;
 use crate::packet::{Packet, PacketRef};
 use crate::spec::Queue;
 
@@ -49,12 +48,14 @@ impl OnWire for PacketRef {
     }
 }
 
-/// A packet accepted by the buffer and not yet fully serialised.
-#[derive(Clone, Copy, Debug)]
+/// A packet accepted by the buffer and not yet fully serialised, with the channel's
+/// running totals over the packets accepted up to and including it: when it departs they
+/// are the departed totals, so `advance` retires a packet without adding to counters.
+#[derive(Clone, Copy, Debug, Default)]
 struct Backlogged {
-    enqueued_ns: u64,
     departure_ns: u64,
-    wire_bytes: u32,
+    bytes_through: u64,
+    sojourn_ns_through: u64,
 }
 
 /// What became of a packet offered to a channel.
@@ -84,12 +85,17 @@ pub struct Channel<P: OnWire = Packet> {
     /// What `buffer_pkts` counts (`netem.rs`).
     pub queue: Queue,
     rng: Rng,
-    backlog: VecDeque<Backlogged>,
-    backlog_bytes: u64,
+    backlog: Fifo<Backlogged>,
+    /// Totals over the packets the buffer accepted: bytes, and time queued + in service.
+    accepted_bytes: u64,
+    accepted_sojourn_ns: u64,
+    /// The same totals over those that departed by the last `advance`.
+    departed_bytes: u64,
+    departed_sojourn_ns: u64,
     last_departure_ns: u64,
     /// Accepted packets not lost, with their arrival time at the far end (FIFO: constant
     /// delay after in-order departures).
-    pipe: VecDeque<(u64, P)>,
+    pipe: Fifo<(u64, P)>,
     counters: ChannelCounters,
     /// The last packet size serialised and its time: a channel carries mostly one size
     /// (full segments, or bare ACKs), so this skips the division for most packets.
@@ -108,10 +114,13 @@ impl<P: OnWire> Channel<P> {
             // Grows with the queue: memory follows what is in flight, not the configured
             // buffer (reserving it cost up to 4096 entries of 24 bytes, ~100 KB, per channel
             // direction, mostly never used).
-            backlog: VecDeque::new(),
-            backlog_bytes: 0,
+            backlog: Fifo::new(),
+            accepted_bytes: 0,
+            accepted_sojourn_ns: 0,
+            departed_bytes: 0,
+            departed_sojourn_ns: 0,
             last_departure_ns: 0,
-            pipe: VecDeque::new(),
+            pipe: Fifo::new(),
             counters: ChannelCounters::default(),
             last_size: (0, 0),
         };
@@ -142,14 +151,12 @@ impl<P: OnWire> Channel<P> {
 
     /// Retire packets whose serialisation finished by `now` (counters, occupancy).
     pub fn advance(&mut self, now: u64) {
-        while let Some(b) = self.backlog.front() {
+        while let Some(&b) = self.backlog.front() {
             if b.departure_ns > now {
                 break;
             }
-            self.backlog_bytes -= b.wire_bytes as u64;
-            self.counters.tx_pkts += 1;
-            self.counters.tx_bytes += b.wire_bytes as u64;
-            self.counters.sojourn_ns_sum += b.departure_ns - b.enqueued_ns;
+            self.departed_bytes = b.bytes_through;
+            self.departed_sojourn_ns = b.sojourn_ns_through;
             self.backlog.pop_front();
         }
     }
@@ -160,12 +167,17 @@ impl<P: OnWire> Channel<P> {
     }
 
     pub fn occupancy_bytes(&self) -> u64 {
-        self.backlog_bytes
+        self.accepted_bytes - self.departed_bytes
     }
 
     /// Counters as of the last `advance`.
     pub fn counters(&self) -> ChannelCounters {
-        self.counters
+        ChannelCounters {
+            tx_pkts: self.counters.tx_pkts - self.backlog.len() as u64,
+            tx_bytes: self.departed_bytes,
+            sojourn_ns_sum: self.departed_sojourn_ns,
+            ..self.counters
+        }
     }
 
     /// Offer a packet at time `now`. Inlined into the engine's one call site (`forward`):
@@ -195,12 +207,16 @@ impl<P: OnWire> Channel<P> {
         }
         let departure = now.max(self.last_departure_ns) + self.last_size.1;
         self.last_departure_ns = departure;
+        // `counters.tx_pkts` counts accepted packets here; `counters()` subtracts those
+        // still in the buffer.
+        self.counters.tx_pkts += 1;
+        self.accepted_bytes += bytes as u64;
+        self.accepted_sojourn_ns += departure - now;
         self.backlog.push_back(Backlogged {
-            enqueued_ns: now,
             departure_ns: departure,
-            wire_bytes: bytes,
+            bytes_through: self.accepted_bytes,
+            sojourn_ns_through: self.accepted_sojourn_ns,
         });
-        self.backlog_bytes += bytes as u64;
         debug_assert!(self.backlog.len() <= self.buffer_pkts as usize);
         // Random loss happens on the wire: the packet still takes its serialisation time.
         if self.queue == Queue::Droptail

@@ -22,11 +22,11 @@
 //! (`netem_enqueue` tests `loss_event` first), where a drop-tail channel loses it on the
 //! wire after its serialisation.
 
-use std::collections::VecDeque;
+use crate::fifo::Fifo;
 
 /// Packets a netem channel holds at `now`: those in `pipe` (accepted and not lost, ordered
 /// by arrival time at the far end) whose arrival time is still to come.
-pub fn held<P>(pipe: &VecDeque<(u64, P)>, now: u64) -> usize {
+pub fn held<P: Copy>(pipe: &Fifo<(u64, P)>, now: u64) -> usize {
     let arrived = pipe.iter().take_while(|&&(at, _)| at <= now).count();
     pipe.len() - arrived
 }
@@ -142,7 +142,10 @@ mod tests {
 
     #[test]
     fn packets_whose_time_has_come_have_left() {
-        let pipe: VecDeque<(u64, ())> = [(10, ()), (20, ()), (30, ())].into_iter().collect();
+        let mut pipe: Fifo<(u64, ())> = Fifo::new();
+        for at in [10, 20, 30] {
+            pipe.push_back((at, ()));
+        }
         assert_eq!(held(&pipe, 5), 3);
         assert_eq!(held(&pipe, 20), 1);
         assert_eq!(held(&pipe, 30), 0);

@@ -48,6 +48,18 @@ struct Flow {
     hosts: FlowHosts,
 }
 
+impl Flow {
+    /// The channels a packet of `kind` crosses: the data path or the ACK path.
+    #[inline]
+    fn route(&self, kind: Kind) -> &[u32] {
+        if kind.is_forward() {
+            &self.path
+        } else {
+            &self.ack_path
+        }
+    }
+}
+
 /// Engine counters of a run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EngineStats {
@@ -193,7 +205,11 @@ impl Simulation {
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
         let mut same_instant = 0u64;
-        while let Some((t, ev)) = self.queue.peek() {
+        // Counted in locals (registers) and stored at the end: the loop calls out through
+        // `&mut self`, so counters in `self.stats` were loaded and stored per event.
+        let mut events = 0u64;
+        let mut peak_heap_len = 0usize;
+        while let Some((t, code)) = self.queue.peek_code() {
             if t > duration {
                 break;
             }
@@ -209,8 +225,8 @@ impl Simulation {
                 same_instant = 0;
             }
             self.now = t;
-            self.stats.events += 1;
-            if self.stats.events > max_events {
+            events += 1;
+            if events > max_events {
                 return Err(SimError::Stopped(format!(
                     "the run exceeded its budget of {max_events} events at t = {:.3} s of \
                      {:.3} s; raise the event limit to let it finish",
@@ -218,16 +234,21 @@ impl Simulation {
                     duration as f64 / 1e9
                 )));
             }
-            match ev {
+            match code.channel_arrival() {
                 // Takes the event off the queue itself (`channel_arrival`).
-                Event::ChannelArrival(ch) => self.channel_arrival(ch),
-                _ => {
-                    self.queue.pop();
-                    self.handle(ev);
+                Some(ch) => self.channel_arrival(ch),
+                None => {
+                    // The event leaves the queue as the first event its handler schedules
+                    // enters (one heap pass for both, `EventQueue::take`).
+                    self.queue.take();
+                    self.handle(code.event());
                 }
             }
-            self.stats.peak_heap_len = self.stats.peak_heap_len.max(self.queue.len());
+            self.queue.settle();
+            peak_heap_len = peak_heap_len.max(self.queue.len());
         }
+        self.stats.events = events;
+        self.stats.peak_heap_len = peak_heap_len;
         self.now = duration;
         Ok(self.finish())
     }
@@ -293,21 +314,16 @@ impl Simulation {
     /// its slot.
     fn send(&mut self, t: u64, i: usize) {
         let pkt = &self.out[i];
-        note_sent(&mut self.flows[pkt.flow as usize].conn, pkt, t);
+        let flow = &mut self.flows[pkt.flow as usize];
+        note_sent(&mut flow.conn, pkt, t);
+        let ch = flow.route(pkt.kind)[pkt.hop as usize];
         let r = self.packets.insert(pkt);
-        self.forward(t, r);
+        self.forward(t, r, ch);
     }
 
-    /// Put a packet on the channel at its current hop at `t`.
-    fn forward(&mut self, t: u64, r: PacketRef) {
-        let pkt = self.packets.get(r);
-        let flow = &self.flows[pkt.flow as usize];
-        let path = if pkt.kind.is_forward() {
-            &flow.path
-        } else {
-            &flow.ack_path
-        };
-        let ch = path[pkt.hop as usize];
+    /// Put a packet on channel `ch` (the one at its current hop) at `t`. The callers know
+    /// the channel from the packet's flow and kind, which they have looked up already.
+    fn forward(&mut self, t: u64, r: PacketRef, ch: u32) {
         let outcome = self.channels[ch as usize].enqueue(t, r);
         if self.trace.is_some() {
             let event = match outcome {
@@ -365,9 +381,9 @@ impl Simulation {
         let (r, next) = self.channels[ch as usize].arrival();
         match next {
             Some(t) => self.queue.pop_push(t, Event::ChannelArrival(ch)),
-            None => {
-                self.queue.pop();
-            }
+            // Its slot goes to the next event scheduled (often the packet's arrival on its
+            // next channel, when that one's pipe was empty).
+            None => self.queue.take(),
         }
         if self.trace.is_some() {
             let pkt = *self.packets.get(r);
@@ -375,14 +391,9 @@ impl Simulation {
         }
         let pkt = self.packets.get_mut(r);
         let flow = &self.flows[pkt.flow as usize];
-        let path_len = if pkt.kind.is_forward() {
-            flow.path.len()
-        } else {
-            flow.ack_path.len()
-        };
-        if (pkt.hop as usize) + 1 < path_len {
+        if let Some(&next) = flow.route(pkt.kind).get(pkt.hop as usize + 1) {
             pkt.hop += 1;
-            self.forward(self.now, r);
+            self.forward(self.now, r, next);
             return;
         }
         // At its end host: the host reads it in its slot, which is then free again.

@@ -199,6 +199,9 @@ pub struct Sender {
 
     xmit_timer: Option<(u64, XmitTimer)>,
     pacing_wake: Option<u64>,
+    /// `send_new` sent data that re-arms the RTO (`tcp_event_new_data_sent`); `write_xmit`
+    /// does it once at its end unless a loss probe replaces that timer (see there).
+    rearm_rto_due: bool,
     /// Segmentation offload (`tso.rs`) and the socket buffer (`sndbuf.rs`).
     tso: tso::Tso,
     sndbuf: sndbuf::SndBuf,
@@ -294,6 +297,7 @@ impl Sender {
             snd_wnd: u64::MAX,
             xmit_timer: None,
             pacing_wake: None,
+            rearm_rto_due: false,
             tso: tso::Tso::new(opts),
             sndbuf: sndbuf::SndBuf::new(opts),
             stats: SenderStats {
@@ -489,7 +493,8 @@ impl Sender {
             self.sndbuf.heads_after_una += 1;
         }
         if prior_packets == 0 || self.pending() == Some(XmitTimer::LossProbe) {
-            self.rearm_rto();
+            // tcp_rearm_rto, done by write_xmit (our only caller) after its loop.
+            self.rearm_rto_due = true;
         }
     }
 
@@ -558,13 +563,21 @@ impl Sender {
 
     /// `tcp_write_xmit` for new data, then `tcp_cwnd_validate`.
     fn write_xmit(&mut self, out: &mut Vec<Packet>, probe: bool) -> u32 {
+        debug_assert!(!self.rearm_rto_due);
         let (sent, mut cwnd_limited) = if self.tso.on {
             self.write_loop_tso(out, probe)
         } else {
             self.write_loop(out, probe)
         };
-        if sent > 0 && !probe {
-            self.schedule_loss_probe(false);
+        // Linux re-arms the RTO as the first skb of new data leaves (tcp_event_new_data_sent
+        // -> tcp_rearm_rto), then tcp_schedule_loss_probe re-arms the same timer for the
+        // probe. Only the last arming stands, and nothing in between reads the timer or
+        // changes what tcp_rearm_rto computes from (now, the head's send time, the RTO,
+        // the pending kind: the first arming already made it RTO, so later skbs did not
+        // re-arm), so the RTO is armed here, once, only when no probe is scheduled.
+        let probe_armed = sent > 0 && !probe && self.schedule_loss_probe(false);
+        if std::mem::take(&mut self.rearm_rto_due) && !probe_armed {
+            self.rearm_rto();
         }
         cwnd_limited |= self.tp.packets_in_flight() >= self.tp.snd_cwnd;
         if sent > 0 || cwnd_limited {
