@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -62,6 +63,7 @@ class Sample:
 
     wall_s: float
     run_s: float | None
+    cpu_s: float
     flows: list[dict[str, Any]]
     total_mbps: float
     extra: dict[str, Any] = field(default_factory=dict)
@@ -174,6 +176,11 @@ def _loadavg() -> str:
         return "?"
 
 
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_ns3(args: argparse.Namespace, row: Row) -> Sample:
     cmd = [
         *_pin(args.cpu),
@@ -184,14 +191,16 @@ def run_ns3(args: argparse.Namespace, row: Row) -> Sample:
         f"--sample-ms={args.sample_ms:g}",
         *args.ns3_arg,
     ]
+    cpu0 = _children_cpu_s()
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     wall = time.perf_counter() - t0
+    cpu = _children_cpu_s() - cpu0  # taskset execs the program: one process
     if out.returncode != 0:
         raise RuntimeError(f"ns-3 run failed ({out.returncode}): {out.stderr.strip()[-500:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
     extra = {k: r[k] for k in ("buffer_pkts", "bottleneck_drops", "events", "build_profile")}
-    return Sample(wall, None, r["flows"], r["total_goodput_mbps"], extra)
+    return Sample(wall, None, cpu, r["flows"], r["total_goodput_mbps"], extra)
 
 
 def run_ccfair(args: argparse.Namespace, row: Row) -> Sample:
@@ -212,8 +221,16 @@ def run_ccfair(args: argparse.Namespace, row: Row) -> Sample:
         raise RuntimeError(f"ccfair run failed ({out.returncode}): {out.stderr.strip()[-500:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
     extra = {k: r[k] for k in ("buffer_pkts", "engine_s", "warm_run_s")}
-    # The process's time without the second, warm run() it makes after the timed one.
-    return Sample(wall - r["warm_run_s"], r["run_s"], r["flows"], r["total_goodput_mbps"], extra)
+    # The process's time without the second, warm run() it makes after the timed one; CPU:
+    # the first run()'s own (process_time), comparable with ns-3's whole process.
+    return Sample(
+        wall - r["warm_run_s"],
+        r["run_s"],
+        r["run_cpu_s"],
+        r["flows"],
+        r["total_goodput_mbps"],
+        extra,
+    )
 
 
 def ccfair_child(delay_ms: float, alpha: float, duration_s: float, sample_ms: float) -> None:
@@ -228,9 +245,9 @@ def ccfair_child(delay_ms: float, alpha: float, duration_s: float, sample_ms: fl
         duration=f"{duration_s!r}s",
         sample_interval=f"{sample_ms!r}ms",
     )
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     result = ccfair.run(sc)
-    run_s = time.perf_counter() - t0
+    run_s, run_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     # The first run() in a process also pays for the imports ccfair makes lazily (pandas,
     # pyarrow, ...); a second run() in the same process shows what a sweep's worker pays.
     t0 = time.perf_counter()
@@ -253,6 +270,7 @@ def ccfair_child(delay_ms: float, alpha: float, duration_s: float, sample_ms: fl
         json.dumps(
             {
                 "run_s": run_s,
+                "run_cpu_s": run_cpu_s,
                 "warm_run_s": warm_run_s,
                 "engine_s": engine_s,
                 "flows": flows,
@@ -326,6 +344,20 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {r['row'].label} | {_spread(ns_w, 2)} | {_spread(cc_r)} | "
             f"{statistics.median(ns_w) / statistics.median(cc_r):.0f}x "
+            f"[{min(pair):.0f}-{max(pair):.0f}] |"
+        )
+    print()
+    print("CPU time (user + sys; less sensitive than wall time to other work on the machine):")
+    print()
+    print("| D, alpha | ns-3 CPU s | ccfair.run() CPU s | ratio of medians [pairwise min-max] |")
+    print("|---|---|---|---|")
+    for r in report:
+        ns_c = [s.cpu_s for s in r["ns3"]]
+        cc_c = [s.cpu_s for s in r["ccfair"]]
+        pair = [a / b for a, b in zip(ns_c, cc_c, strict=True)]
+        print(
+            f"| {r['row'].label} | {_spread(ns_c, 2)} | {_spread(cc_c)} | "
+            f"{statistics.median(ns_c) / statistics.median(cc_c):.0f}x "
             f"[{min(pair):.0f}-{max(pair):.0f}] |"
         )
     print()
