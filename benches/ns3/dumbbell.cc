@@ -71,12 +71,12 @@ struct Sampler
 uint64_t g_forwarded = 0; // data packets s1 forwarded towards the receivers
 uint64_t g_macTx = 0;     // packets the bottleneck device accepted
 uint64_t g_macTxDrop = 0; // packets the bottleneck device's queue refused
-std::vector<Ipv4Address> g_dataSubnets;
+std::vector<Ipv4Address> g_receivers; // h3's and h4's addresses
 
 void
 CountForward(const Ipv4Header& h, Ptr<const Packet>, uint32_t)
 {
-    for (const auto& a : g_dataSubnets)
+    for (const auto& a : g_receivers)
     {
         if (h.GetDestination() == a)
         {
@@ -113,7 +113,8 @@ DeviceQueue(Ptr<NetDevice> dev)
 void
 SetDeviceQueue(Ptr<NetDevice> dev, uint32_t bufferPkts)
 {
-    // ccfair's buffer counts the packet being serialised; ns-3's device queue does not.
+    // ccfair's buffer counts the packet being serialised; ns-3's device queue does not. A
+    // device queue cannot be empty, so a 1-packet buffer becomes 2 (main() warns).
     uint32_t waiting = std::max<uint32_t>(1, bufferPkts - 1);
     DeviceQueue(dev)->SetMaxSize(QueueSize(QueueSizeUnit::PACKETS, waiting));
 }
@@ -199,7 +200,8 @@ main(int argc, char* argv[])
         Die("--send-size must be >= 1");
     }
 
-    // The buffer exactly as ccfair resolves `buffer = { bdp = alpha, reference = "flow1" }`.
+    // The buffer as ccfair resolves `buffer = { bdp = alpha, reference = "flow1" }` (ccfair
+    // computes in exact decimals, this in doubles: they could differ only at an exact half).
     const double rttS = 2.0 * (kAccessDelayMs + delayMs + kAccessDelayMs) / 1e3;
     const double bdpPkts = kBottleneckBps * rttS / (8.0 * kWirePacket);
     const uint32_t bufferPkts =
@@ -211,6 +213,11 @@ main(int argc, char* argv[])
     const uint32_t sockBuf =
         static_cast<uint32_t>(std::clamp(fit, double(8u << 20), double(1u << 30)));
 
+    if (bufferPkts == 1)
+    {
+        std::cerr << "dumbbell: warning: a 1-packet bottleneck buffer holds 2 packets here"
+                  << std::endl;
+    }
     Config::SetDefault("ns3::TcpSocket::SndBufSize", UintegerValue(sockBuf));
     Config::SetDefault("ns3::TcpSocket::RcvBufSize", UintegerValue(sockBuf));
     RngSeedManager::SetSeed(seed);
@@ -227,7 +234,7 @@ main(int argc, char* argv[])
     access.SetChannelAttribute("Delay", TimeValue(MilliSeconds(kAccessDelayMs)));
     PointToPointHelper bottleneck;
     bottleneck.SetDeviceAttribute("DataRate", DataRateValue(DataRate(kBottleneckBps)));
-    bottleneck.SetChannelAttribute("Delay", TimeValue(MicroSeconds(std::llround(delayMs * 1e3))));
+    bottleneck.SetChannelAttribute("Delay", TimeValue(NanoSeconds(std::llround(delayMs * 1e6))));
 
     NetDeviceContainer l0 = access.Install(h1, s1);
     NetDeviceContainer l1 = access.Install(h2, s1);
@@ -277,7 +284,7 @@ main(int argc, char* argv[])
     {
         Die("internal: a trace source is missing");
     }
-    g_dataSubnets = {ifs[3].GetAddress(1), ifs[4].GetAddress(1)};
+    g_receivers = {ifs[3].GetAddress(1), ifs[4].GetAddress(1)};
 
     // Per-sender congestion control: by default BBR on h1 (TcpBbr turns pacing on for its
     // own socket) and CUBIC on h2 (not paced, as Linux without fq).
@@ -348,7 +355,8 @@ main(int argc, char* argv[])
             std::fprintf(f, "%.3f", (i + 1) * sampler.interval.GetSeconds());
             for (size_t j = 0; j < width; ++j)
             {
-                std::fprintf(f, ",%llu", static_cast<unsigned long long>(sampler.rows[i * width + j]));
+                const auto v = static_cast<unsigned long long>(sampler.rows[i * width + j]);
+                std::fprintf(f, ",%llu", v);
             }
             std::fprintf(f, "\n");
         }
