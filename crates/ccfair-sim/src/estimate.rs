@@ -292,17 +292,24 @@ impl RunSpec {
     /// Packet hops per second over every channel: per channel, the packets it can carry
     /// (its rate) or the flows crossing it can send (their own bottleneck rates,
     /// `flow_pps`), whichever is smaller.
+    ///
+    /// One pass over the flows' paths (a scan of every flow per channel took 9 s at 10,000
+    /// flows); each channel adds its flows in flow order, once per flow.
     fn hop_pps(&self, flow_pps: &[f64]) -> f64 {
-        let mut hop_pps = 0f64;
-        for ch in 0..2 * self.links.len() {
-            let l = &self.links[ch / 2];
-            let mut offered = 0f64;
-            for (i, f) in self.flows.iter().enumerate() {
-                if f.path.contains(&ch) || f.ack_path.contains(&ch) {
-                    offered += flow_pps[i];
+        let n_ch = 2 * self.links.len();
+        let mut offered = vec![0f64; n_ch];
+        for (i, f) in self.flows.iter().enumerate() {
+            let channels = f.path.iter().chain(&f.ack_path);
+            for (k, &ch) in channels.clone().enumerate() {
+                // A channel on both the data and the ACK path counts the flow once.
+                if ch < n_ch && !channels.clone().take(k).any(|&c| c == ch) {
+                    offered[ch] += flow_pps[i];
                 }
             }
-            let carried = l.rate_bps as f64 / (8.0 * ACK_BYTES as f64);
+        }
+        let mut hop_pps = 0f64;
+        for (ch, offered) in offered.into_iter().enumerate() {
+            let carried = self.links[ch / 2].rate_bps as f64 / (8.0 * ACK_BYTES as f64);
             hop_pps += offered.min(carried);
         }
         hop_pps
@@ -493,6 +500,37 @@ mod tests {
             }
             assert_eq!(v.capacity() as u64, capacity_rows(n as u64), "{n}");
         }
+    }
+
+    /// The one-pass sum equals a scan of every flow per channel, bit for bit, also when a
+    /// flow's data and ACK paths share a channel or a path names a channel twice.
+    #[test]
+    fn hop_rate_counts_each_flow_once_per_channel_in_flow_order() {
+        let mut s = spec(1_000_000_000, 10_000_000, 10, 100);
+        let f = s.flows[0].clone();
+        s.flows = (0..7)
+            .map(|i| FlowSpec {
+                path: match i % 3 {
+                    0 => vec![0],
+                    1 => vec![0, 0],
+                    _ => vec![1],
+                },
+                ack_path: if i % 2 == 0 { vec![1] } else { vec![0, 1] },
+                ..f.clone()
+            })
+            .collect();
+        let pps: Vec<f64> = (0..7).map(|i| 1000.0 + i as f64 * 0.1).collect();
+        let mut naive = 0f64;
+        for ch in 0..2 {
+            let mut offered = 0f64;
+            for (i, f) in s.flows.iter().enumerate() {
+                if f.path.contains(&ch) || f.ack_path.contains(&ch) {
+                    offered += pps[i];
+                }
+            }
+            naive += offered.min(s.links[0].rate_bps as f64 / (8.0 * ACK_BYTES as f64));
+        }
+        assert_eq!(s.hop_pps(&pps).to_bits(), naive.to_bits());
     }
 
     #[test]
