@@ -123,7 +123,7 @@ def test_a_backend_lacking_a_capability_is_refused_naming_those_that_have_it():
         ccfair.run(_sc(), force_bpf=True)
     assert err.value.path == "force_bpf"
     text = str(err.value)
-    assert 'applies to backend "kernel" only' in text
+    assert 'applies to backend "kernel" or "veth" only' in text
     assert 'backend "sim" lacks bpf_programs' in text
     with pytest.raises(KeyError, match="is not a capability"):
         backends.with_capability("teleport")
@@ -151,7 +151,7 @@ def test_a_third_backend_runs_through_the_same_entry_points(echo):
     assert mine.flows["goodput_mbps"].tolist() == sim.flows["goodput_mbps"].tolist()
     # Scenarios and sweeps accept the new name; its capabilities decide the rest.
     assert ccfair.Scenario.from_dict({**sc.to_dict(), "backend": "echo"}).backend == "echo"
-    with pytest.raises(SpecError, match='applies to backend "kernel" only'):
+    with pytest.raises(SpecError, match='applies to backend "kernel" or "veth" only'):
         ccfair.run(sc, backend="echo", force_bpf=True)
 
 

@@ -379,6 +379,9 @@ def start_run(sc: Scenario, tmp_path: Path) -> tuple[subprocess.Popen[str], str]
         stderr=subprocess.PIPE,
         text=True,
         env=ENV,
+        # As from a terminal: a shell that starts a job in the background (`cmd &`) without
+        # job control hands it SIGINT ignored, and this test sends SIGINT.
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -389,6 +392,10 @@ def start_run(sc: Scenario, tmp_path: Path) -> tuple[subprocess.Popen[str], str]
         time.sleep(0.05)
     p.kill()
     pytest.fail("the run's sender thread did not appear within 15 s")
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def thread_names(pid: int) -> set[str]:

@@ -281,6 +281,9 @@ def start_veth_run(sc: Scenario, tmp_path) -> tuple[subprocess.Popen[str], str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        # As from a terminal (a background job of a shell without job control has SIGINT
+        # ignored, and this test sends SIGINT).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:

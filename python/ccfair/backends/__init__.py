@@ -240,9 +240,9 @@ def require(backend: Backend, capability: str, field: str, value: Any) -> None:
         >>> require(get("sim"), "bpf_programs", "force_bpf", True)
         Traceback (most recent call last):
         ...
-        ccfair.errors.SpecError: force_bpf: true applies to backend "kernel" only (backend \
-"sim" lacks bpf_programs: can run ccfair's BPF programs in place of the host's modules \
-(force_bpf))
+        ccfair.errors.SpecError: force_bpf: true applies to backend "kernel" or "veth" only \
+(backend "sim" lacks bpf_programs: can run ccfair's BPF programs in place of the host's \
+modules (force_bpf))
     """
     if getattr(backend, capability):
         return
