@@ -321,8 +321,7 @@ def setup(p: VethPlan) -> None:
 
 
 def qdisc_counts(p: VethPlan) -> list[dict[str, int]]:
-    """Per channel what its qdiscs counted: packets and bytes sent by the root qdisc, packets
-    its queue (the leaf, handle 10:) dropped, and still held at the end."""
+    """Per channel what its qdiscs counted (:func:`counts_of` of ``tc -s -j qdisc show``)."""
     out = []
     for ns, dev in p.channels:
         proc = subprocess.run(
@@ -330,17 +329,39 @@ def qdisc_counts(p: VethPlan) -> list[dict[str, int]]:
             capture_output=True,
             text=True,
         )
-        counts = {"tx_pkts": 0, "tx_bytes": 0, "drops": 0, "backlog_pkts": 0}
-        with contextlib.suppress(ValueError, TypeError, KeyError):
-            for q in json.loads(proc.stdout or "[]"):
-                if q.get("root"):
-                    counts["tx_pkts"] = int(q["packets"])
-                    counts["tx_bytes"] = int(q["bytes"])
-                if q.get("handle") in ("10:", "5:"):
-                    counts["drops"] += int(q["drops"])
-                    counts["backlog_pkts"] += int(q["qlen"])
-        out.append(counts)
+        try:
+            qdiscs = json.loads(proc.stdout or "[]")
+        except ValueError:
+            qdiscs = []
+        out.append(counts_of(qdiscs))
     return out
+
+
+def counts_of(qdiscs: list[dict[str, Any]]) -> dict[str, int]:
+    """Packets and bytes the root qdisc sent, and the drops and the packets held at the end
+    of the link's queue (handle 10:, the pfifo or Mininet's netem). Only the queue's:
+    a delay stage above it (netem with a child) counts its child's drops as its own
+    (sch_netem.c, ``netem_dequeue``), and the packets in its delay line have not reached
+    the queue yet.
+
+    Example:
+        >>> counts_of([
+        ...     {"handle": "5:", "root": True, "packets": 90, "bytes": 135000, "drops": 10,
+        ...      "qlen": 3},
+        ...     {"handle": "1:", "packets": 90, "bytes": 135000, "drops": 0, "qlen": 0},
+        ...     {"handle": "10:", "packets": 90, "bytes": 135000, "drops": 10, "qlen": 1}])
+        {'tx_pkts': 90, 'tx_bytes': 135000, 'drops': 10, 'backlog_pkts': 1}
+    """
+    counts = {"tx_pkts": 0, "tx_bytes": 0, "drops": 0, "backlog_pkts": 0}
+    with contextlib.suppress(ValueError, TypeError, KeyError):
+        for q in qdiscs:
+            if q.get("root"):
+                counts["tx_pkts"] = int(q["packets"])
+                counts["tx_bytes"] = int(q["bytes"])
+            if q.get("handle") == "10:":
+                counts["drops"] = int(q["drops"])
+                counts["backlog_pkts"] = int(q["qlen"])
+    return counts
 
 
 def fill_link_summary(
