@@ -37,8 +37,19 @@ class KernelBackend(Backend):
         linux = [a for a, module in kernel.LINUX_NAME.items() if module in offered]
         return sorted({*linux, *kernel.BPF_ALGORITHMS})
 
-    def check(self, resolved: Any, *, force_bpf: bool = False) -> None:
-        """:func:`ccfair.kernel.check_scenario`."""
+    #: How the packets travel (``ccfair.kernel.run_kernel``): ccfair's forwarder over TUN
+    #: devices here, veth pairs with tc qdiscs in :mod:`ccfair.backends.veth`.
+    datapath = "tun"
+
+    def check(
+        self,
+        resolved: Any,
+        *,
+        force_bpf: bool = False,
+        engine_spec: dict[str, Any] | None = None,
+    ) -> None:
+        """:func:`ccfair.kernel.check_scenario` (``engine_spec``: what will run, when it
+        differs from the resolved spec; the TUN path takes any)."""
         from ccfair import kernel
 
         kernel.check_scenario(resolved, force_bpf=force_bpf)
@@ -67,9 +78,13 @@ class KernelBackend(Backend):
         """Check, run on this kernel (one machine turn), and assess the self-checks."""
         from ccfair import kernel
 
-        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        self.check(resolved, force_bpf=force_bpf, engine_spec=engine_spec)
         raw, selfcheck = kernel.run_kernel(
-            resolved, run_id, engine_spec=engine_spec, force_bpf=force_bpf
+            resolved,
+            run_id,
+            engine_spec=engine_spec,
+            force_bpf=force_bpf,
+            datapath=self.datapath,
         )
         return BackendRun(raw, selfcheck, kernel.assess(selfcheck))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ccfair.backends import BackendRun
 from ccfair.backends.kernel import KernelBackend
 
 
@@ -57,6 +56,7 @@ class VethBackend(KernelBackend):
     )
     title = "the kernel backend's veth data path"
     docs = "docs/kernel.md"
+    datapath = "veth"
 
     def check(
         self,
@@ -66,9 +66,9 @@ class VethBackend(KernelBackend):
         engine_spec: dict[str, Any] | None = None,
     ) -> None:
         """The kernel backend's checks, then :func:`ccfair.veth.check_scenario`."""
-        from ccfair import kernel, veth
+        from ccfair import veth
 
-        kernel.check_scenario(resolved, force_bpf=force_bpf)
+        super().check(resolved, force_bpf=force_bpf)
         veth.check_scenario(resolved, netem=netem_available(), engine_spec=engine_spec)
 
     def preflight(self) -> None:
@@ -80,24 +80,6 @@ class VethBackend(KernelBackend):
         super().preflight()
         if shutil.which("tc") is None:
             raise kernel.KernelError("the veth data path needs iproute2's `tc`; it is not on PATH")
-
-    def run(
-        self,
-        resolved: Any,
-        run_id: str,
-        engine_spec: dict[str, Any],
-        limits: Any,
-        *,
-        force_bpf: bool = False,
-    ) -> BackendRun:
-        """Check, run on this kernel over veth pairs (one machine turn), assess."""
-        from ccfair import kernel
-
-        self.check(resolved, force_bpf=force_bpf, engine_spec=engine_spec)
-        raw, selfcheck = kernel.run_kernel(
-            resolved, run_id, engine_spec=engine_spec, force_bpf=force_bpf, datapath="veth"
-        )
-        return BackendRun(raw, selfcheck, kernel.assess(selfcheck))
 
     def identity(self, force_bpf: bool = False) -> str:
         """A run over veth pairs is another point than the TUN path's run of the same spec."""
