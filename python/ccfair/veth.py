@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccfair.errors import SpecError
+from ccfair.kernel import KernelError, _safe
 
 __all__ = ["NETEM_MISSING", "VethPlan", "check_scenario", "device_name", "plan", "setup"]
 
@@ -270,15 +271,7 @@ def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> Veth
     return p
 
 
-def _safe(name: str) -> str:
-    from ccfair.kernel import _safe as kernel_safe
-
-    return kernel_safe(name)
-
-
 def _run(argv: list[str], script: str | None = None) -> None:
-    from ccfair.kernel import KernelError
-
     proc = subprocess.run(argv, input=script, capture_output=True, text=True)
     if proc.returncode != 0:
         err = proc.stderr.strip() or f"exit status {proc.returncode}"
