@@ -109,8 +109,17 @@ def main() -> int:
     if any(n < 1 or n > 100_000 for n in args.flows):
         print("error: --flows: each must be 1 to 100000", file=sys.stderr)
         return 2
-    if args.repeat < 1:
-        print(f"error: --repeat: {args.repeat} is not a positive count", file=sys.stderr)
+    if not 1 <= args.repeat <= 100:
+        print(f"error: --repeat: {args.repeat} is not a count from 1 to 100", file=sys.stderr)
+        return 2
+    if not 0 < args.max_memory_gb <= 1e6:
+        print(f"error: --max-memory-gb: {args.max_memory_gb} is not in (0, 1e6]", file=sys.stderr)
+        return 2
+    if args.max_events < 1:
+        print(f"error: --max-events: {args.max_events} is not a positive count", file=sys.stderr)
+        return 2
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: --out: {args.out} is not a directory", file=sys.stderr)
         return 2
     if not RUN_SPEC.exists():
         print(

@@ -1,6 +1,6 @@
 """The helper scripts refuse absurd arguments in one line (scripts/cpu_gaps.py,
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
-scripts/trace_phase.py, scripts/profile_table.py)."""
+scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py)."""
 
 from __future__ import annotations
 
@@ -105,3 +105,29 @@ def test_profile_table_refuses_what_is_no_profile_sweep(tmp_path):
     (tmp_path / "sweep.json").write_text('{"points": [{"run_id": "x"}]}')
     _refused(_script("profile_table.py", str(tmp_path)), "not a finished sweep")
     _refused(_script("profile_table.py", "--top", "0", str(tmp_path)), "--top 0")
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--flows", "0"], "--flows: each must be 1 to 100000"),
+        (["--flows", "2", "1000000000"], "--flows: each must be 1 to 100000"),
+        (["--repeat", "0"], "--repeat: 0 is not a count"),
+        (["--repeat", "-3"], "--repeat: -3 is not a count"),
+        (["--max-memory-gb", "-1"], "--max-memory-gb: -1.0 is not in"),
+        (["--max-memory-gb", "nan"], "--max-memory-gb: nan is not in"),
+        (["--max-events", "0"], "--max-events: 0 is not a positive count"),
+        (["--out", str(ROOT / "README.md")], "is not a directory"),
+    ],
+)
+def test_scale_curve_refuses_absurd_arguments_before_running_anything(args, says, tmp_path):
+    if "--out" not in args:
+        args = [*args, "--out", str(tmp_path / "out")]
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "scale_curve.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists()
