@@ -69,6 +69,36 @@ impl Table {
                 })
     }
 
+    /// A 64-bit digest (FNV-1a) of the column names and every value's bits: two tables with
+    /// the same digest are, for a before/after check of engine work, bit-identical
+    /// (`run_spec --digest`, benches/README.md).
+    pub fn digest(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for &b in bytes {
+                h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        for (name, data) in &self.columns {
+            eat(name.as_bytes());
+            match data {
+                ColumnData::U64(v) => v.iter().for_each(|x| eat(&x.to_le_bytes())),
+                ColumnData::F64(v) => v.iter().for_each(|x| eat(&x.to_bits().to_le_bytes())),
+                ColumnData::Str(v) => v.iter().for_each(|s| {
+                    eat(s.as_bytes());
+                    eat(&[0]);
+                }),
+                ColumnData::Text(v) => v.iter().for_each(|s| {
+                    eat(s.as_bytes());
+                    eat(&[0]);
+                }),
+            }
+            // Column boundaries are part of the content (string ends are the 0 above).
+            eat(&[0xff]);
+        }
+        h
+    }
+
     pub fn u64(&self, name: &str) -> Option<&[u64]> {
         match self.column(name)? {
             ColumnData::U64(v) => Some(v),
