@@ -479,12 +479,18 @@ impl Simulation {
         self.out.clear();
         let now = self.now;
         let flow = &mut self.flows[f as usize];
-        let deadlines = [
-            (TimerKind::Xmit, flow.sender.xmit_timer_deadline()),
-            (TimerKind::Pacing, flow.sender.pacing_deadline()),
-            (TimerKind::Delack, flow.receiver.delack_at),
-            (TimerKind::CompSack, flow.receiver.comp_sack_at),
-        ];
+        // A host's call changes only its own end's timers (the sender and the receiver are
+        // separate state), so only those can need scheduling.
+        let deadlines = match side {
+            Side::Sender => [
+                (TimerKind::Xmit, flow.sender.xmit_timer_deadline()),
+                (TimerKind::Pacing, flow.sender.pacing_deadline()),
+            ],
+            Side::Receiver => [
+                (TimerKind::Delack, flow.receiver.delack_at),
+                (TimerKind::CompSack, flow.receiver.comp_sack_at),
+            ],
+        };
         for (kind, deadline) in deadlines {
             if let Some(t) = deadline {
                 let t = t.max(now);
