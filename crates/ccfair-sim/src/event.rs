@@ -120,6 +120,8 @@ pub struct EventQueue {
     /// The earliest event was taken (`take`) and is still at the root: the next `push`
     /// replaces it, or `settle` removes it.
     taken: bool,
+    /// The most events the queue has held at once (counted where it grows, in `push`).
+    peak_len: usize,
 }
 
 impl EventQueue {
@@ -138,7 +140,13 @@ impl EventQueue {
             return;
         }
         self.heap.push(e);
+        self.peak_len = self.peak_len.max(self.heap.len());
         self.sift_up(self.heap.len() - 1, e);
+    }
+
+    /// The most events the queue has held at once.
+    pub fn peak_len(&self) -> usize {
+        self.peak_len
     }
 
     /// Take the earliest event off the queue (its handler runs next), lazily: the first

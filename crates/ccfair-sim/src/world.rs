@@ -204,28 +204,26 @@ impl Simulation {
         self.queue.push(self.spec.measure_end_ns, Event::MeasureEnd);
         self.queue
             .push(self.spec.sample_interval_ns.min(duration), Event::Sample);
-        let mut same_instant = 0u64;
         // Counted in locals (registers) and stored at the end: the loop calls out through
         // `&mut self`, so counters in `self.stats` were loaded and stored per event.
         let mut events = 0u64;
-        let mut peak_heap_len = 0usize;
+        // The event count when the clock last moved (the progress guard).
+        let mut events_at_advance = 0u64;
         while let Some((t, code)) = self.queue.peek_code() {
             if t > duration {
                 break;
             }
-            if t == self.now {
-                same_instant += 1;
-                if same_instant > STALL_EVENTS {
-                    return Err(SimError::Stopped(format!(
-                        "the simulation made no progress: {same_instant} events at t = {t} ns \
-                         without the clock advancing (a loop of zero-time events)"
-                    )));
-                }
-            } else {
-                same_instant = 0;
-            }
-            self.now = t;
             events += 1;
+            if t != self.now {
+                self.now = t;
+                events_at_advance = events;
+            } else if events - events_at_advance > STALL_EVENTS {
+                return Err(SimError::Stopped(format!(
+                    "the simulation made no progress: {} events at t = {t} ns \
+                     without the clock advancing (a loop of zero-time events)",
+                    events - events_at_advance
+                )));
+            }
             if events > max_events {
                 return Err(SimError::Stopped(format!(
                     "the run exceeded its budget of {max_events} events at t = {:.3} s of \
@@ -245,10 +243,9 @@ impl Simulation {
                 }
             }
             self.queue.settle();
-            peak_heap_len = peak_heap_len.max(self.queue.len());
         }
         self.stats.events = events;
-        self.stats.peak_heap_len = peak_heap_len;
+        self.stats.peak_heap_len = self.queue.peak_len();
         self.now = duration;
         Ok(self.finish())
     }
