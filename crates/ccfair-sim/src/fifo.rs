@@ -70,6 +70,22 @@ impl<T: Copy> Fifo<T> {
         Some(x)
     }
 
+    /// The `k`-th value from the front.
+    #[inline]
+    pub fn get(&self, k: usize) -> Option<&T> {
+        if k < self.len {
+            Some(&self.buf[(self.head + k) & (self.buf.len() - 1)])
+        } else {
+            None
+        }
+    }
+
+    /// The last value.
+    #[inline]
+    pub fn back(&self) -> Option<&T> {
+        self.len.checked_sub(1).and_then(|k| self.get(k))
+    }
+
     /// The values, first to last.
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         let mask = self.buf.len().wrapping_sub(1);
@@ -134,6 +150,9 @@ mod tests {
             }
             assert_eq!(f.len(), d.len());
             assert_eq!(f.front(), d.front());
+            assert_eq!(f.back(), d.back());
+            let k = (step % 7) as usize;
+            assert_eq!(f.get(k), d.get(k));
             if step % 1_000 == 0 {
                 assert!(f.iter().eq(d.iter()), "step {step}");
             }

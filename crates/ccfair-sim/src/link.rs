@@ -10,6 +10,12 @@
 //!
 //! With `queue = Netem` the buffer counts the packets in the delay line too, and random
 //! loss strikes when a packet is offered, as netem does (`netem.rs`).
+//!
+//! A channel may be *fed ahead* (`feed_ahead`): the engine offers it each packet when the
+//! packet enters the channel before it, with the later time it will reach this one's input
+//! (`enqueue_ahead`), which saves an event per packet where that is exact (`world.rs`,
+//! "Handing packets on ahead of time"). Such a channel answers every question about its
+//! state (occupancy, counters) as of the engine's clock, leaving out what it was told ahead.
 
 use ccfair_cc::rng::Rng;
 
@@ -56,6 +62,30 @@ struct Backlogged {
     departure_ns: u64,
     bytes_through: u64,
     sojourn_ns_through: u64,
+    /// When it reaches the channel's input, and when its arrival there was announced (see
+    /// [`Ahead`]): both are `now` for a packet offered when it arrives.
+    input_ns: u64,
+    announced_ns: u64,
+}
+
+/// When a packet offered ahead of time reaches a fed-ahead channel, and when the engine
+/// would have scheduled that arrival had it not been offered ahead: the time the channel
+/// before scheduled the packet's arrival at its far end, which orders the arrival among
+/// simultaneous events (`Channel::advance_for`).
+#[derive(Clone, Copy, Debug)]
+pub struct Ahead {
+    pub input_ns: u64,
+    pub announced_ns: u64,
+}
+
+/// What a fed-ahead channel has been told ahead of the moment its counters describe:
+/// packets accepted (and their bytes), queue drops and random losses still to come.
+#[derive(Clone, Copy, Debug, Default)]
+struct ToldAhead {
+    packets: u64,
+    bytes: u64,
+    drops_queue: u64,
+    drops_random: u64,
 }
 
 /// What became of a packet offered to a channel.
@@ -69,6 +99,11 @@ pub enum Enqueued<P = Packet> {
     /// Accepted and serialised, then lost on the wire (random loss).
     LostOnWire(P),
 }
+
+/// A packet accepted and not lost, not put in the pipe (`Channel::enqueue_through`): when
+/// it reaches the far end, and when that arrival would have been scheduled.
+#[derive(Clone, Copy, Debug)]
+pub struct PassedOn(pub Ahead);
 
 /// One direction of a link.
 ///
@@ -93,6 +128,9 @@ pub struct Channel<P: OnWire = Packet> {
     departed_bytes: u64,
     departed_sojourn_ns: u64,
     last_departure_ns: u64,
+    /// When the last packet accepted and not lost reaches the far end, whether it went into
+    /// the pipe or was handed on ahead of time.
+    last_arrival_ns: u64,
     /// Accepted packets not lost, with their arrival time at the far end (FIFO: constant
     /// delay after in-order departures).
     pipe: Fifo<(u64, P)>,
@@ -100,6 +138,14 @@ pub struct Channel<P: OnWire = Packet> {
     /// The last packet size serialised and its time: a channel carries mostly one size
     /// (full segments, or bare ACKs), so this skips the division for most packets.
     last_size: (u32, u64),
+    /// Fed ahead of time (`feed_ahead`); the rest is its bookkeeping.
+    fed_ahead: bool,
+    /// What it had been told ahead of the last `advance`.
+    told_ahead: ToldAhead,
+    /// Packets accepted in all whose departure is at or before the latest input time.
+    departed_by_input: u64,
+    /// Drops decided ahead of their time, oldest first, and whether by random loss.
+    drops_ahead: Fifo<(Ahead, bool)>,
 }
 
 impl<P: OnWire> Channel<P> {
@@ -120,9 +166,14 @@ impl<P: OnWire> Channel<P> {
             departed_bytes: 0,
             departed_sojourn_ns: 0,
             last_departure_ns: 0,
+            last_arrival_ns: 0,
             pipe: Fifo::new(),
             counters: ChannelCounters::default(),
             last_size: (0, 0),
+            fed_ahead: false,
+            told_ahead: ToldAhead::default(),
+            departed_by_input: 0,
+            drops_ahead: Fifo::new(),
         };
         channel.last_size = (0, channel.serialisation_ns(0));
         channel
@@ -132,6 +183,10 @@ impl<P: OnWire> Channel<P> {
     /// least 1 ns: the engine's clock ticks in ns, and a packet that took no time on a link
     /// would let a zero-delay path loop without the clock advancing (a livelock). The floor
     /// only matters above ~1.6 Tbit/s (a 52-byte ACK in under 0.5 ns).
+    ///
+    /// Not inlined: the channel caches the last size's time, and inlined the compiler
+    /// computed the products for a cache miss on every packet.
+    #[inline(never)]
     pub fn serialisation_ns(&self, bytes: u32) -> u64 {
         let rate = self.rate_bps.max(1);
         // In 64 bits whenever the rounded numerator fits (bytes * 8e9 + rate / 2 < 2^64: any
@@ -149,8 +204,42 @@ impl<P: OnWire> Channel<P> {
         self.backlog.reserve(packets);
     }
 
-    /// Retire packets whose serialisation finished by `now` (counters, occupancy).
+    /// Let the engine offer packets ahead of time (`enqueue_ahead`). A drop-tail channel
+    /// only: netem's limit counts its delay line, which is not kept per input time.
+    pub fn feed_ahead(&mut self) {
+        assert!(
+            self.queue == Queue::Droptail,
+            "only a drop-tail channel is fed ahead"
+        );
+        self.fed_ahead = true;
+    }
+
+    pub fn is_fed_ahead(&self) -> bool {
+        self.fed_ahead
+    }
+
+    /// Retire packets whose serialisation finished by `now` (counters, occupancy), for a
+    /// question asked at `now` by an event scheduled before anything else (at the start).
     pub fn advance(&mut self, now: u64) {
+        self.advance_for(now, 0);
+    }
+
+    /// Retire packets whose serialisation finished by `now`, for a question asked at `now`
+    /// by an event scheduled at `scheduled_ns` (`u64::MAX`: after every event at `now`).
+    ///
+    /// The engine runs simultaneous events in the order they were scheduled. So a packet
+    /// told ahead of time that reaches a fed-ahead channel at `now` itself has arrived for
+    /// the question if its arrival was announced before `scheduled_ns` (the engine would
+    /// have run that arrival first); what reaches it later has not.
+    pub fn advance_for(&mut self, now: u64, scheduled_ns: u64) {
+        self.retire(now);
+        if self.fed_ahead {
+            self.told_ahead = self.told_ahead(now, scheduled_ns);
+        }
+    }
+
+    #[inline(always)]
+    fn retire(&mut self, now: u64) {
         while let Some(&b) = self.backlog.front() {
             if b.departure_ns > now {
                 break;
@@ -161,30 +250,92 @@ impl<P: OnWire> Channel<P> {
         }
     }
 
+    /// What a fed-ahead channel has been told ahead of a question at `now` asked by an
+    /// event scheduled at `scheduled_ns` (see `advance_for`).
+    fn told_ahead(&self, now: u64, scheduled_ns: u64) -> ToldAhead {
+        let later =
+            |a: Ahead| a.input_ns > now || (a.input_ns == now && a.announced_ns >= scheduled_ns);
+        // The packets told ahead are the newest in the backlog (input times only grow):
+        // find the first with an input time of at least `now`, then step over those at
+        // `now` that arrive first.
+        let len = self.backlog.len();
+        let at = |k: usize| self.backlog.get(k).copied().unwrap_or_default();
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if at(mid).input_ns >= now {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        while lo < len
+            && !later(Ahead {
+                input_ns: at(lo).input_ns,
+                announced_ns: at(lo).announced_ns,
+            })
+        {
+            lo += 1;
+        }
+        let bytes_before = match lo {
+            0 => self.departed_bytes,
+            k => at(k - 1).bytes_through,
+        };
+        let mut told = ToldAhead {
+            packets: (len - lo) as u64,
+            bytes: self.accepted_bytes - bytes_before,
+            ..ToldAhead::default()
+        };
+        for &(ahead, random) in self.drops_ahead.iter() {
+            if later(ahead) {
+                if random {
+                    told.drops_random += 1;
+                } else {
+                    told.drops_queue += 1;
+                }
+            }
+        }
+        told
+    }
+
     /// Packets in the buffer at the last `advance`, counting the one in service.
     pub fn occupancy_pkts(&self) -> usize {
-        self.backlog.len()
+        self.backlog.len() - self.told_ahead.packets as usize
     }
 
     pub fn occupancy_bytes(&self) -> u64 {
-        self.accepted_bytes - self.departed_bytes
+        self.accepted_bytes - self.departed_bytes - self.told_ahead.bytes
     }
 
     /// Counters as of the last `advance`.
     pub fn counters(&self) -> ChannelCounters {
+        let told = &self.told_ahead;
         ChannelCounters {
             tx_pkts: self.counters.tx_pkts - self.backlog.len() as u64,
             tx_bytes: self.departed_bytes,
             sojourn_ns_sum: self.departed_sojourn_ns,
-            ..self.counters
+            // A packet lost on the wire ahead of time is both in the backlog and a drop.
+            arrivals: self.counters.arrivals - told.packets - told.drops_queue,
+            drops_queue: self.counters.drops_queue - told.drops_queue,
+            drops_random: self.counters.drops_random - told.drops_random,
         }
     }
 
-    /// Offer a packet at time `now`. Inlined into the engine's one call site (`forward`):
-    /// the call's register saves and the outcome passed through memory cost about 15% of it.
-    #[inline]
+    /// Offer a packet at time `now`. Inlined into the engine's call sites (`forward`): the
+    /// call's register saves and the outcome passed through memory cost about 15% of it.
+    #[inline(always)]
     pub fn enqueue(&mut self, now: u64, pkt: P) -> Enqueued<P> {
-        self.advance(now);
+        match self.enqueue_through(now, pkt) {
+            Ok(PassedOn(a)) => Enqueued::Accepted(self.into_pipe(a.input_ns, pkt)),
+            Err(refused) => refused,
+        }
+    }
+
+    /// `enqueue`, without putting the packet in the pipe: the engine hands it on to the
+    /// next channel, fed ahead of time.
+    #[inline(always)]
+    pub fn enqueue_through(&mut self, now: u64, pkt: P) -> Result<PassedOn, Enqueued<P>> {
+        self.retire(now);
         self.counters.arrivals += 1;
         let held = match self.queue {
             Queue::Droptail => self.backlog.len(),
@@ -192,44 +343,116 @@ impl<P: OnWire> Channel<P> {
                 // netem_enqueue: random loss first, then the limit.
                 if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
                     self.counters.drops_random += 1;
-                    return Enqueued::LostOnWire(pkt);
+                    return Err(Enqueued::LostOnWire(pkt));
                 }
                 crate::netem::held(&self.pipe, now)
             }
         };
+        let here = Ahead {
+            input_ns: now,
+            announced_ns: now,
+        };
+        self.admit(here, held, pkt)
+    }
+
+    /// Offer a packet to this fed-ahead channel at the engine's time `now`, `ahead` of its
+    /// arrival at the input. What happens to it is what would happen at its input time: it
+    /// is refused if the buffer then holds `buffer_pkts` packets (those accepted before it
+    /// that depart after that time), else it departs at max(input, previous departure) +
+    /// serialisation. The caller puts it in the pipe (`into_pipe`) or hands it on.
+    #[inline(always)]
+    pub fn enqueue_ahead(
+        &mut self,
+        now: u64,
+        ahead: Ahead,
+        pkt: P,
+    ) -> Result<PassedOn, Enqueued<P>> {
+        debug_assert!(self.fed_ahead && ahead.input_ns >= now);
+        self.retire(now);
+        while self
+            .drops_ahead
+            .front()
+            .is_some_and(|&(a, _)| a.input_ns < now)
+        {
+            self.drops_ahead.pop_front();
+        }
+        // Skip the accepted packets that have left by the input time (input times only
+        // grow, so the count only grows: each packet is passed over once).
+        let departed_by_now = self.counters.tx_pkts - self.backlog.len() as u64;
+        let mut k = (self.departed_by_input.max(departed_by_now) - departed_by_now) as usize;
+        while self
+            .backlog
+            .get(k)
+            .is_some_and(|b| b.departure_ns <= ahead.input_ns)
+        {
+            k += 1;
+        }
+        self.departed_by_input = departed_by_now + k as u64;
+        self.counters.arrivals += 1;
+        let outcome = self.admit(ahead, self.backlog.len() - k, pkt);
+        match outcome {
+            Err(Enqueued::BufferFull(_)) => self.drops_ahead.push_back((ahead, false)),
+            Err(Enqueued::LostOnWire(_)) => self.drops_ahead.push_back((ahead, true)),
+            _ => {}
+        }
+        outcome
+    }
+
+    /// Accept a packet arriving at its input time when the buffer holds `held` packets, or
+    /// refuse it; lose it on the wire at random. Returns its arrival at the far end, and
+    /// when the engine would have scheduled that: when the packet entered, if the pipe
+    /// was then empty, else when the packet before it reached the far end (whose event
+    /// schedules the next arrival).
+    #[inline(always)]
+    fn admit(&mut self, input: Ahead, held: usize, pkt: P) -> Result<PassedOn, Enqueued<P>> {
         if held >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
-            return Enqueued::BufferFull(pkt);
+            return Err(Enqueued::BufferFull(pkt));
         }
         let bytes = pkt.wire_bytes();
         if self.last_size.0 != bytes {
             self.last_size = (bytes, self.serialisation_ns(bytes));
         }
-        let departure = now.max(self.last_departure_ns) + self.last_size.1;
+        let departure = input.input_ns.max(self.last_departure_ns) + self.last_size.1;
         self.last_departure_ns = departure;
         // `counters.tx_pkts` counts accepted packets here; `counters()` subtracts those
         // still in the buffer.
         self.counters.tx_pkts += 1;
         self.accepted_bytes += bytes as u64;
-        self.accepted_sojourn_ns += departure - now;
+        self.accepted_sojourn_ns += departure - input.input_ns;
         self.backlog.push_back(Backlogged {
             departure_ns: departure,
             bytes_through: self.accepted_bytes,
             sojourn_ns_through: self.accepted_sojourn_ns,
+            input_ns: input.input_ns,
+            announced_ns: input.announced_ns,
         });
-        debug_assert!(self.backlog.len() <= self.buffer_pkts as usize);
+        // (A fed-ahead channel also keeps packets that have left by their successors' input.)
+        debug_assert!(self.fed_ahead || self.backlog.len() <= self.buffer_pkts as usize);
         // Random loss happens on the wire: the packet still takes its serialisation time.
         if self.queue == Queue::Droptail
             && self.loss_prob > 0.0
             && self.rng.uniform() < self.loss_prob
         {
             self.counters.drops_random += 1;
-            return Enqueued::LostOnWire(pkt);
+            return Err(Enqueued::LostOnWire(pkt));
         }
-        let at = departure + self.delay_ns;
+        let arrival_ns = departure + self.delay_ns;
+        let announced_ns = input.input_ns.max(self.last_arrival_ns);
+        self.last_arrival_ns = arrival_ns;
+        Ok(PassedOn(Ahead {
+            input_ns: arrival_ns,
+            announced_ns,
+        }))
+    }
+
+    /// Put an accepted packet in the pipe, to reach the far end at `at`. Returns `Some(at)`
+    /// if the pipe was empty: the engine must schedule that arrival.
+    #[inline(always)]
+    pub fn into_pipe(&mut self, at: u64, pkt: P) -> Option<u64> {
         let was_empty = self.pipe.is_empty();
         self.pipe.push_back((at, pkt));
-        Enqueued::Accepted(was_empty.then_some(at))
+        was_empty.then_some(at)
     }
 
     /// The head of the pipe reached the far end. Returns it and the time of the next arrival.
@@ -358,5 +581,93 @@ mod tests {
         }
         let lost = ch.counters().drops_random as f64 / 20_000.0;
         assert!((lost - 0.1).abs() < 0.01, "{lost}");
+    }
+
+    /// A fed-ahead channel, told of packets before they arrive, answers every question as
+    /// a channel offered only the packets that have arrived by then: those with earlier
+    /// input times, and those arriving at the question's instant whose arrival was
+    /// announced before the question was scheduled. Random sizes, small buffers (drops),
+    /// random loss, and questions at the very input times of packets, asked by events
+    /// scheduled before and after those arrivals were announced.
+    #[test]
+    fn a_fed_ahead_channel_answers_as_if_fed_on_time() {
+        let mut rng = Rng::new(11);
+        let (rate, delay, buffer, loss) = (10_000_000, 2_000, 2, 0.05);
+        // Packets: (input time, announced time, size); input times grow (they come from
+        // one channel, which serialises them), mostly by whole serialisation times, so
+        // that they meet the questions' instants.
+        let mut packets = Vec::new();
+        let mut t = 1_000_000u64;
+        for _ in 0..400 {
+            let steps = [
+                1_200_000,
+                1_200_000,
+                600_000,
+                1 + rng.below(3_000_000) as u64,
+            ];
+            t += steps[rng.below(4) as usize];
+            let announced = t - rng.below(3) as u64 * 400_000;
+            packets.push((t, announced, [1500, 52, 1500][rng.below(3) as usize]));
+        }
+        let mut fed: Channel = Channel::new(rate, delay, buffer, loss, 3);
+        fed.feed_ahead();
+        let mut told = 0;
+        let mut now = 0;
+        for step in 0..300 {
+            // The engine's clock moves on; the channel is told of packets up to 5 ms ahead.
+            now += rng.below(1_500_000) as u64;
+            while told < packets.len() && packets[told].0 <= now + 5_000_000 {
+                let (input_ns, announced_ns, bytes) = packets[told];
+                let ahead = Ahead {
+                    input_ns: input_ns.max(now),
+                    announced_ns,
+                };
+                let _ = fed.enqueue_ahead(now, ahead, pkt(bytes));
+                packets[told].0 = ahead.input_ns;
+                told += 1;
+            }
+            // A question at `now`, or at the input time of a packet told ahead, asked by
+            // an event scheduled before, at, or after that packet's announcement.
+            let at = match told.checked_sub(1 + rng.below(3) as usize) {
+                Some(k) if step % 2 == 0 && packets[k].0 >= now => packets[k].0,
+                _ => now,
+            };
+            let scheduled = at - [0, 400_000, 800_000, at][rng.below(4) as usize].min(at);
+            if at > now {
+                // Questions come at the engine's clock; move it there.
+                now = at;
+            }
+            fed.advance_for(now, scheduled);
+            let mut on_time: Channel = Channel::new(rate, delay, buffer, loss, 3);
+            for &(input_ns, announced_ns, bytes) in &packets[..told] {
+                let arrived = input_ns < now || (input_ns == now && announced_ns < scheduled);
+                if arrived {
+                    let _ = on_time.enqueue(input_ns, pkt(bytes));
+                }
+            }
+            on_time.advance(now);
+            let (a, b) = (fed.counters(), on_time.counters());
+            let what = format!("step {step} at {now} scheduled {scheduled}");
+            assert_eq!(
+                (
+                    a.arrivals,
+                    a.drops_queue,
+                    a.drops_random,
+                    a.tx_pkts,
+                    a.tx_bytes
+                ),
+                (
+                    b.arrivals,
+                    b.drops_queue,
+                    b.drops_random,
+                    b.tx_pkts,
+                    b.tx_bytes
+                ),
+                "{what}"
+            );
+            assert_eq!(a.sojourn_ns_sum, b.sojourn_ns_sum, "{what}");
+            assert_eq!(fed.occupancy_pkts(), on_time.occupancy_pkts(), "{what}");
+            assert_eq!(fed.occupancy_bytes(), on_time.occupancy_bytes(), "{what}");
+        }
     }
 }
