@@ -23,7 +23,7 @@ def fixtures() -> dict[str, ccfair.Scenario]:
 
     Example:
         >>> sorted(fixtures())
-        ['dumbbell-2flows.json']
+        ['dumbbell-2flows.json', 'dumbbell-bbr-cubic-a0.5.json']
     """
     return {
         # The fairness table (crates/ccfair-sim/tests/fairness.rs): two flows on a
@@ -37,6 +37,13 @@ def fixtures() -> dict[str, ccfair.Scenario]:
             buffer_pkts=40,
             duration="20s",
             measure=("5s", "20s"),
+        ),
+        # The benchmark's shallow-buffer row (`ccfair bench`, issue 16), whose busy
+        # bottleneck delivers packets on a lattice of serialisation times that meets the
+        # sampling instants: simultaneous events that tests/feed_ahead.rs must order as the
+        # engine does.
+        "dumbbell-bbr-cubic-a0.5.json": ccfair.dumbbell(
+            2, ["bbr", "cubic"], buffer_bdp=0.5, duration="60s"
         ),
     }
 

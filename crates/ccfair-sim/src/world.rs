@@ -9,11 +9,12 @@ use ccfair_cc::rng::derive_seed;
 use crate::error::SimError;
 use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
+use crate::fifo::Fifo;
 use crate::host::{FlowHosts, Side};
-use crate::link::{Channel, ChannelCounters, Enqueued, OnWire};
+use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire, PassedOn};
 use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
-use crate::spec::RunSpec;
+use crate::spec::{Queue, RunSpec};
 use crate::table::Table;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::{Conn, Sender};
@@ -101,11 +102,23 @@ pub struct Simulation {
     measure_end_counters: Option<Vec<ChannelCounters>>,
     metric_buf: Vec<(&'static str, f64)>,
     trace: Option<Trace>,
+    /// Per channel: some packet leaving it enters a channel fed ahead of time.
+    hands_ahead: Vec<bool>,
+    /// Drops decided ahead of their time on fed-ahead channels, oldest first: (input time,
+    /// flow, kind). Until then the packet counts as in the network (`conservation`).
+    drops_ahead: Fifo<(u64, u32, Kind)>,
 }
 
 impl Simulation {
     /// Build a simulation from a resolved spec. Errors name the offending field.
     pub fn new(spec: RunSpec) -> Result<Self, SimError> {
+        Self::with_feed_ahead(spec, true)
+    }
+
+    /// `new`, choosing whether packets are handed on ahead of time where that is exact
+    /// (`feed_ahead`): the results are the same either way, one event per packet-hop fewer
+    /// with it (tests/feed_ahead.rs checks the sameness).
+    pub fn with_feed_ahead(spec: RunSpec, feed_ahead_on: bool) -> Result<Self, SimError> {
         spec.check()?;
         let max_id = crate::event::MAX_EVENT_ID as usize;
         if spec.flows.len() > max_id || 2 * spec.links.len() > max_id {
@@ -117,7 +130,12 @@ impl Simulation {
                 ),
             ));
         }
-        let channels = build_channels(&spec);
+        let mut channels = build_channels(&spec);
+        let hands_ahead = if feed_ahead_on {
+            feed_ahead(&spec, &mut channels)
+        } else {
+            vec![false; channels.len()]
+        };
         let starts = spec.flow_starts_ns();
         let rmem = spec.rmem_bytes();
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -171,6 +189,8 @@ impl Simulation {
             measure_end_counters: None,
             metric_buf: Vec::with_capacity(16),
             trace,
+            hands_ahead,
+            drops_ahead: Fifo::new(),
         })
     }
 
@@ -283,24 +303,24 @@ impl Simulation {
                 for f in &mut self.flows {
                     f.bytes_at_measure_start = f.receiver.delivered_bytes;
                 }
-                self.measure_start_counters = self.channel_counters();
+                self.measure_start_counters = self.channel_counters(0);
             }
             Event::MeasureEnd => {
                 for f in &mut self.flows {
                     f.bytes_at_measure_end = Some(f.receiver.delivered_bytes);
                 }
-                self.measure_end_counters = Some(self.channel_counters());
+                self.measure_end_counters = Some(self.channel_counters(0));
             }
         }
     }
 
     /// Counters of every channel as of now.
-    fn channel_counters(&mut self) -> Vec<ChannelCounters> {
+    fn channel_counters(&mut self, scheduled_ns: u64) -> Vec<ChannelCounters> {
         let now = self.now;
         self.channels
             .iter_mut()
             .map(|c| {
-                c.advance(now);
+                c.advance_for(now, scheduled_ns);
                 c.counters()
             })
             .collect()
@@ -320,8 +340,48 @@ impl Simulation {
 
     /// Put a packet on channel `ch` (the one at its current hop) at `t`. The callers know
     /// the channel from the packet's flow and kind, which they have looked up already.
+    ///
+    /// Where the packet's next channel is fed ahead of time, it is offered to that one at
+    /// once, with the time it will reach it, and so on down its path: it enters a pipe only
+    /// on the last channel before a node where paths merge, or before its end host.
     fn forward(&mut self, t: u64, r: PacketRef, ch: u32) {
-        let outcome = self.channels[ch as usize].enqueue(t, r);
+        // Where and when the packet is: the channel it enters, and its input time there
+        // (with when that arrival would have been scheduled, for a channel fed ahead).
+        let now = self.now;
+        let (mut ahead, mut ch) = (
+            Ahead {
+                input_ns: t,
+                announced_ns: now,
+            },
+            ch,
+        );
+        let outcome = loop {
+            let next = if self.hands_ahead[ch as usize] {
+                self.next_fed_ahead(r)
+            } else {
+                None
+            };
+            let channel = &mut self.channels[ch as usize];
+            let fed = channel.is_fed_ahead();
+            let through = match (next, fed) {
+                (None, false) => break channel.enqueue(ahead.input_ns, r),
+                (None, true) => match channel.enqueue_ahead(now, ahead, r) {
+                    Ok(PassedOn(a)) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
+                    Err(refused) => break refused,
+                },
+                (Some(_), false) => channel.enqueue_through(ahead.input_ns, r),
+                (Some(_), true) => channel.enqueue_ahead(now, ahead, r),
+            };
+            match (through, next) {
+                (Ok(PassedOn(a)), Some(next)) => {
+                    self.packets.get_mut(r).hop += 1;
+                    ahead = a;
+                    ch = next;
+                }
+                (Err(refused), _) => break refused,
+                (Ok(_), None) => unreachable!("handed on only to a next channel"),
+            }
+        };
         if self.trace.is_some() {
             let event = match outcome {
                 Enqueued::Accepted(_) => TraceEvent::Enqueue,
@@ -329,16 +389,33 @@ impl Simulation {
                 Enqueued::LostOnWire(_) => TraceEvent::DropWire,
             };
             let pkt = *self.packets.get(r);
-            self.trace_row(t, ch, &pkt, event);
+            self.trace_row(ahead.input_ns, ch, &pkt, event);
         }
         match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
             Enqueued::BufferFull(r) | Enqueued::LostOnWire(r) => {
                 let p = self.packets.remove(r);
+                if self.channels[ch as usize].is_fed_ahead() {
+                    // Decided ahead of its time: the packet still counts as in the network
+                    // until then (`conservation`).
+                    while self.drops_ahead.front().is_some_and(|d| d.0 < now) {
+                        self.drops_ahead.pop_front();
+                    }
+                    self.drops_ahead.push_back((ahead.input_ns, p.flow, p.kind));
+                }
                 self.count_drop(&p);
             }
         }
+    }
+
+    /// The channel after the packet's current one, if it is fed ahead of time.
+    #[inline]
+    fn next_fed_ahead(&self, r: PacketRef) -> Option<u32> {
+        let pkt = self.packets.get(r);
+        let route = self.flows[pkt.flow as usize].route(pkt.kind);
+        let &next = route.get(pkt.hop as usize + 1)?;
+        self.channels[next as usize].is_fed_ahead().then_some(next)
     }
 
     fn trace_row(&mut self, t: u64, channel: u32, pkt: &Packet, event: TraceEvent) {
@@ -564,7 +641,8 @@ impl Simulation {
             self.fseries.push(&row, &self.metric_buf);
         }
         for (ch, c) in self.channels.iter_mut().enumerate() {
-            c.advance(now);
+            // This sample was scheduled by the one before (the first at the start).
+            c.advance_for(now, self.last_sample_ns);
             let counters = c.counters();
             let prev = &self.last_channel_counters[ch];
             let row = record::link_sample(now, ch, c, prev, &counters, dt);
@@ -575,7 +653,8 @@ impl Simulation {
     }
 
     /// Per flow: (data sent, received, dropped, in network), (acks sent, received, dropped,
-    /// in network). Conservation requires sent = received + dropped + in network.
+    /// in network). Conservation requires sent = received + dropped + in network. A drop
+    /// decided ahead of its time (a fed-ahead channel) is still in the network until then.
     pub fn conservation(&self) -> Vec<([u64; 4], [u64; 4])> {
         let mut in_net = vec![(0u64, 0u64); self.flows.len()];
         for c in &self.channels {
@@ -588,25 +667,41 @@ impl Simulation {
                 }
             }
         }
+        let mut dropped_ahead = vec![(0u64, 0u64); self.flows.len()];
+        for &(t, flow, kind) in self.drops_ahead.iter() {
+            if t > self.now {
+                match kind {
+                    Kind::Data => dropped_ahead[flow as usize].0 += 1,
+                    Kind::Ack => dropped_ahead[flow as usize].1 += 1,
+                    Kind::Syn | Kind::SynAck | Kind::HandshakeAck => {}
+                }
+            }
+        }
         self.flows
             .iter()
             .zip(in_net)
-            .map(|(f, (d, a))| {
+            .zip(dropped_ahead)
+            .map(|((f, (d, a)), (dd, da))| {
                 (
                     [
                         f.sender.stats.data_pkts_sent,
                         f.receiver.data_pkts_received,
-                        f.data_dropped,
-                        d,
+                        f.data_dropped - dd,
+                        d + dd,
                     ],
-                    [f.receiver.acks_sent, f.acks_received, f.acks_dropped, a],
+                    [
+                        f.receiver.acks_sent,
+                        f.acks_received,
+                        f.acks_dropped - da,
+                        a + da,
+                    ],
                 )
             })
             .collect()
     }
 
     fn finish(mut self) -> RunResult {
-        let final_counters = self.channel_counters();
+        let final_counters = self.channel_counters(u64::MAX);
         self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
         let cons = self.conservation();
         for (i, (d, a)) in cons.iter().enumerate() {
@@ -627,7 +722,7 @@ impl Simulation {
             .flows
             .iter()
             .enumerate()
-            .map(|(i, f)| flow_summary(i, f, cons[i].0[3], window_ns))
+            .map(|(i, f)| flow_summary(i, f, &cons[i], window_ns))
             .collect();
         record::fill_flow_delays(&self.spec, &self.fseries.samples, &mut rows);
         let counters: Vec<Vec<(&'static str, f64)>> = self
@@ -656,8 +751,14 @@ impl Simulation {
     }
 }
 
-/// A flow's summary row (delay percentiles are filled from the samples afterwards).
-fn flow_summary(i: usize, f: &Flow, in_network: u64, window_ns: f64) -> FlowSummary {
+/// A flow's summary row (delay percentiles are filled from the samples afterwards), with
+/// its packet counts from `conservation`.
+fn flow_summary(
+    i: usize,
+    f: &Flow,
+    (data, acks): &([u64; 4], [u64; 4]),
+    window_ns: f64,
+) -> FlowSummary {
     let s = &f.sender.stats;
     let window_bytes =
         f.bytes_at_measure_end.unwrap_or(f.receiver.delivered_bytes) - f.bytes_at_measure_start;
@@ -669,15 +770,15 @@ fn flow_summary(i: usize, f: &Flow, in_network: u64, window_ns: f64) -> FlowSumm
         goodput_mbps: window_bytes as f64 * 8e3 / window_ns,
         data_sent_pkts: s.data_pkts_sent,
         data_received_pkts: f.receiver.data_pkts_received,
-        data_dropped_pkts: f.data_dropped,
-        data_in_network_pkts: in_network,
+        data_dropped_pkts: data[2],
+        data_in_network_pkts: data[3],
         retrans_pkts: s.retrans_pkts,
         rto_count: s.rto_count,
         tlp_count: s.tlp_count,
         recovery_count: s.recoveries,
         undo_count: s.undo_count,
         ack_sent_pkts: f.receiver.acks_sent,
-        ack_dropped_pkts: f.acks_dropped,
+        ack_dropped_pkts: acks[2],
         rtt_mean_ms: if s.rtt_samples == 0 {
             f64::NAN
         } else {
@@ -772,6 +873,53 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
         }
     }
     channels
+}
+
+/// Which channels the engine feeds ahead of time (`Channel::feed_ahead`), and which hand
+/// packets on to them: returns, per channel, whether some packet leaving it enters a
+/// fed-ahead channel.
+///
+/// A packet leaving channel `c` would reach the next one, `d`, at the time `c`'s pipe gives;
+/// the engine can offer it to `d` when it enters `c` instead (one event per packet fewer)
+/// when nothing else can reach `d` in between: every path that crosses `d` comes to it from
+/// `c`, and no host sends on it directly. Then `d` receives its packets in the order `c`
+/// delivers them (first in, first out, one delay), at the times it would have, and the
+/// packet's fate on `d` is decided from the same state. In a dumbbell these are the links
+/// from the far switch to each host, in both directions. Both channels must be drop-tail
+/// (a netem limit counts its pipe), and nothing is fed ahead while packets are traced, so
+/// that trace rows come in time order.
+fn feed_ahead<P: OnWire>(spec: &RunSpec, channels: &mut [Channel<P>]) -> Vec<bool> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Feeder {
+        Nothing,
+        Only(usize),
+        Several,
+    }
+    let mut feeder = vec![Feeder::Nothing; channels.len()];
+    let mut hands_ahead = vec![false; channels.len()];
+    if !spec.trace_flows.is_empty() {
+        return hands_ahead;
+    }
+    for f in &spec.flows {
+        for route in [&f.path, &f.ack_path] {
+            for (k, &d) in route.iter().enumerate() {
+                feeder[d] = match (k.checked_sub(1).map(|j| route[j]), feeder[d]) {
+                    (Some(c), Feeder::Nothing) => Feeder::Only(c),
+                    (Some(c), Feeder::Only(b)) if b == c => Feeder::Only(c),
+                    _ => Feeder::Several,
+                };
+            }
+        }
+    }
+    for (d, &fed_by) in feeder.iter().enumerate() {
+        if let Feeder::Only(c) = fed_by {
+            if channels[c].queue == Queue::Droptail && channels[d].queue == Queue::Droptail {
+                channels[d].feed_ahead();
+                hands_ahead[c] = true;
+            }
+        }
+    }
+    hands_ahead
 }
 
 /// Parse a resolved spec from JSON, check its resource estimate against `limits`, and run it
