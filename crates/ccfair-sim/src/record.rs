@@ -225,6 +225,10 @@ rows_len!(LinkSummaries, link);
 pub struct FlowRecorder {
     pub samples: FlowSamples,
     internals: Vec<Internal>,
+    /// Per flow, the column of each internal its last sample reported, in report order: an
+    /// algorithm reports the same names in the same order at every sample, so each value
+    /// finds its column at the first try.
+    columns_of_flow: Vec<Vec<usize>>,
 }
 
 /// One internal: the name the algorithm reports, the stored name and the divisor to table
@@ -254,6 +258,7 @@ impl FlowRecorder {
         FlowRecorder {
             samples: FlowSamples::default(),
             internals,
+            columns_of_flow: Vec::new(),
         }
     }
 
@@ -266,31 +271,47 @@ impl FlowRecorder {
         // `into_table`), not every column at every sample (that cost ~850 instructions per
         // sample, every algorithm's columns for every flow).
         let this_row = self.samples.len() - 1;
-        // Each name is one column (`internal_names` lists it once). An algorithm reports its
-        // metrics in the order its columns were listed, so the search for each starts after
-        // the previous one's column (and wraps): usually the first column tried.
-        let n = self.internals.len();
-        let mut from = 0;
-        for &(raw, v) in internals {
-            // Names are the algorithms' string constants: compare addresses first.
-            let same = |c: &Internal| std::ptr::eq(c.raw, raw) || c.raw == raw;
-            match (from..n).chain(0..from).find(|&i| same(&self.internals[i])) {
-                Some(i) => {
-                    let col = &mut self.internals[i];
-                    if col.values.len() > this_row {
-                        // Reported twice in one sample: the last value stands, as before.
-                        col.values[this_row] = v / col.divisor;
-                    } else {
-                        while col.values.len() < this_row {
-                            push_chunked(&mut col.values, f64::NAN);
-                        }
-                        push_chunked(&mut col.values, v / col.divisor);
+        let flow = row.flow as usize;
+        if self.columns_of_flow.len() <= flow {
+            self.columns_of_flow.resize_with(flow + 1, Vec::new);
+        }
+        let columns = &mut self.columns_of_flow[flow];
+        for (k, &(raw, v)) in internals.iter().enumerate() {
+            // Names are the algorithms' string constants: the column this flow's k-th value
+            // went to last time, if its name is the same string (address), else a search.
+            let i = match columns.get(k) {
+                Some(&i) if std::ptr::eq(self.internals[i].raw, raw) => i,
+                _ => match Self::find_column(&self.internals, raw) {
+                    Some(i) => {
+                        columns.truncate(k);
+                        columns.push(i);
+                        i
                     }
-                    from = i + 1;
+                    None => {
+                        debug_assert!(false, "{raw}: not reported by a fresh instance");
+                        continue;
+                    }
+                },
+            };
+            let col = &mut self.internals[i];
+            if col.values.len() > this_row {
+                // Reported twice in one sample: the last value stands, as before.
+                col.values[this_row] = v / col.divisor;
+            } else {
+                while col.values.len() < this_row {
+                    push_chunked(&mut col.values, f64::NAN);
                 }
-                None => debug_assert!(false, "{raw}: not reported by a fresh instance"),
+                push_chunked(&mut col.values, v / col.divisor);
             }
         }
+    }
+
+    /// The column of internal `raw`: each name is one column (`internal_names` lists it
+    /// once).
+    fn find_column(internals: &[Internal], raw: &str) -> Option<usize> {
+        internals
+            .iter()
+            .position(|c| std::ptr::eq(c.raw, raw) || c.raw == raw)
     }
 
     pub fn into_table(self) -> Table {
