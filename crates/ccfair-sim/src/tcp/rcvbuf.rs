@@ -216,6 +216,7 @@ impl RcvBuf {
     }
 
     /// `tcp_measure_rcv_mss`'s `scaling_ratio` from a segment of a new size.
+    #[cold]
     fn measure_scaling_ratio(&mut self, len: u64) {
         let ratio = ((len << RMEM_TO_WIN_SCALE) / self.truesize).max(1);
         if ratio != self.scaling_ratio {
@@ -264,8 +265,9 @@ impl RcvBuf {
     /// `tcp_measure_rcv_mss` and `tcp_grow_window` for a data segment of `len` bytes
     /// (in order: from `tcp_event_data_recv`; out of order: from `tcp_data_queue_ofo`).
     /// Returns whether `rcv_ssthresh` grew, which asks for an immediate ACK.
-    // Per data segment: inlined up to the growth, which a full window rarely has room for.
-    #[inline]
+    // Per data segment: inlined up to the growth, which a full window rarely has room for
+    // (the two call sites would otherwise keep it out of line).
+    #[inline(always)]
     pub fn measure_and_grow(&mut self, len: u64) -> bool {
         self.measure_rcv_mss(len);
         if len < 128 {
@@ -279,6 +281,7 @@ impl RcvBuf {
     }
 
     /// `tcp_grow_window` with `room` bytes between `rcv_ssthresh` and its bound.
+    #[inline(never)]
     fn grow_window(&mut self, len: u64, room: u64) -> bool {
         let incr = if win_from_space(self.scaling_ratio, self.truesize as i64) <= len as i64 {
             2 * self.advmss
