@@ -225,6 +225,10 @@ rows_len!(LinkSummaries, link);
 pub struct FlowRecorder {
     pub samples: FlowSamples,
     internals: Vec<Internal>,
+    /// Per flow, the column of each internal its last sample reported, in report order: an
+    /// algorithm reports the same names in the same order at every sample, so each value
+    /// finds its column at the first try.
+    columns_of_flow: Vec<Vec<usize>>,
 }
 
 /// One internal: the name the algorithm reports, the stored name and the divisor to table
@@ -254,6 +258,7 @@ impl FlowRecorder {
         FlowRecorder {
             samples: FlowSamples::default(),
             internals,
+            columns_of_flow: Vec::new(),
         }
     }
 
@@ -266,31 +271,47 @@ impl FlowRecorder {
         // `into_table`), not every column at every sample (that cost ~850 instructions per
         // sample, every algorithm's columns for every flow).
         let this_row = self.samples.len() - 1;
-        // Each name is one column (`internal_names` lists it once). An algorithm reports its
-        // metrics in the order its columns were listed, so the search for each starts after
-        // the previous one's column (and wraps): usually the first column tried.
-        let n = self.internals.len();
-        let mut from = 0;
-        for &(raw, v) in internals {
-            // Names are the algorithms' string constants: compare addresses first.
-            let same = |c: &Internal| std::ptr::eq(c.raw, raw) || c.raw == raw;
-            match (from..n).chain(0..from).find(|&i| same(&self.internals[i])) {
-                Some(i) => {
-                    let col = &mut self.internals[i];
-                    if col.values.len() > this_row {
-                        // Reported twice in one sample: the last value stands, as before.
-                        col.values[this_row] = v / col.divisor;
-                    } else {
-                        while col.values.len() < this_row {
-                            push_chunked(&mut col.values, f64::NAN);
-                        }
-                        push_chunked(&mut col.values, v / col.divisor);
+        let flow = row.flow as usize;
+        if self.columns_of_flow.len() <= flow {
+            self.columns_of_flow.resize_with(flow + 1, Vec::new);
+        }
+        let columns = &mut self.columns_of_flow[flow];
+        for (k, &(raw, v)) in internals.iter().enumerate() {
+            // Names are the algorithms' string constants: the column this flow's k-th value
+            // went to last time, if its name is the same string (address), else a search.
+            let i = match columns.get(k) {
+                Some(&i) if std::ptr::eq(self.internals[i].raw, raw) => i,
+                _ => match Self::find_column(&self.internals, raw) {
+                    Some(i) => {
+                        columns.truncate(k);
+                        columns.push(i);
+                        i
                     }
-                    from = i + 1;
+                    None => {
+                        debug_assert!(false, "{raw}: not reported by a fresh instance");
+                        continue;
+                    }
+                },
+            };
+            let col = &mut self.internals[i];
+            if col.values.len() > this_row {
+                // Reported twice in one sample: the last value stands, as before.
+                col.values[this_row] = v / col.divisor;
+            } else {
+                while col.values.len() < this_row {
+                    push_chunked(&mut col.values, f64::NAN);
                 }
-                None => debug_assert!(false, "{raw}: not reported by a fresh instance"),
+                push_chunked(&mut col.values, v / col.divisor);
             }
         }
+    }
+
+    /// The column of internal `raw`: each name is one column (`internal_names` lists it
+    /// once).
+    fn find_column(internals: &[Internal], raw: &str) -> Option<usize> {
+        internals
+            .iter()
+            .position(|c| std::ptr::eq(c.raw, raw) || c.raw == raw)
     }
 
     pub fn into_table(self) -> Table {
@@ -315,11 +336,21 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
-/// Sorted finite values.
-fn sorted(mut v: Vec<f64>) -> Vec<f64> {
-    v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    v
+/// Sorted finite values, in `f64::total_cmp` order. They are sorted as integers: the key
+/// `total_cmp` compares (the bits, with a negative number's other bits flipped) orders as
+/// an `i64`, and maps back to the value by the same flip. Equal keys are equal bits, so
+/// the unstable sort gives the same sequence as a stable one.
+fn sorted(v: Vec<f64>) -> Vec<f64> {
+    let total_order_key = |bits: i64| bits ^ (((bits >> 63) as u64) >> 1) as i64;
+    let mut keys: Vec<i64> = v
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .map(|x| total_order_key(x.to_bits() as i64))
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|k| f64::from_bits(total_order_key(k) as u64))
+        .collect()
 }
 
 fn in_window(spec: &RunSpec, t_ns: u64) -> bool {
@@ -345,11 +376,18 @@ pub fn base_rtt_ns(spec: &RunSpec) -> Vec<u64> {
 /// flow's base RTT.
 pub fn fill_flow_delays(spec: &RunSpec, samples: &FlowSamples, rows: &mut [FlowSummary]) {
     let base = base_rtt_ns(spec);
-    let mut rtts: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
-    for i in 0..samples.len() {
-        let f = samples.flow[i] as usize;
-        if f < rtts.len() && in_window(spec, samples.t_ns[i]) {
-            rtts[f].push(samples.srtt_ms[i]);
+    // Every flow has about the same number of samples: room for them up front.
+    let per_flow = samples.len() / rows.len().max(1) + 1;
+    let mut rtts: Vec<Vec<f64>> = (0..rows.len())
+        .map(|_| Vec::with_capacity(per_flow))
+        .collect();
+    let columns = (samples.t_ns.iter())
+        .zip(&samples.flow)
+        .zip(&samples.srtt_ms);
+    for ((&t_ns, &flow), &srtt_ms) in columns {
+        let f = flow as usize;
+        if f < rtts.len() && in_window(spec, t_ns) {
+            rtts[f].push(srtt_ms);
         }
     }
     for (row, r) in rows.iter_mut().zip(rtts) {
@@ -372,11 +410,19 @@ pub fn fill_flow_delays(spec: &RunSpec, samples: &FlowSamples, rows: &mut [FlowS
 
 /// Fill each link summary's queue-delay percentiles from the link samples in the window.
 pub fn fill_link_delays(spec: &RunSpec, samples: &LinkSamples, rows: &mut [LinkSummary]) {
-    let mut delays: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
-    for i in 0..samples.len() {
-        let ch = 2 * samples.link[i] as usize + usize::from(samples.direction[i] == "ba");
-        if ch < delays.len() && in_window(spec, samples.t_ns[i]) {
-            delays[ch].push(samples.queue_delay_ms[i]);
+    // Every channel has one sample per sampling instant: room for them up front.
+    let per_channel = samples.len() / rows.len().max(1) + 1;
+    let mut delays: Vec<Vec<f64>> = (0..rows.len())
+        .map(|_| Vec::with_capacity(per_channel))
+        .collect();
+    let columns = (samples.t_ns.iter())
+        .zip(&samples.link)
+        .zip(&samples.direction)
+        .zip(&samples.queue_delay_ms);
+    for (((&t_ns, &link), &direction), &delay_ms) in columns {
+        let ch = 2 * link as usize + usize::from(direction == "ba");
+        if ch < delays.len() && in_window(spec, t_ns) {
+            delays[ch].push(delay_ms);
         }
     }
     for (row, d) in rows.iter_mut().zip(delays) {

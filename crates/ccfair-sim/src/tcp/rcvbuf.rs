@@ -47,6 +47,10 @@ fn win_from_space(ratio: u64, space: i64) -> i64 {
 
 /// Bytes of buffer for `win` bytes of window (`__tcp_space_from_win`).
 fn space_from_win(ratio: u64, win: u64) -> u64 {
+    if win <= u64::MAX >> RMEM_TO_WIN_SCALE {
+        // The shift fits in 64 bits: the same quotient without a 128-bit division.
+        return (win << RMEM_TO_WIN_SCALE) / ratio;
+    }
     let space = ((win as u128) << RMEM_TO_WIN_SCALE) / ratio as u128;
     space.min(u64::MAX as u128) as u64
 }
@@ -198,19 +202,28 @@ impl RcvBuf {
 
     /// `tcp_measure_rcv_mss` for a segment of `len` payload bytes: the first full segment
     /// sets `scaling_ratio` from its truesize and re-derives `window_clamp`.
+    // Per data segment: inlined; a segment of the size already measured changes nothing
+    // but `rcv_mss`'s cap.
+    #[inline]
     fn measure_rcv_mss(&mut self, len: u64) {
         if len < self.rcv_mss {
             return;
         }
         if len != self.rcv_mss {
-            let ratio = ((len << RMEM_TO_WIN_SCALE) / self.truesize).max(1);
-            if ratio != self.scaling_ratio {
-                self.scaling_ratio = ratio;
-                let clamp = self.full_space();
-                self.set_window_clamp(clamp);
-            }
+            self.measure_scaling_ratio(len);
         }
         self.rcv_mss = len.min(self.advmss);
+    }
+
+    /// `tcp_measure_rcv_mss`'s `scaling_ratio` from a segment of a new size.
+    #[cold]
+    fn measure_scaling_ratio(&mut self, len: u64) {
+        let ratio = ((len << RMEM_TO_WIN_SCALE) / self.truesize).max(1);
+        if ratio != self.scaling_ratio {
+            self.scaling_ratio = ratio;
+            let clamp = self.full_space();
+            self.set_window_clamp(clamp);
+        }
     }
 
     /// `tcp_set_window_clamp`.
@@ -252,6 +265,9 @@ impl RcvBuf {
     /// `tcp_measure_rcv_mss` and `tcp_grow_window` for a data segment of `len` bytes
     /// (in order: from `tcp_event_data_recv`; out of order: from `tcp_data_queue_ofo`).
     /// Returns whether `rcv_ssthresh` grew, which asks for an immediate ACK.
+    // Per data segment: inlined up to the growth, which a full window rarely has room for
+    // (the two call sites would otherwise keep it out of line).
+    #[inline(always)]
     pub fn measure_and_grow(&mut self, len: u64) -> bool {
         self.measure_rcv_mss(len);
         if len < 128 {
@@ -261,6 +277,12 @@ impl RcvBuf {
         if room <= 0 {
             return false;
         }
+        self.grow_window(len, room as u64)
+    }
+
+    /// `tcp_grow_window` with `room` bytes between `rcv_ssthresh` and its bound.
+    #[inline(never)]
+    fn grow_window(&mut self, len: u64, room: u64) -> bool {
         let incr = if win_from_space(self.scaling_ratio, self.truesize as i64) <= len as i64 {
             2 * self.advmss
         } else {
@@ -269,7 +291,7 @@ impl RcvBuf {
         if incr == 0 {
             return false;
         }
-        self.rcv_ssthresh += (room as u64).min(incr.max(2 * len));
+        self.rcv_ssthresh += room.min(incr.max(2 * len));
         true
     }
 
@@ -350,7 +372,11 @@ impl RcvBuf {
         // Linux computes the growth term in u64 from u32s; u128 keeps it exact here for any
         // amount read, and the sums saturate (the result is capped by tcp_rmem[2] anyway).
         let mut rcvwin = newval.saturating_mul(2);
-        let grow = (rcvwin as u128 * newval.saturating_sub(old) as u128 / old as u128) * 2;
+        let grow = match newval.saturating_sub(old) {
+            // No growth (the out-of-order path): no 128-bit division for a zero term.
+            0 => 0,
+            d => (rcvwin as u128 * d as u128 / old as u128) * 2,
+        };
         rcvwin = rcvwin.saturating_add(grow.min(u64::MAX as u128) as u64);
         rcvwin = rcvwin.saturating_add(ofo_span);
         let rcvbuf = space_from_win(self.scaling_ratio, rcvwin).min(self.rmem_max);
@@ -408,8 +434,20 @@ impl RcvBuf {
     /// (field << scale).
     /// Also returns whether quick-ACK mode must end (see `select_window_now`).
     pub fn select_window(&mut self, rcv_wup: u64, rcv_nxt: u64) -> (u64, bool) {
+        let window_now = self.select_window_now();
+        self.select_window_from(rcv_wup, rcv_nxt, window_now)
+    }
+
+    /// `select_window` given `window_now`, what `select_window_now` returns (computed
+    /// earlier, the buffer unchanged since).
+    pub fn select_window_from(
+        &mut self,
+        rcv_wup: u64,
+        rcv_nxt: u64,
+        window_now: (u64, bool),
+    ) -> (u64, bool) {
         let cur = self.receive_window(rcv_wup, rcv_nxt);
-        let (mut new, end_quick) = self.select_window_now();
+        let (mut new, end_quick) = window_now;
         let unit = 1u64 << self.rcv_wscale;
         if new < cur {
             new = align_up(cur, unit);

@@ -34,6 +34,9 @@ pub struct Receiver {
     jiffy_ns: u64,
     quickacks_max: u32,
     ato_min_jiffies: u64,
+    /// HZ/2 and `TCP_DELACK_MAX` (200 ms) in jiffies: the delayed-ACK timeout's bounds.
+    half_second_jiffies: u64,
+    delack_max_jiffies: u64,
     /// The receiver's `icsk_rto` and `srtt_us`: set once by the handshake RTT sample (a pure
     /// receiver takes no other RTT sample): SYN-ACK sent to the final ACK (or the first
     /// data) received, `tcp_synack_rtt_meas`. Without the handshake (`tcp.handshake =
@@ -97,6 +100,8 @@ impl Receiver {
             jiffy_ns,
             quickacks_max: opts.quickacks,
             ato_min_jiffies: ms_to_jiffies(opts.delack_ms).max(1),
+            half_second_jiffies: 1_000_000_000 / jiffy_ns / 2,
+            delack_max_jiffies: (200_000_000u64).div_ceil(jiffy_ns),
             rto_jiffies: 0,
             srtt_jiffies: 0,
             srtt_us8: 0,
@@ -214,6 +219,9 @@ impl Receiver {
     }
 
     /// Handle a data segment; ACKs to send go to `out`.
+    // Per data segment, one call site (the event loop's): inlined there, whatever the
+    // code-generation units.
+    #[inline]
     pub fn on_data(
         &mut self,
         now: u64,
@@ -222,7 +230,9 @@ impl Receiver {
         out: &mut Vec<Packet>,
     ) {
         self.data_pkts_received += 1;
-        self.on_handshake_ack(now, pkt);
+        if !self.established {
+            self.on_handshake_ack(now, pkt);
+        }
         let seq = pkt.seq;
         let end = seq + 1;
         let len = seg_bytes(seq) as u64;
@@ -308,6 +318,8 @@ impl Receiver {
     /// autotuning, then `tcp_cleanup_rbuf` (net/ipv4/tcp.c): the once-per-two-segments ACK
     /// that `__tcp_ack_snd_check` held back, else the window update (an ACK when the window
     /// the freed space allows is at least twice what is still offered).
+    // Per in-order data segment, one call site: inlined.
+    #[inline]
     fn app_read(&mut self, now: u64, segments: u64, out: &mut Vec<Packet>) {
         let copied = self.rcv_nxt * self.mss;
         let span = self.ofo_span_bytes();
@@ -324,12 +336,13 @@ impl Receiver {
         }
         let offered = self.buf.receive_window(self.rcv_wup * self.mss, copied);
         if 2 * offered <= self.buf.window_clamp {
-            let (window, end_quick) = self.buf.select_window_now();
-            if end_quick {
+            let window_now = self.buf.select_window_now();
+            if window_now.1 {
                 self.quick = 0;
             }
+            let window = window_now.0;
             if window > 0 && window >= 2 * offered {
-                self.send_ack(now, out);
+                self.send_ack_with(now, window_now, out);
             }
         }
     }
@@ -434,15 +447,18 @@ impl Receiver {
     // Per data segment: inlined.
     #[inline]
     fn ack_snd_check(&mut self, now: u64, ofo_possible: bool, out: &mut Vec<Packet>) {
-        let mut two_segments = false;
         if (self.rcv_nxt - self.rcv_wup) * self.mss > self.buf.rcv_mss {
-            let (window, end_quick) = self.buf.select_window_now();
-            if end_quick {
+            let window_now = self.buf.select_window_now();
+            if window_now.1 {
                 self.quick = 0;
             }
-            two_segments = window >= self.buf.rcv_wnd;
+            if window_now.0 >= self.buf.rcv_wnd {
+                // The buffer is unchanged since: the ACK offers the window just computed.
+                self.send_ack_with(now, window_now, out);
+                return;
+            }
         }
-        if two_segments || self.quick > 0 || self.ack_now {
+        if self.quick > 0 || self.ack_now {
             self.send_ack(now, out);
             return;
         }
@@ -487,12 +503,12 @@ impl Receiver {
         let mut ato = self.ato_jiffies.max(1);
         if ato > self.ato_min_jiffies {
             // Slow arrivals: bound by HZ/2 and by the RTT estimate (at least TCP_DELACK_MIN).
-            let max_ato =
-                (self.jiffy_per_sec() / 2).min(self.srtt_jiffies.max(self.ato_min_jiffies));
+            let max_ato = self
+                .half_second_jiffies
+                .min(self.srtt_jiffies.max(self.ato_min_jiffies));
             ato = ato.min(max_ato);
         }
-        // icsk_delack_max = TCP_DELACK_MAX (200 ms).
-        ato = ato.min((200_000_000u64).div_ceil(self.jiffy_ns));
+        ato = ato.min(self.delack_max_jiffies);
         let mut timeout = now + ato * self.jiffy_ns;
         if let Some(old) = self.delack_at {
             // If the delack timer is about to expire, send the ACK now.
@@ -503,10 +519,6 @@ impl Receiver {
             timeout = timeout.min(old);
         }
         self.delack_at = Some(timeout);
-    }
-
-    fn jiffy_per_sec(&self) -> u64 {
-        1_000_000_000 / self.jiffy_ns
     }
 
     /// Delayed-ACK or SACK-compression timer fired.
@@ -523,9 +535,18 @@ impl Receiver {
 
     /// `tcp_send_ack` (with `tcp_select_window`) + `tcp_event_ack_sent`.
     fn send_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
-        let (window, end_quick) = self
-            .buf
-            .select_window(self.rcv_wup * self.mss, self.rcv_nxt * self.mss);
+        let window_now = self.buf.select_window_now();
+        self.send_ack_with(now, window_now, out);
+    }
+
+    /// `send_ack` when `window_now` (`RcvBuf::select_window_now`) was just computed, the
+    /// buffer unchanged since.
+    fn send_ack_with(&mut self, now: u64, window_now: (u64, bool), out: &mut Vec<Packet>) {
+        let (window, end_quick) = self.buf.select_window_from(
+            self.rcv_wup * self.mss,
+            self.rcv_nxt * self.mss,
+            window_now,
+        );
         if end_quick {
             self.quick = 0;
         }
