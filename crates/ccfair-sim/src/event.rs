@@ -1,11 +1,20 @@
-//! The event queue: a binary min-heap of `u128` entries ordered by (time, insertion sequence).
+//! The event queue: `u128` entries ordered by (time, insertion sequence), kept in one of two
+//! ways by size.
 //!
-//! It replaces `std::collections::BinaryHeap` (a max-heap of 16-byte entries with a reversed
-//! `Ord`): entries compare as plain integers, and `pop_push` serves the engine's common step,
-//! a channel arrival that schedules the channel's next arrival, in one pass over the heap
-//! instead of a pop and a push. Callgrind on the 0.5 BDP dumbbell: the queue went from about
-//! 49 M to 32 M instructions per 10 simulated seconds (226 k events). A 4-ary heap was tried
-//! and counted slightly more instructions at these sizes (peak 24 entries).
+//! - Small (the dumbbells: 10 to 20 events pending): a sorted run, latest first, so that the
+//!   earliest event leaves from the end and a new one is put in place by stepping over the
+//!   few events due before it. Most new events are due soon (a channel's next arrival, a
+//!   pacing release): callgrind on the 0.5 BDP dumbbell counts 2 to 5 earlier events for
+//!   most, about 40 instructions to place one where a binary heap's sift took about 100.
+//! - Large (parking lots, many flows): a binary min-heap, where a new event may belong
+//!   anywhere among hundreds. `pop_push` serves the engine's common step, a channel arrival
+//!   that schedules the channel's next arrival, in one pass over the heap instead of a pop
+//!   and a push. (A 4-ary heap was tried and counted slightly more instructions.)
+//!
+//! The queue turns into a heap above `HEAP_ABOVE` events and back below `RUN_BELOW` (far
+//! apart, so that a size hovering near one changes nothing). Which way it is kept changes
+//! nothing else: entries are unique, so any exact priority queue takes them out in the same
+//! order.
 //!
 //! Ties at the same nanosecond are broken by insertion order, so a run is a pure function of
 //! its spec and seed. Events are small `Copy` values; packets never live in the heap (channels
@@ -112,12 +121,19 @@ fn entry_event(e: u128) -> Event {
     decode(e as u64 & ((1 << EVENT_BITS) - 1))
 }
 
-/// A min-heap of events ordered by (time, insertion sequence).
+/// Above this many events the queue is a heap.
+const HEAP_ABOVE: usize = 32;
+/// Below this many events the queue is a sorted run again.
+const RUN_BELOW: usize = 12;
+
+/// Events ordered by (time, insertion sequence): a sorted run or a binary min-heap.
 #[derive(Default)]
 pub struct EventQueue {
-    heap: Vec<u128>,
+    /// The entries: sorted latest first (`heap` false), or a min-heap.
+    entries: Vec<u128>,
+    heap: bool,
     next_seq: u64,
-    /// The earliest event was taken (`take`) and is still at the root: the next `push`
+    /// The earliest event was taken (`take`) and is still in the queue: the next `push`
     /// replaces it, or `settle` removes it.
     taken: bool,
     /// The most events the queue has held at once (counted where it grows, in `push`).
@@ -136,32 +152,38 @@ impl EventQueue {
         if self.taken {
             // The taken event leaves as this one enters: `pop_push`.
             self.taken = false;
-            self.sift_down(0, e);
+            self.replace_first(e);
             return;
         }
-        self.heap.push(e);
-        self.peak_len = self.peak_len.max(self.heap.len());
-        self.sift_up(self.heap.len() - 1, e);
-    }
-
-    /// The most events the queue has held at once.
-    pub fn peak_len(&self) -> usize {
-        self.peak_len
+        self.entries.push(e);
+        let n = self.entries.len();
+        self.peak_len = self.peak_len.max(n);
+        if self.heap {
+            self.sift_up(n - 1, e);
+        } else if n > HEAP_ABOVE {
+            // Sorted latest first: reversed, a sorted run is a min-heap.
+            self.entries.pop();
+            self.entries.reverse();
+            self.heap = true;
+            self.entries.push(e);
+            self.sift_up(n - 1, e);
+        } else {
+            self.place_from_end(n - 1, e);
+        }
     }
 
     /// Take the earliest event off the queue (its handler runs next), lazily: the first
-    /// `push` before `settle` takes its slot, in one sift-down for both (the same order as
-    /// `pop` then `push`, see `pop_push`), and `settle` removes it if no push came. Until
-    /// `settle`, pushes may come (they sort after the taken event: not earlier, and later
-    /// in sequence), but no `pop`, `peek` or `pop_push`. Most events push at least one
-    /// (a channel arrival its channel's next one, a pacing timer the next deadline), so a
-    /// pop and a push cost one pass over the heap.
+    /// `push` before `settle` takes its place (the same order as `pop` then `push`, see
+    /// `pop_push`), and `settle` removes it if no push came. Until `settle`, pushes may come
+    /// (they sort after the taken event: not earlier, and later in sequence), but no `pop`,
+    /// `peek` or `pop_push`. Most events push at least one (a channel arrival its channel's
+    /// next one, a pacing timer the next deadline).
     ///
     /// Panics if the queue is empty.
     #[inline]
     pub fn take(&mut self) {
         assert!(
-            !self.heap.is_empty() && !self.taken,
+            !self.entries.is_empty() && !self.taken,
             "take on an empty queue, or twice before settle"
         );
         self.taken = true;
@@ -178,33 +200,53 @@ impl EventQueue {
 
     pub fn pop(&mut self) -> Option<(u64, Event)> {
         debug_assert!(!self.taken, "pop before settle");
-        let top = *self.heap.first()?;
-        let last = self.heap.pop().expect("not empty");
-        if !self.heap.is_empty() {
-            self.sift_down(0, last);
-        }
+        let top = if self.heap {
+            let top = *self.entries.first()?;
+            let last = self.entries.pop().expect("not empty");
+            if !self.entries.is_empty() {
+                self.sift_down(0, last);
+            }
+            if self.entries.len() < RUN_BELOW {
+                // Latest first.
+                self.entries.sort_unstable_by(|a, b| b.cmp(a));
+                self.heap = false;
+            }
+            top
+        } else {
+            self.entries.pop()?
+        };
         Some((entry_time(top), entry_event(top)))
     }
 
-    /// Remove the earliest event and schedule `event` at `time_ns`, in one pass over the
-    /// heap: the same order as `pop` then `push` (the new event takes the next sequence
-    /// number), at about the cost of one of them. The engine's common step: a channel's
-    /// arrival, which schedules that channel's next arrival (inlined there, once per
-    /// packet-hop: the call cost about a tenth of it).
+    /// Remove the earliest event and schedule `event` at `time_ns`: the same order as `pop`
+    /// then `push` (the new event takes the next sequence number), in one pass over the
+    /// queue. The engine's common step: a channel's arrival, which schedules that
+    /// channel's next arrival.
     ///
     /// Panics if the queue is empty.
     #[inline]
     pub fn pop_push(&mut self, time_ns: u64, event: Event) {
-        assert!(!self.heap.is_empty(), "pop_push on an empty queue");
+        assert!(!self.entries.is_empty(), "pop_push on an empty queue");
         debug_assert!(!self.taken, "pop_push before settle");
         let e = self.entry(time_ns, event);
-        self.sift_down(0, e);
+        self.replace_first(e);
+    }
+
+    /// Put `e`, not earlier than the earliest entry, in the earliest entry's place.
+    #[inline]
+    fn replace_first(&mut self, e: u128) {
+        if self.heap {
+            self.sift_down(0, e);
+        } else {
+            let last = self.entries.len() - 1;
+            self.place_from_end(last, e);
+        }
     }
 
     /// The earliest event, left in the queue.
     pub fn peek(&self) -> Option<(u64, Event)> {
         debug_assert!(!self.taken, "peek before settle");
-        self.heap.first().map(|&e| (entry_time(e), entry_event(e)))
+        self.first().map(|e| (entry_time(e), entry_event(e)))
     }
 
     /// The earliest event, left in the queue, undecoded: the engine dispatches channel
@@ -212,40 +254,69 @@ impl EventQueue {
     #[inline]
     pub fn peek_code(&self) -> Option<(u64, EventCode)> {
         debug_assert!(!self.taken, "peek before settle");
-        self.heap
-            .first()
-            .map(|&e| (entry_time(e), EventCode(e as u64 & ((1 << EVENT_BITS) - 1))))
+        self.first()
+            .map(|e| (entry_time(e), EventCode(e as u64 & ((1 << EVENT_BITS) - 1))))
     }
 
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.first().map(|&e| entry_time(e))
+        self.first().map(entry_time)
+    }
+
+    #[inline]
+    fn first(&self) -> Option<u128> {
+        if self.heap {
+            self.entries.first().copied()
+        } else {
+            self.entries.last().copied()
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() - self.taken as usize
+        self.entries.len() - self.taken as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 
-    /// Move `e` from slot `i` towards the root until its parent is earlier.
+    /// The most events the queue has held at once.
+    pub fn peak_len(&self) -> usize {
+        self.peak_len
+    }
+
+    /// Sorted run: put `e` in slot `i` (the end, free) and move it towards the front past
+    /// the entries due before it.
+    #[inline]
+    fn place_from_end(&mut self, mut i: usize, e: u128) {
+        let run = &mut self.entries[..=i];
+        while i > 0 {
+            let before = run[i - 1];
+            if before > e {
+                break;
+            }
+            run[i] = before;
+            i -= 1;
+        }
+        run[i] = e;
+    }
+
+    /// Heap: move `e` from slot `i` towards the root until its parent is earlier.
     fn sift_up(&mut self, mut i: usize, e: u128) {
         while i > 0 {
             let parent = (i - 1) / 2;
-            let p = self.heap[parent];
+            let p = self.entries[parent];
             if p <= e {
                 break;
             }
-            self.heap[i] = p;
+            self.entries[i] = p;
             i = parent;
         }
-        self.heap[i] = e;
+        self.entries[i] = e;
     }
 
-    /// Put `e` in slot `i` and move it down until its children are later.
+    /// Heap: put `e` in slot `i` and move it down until its children are later.
     fn sift_down(&mut self, mut i: usize, e: u128) {
-        let heap = &mut self.heap[..];
+        let heap = &mut self.entries[..];
         loop {
             let left = 2 * i + 1;
             let Some(&l) = heap.get(left) else {
