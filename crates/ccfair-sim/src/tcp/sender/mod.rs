@@ -10,12 +10,11 @@ mod handshake;
 mod rack;
 mod rate;
 mod recovery;
+mod ring;
 mod scoreboard;
 mod sndbuf;
 mod timers;
 mod tso;
-
-use std::collections::VecDeque;
 
 use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
@@ -94,6 +93,22 @@ struct Seg {
     in_ts: bool,
 }
 
+impl Seg {
+    /// A slot of the ring before its segment is sent.
+    const EMPTY: Seg = Seg {
+        tx_ns: 0,
+        delivered: 0,
+        delivered_mstamp_ns: 0,
+        first_tx_mstamp_ns: 0,
+        is_app_limited: false,
+        rate_pending: false,
+        flags: 0,
+        ts_prev: NONE,
+        ts_next: NONE,
+        in_ts: false,
+    };
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Rack {
     mstamp_ns: u64,
@@ -154,7 +169,7 @@ pub struct Sender {
     last_seg_bytes: u32,
     total_bytes: Option<u64>,
 
-    segs: VecDeque<Seg>,
+    segs: ring::SegRing,
     ts_head: u64,
     ts_tail: u64,
 
@@ -256,7 +271,7 @@ impl Sender {
             syn_first_tx_ns: 0,
             last_seg_bytes,
             total_bytes: size_bytes,
-            segs: VecDeque::with_capacity(1024),
+            segs: ring::SegRing::with_capacity(1024),
             ts_head: NONE,
             ts_tail: NONE,
             rtt: RttEstimator::new(
@@ -355,12 +370,11 @@ impl Sender {
     }
 
     fn seg(&self, seq: u64) -> &Seg {
-        &self.segs[(seq - self.tp.snd_una) as usize]
+        self.segs.get(seq)
     }
 
     fn seg_mut(&mut self, seq: u64) -> &mut Seg {
-        let i = (seq - self.tp.snd_una) as usize;
-        &mut self.segs[i]
+        self.segs.get_mut(seq)
     }
 
     fn has_new_data(&self) -> bool {
@@ -473,16 +487,8 @@ impl Sender {
         let first = self.tp.snd_nxt;
         for i in 0..n {
             self.segs.push_back(Seg {
-                tx_ns: 0,
-                delivered: 0,
-                delivered_mstamp_ns: 0,
-                first_tx_mstamp_ns: 0,
-                is_app_limited: false,
-                rate_pending: false,
                 flags: if i == 0 { SKB_HEAD } else { 0 },
-                ts_prev: NONE,
-                ts_next: NONE,
-                in_ts: false,
+                ..Seg::EMPTY
             });
         }
         self.transmit_skb(first, n, out);
@@ -871,9 +877,9 @@ impl Sender {
                 tp.packets_out
             );
             debug_assert_eq!(tp.packets_out as u64, tp.snd_nxt - tp.snd_una);
-            debug_assert_eq!(self.segs.len() as u64, tp.snd_nxt - tp.snd_una);
+            debug_assert_eq!(self.segs.len(), tp.snd_nxt - tp.snd_una);
             let (mut s, mut l, mut r) = (0, 0, 0);
-            for seg in &self.segs {
+            for seg in self.segs.iter() {
                 s += (seg.flags & SACKED != 0) as u32;
                 l += (seg.flags & LOST != 0) as u32;
                 r += (seg.flags & SACKED_RETRANS != 0) as u32;
