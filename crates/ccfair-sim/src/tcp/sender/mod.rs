@@ -423,12 +423,14 @@ impl Sender {
 
     /// Emit segment `seq` as an skb of its own (`__tcp_transmit_skb` + `tcp_rate_skb_sent`).
     fn transmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
-        self.transmit_skb(seq, 1, out);
+        self.transmit_skb(seq, 1, false, out);
     }
 
     /// Emit segments `first..first + n` as one skb: they leave together, share the rate
-    /// sampler's snapshot, and the pacer counts them as one (`tso.rs`).
-    fn transmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
+    /// sampler's snapshot, and the pacer counts them as one (`tso.rs`). `fresh`: new data,
+    /// appended here to the retransmission queue (`snd_nxt` is `first`), each segment
+    /// written once, whole; otherwise a retransmission of queued segments.
+    fn transmit_skb(&mut self, first: u64, n: u64, fresh: bool, out: &mut Vec<Packet>) {
         let now = self.tp.now_ns;
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
@@ -437,23 +439,54 @@ impl Sender {
             self.tp.delivered_mstamp_ns = now;
             self.first_tx_mstamp_ns = now;
         }
-        let snapshot = (
-            self.tp.delivered,
-            self.tp.delivered_mstamp_ns,
-            self.first_tx_mstamp_ns,
-            self.tp.app_limited != 0,
-        );
+        let delivered = self.tp.delivered;
+        let delivered_mstamp_ns = self.tp.delivered_mstamp_ns;
+        let first_tx_mstamp_ns = self.first_tx_mstamp_ns;
+        let is_app_limited = self.tp.app_limited != 0;
+        let tsval = ticks(now);
         let mut payload = 0;
         for seq in first..first + n {
-            let s = self.seg_mut(seq);
-            s.tx_ns = now;
-            s.delivered = snapshot.0;
-            s.delivered_mstamp_ns = snapshot.1;
-            s.first_tx_mstamp_ns = snapshot.2;
-            s.is_app_limited = snapshot.3;
-            s.rate_pending = true;
-            self.ts_push_tail(seq);
-            payload += self.seg_bytes(seq);
+            if fresh {
+                let tail = self.ts_tail;
+                self.segs.push_back(Seg {
+                    tx_ns: now,
+                    delivered,
+                    delivered_mstamp_ns,
+                    first_tx_mstamp_ns,
+                    is_app_limited,
+                    rate_pending: true,
+                    flags: if seq == first { SKB_HEAD } else { 0 },
+                    ts_prev: tail,
+                    ts_next: NONE,
+                    in_ts: true,
+                });
+                self.ts_link_after_tail(seq, tail);
+            } else {
+                let s = self.seg_mut(seq);
+                s.tx_ns = now;
+                s.delivered = delivered;
+                s.delivered_mstamp_ns = delivered_mstamp_ns;
+                s.first_tx_mstamp_ns = first_tx_mstamp_ns;
+                s.is_app_limited = is_app_limited;
+                s.rate_pending = true;
+                self.ts_push_tail(seq);
+            }
+            let bytes = self.seg_bytes(seq);
+            payload += bytes;
+            // The packets' fields depend on nothing updated below: they go out here.
+            out.push(Packet {
+                flow: self.flow,
+                kind: Kind::Data,
+                hop: 0,
+                wire_bytes: bytes + DATA_HEADER_BYTES,
+                seq,
+                payload_bytes: bytes,
+                tsval,
+                tsecr: self.ts_recent,
+                n_sack: 0,
+                window_bytes: 0,
+                sack: [SackBlock::default(); 3],
+            });
         }
         // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
         self.data_segs_out += n;
@@ -463,35 +496,13 @@ impl Sender {
         if self.tp.in_cwnd_reduction() {
             self.prr_out += n as u32;
         }
-        for seq in first..first + n {
-            let payload = self.seg_bytes(seq);
-            out.push(Packet {
-                flow: self.flow,
-                kind: Kind::Data,
-                hop: 0,
-                wire_bytes: payload + DATA_HEADER_BYTES,
-                seq,
-                payload_bytes: payload,
-                tsval: ticks(now),
-                tsecr: self.ts_recent,
-                n_sack: 0,
-                window_bytes: 0,
-                sack: [SackBlock::default(); 3],
-            });
-        }
     }
 
     /// Send new segments `snd_nxt..snd_nxt + n` as one skb (`tcp_transmit_skb`, then
     /// `tcp_event_new_data_sent`); without TSO every skb has one segment.
     fn send_new(&mut self, n: u64, out: &mut Vec<Packet>) {
         let first = self.tp.snd_nxt;
-        for i in 0..n {
-            self.segs.push_back(Seg {
-                flags: if i == 0 { SKB_HEAD } else { 0 },
-                ..Seg::EMPTY
-            });
-        }
-        self.transmit_skb(first, n, out);
+        self.transmit_skb(first, n, true, out);
         let prior_packets = self.tp.packets_out;
         self.tp.snd_nxt += n;
         self.tp.packets_out += n as u32;
@@ -511,7 +522,7 @@ impl Sender {
 
     /// `tcp_retransmit_skb` of segments `first..first + n` as one skb.
     fn retransmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
-        self.transmit_skb(first, n, out);
+        self.transmit_skb(first, n, false, out);
         for seq in first..first + n {
             self.seg_mut(seq).flags |= RETRANS;
         }

@@ -7,6 +7,16 @@ impl Sender {
     /// `tcp_rate_skb_delivered`.
     pub(super) fn rate_skb_delivered(&mut self, seq: u64, st: &mut AckState) {
         let s = *self.seg(seq);
+        self.rate_sample_from(seq, &s, st);
+        if s.rate_pending && s.flags & SACKED != 0 {
+            self.seg_mut(seq).rate_pending = false;
+        }
+    }
+
+    /// The part of `tcp_rate_skb_delivered` that reads segment `seq` (`s`, its state) into
+    /// the sample; `rate_skb_delivered` then marks a SACKed segment as counted.
+    #[inline]
+    pub(super) fn rate_sample_from(&mut self, seq: u64, s: &Seg, st: &mut AckState) {
         if !s.rate_pending {
             return;
         }
@@ -27,9 +37,6 @@ impl Sender {
             st.rs_last_end_seq = seq + 1;
             self.first_tx_mstamp_ns = s.tx_ns;
             st.rs.interval_us = ((s.tx_ns - s.first_tx_mstamp_ns) / 1_000) as i64;
-        }
-        if s.flags & SACKED != 0 {
-            self.seg_mut(seq).rate_pending = false;
         }
     }
 
