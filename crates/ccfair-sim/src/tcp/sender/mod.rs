@@ -153,6 +153,8 @@ pub struct Sender {
     flow: u32,
     opts: TcpOptions,
     jiffy_ns: u64,
+    /// `TCP_RTO_MAX` in jiffies.
+    rto_max_jiffies: u64,
     paced: bool,
     /// Segments the application has written: `snd_nxt` may not pass it. 0 until the
     /// application writes (after the handshake).
@@ -262,6 +264,7 @@ impl Sender {
             flow,
             opts: opts.clone(),
             jiffy_ns,
+            rto_max_jiffies: RTO_MAX_US * 1_000 / jiffy_ns,
             paced,
             app_end: 0,
             app_total: app_end,
@@ -610,12 +613,15 @@ impl Sender {
     fn write_loop(&mut self, out: &mut Vec<Packet>, probe: bool) -> (u32, bool) {
         let mut sent = 0;
         let mut cwnd_limited = false;
-        while self.has_new_data() {
+        // Sending moves neither what the application wrote nor the peer's window.
+        let send_limit = self.send_limit();
+        let wnd_end = self.snd_wnd_end_bytes();
+        while self.tp.snd_nxt < send_limit {
             // tcp_write_xmit checks pacing for loss probes too (push_one = 2).
             if self.pacing_blocked() {
                 break;
             }
-            if !self.snd_wnd_allows(self.tp.snd_nxt) {
+            if !self.seg_ends_within(self.tp.snd_nxt, wnd_end) {
                 break;
             }
             if self.tp.packets_in_flight() >= self.tp.snd_cwnd && !(probe && sent == 0) {
@@ -785,8 +791,7 @@ impl Sender {
         let mut rexmit = Rexmit::None;
         {
             self.clean_rtx_queue(ack, prior_fack, prior_snd_una, &mut st, &mut flag);
-            let (rs, set) = (st.rs, st.rs_prior_set);
-            self.rack_update_reo_wnd(&rs, set);
+            self.rack_update_reo_wnd(&st.rs, st.rs_prior_set);
             if let Some(tlp_high) = self.tlp_high_seq {
                 self.process_tlp_ack(ack, tlp_high, flag);
             }
@@ -807,8 +812,7 @@ impl Sender {
         let lost = (self.tp.lost - prior_lost) as u32;
         st.rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
         self.rate_gen(delivered, lost, &mut st);
-        let rs = st.rs;
-        self.cong_control(ack, delivered, flag, &rs);
+        self.cong_control(ack, delivered, flag, &st.rs);
         self.push(rexmit, out);
         // tcp_data_snd_check: push, then tcp_check_space (the application may write).
         if self.check_space() {
@@ -839,10 +843,18 @@ impl Sender {
 
     /// `tcp_snd_wnd_test`: segment `seq` ends within `snd_una + snd_wnd`.
     fn snd_wnd_allows(&self, seq: u64) -> bool {
-        let end = self.seg_bytes_upto(seq) + self.seg_bytes(seq) as u64;
-        end <= self
-            .seg_bytes_upto(self.tp.snd_una)
+        self.seg_ends_within(seq, self.snd_wnd_end_bytes())
+    }
+
+    /// The end of the peer's window, in bytes: `snd_una + snd_wnd`.
+    fn snd_wnd_end_bytes(&self) -> u64 {
+        self.seg_bytes_upto(self.tp.snd_una)
             .saturating_add(self.snd_wnd)
+    }
+
+    /// Segment `seq` ends at or before byte `end`.
+    fn seg_ends_within(&self, seq: u64, end: u64) -> bool {
+        self.seg_bytes_upto(seq) + self.seg_bytes(seq) as u64 <= end
     }
 
     /// `tcp_ack_is_dubious`.
