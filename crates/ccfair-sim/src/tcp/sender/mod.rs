@@ -131,6 +131,8 @@ struct AckState {
     rs_last_end_seq: u64,
     rs: RateSample,
     rs_prior_mstamp_set: bool,
+    /// Send interval of the sample's packet (`tx.first_tx_mstamp` to its send time), ns.
+    rs_snd_interval_ns: u64,
 }
 
 /// Counters for the per-flow summary.
