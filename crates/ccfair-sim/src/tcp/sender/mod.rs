@@ -10,12 +10,11 @@ mod handshake;
 mod rack;
 mod rate;
 mod recovery;
+mod ring;
 mod scoreboard;
 mod sndbuf;
 mod timers;
 mod tso;
-
-use std::collections::VecDeque;
 
 use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
@@ -94,6 +93,22 @@ struct Seg {
     in_ts: bool,
 }
 
+impl Seg {
+    /// A slot of the ring before its segment is sent.
+    const EMPTY: Seg = Seg {
+        tx_ns: 0,
+        delivered: 0,
+        delivered_mstamp_ns: 0,
+        first_tx_mstamp_ns: 0,
+        is_app_limited: false,
+        rate_pending: false,
+        flags: 0,
+        ts_prev: NONE,
+        ts_next: NONE,
+        in_ts: false,
+    };
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Rack {
     mstamp_ns: u64,
@@ -116,6 +131,8 @@ struct AckState {
     rs_last_end_seq: u64,
     rs: RateSample,
     rs_prior_mstamp_set: bool,
+    /// Send interval of the sample's packet (`tx.first_tx_mstamp` to its send time), ns.
+    rs_snd_interval_ns: u64,
 }
 
 /// Counters for the per-flow summary.
@@ -138,6 +155,8 @@ pub struct Sender {
     flow: u32,
     opts: TcpOptions,
     jiffy_ns: u64,
+    /// `TCP_RTO_MAX` in jiffies.
+    rto_max_jiffies: u64,
     paced: bool,
     /// Segments the application has written: `snd_nxt` may not pass it. 0 until the
     /// application writes (after the handshake).
@@ -154,7 +173,7 @@ pub struct Sender {
     last_seg_bytes: u32,
     total_bytes: Option<u64>,
 
-    segs: VecDeque<Seg>,
+    segs: ring::SegRing,
     ts_head: u64,
     ts_tail: u64,
 
@@ -247,6 +266,7 @@ impl Sender {
             flow,
             opts: opts.clone(),
             jiffy_ns,
+            rto_max_jiffies: RTO_MAX_US * 1_000 / jiffy_ns,
             paced,
             app_end: 0,
             app_total: app_end,
@@ -256,7 +276,7 @@ impl Sender {
             syn_first_tx_ns: 0,
             last_seg_bytes,
             total_bytes: size_bytes,
-            segs: VecDeque::with_capacity(1024),
+            segs: ring::SegRing::with_capacity(1024),
             ts_head: NONE,
             ts_tail: NONE,
             rtt: RttEstimator::new(
@@ -355,12 +375,11 @@ impl Sender {
     }
 
     fn seg(&self, seq: u64) -> &Seg {
-        &self.segs[(seq - self.tp.snd_una) as usize]
+        self.segs.get(seq)
     }
 
     fn seg_mut(&mut self, seq: u64) -> &mut Seg {
-        let i = (seq - self.tp.snd_una) as usize;
-        &mut self.segs[i]
+        self.segs.get_mut(seq)
     }
 
     fn has_new_data(&self) -> bool {
@@ -409,12 +428,14 @@ impl Sender {
 
     /// Emit segment `seq` as an skb of its own (`__tcp_transmit_skb` + `tcp_rate_skb_sent`).
     fn transmit(&mut self, seq: u64, out: &mut Vec<Packet>) {
-        self.transmit_skb(seq, 1, out);
+        self.transmit_skb(seq, 1, false, out);
     }
 
     /// Emit segments `first..first + n` as one skb: they leave together, share the rate
-    /// sampler's snapshot, and the pacer counts them as one (`tso.rs`).
-    fn transmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
+    /// sampler's snapshot, and the pacer counts them as one (`tso.rs`). `fresh`: new data,
+    /// appended here to the retransmission queue (`snd_nxt` is `first`), each segment
+    /// written once, whole; otherwise a retransmission of queued segments.
+    fn transmit_skb(&mut self, first: u64, n: u64, fresh: bool, out: &mut Vec<Packet>) {
         let now = self.tp.now_ns;
         if self.tp.packets_in_flight() == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
@@ -423,23 +444,54 @@ impl Sender {
             self.tp.delivered_mstamp_ns = now;
             self.first_tx_mstamp_ns = now;
         }
-        let snapshot = (
-            self.tp.delivered,
-            self.tp.delivered_mstamp_ns,
-            self.first_tx_mstamp_ns,
-            self.tp.app_limited != 0,
-        );
+        let delivered = self.tp.delivered;
+        let delivered_mstamp_ns = self.tp.delivered_mstamp_ns;
+        let first_tx_mstamp_ns = self.first_tx_mstamp_ns;
+        let is_app_limited = self.tp.app_limited != 0;
+        let tsval = ticks(now);
         let mut payload = 0;
         for seq in first..first + n {
-            let s = self.seg_mut(seq);
-            s.tx_ns = now;
-            s.delivered = snapshot.0;
-            s.delivered_mstamp_ns = snapshot.1;
-            s.first_tx_mstamp_ns = snapshot.2;
-            s.is_app_limited = snapshot.3;
-            s.rate_pending = true;
-            self.ts_push_tail(seq);
-            payload += self.seg_bytes(seq);
+            if fresh {
+                let tail = self.ts_tail;
+                self.segs.push_back(Seg {
+                    tx_ns: now,
+                    delivered,
+                    delivered_mstamp_ns,
+                    first_tx_mstamp_ns,
+                    is_app_limited,
+                    rate_pending: true,
+                    flags: if seq == first { SKB_HEAD } else { 0 },
+                    ts_prev: tail,
+                    ts_next: NONE,
+                    in_ts: true,
+                });
+                self.ts_link_after_tail(seq, tail);
+            } else {
+                let s = self.seg_mut(seq);
+                s.tx_ns = now;
+                s.delivered = delivered;
+                s.delivered_mstamp_ns = delivered_mstamp_ns;
+                s.first_tx_mstamp_ns = first_tx_mstamp_ns;
+                s.is_app_limited = is_app_limited;
+                s.rate_pending = true;
+                self.ts_push_tail(seq);
+            }
+            let bytes = self.seg_bytes(seq);
+            payload += bytes;
+            // The packets' fields depend on nothing updated below: they go out here.
+            out.push(Packet {
+                flow: self.flow,
+                kind: Kind::Data,
+                hop: 0,
+                wire_bytes: bytes + DATA_HEADER_BYTES,
+                seq,
+                payload_bytes: bytes,
+                tsval,
+                tsecr: self.ts_recent,
+                n_sack: 0,
+                window_bytes: 0,
+                sack: [SackBlock::default(); 3],
+            });
         }
         // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
         self.data_segs_out += n;
@@ -449,43 +501,13 @@ impl Sender {
         if self.tp.in_cwnd_reduction() {
             self.prr_out += n as u32;
         }
-        for seq in first..first + n {
-            let payload = self.seg_bytes(seq);
-            out.push(Packet {
-                flow: self.flow,
-                kind: Kind::Data,
-                hop: 0,
-                wire_bytes: payload + DATA_HEADER_BYTES,
-                seq,
-                payload_bytes: payload,
-                tsval: ticks(now),
-                tsecr: self.ts_recent,
-                n_sack: 0,
-                window_bytes: 0,
-                sack: [SackBlock::default(); 3],
-            });
-        }
     }
 
     /// Send new segments `snd_nxt..snd_nxt + n` as one skb (`tcp_transmit_skb`, then
     /// `tcp_event_new_data_sent`); without TSO every skb has one segment.
     fn send_new(&mut self, n: u64, out: &mut Vec<Packet>) {
         let first = self.tp.snd_nxt;
-        for i in 0..n {
-            self.segs.push_back(Seg {
-                tx_ns: 0,
-                delivered: 0,
-                delivered_mstamp_ns: 0,
-                first_tx_mstamp_ns: 0,
-                is_app_limited: false,
-                rate_pending: false,
-                flags: if i == 0 { SKB_HEAD } else { 0 },
-                ts_prev: NONE,
-                ts_next: NONE,
-                in_ts: false,
-            });
-        }
-        self.transmit_skb(first, n, out);
+        self.transmit_skb(first, n, true, out);
         let prior_packets = self.tp.packets_out;
         self.tp.snd_nxt += n;
         self.tp.packets_out += n as u32;
@@ -505,7 +527,7 @@ impl Sender {
 
     /// `tcp_retransmit_skb` of segments `first..first + n` as one skb.
     fn retransmit_skb(&mut self, first: u64, n: u64, out: &mut Vec<Packet>) {
-        self.transmit_skb(first, n, out);
+        self.transmit_skb(first, n, false, out);
         for seq in first..first + n {
             self.seg_mut(seq).flags |= RETRANS;
         }
@@ -593,12 +615,15 @@ impl Sender {
     fn write_loop(&mut self, out: &mut Vec<Packet>, probe: bool) -> (u32, bool) {
         let mut sent = 0;
         let mut cwnd_limited = false;
-        while self.has_new_data() {
+        // Sending moves neither what the application wrote nor the peer's window.
+        let send_limit = self.send_limit();
+        let wnd_end = self.snd_wnd_end_bytes();
+        while self.tp.snd_nxt < send_limit {
             // tcp_write_xmit checks pacing for loss probes too (push_one = 2).
             if self.pacing_blocked() {
                 break;
             }
-            if !self.snd_wnd_allows(self.tp.snd_nxt) {
+            if !self.seg_ends_within(self.tp.snd_nxt, wnd_end) {
                 break;
             }
             if self.tp.packets_in_flight() >= self.tp.snd_cwnd && !(probe && sent == 0) {
@@ -768,8 +793,7 @@ impl Sender {
         let mut rexmit = Rexmit::None;
         {
             self.clean_rtx_queue(ack, prior_fack, prior_snd_una, &mut st, &mut flag);
-            let (rs, set) = (st.rs, st.rs_prior_set);
-            self.rack_update_reo_wnd(&rs, set);
+            self.rack_update_reo_wnd(&st.rs, st.rs_prior_set);
             if let Some(tlp_high) = self.tlp_high_seq {
                 self.process_tlp_ack(ack, tlp_high, flag);
             }
@@ -790,8 +814,7 @@ impl Sender {
         let lost = (self.tp.lost - prior_lost) as u32;
         st.rs.is_ack_delayed = flag & FLAG_ACK_MAYBE_DELAYED != 0;
         self.rate_gen(delivered, lost, &mut st);
-        let rs = st.rs;
-        self.cong_control(ack, delivered, flag, &rs);
+        self.cong_control(ack, delivered, flag, &st.rs);
         self.push(rexmit, out);
         // tcp_data_snd_check: push, then tcp_check_space (the application may write).
         if self.check_space() {
@@ -822,10 +845,18 @@ impl Sender {
 
     /// `tcp_snd_wnd_test`: segment `seq` ends within `snd_una + snd_wnd`.
     fn snd_wnd_allows(&self, seq: u64) -> bool {
-        let end = self.seg_bytes_upto(seq) + self.seg_bytes(seq) as u64;
-        end <= self
-            .seg_bytes_upto(self.tp.snd_una)
+        self.seg_ends_within(seq, self.snd_wnd_end_bytes())
+    }
+
+    /// The end of the peer's window, in bytes: `snd_una + snd_wnd`.
+    fn snd_wnd_end_bytes(&self) -> u64 {
+        self.seg_bytes_upto(self.tp.snd_una)
             .saturating_add(self.snd_wnd)
+    }
+
+    /// Segment `seq` ends at or before byte `end`.
+    fn seg_ends_within(&self, seq: u64, end: u64) -> bool {
+        self.seg_bytes_upto(seq) + self.seg_bytes(seq) as u64 <= end
     }
 
     /// `tcp_ack_is_dubious`.
@@ -871,9 +902,9 @@ impl Sender {
                 tp.packets_out
             );
             debug_assert_eq!(tp.packets_out as u64, tp.snd_nxt - tp.snd_una);
-            debug_assert_eq!(self.segs.len() as u64, tp.snd_nxt - tp.snd_una);
+            debug_assert_eq!(self.segs.len(), tp.snd_nxt - tp.snd_una);
             let (mut s, mut l, mut r) = (0, 0, 0);
-            for seg in &self.segs {
+            for seg in self.segs.iter() {
                 s += (seg.flags & SACKED != 0) as u32;
                 l += (seg.flags & LOST != 0) as u32;
                 r += (seg.flags & SACKED_RETRANS != 0) as u32;

@@ -7,6 +7,16 @@ impl Sender {
     /// `tcp_rate_skb_delivered`.
     pub(super) fn rate_skb_delivered(&mut self, seq: u64, st: &mut AckState) {
         let s = *self.seg(seq);
+        self.rate_sample_from(seq, &s, st);
+        if s.rate_pending && s.flags & SACKED != 0 {
+            self.seg_mut(seq).rate_pending = false;
+        }
+    }
+
+    /// The part of `tcp_rate_skb_delivered` that reads segment `seq` (`s`, its state) into
+    /// the sample; `rate_skb_delivered` then marks a SACKed segment as counted.
+    #[inline]
+    pub(super) fn rate_sample_from(&mut self, seq: u64, s: &Seg, st: &mut AckState) {
         if !s.rate_pending {
             return;
         }
@@ -26,10 +36,7 @@ impl Sender {
             st.rs.is_retrans = s.flags & RETRANS != 0;
             st.rs_last_end_seq = seq + 1;
             self.first_tx_mstamp_ns = s.tx_ns;
-            st.rs.interval_us = ((s.tx_ns - s.first_tx_mstamp_ns) / 1_000) as i64;
-        }
-        if s.flags & SACKED != 0 {
-            self.seg_mut(seq).rate_pending = false;
+            st.rs_snd_interval_ns = s.tx_ns - s.first_tx_mstamp_ns;
         }
     }
 
@@ -94,7 +101,8 @@ impl Sender {
             return;
         }
         rs.delivered = (self.tp.delivered - rs.prior_delivered) as i64;
-        let snd_us = rs.interval_us;
+        // The send interval in µs, converted once here rather than per segment delivered.
+        let snd_us = (st.rs_snd_interval_ns / 1_000) as i64;
         let ack_us = ((now - rs.prior_mstamp_ns) / 1_000) as i64;
         rs.interval_us = snd_us.max(ack_us);
         if rs.interval_us < self.tp.min_rtt_us as i64 {

@@ -116,9 +116,7 @@ impl Sender {
     pub(super) fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
         self.stats.undo_count += 1;
         if unmark_loss {
-            for s in self.segs.iter_mut() {
-                s.flags &= !LOST;
-            }
+            self.segs.for_each_mut(|s| s.flags &= !LOST);
             self.tp.lost_out = 0;
             self.retransmit_hint = self.tp.snd_una;
         }

@@ -15,6 +15,17 @@ impl Sender {
         if !in_ts {
             return;
         }
+        self.ts_unlink(prev, next);
+        let s = self.seg_mut(seq);
+        s.in_ts = false;
+        s.ts_prev = NONE;
+        s.ts_next = NONE;
+    }
+
+    /// Joins the neighbours `prev` and `next` of a segment leaving the time-sorted list
+    /// (the segment's own links are left as they are).
+    #[inline]
+    fn ts_unlink(&mut self, prev: u64, next: u64) {
         if prev == NONE {
             self.ts_head = next;
         } else {
@@ -25,10 +36,6 @@ impl Sender {
         } else {
             self.seg_mut(next).ts_prev = prev;
         }
-        let s = self.seg_mut(seq);
-        s.in_ts = false;
-        s.ts_prev = NONE;
-        s.ts_next = NONE;
     }
 
     pub(super) fn ts_push_tail(&mut self, seq: u64) {
@@ -40,6 +47,12 @@ impl Sender {
             s.ts_next = NONE;
             s.in_ts = true;
         }
+        self.ts_link_after_tail(seq, tail);
+    }
+
+    /// Makes `seq`, whose own links already say it follows `tail`, the list's tail.
+    #[inline]
+    pub(super) fn ts_link_after_tail(&mut self, seq: u64, tail: u64) {
         if tail == NONE {
             self.ts_head = seq;
         } else {
@@ -294,8 +307,12 @@ impl Sender {
             self.tp.packets_out -= 1;
             pkts_acked += 1;
             acked_bytes += self.seg_bytes(seq) as u64;
-            self.rate_skb_delivered(seq, st);
-            self.ts_remove(seq);
+            // The segment leaves the queue: its own rate and list fields need no reset (its
+            // slot is reused only by `push_back`, which writes it whole).
+            self.rate_sample_from(seq, &s, st);
+            if s.in_ts {
+                self.ts_unlink(s.ts_prev, s.ts_next);
+            }
             self.segs.pop_front();
             self.tp.snd_una += 1;
             if self.segs.front().is_some_and(|f| f.flags & SKB_HEAD != 0) {

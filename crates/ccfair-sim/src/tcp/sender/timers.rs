@@ -7,7 +7,7 @@ use super::*;
 impl Sender {
     /// `inet_csk_reset_xmit_timer`: delay in jiffies.
     pub(super) fn reset_xmit_timer(&mut self, kind: XmitTimer, delay_jiffies: u64) {
-        let delay = delay_jiffies.min(RTO_MAX_US * 1_000 / self.jiffy_ns);
+        let delay = delay_jiffies.min(self.rto_max_jiffies);
         self.xmit_timer = Some((self.tp.now_ns + delay * self.jiffy_ns, kind));
     }
 
@@ -99,7 +99,7 @@ impl Sender {
             self.retransmit(head, out);
         }
         self.backoff += 1;
-        self.rto_jiffies = (self.rto_jiffies * 2).min(RTO_MAX_US * 1_000 / self.jiffy_ns);
+        self.rto_jiffies = (self.rto_jiffies * 2).min(self.rto_max_jiffies);
         self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
     }
 
