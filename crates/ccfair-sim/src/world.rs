@@ -326,18 +326,6 @@ impl Simulation {
             .collect()
     }
 
-    /// Put a packet a host sends on the first channel of its path at `t` (now, or later
-    /// for a packet a host sends after its turnaround): `out[i]`, copied from there into
-    /// its slot.
-    fn send(&mut self, t: u64, i: usize) {
-        let pkt = &self.out[i];
-        let flow = &mut self.flows[pkt.flow as usize];
-        note_sent(&mut flow.conn, pkt, t);
-        let ch = flow.route(pkt.kind)[pkt.hop as usize];
-        let r = self.packets.insert(pkt);
-        self.forward(t, r, ch);
-    }
-
     /// Put a packet on channel `ch` (the one at its current hop) at `t`. The callers know
     /// the channel from the packet's flow and kind, which they have looked up already.
     ///
@@ -540,17 +528,31 @@ impl Simulation {
     /// Send what the flow's host on `side` produced (after the host's turnaround when it
     /// reacts to a packet or a timer), and (re)schedule the flow's timers.
     fn after_flow_call(&mut self, f: u32, side: Side, reaction: bool) {
-        // Packets leave in the order the flow produced them.
         let n = self.out.len();
         if n > 0 {
-            let t = self.flows[f as usize]
-                .hosts
-                .egress_ns(side, self.now, reaction);
+            // What one end of a flow sends takes that end's path: the sender's packets the
+            // data path, the receiver's the ACK path (`Kind::is_forward`).
+            let flow = &mut self.flows[f as usize];
+            let t = flow.hosts.egress_ns(side, self.now, reaction);
+            let first = match side {
+                Side::Sender => {
+                    for pkt in &self.out {
+                        note_sent(&mut flow.conn, pkt, t);
+                    }
+                    flow.path[0]
+                }
+                Side::Receiver => flow.ack_path[0],
+            };
+            // Packets leave in the order the flow produced them, each from its slot.
             for i in 0..n {
-                self.send(t, i);
+                let pkt = &self.out[i];
+                debug_assert!(pkt.flow == f && pkt.hop == 0);
+                debug_assert_eq!(pkt.kind.is_forward(), side == Side::Sender);
+                let r = self.packets.insert(pkt);
+                self.forward(t, r, first);
             }
+            self.out.clear();
         }
-        self.out.clear();
         let now = self.now;
         let flow = &mut self.flows[f as usize];
         // A host's call changes only its own end's timers (the sender and the receiver are
