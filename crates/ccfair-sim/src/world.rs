@@ -32,8 +32,8 @@ pub const STALL_EVENTS: u64 = 50_000_000;
 struct Flow {
     sender: Sender,
     receiver: Receiver,
-    path: Vec<u32>,
-    ack_path: Vec<u32>,
+    /// Where the data path and the ACK path start in `Simulation::routes`.
+    route_start: [u32; 2],
     start_ns: u64,
     scheduled: [u64; N_TIMER_KINDS],
     data_dropped: u64,
@@ -50,16 +50,19 @@ struct Flow {
 }
 
 impl Flow {
-    /// The channels a packet of `kind` crosses: the data path or the ACK path.
+    /// Where the route of a packet of `kind` starts in `Simulation::routes`: the data path
+    /// or the ACK path.
     #[inline]
-    fn route(&self, kind: Kind) -> &[u32] {
-        if kind.is_forward() {
-            &self.path
-        } else {
-            &self.ack_path
-        }
+    fn route_start(&self, kind: Kind) -> u32 {
+        self.route_start[!kind.is_forward() as usize]
     }
 }
+
+/// In `Simulation::routes`: the end of a route.
+const ROUTE_END: u32 = u32::MAX;
+/// In `Simulation::routes`: the channel is fed ahead of time (`feed_ahead`), so a packet
+/// entering the channel before it is offered to it at once.
+const ROUTE_FED: u32 = 1 << 31;
 
 /// Engine counters of a run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -102,8 +105,10 @@ pub struct Simulation {
     measure_end_counters: Option<Vec<ChannelCounters>>,
     metric_buf: Vec<(&'static str, f64)>,
     trace: Option<Trace>,
-    /// Per channel: some packet leaving it enters a channel fed ahead of time.
-    hands_ahead: Vec<bool>,
+    /// Every flow's data path and ACK path, one after the other, each channel marked
+    /// `ROUTE_FED` if fed ahead of time and each route closed by `ROUTE_END`: a packet's next
+    /// channel is the next entry (`Flow::route_start`).
+    routes: Vec<u32>,
     /// Drops decided ahead of their time on fed-ahead channels, oldest first: (input time,
     /// flow, kind). Until then the packet counts as in the network (`conservation`).
     drops_ahead: Fifo<(u64, u32, Kind)>,
@@ -131,11 +136,10 @@ impl Simulation {
             ));
         }
         let mut channels = build_channels(&spec);
-        let hands_ahead = if feed_ahead_on {
-            feed_ahead(&spec, &mut channels)
-        } else {
-            vec![false; channels.len()]
-        };
+        if feed_ahead_on {
+            feed_ahead(&spec, &mut channels);
+        }
+        let mut routes = Vec::new();
         let starts = spec.flow_starts_ns();
         let rmem = spec.rmem_bytes();
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -155,8 +159,19 @@ impl Simulation {
                     },
                     rmem[i],
                 ),
-                path: f.path.iter().map(|&c| c as u32).collect(),
-                ack_path: f.ack_path.iter().map(|&c| c as u32).collect(),
+                route_start: [&f.path, &f.ack_path].map(|path| {
+                    let start = routes.len() as u32;
+                    for &c in path {
+                        let fed = if channels[c].is_fed_ahead() {
+                            ROUTE_FED
+                        } else {
+                            0
+                        };
+                        routes.push(c as u32 | fed);
+                    }
+                    routes.push(ROUTE_END);
+                    start
+                }),
                 start_ns: starts[i],
                 scheduled: [NOT_SCHEDULED; N_TIMER_KINDS],
                 data_dropped: 0,
@@ -189,7 +204,7 @@ impl Simulation {
             measure_end_counters: None,
             metric_buf: Vec::with_capacity(16),
             trace,
-            hands_ahead,
+            routes,
             drops_ahead: Fifo::new(),
         })
     }
@@ -326,48 +341,42 @@ impl Simulation {
             .collect()
     }
 
-    /// Put a packet on channel `ch` (the one at its current hop) at `t`. The callers know
-    /// the channel from the packet's flow and kind, which they have looked up already.
+    /// Put a packet on the channel at `routes[at]` (its current hop) at `t`. The callers
+    /// know where the packet is on its route, having looked it up already.
     ///
     /// Where the packet's next channel is fed ahead of time, it is offered to that one at
     /// once, with the time it will reach it, and so on down its path: it enters a pipe only
     /// on the last channel before a node where paths merge, or before its end host.
-    fn forward(&mut self, t: u64, r: PacketRef, ch: u32) {
-        // Where and when the packet is: the channel it enters, and its input time there
-        // (with when that arrival would have been scheduled, for a channel fed ahead).
+    fn forward(&mut self, t: u64, r: PacketRef, mut at: usize) {
+        // When the packet reaches the channel's input (with when that arrival would have
+        // been scheduled, for a channel fed ahead).
         let now = self.now;
-        let (mut ahead, mut ch) = (
-            Ahead {
-                input_ns: t,
-                announced_ns: now,
-            },
-            ch,
-        );
+        let mut ahead = Ahead {
+            input_ns: t,
+            announced_ns: now,
+        };
+        let mut ch = self.routes[at] & !ROUTE_FED;
         let outcome = loop {
-            let next = if self.hands_ahead[ch as usize] {
-                self.next_fed_ahead(r)
-            } else {
-                None
-            };
+            let next = self.routes[at + 1];
+            let hand_on = next != ROUTE_END && next & ROUTE_FED != 0;
             let channel = &mut self.channels[ch as usize];
-            let fed = channel.is_fed_ahead();
-            let through = match (next, fed) {
-                (None, false) => break channel.enqueue(ahead.input_ns, r),
-                (None, true) => match channel.enqueue_ahead(now, ahead, r) {
+            let through = match (hand_on, channel.is_fed_ahead()) {
+                (false, false) => break channel.enqueue(ahead.input_ns, r),
+                (false, true) => match channel.enqueue_ahead(now, ahead, r) {
                     Ok(PassedOn(a)) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
                     Err(refused) => break refused,
                 },
-                (Some(_), false) => channel.enqueue_through(ahead.input_ns, r),
-                (Some(_), true) => channel.enqueue_ahead(now, ahead, r),
+                (true, false) => channel.enqueue_through(ahead.input_ns, r),
+                (true, true) => channel.enqueue_ahead(now, ahead, r),
             };
-            match (through, next) {
-                (Ok(PassedOn(a)), Some(next)) => {
+            match through {
+                Ok(PassedOn(a)) => {
                     self.packets.get_mut(r).hop += 1;
                     ahead = a;
-                    ch = next;
+                    at += 1;
+                    ch = next & !ROUTE_FED;
                 }
-                (Err(refused), _) => break refused,
-                (Ok(_), None) => unreachable!("handed on only to a next channel"),
+                Err(refused) => break refused,
             }
         };
         if self.trace.is_some() {
@@ -395,15 +404,6 @@ impl Simulation {
                 self.count_drop(&p);
             }
         }
-    }
-
-    /// The channel after the packet's current one, if it is fed ahead of time.
-    #[inline]
-    fn next_fed_ahead(&self, r: PacketRef) -> Option<u32> {
-        let pkt = self.packets.get(r);
-        let route = self.flows[pkt.flow as usize].route(pkt.kind);
-        let &next = route.get(pkt.hop as usize + 1)?;
-        self.channels[next as usize].is_fed_ahead().then_some(next)
     }
 
     fn trace_row(&mut self, t: u64, channel: u32, pkt: &Packet, event: TraceEvent) {
@@ -452,10 +452,11 @@ impl Simulation {
             self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);
         }
         let pkt = self.packets.get_mut(r);
-        let flow = &self.flows[pkt.flow as usize];
-        if let Some(&next) = flow.route(pkt.kind).get(pkt.hop as usize + 1) {
+        let at =
+            (self.flows[pkt.flow as usize].route_start(pkt.kind) + pkt.hop as u32 + 1) as usize;
+        if self.routes[at] != ROUTE_END {
             pkt.hop += 1;
-            self.forward(self.now, r, next);
+            self.forward(self.now, r, at);
             return;
         }
         // At its end host: the host reads it in its slot, which is then free again.
@@ -534,15 +535,12 @@ impl Simulation {
             // data path, the receiver's the ACK path (`Kind::is_forward`).
             let flow = &mut self.flows[f as usize];
             let t = flow.hosts.egress_ns(side, self.now, reaction);
-            let first = match side {
-                Side::Sender => {
-                    for pkt in &self.out {
-                        note_sent(&mut flow.conn, pkt, t);
-                    }
-                    flow.path[0]
+            if side == Side::Sender {
+                for pkt in &self.out {
+                    note_sent(&mut flow.conn, pkt, t);
                 }
-                Side::Receiver => flow.ack_path[0],
-            };
+            }
+            let first = flow.route_start[side as usize] as usize;
             // Packets leave in the order the flow produced them, each from its slot.
             for i in 0..n {
                 let pkt = &self.out[i];
@@ -877,9 +875,7 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
     channels
 }
 
-/// Which channels the engine feeds ahead of time (`Channel::feed_ahead`), and which hand
-/// packets on to them: returns, per channel, whether some packet leaving it enters a
-/// fed-ahead channel.
+/// Which channels the engine feeds ahead of time (`Channel::feed_ahead`).
 ///
 /// A packet leaving channel `c` would reach the next one, `d`, at the time `c`'s pipe gives;
 /// the engine can offer it to `d` when it enters `c` instead (one event per packet fewer)
@@ -890,7 +886,7 @@ pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
 /// from the far switch to each host, in both directions. Both channels must be drop-tail
 /// (a netem limit counts its pipe), and nothing is fed ahead while packets are traced, so
 /// that trace rows come in time order.
-fn feed_ahead<P: OnWire>(spec: &RunSpec, channels: &mut [Channel<P>]) -> Vec<bool> {
+fn feed_ahead<P: OnWire>(spec: &RunSpec, channels: &mut [Channel<P>]) {
     #[derive(Clone, Copy, PartialEq)]
     enum Feeder {
         Nothing,
@@ -898,9 +894,8 @@ fn feed_ahead<P: OnWire>(spec: &RunSpec, channels: &mut [Channel<P>]) -> Vec<boo
         Several,
     }
     let mut feeder = vec![Feeder::Nothing; channels.len()];
-    let mut hands_ahead = vec![false; channels.len()];
     if !spec.trace_flows.is_empty() {
-        return hands_ahead;
+        return;
     }
     for f in &spec.flows {
         for route in [&f.path, &f.ack_path] {
@@ -917,11 +912,9 @@ fn feed_ahead<P: OnWire>(spec: &RunSpec, channels: &mut [Channel<P>]) -> Vec<boo
         if let Feeder::Only(c) = fed_by {
             if channels[c].queue == Queue::Droptail && channels[d].queue == Queue::Droptail {
                 channels[d].feed_ahead();
-                hands_ahead[c] = true;
             }
         }
     }
-    hands_ahead
 }
 
 /// Parse a resolved spec from JSON, check its resource estimate against `limits`, and run it
