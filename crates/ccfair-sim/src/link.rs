@@ -240,6 +240,14 @@ impl<P: OnWire> Channel<P> {
 
     #[inline(always)]
     fn retire(&mut self, now: u64) {
+        if self.last_departure_ns <= now {
+            // Everything accepted has left (the common case on a link that does not
+            // queue): the departed totals are the accepted ones.
+            self.departed_bytes = self.accepted_bytes;
+            self.departed_sojourn_ns = self.accepted_sojourn_ns;
+            self.backlog.clear();
+            return;
+        }
         while let Some(&b) = self.backlog.front() {
             if b.departure_ns > now {
                 break;
