@@ -347,6 +347,7 @@ impl Simulation {
     /// Where the packet's next channel is fed ahead of time, it is offered to that one at
     /// once, with the time it will reach it, and so on down its path: it enters a pipe only
     /// on the last channel before a node where paths merge, or before its end host.
+    #[inline(always)]
     fn forward(&mut self, t: u64, r: PacketRef, mut at: usize) {
         // When the packet reaches the channel's input (with when that arrival would have
         // been scheduled, for a channel fed ahead).
