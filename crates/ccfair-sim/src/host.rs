@@ -19,6 +19,8 @@
 //! Draws come from per-flow, per-host streams (scenario seed, `STREAM_HOST`, flow, side),
 //! so they are reproducible and adding a flow changes no other flow's draws.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use ccfair_cc::rng::{derive_seed, Rng};
@@ -217,8 +219,10 @@ pub enum Side {
 /// The latency draws of one flow's two hosts.
 pub struct FlowHosts {
     app: Option<Rng>,
-    /// The sender's and the receiver's draws and distributions.
-    turnaround: Option<([Rng; 2], [Distribution; 2])>,
+    /// The sender's and the receiver's draws and distributions: the kernel's tables are
+    /// shared by every flow (one copy stays in cache however many flows draw from it), a
+    /// testbed's measured tables are the flow's own.
+    turnaround: Option<([Rng; 2], [Cow<'static, Distribution>; 2])>,
     /// When each host last put a packet on its link: a host never reorders its own.
     last_egress_ns: [u64; 2],
 }
@@ -233,12 +237,15 @@ impl FlowHosts {
             starts: &PROBS_STARTS,
         };
         let tables = match host {
-            Latency::Kernel => Some([KERNEL_SENDER, KERNEL_RECEIVER]),
+            Latency::Kernel => Some([
+                Cow::Borrowed(&KERNEL_SENDER),
+                Cow::Borrowed(&KERNEL_RECEIVER),
+            ]),
             Latency::None => None,
             Latency::Measured {
                 receiver_us,
                 sender_us,
-            } => Some([table(sender_us), table(receiver_us)]),
+            } => Some([Cow::Owned(table(sender_us)), Cow::Owned(table(receiver_us))]),
         };
         FlowHosts {
             app: (app == Latency::Kernel).then(|| stream(2)),
