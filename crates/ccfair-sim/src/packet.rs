@@ -57,8 +57,11 @@ pub const SYN_BYTES: u32 = 60;
 pub struct Packet {
     pub flow: u32,
     pub kind: Kind,
-    /// Index into the flow's data path (Data) or ACK path (Ack) of the channel it is on.
-    pub hop: u16,
+    /// Where the packet is on its route: its channel is the engine's route table entry
+    /// `hop` (`world.rs`, `Simulation::routes`, which holds every flow's data path and ACK
+    /// path), so the next channel is the next entry. The sending host sets 0; the engine
+    /// sets the start of the packet's route when it sends it.
+    pub hop: u32,
     /// Bytes on the wire (IP packet size).
     pub wire_bytes: u32,
     /// Data: segment number. Ack: cumulative ACK (next expected segment).

@@ -107,7 +107,7 @@ pub struct Simulation {
     trace: Option<Trace>,
     /// Every flow's data path and ACK path, one after the other, each channel marked
     /// `ROUTE_FED` if fed ahead of time and each route closed by `ROUTE_END`: a packet's next
-    /// channel is the next entry (`Flow::route_start`).
+    /// channel is the next entry (a packet keeps its place in `Packet::hop`).
     routes: Vec<u32>,
     /// Drops decided ahead of their time on fed-ahead channels, oldest first: (input time,
     /// flow, kind). Until then the packet counts as in the network (`conservation`).
@@ -418,7 +418,7 @@ impl Simulation {
                 t_ns: t,
                 flow: pkt.flow,
                 channel,
-                hop: pkt.hop,
+                hop: (pkt.hop - self.flows[pkt.flow as usize].route_start(pkt.kind)) as u16,
                 event,
                 kind: pkt.kind.as_str(),
                 seq_bytes,
@@ -453,8 +453,7 @@ impl Simulation {
             self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);
         }
         let pkt = self.packets.get_mut(r);
-        let at =
-            (self.flows[pkt.flow as usize].route_start(pkt.kind) + pkt.hop as u32 + 1) as usize;
+        let at = pkt.hop as usize + 1;
         if self.routes[at] != ROUTE_END {
             pkt.hop += 1;
             self.forward(self.now, r, at);
@@ -548,6 +547,7 @@ impl Simulation {
                 debug_assert!(pkt.flow == f && pkt.hop == 0);
                 debug_assert_eq!(pkt.kind.is_forward(), side == Side::Sender);
                 let r = self.packets.insert(pkt);
+                self.packets.get_mut(r).hop = first as u32;
                 self.forward(t, r, first);
             }
             self.out.clear();
