@@ -5,9 +5,11 @@
 //! backend from TCP_INFO and its forwarder (`ccfair-emu`); the column list of each table is
 //! generated from its row type, so the schema ([`crate::schema`]) is written once.
 //!
-//! Memory: time series grow in chunks of [`CHUNK_ROWS`] rows, never preallocated by the
-//! run's duration, so a long run at a fine sampling interval costs what it records and no
-//! more than one chunk per column beyond it.
+//! Memory: time series grow in chunks of [`CHUNK_ROWS`] rows, so a long run at a fine
+//! sampling interval costs what it records and no more than one chunk per column beyond
+//! it. A recorder that knows its row count (the simulator: samples x flows or link
+//! directions) reserves at the start the room that growth would reach
+//! ([`chunked_capacity`]): the same memory, without the reallocations and copies.
 
 use crate::link::{Channel, ChannelCounters, OnWire};
 use crate::schema::{self, By, Column, Dtype};
@@ -56,6 +58,18 @@ pub(crate) fn push_chunked<T>(v: &mut Vec<T>, x: T) {
     v.push(x);
 }
 
+/// The capacity [`push_chunked`] gives a column of `rows` rows: 64, doubling up to a
+/// chunk, then whole chunks.
+pub fn chunked_capacity(rows: usize) -> usize {
+    if rows == 0 {
+        0
+    } else if rows <= CHUNK_ROWS {
+        rows.next_power_of_two().max(64)
+    } else {
+        rows.div_ceil(CHUNK_ROWS).saturating_mul(CHUNK_ROWS)
+    }
+}
+
 /// A typed row, its column-wise store (`<Row>s`), and its column list: one declaration
 /// per table, so the names, types and docs cannot drift apart.
 macro_rules! rows {
@@ -74,6 +88,15 @@ macro_rules! rows {
         }
 
         impl $store {
+            /// Room for `rows` rows in every column: the capacity growth would reach
+            /// ([`chunked_capacity`]), so pushing them never reallocates.
+            pub fn with_capacity(rows: usize) -> Self {
+                let capacity = chunked_capacity(rows);
+                $store {
+                    $($field: Vec::with_capacity(capacity),)*
+                }
+            }
+
             pub fn push(&mut self, r: &$row) {
                 $(push_chunked(&mut self.$field, r.$field);)*
             }
@@ -242,6 +265,13 @@ struct Internal {
 
 impl FlowRecorder {
     pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// A recorder with room for `rows` samples in every column (the algorithms' internals
+    /// too): see [`chunked_capacity`].
+    pub fn with_capacity(rows: usize) -> Self {
+        let capacity = chunked_capacity(rows);
         let (metrics, _) = ccfair_cc::internal_names();
         let internals = metrics
             .into_iter()
@@ -251,12 +281,12 @@ impl FlowRecorder {
                     raw,
                     name,
                     divisor,
-                    values: Vec::new(),
+                    values: Vec::with_capacity(capacity),
                 }
             })
             .collect();
         FlowRecorder {
-            samples: FlowSamples::default(),
+            samples: FlowSamples::with_capacity(rows),
             internals,
             columns_of_flow: Vec::new(),
         }
@@ -613,6 +643,36 @@ mod tests {
         }
         // Past the first chunk, at most one chunk is unused.
         assert!(s.t_ns.capacity() - s.len() <= CHUNK_ROWS);
+    }
+
+    /// A store made for its row count has the capacity chunked growth would reach, and
+    /// pushing those rows does not reallocate.
+    #[test]
+    fn with_capacity_reserves_what_growth_reaches() {
+        for n in [
+            0,
+            1,
+            64,
+            65,
+            1000,
+            CHUNK_ROWS,
+            CHUNK_ROWS + 1,
+            3 * CHUNK_ROWS + 7,
+        ] {
+            let mut grown: Vec<u64> = Vec::new();
+            for _ in 0..n {
+                push_chunked(&mut grown, 0);
+            }
+            assert_eq!(chunked_capacity(n), grown.capacity(), "{n}");
+            let mut s = LinkSamples::with_capacity(n);
+            assert_eq!(s.t_ns.capacity(), chunked_capacity(n));
+            let before = s.queue_delay_ms.as_ptr();
+            for _ in 0..n {
+                s.push(&LinkSample::default());
+            }
+            assert_eq!(s.queue_delay_ms.as_ptr(), before, "{n}: reallocated");
+            assert_eq!(s.direction.capacity(), chunked_capacity(n));
+        }
     }
 
     #[test]
