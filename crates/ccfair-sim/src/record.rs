@@ -5,9 +5,11 @@
 //! backend from TCP_INFO and its forwarder (`ccfair-emu`); the column list of each table is
 //! generated from its row type, so the schema ([`crate::schema`]) is written once.
 //!
-//! Memory: time series grow in chunks of [`CHUNK_ROWS`] rows, never preallocated by the
-//! run's duration, so a long run at a fine sampling interval costs what it records and no
-//! more than one chunk per column beyond it.
+//! Memory: time series grow in chunks of [`CHUNK_ROWS`] rows, so a long run at a fine
+//! sampling interval costs what it records and no more than one chunk per column beyond
+//! it. A recorder that knows its row count (the simulator: samples x flows or link
+//! directions) reserves at the start the room that growth would reach
+//! ([`chunked_capacity`]): the same memory, without the reallocations and copies.
 
 use crate::link::{Channel, ChannelCounters, OnWire};
 use crate::schema::{self, By, Column, Dtype};
@@ -56,6 +58,18 @@ pub(crate) fn push_chunked<T>(v: &mut Vec<T>, x: T) {
     v.push(x);
 }
 
+/// The capacity [`push_chunked`] gives a column of `rows` rows: 64, doubling up to a
+/// chunk, then whole chunks.
+pub fn chunked_capacity(rows: usize) -> usize {
+    if rows == 0 {
+        0
+    } else if rows <= CHUNK_ROWS {
+        rows.next_power_of_two().max(64)
+    } else {
+        rows.div_ceil(CHUNK_ROWS).saturating_mul(CHUNK_ROWS)
+    }
+}
+
 /// A typed row, its column-wise store (`<Row>s`), and its column list: one declaration
 /// per table, so the names, types and docs cannot drift apart.
 macro_rules! rows {
@@ -74,6 +88,15 @@ macro_rules! rows {
         }
 
         impl $store {
+            /// Room for `rows` rows in every column: the capacity growth would reach
+            /// ([`chunked_capacity`]), so pushing them never reallocates.
+            pub fn with_capacity(rows: usize) -> Self {
+                let capacity = chunked_capacity(rows);
+                $store {
+                    $($field: Vec::with_capacity(capacity),)*
+                }
+            }
+
             pub fn push(&mut self, r: &$row) {
                 $(push_chunked(&mut self.$field, r.$field);)*
             }
@@ -221,44 +244,95 @@ rows_len!(LinkSummaries, link);
 
 /// Per-flow samples plus the algorithms' internals, one column per name any algorithm
 /// reports (NaN where a flow's algorithm has no such internal).
+///
+/// Internals are kept per flow, as its algorithm reports them, and spread into their
+/// columns once, in `into_table`: a sample costs a push per value, not a NaN per other
+/// algorithm's column (~850 instructions per sample when every column got a value at every
+/// sample; ~45 per value when each column filled its NaN gap as it got its next value).
 #[derive(Default)]
 pub struct FlowRecorder {
     pub samples: FlowSamples,
     internals: Vec<Internal>,
-    /// Per flow, the column of each internal its last sample reported, in report order: an
-    /// algorithm reports the same names in the same order at every sample, so each value
-    /// finds its column at the first try.
-    columns_of_flow: Vec<Vec<usize>>,
+    /// Per flow, its internals in runs of samples that report the same names.
+    runs_of_flow: Vec<Vec<InternalRun>>,
 }
 
-/// One internal: the name the algorithm reports, the stored name and the divisor to table
-/// units (`schema::table_unit`), and its values.
+/// One internal's column: the name the algorithm reports, the stored name and the divisor
+/// to table units (`schema::table_unit`).
 struct Internal {
     raw: &'static str,
     name: String,
     divisor: f64,
+}
+
+/// Samples of one flow whose algorithm reported the same names in the same order (it
+/// reports the same ones at every sample, so a flow usually has one run).
+struct InternalRun {
+    /// The names reported, each one's column (`None`: not a registered internal) and
+    /// divisor.
+    names: Vec<&'static str>,
+    columns: Vec<Option<usize>>,
+    divisors: Vec<f64>,
+    /// The samples' rows in `samples`, and their values in table units, `names.len()` per
+    /// row.
+    rows: Vec<usize>,
     values: Vec<f64>,
+}
+
+impl InternalRun {
+    fn new(internals: &[Internal], reported: &[(&'static str, f64)]) -> Self {
+        let names: Vec<&'static str> = reported.iter().map(|&(raw, _)| raw).collect();
+        let columns: Vec<Option<usize>> = names
+            .iter()
+            .map(|&raw| {
+                // Each name is one column (`internal_names` lists it once).
+                let i = internals
+                    .iter()
+                    .position(|c| std::ptr::eq(c.raw, raw) || c.raw == raw);
+                debug_assert!(i.is_some(), "{raw}: not reported by a fresh instance");
+                i
+            })
+            .collect();
+        let divisors = columns
+            .iter()
+            .map(|c| c.map_or(1.0, |i| internals[i].divisor))
+            .collect();
+        InternalRun {
+            names,
+            columns,
+            divisors,
+            rows: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Whether `reported` has this run's names (the same strings), in the same order.
+    fn reports(&self, reported: &[(&'static str, f64)]) -> bool {
+        self.names.len() == reported.len()
+            && (self.names.iter().zip(reported)).all(|(&a, &(b, _))| std::ptr::eq(a, b))
+    }
 }
 
 impl FlowRecorder {
     pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// A recorder with room for `rows` samples in every column of the samples (see
+    /// [`chunked_capacity`]); the internals grow in chunks per flow.
+    pub fn with_capacity(rows: usize) -> Self {
         let (metrics, _) = ccfair_cc::internal_names();
         let internals = metrics
             .into_iter()
             .map(|raw| {
                 let (name, divisor) = schema::table_unit(raw);
-                Internal {
-                    raw,
-                    name,
-                    divisor,
-                    values: Vec::new(),
-                }
+                Internal { raw, name, divisor }
             })
             .collect();
         FlowRecorder {
-            samples: FlowSamples::default(),
+            samples: FlowSamples::with_capacity(rows),
             internals,
-            columns_of_flow: Vec::new(),
+            runs_of_flow: Vec::new(),
         }
     }
 
@@ -266,60 +340,44 @@ impl FlowRecorder {
     /// `sample_metrics` reports them).
     pub fn push(&mut self, row: &FlowSample, internals: &[(&'static str, f64)]) {
         self.samples.push(row);
-        // A column holds the rows up to its last reported value; the rows of other
-        // algorithms' flows are filled with NaN when the column next gets a value (or in
-        // `into_table`), not every column at every sample (that cost ~850 instructions per
-        // sample, every algorithm's columns for every flow).
+        if internals.is_empty() {
+            return;
+        }
         let this_row = self.samples.len() - 1;
         let flow = row.flow as usize;
-        if self.columns_of_flow.len() <= flow {
-            self.columns_of_flow.resize_with(flow + 1, Vec::new);
+        if self.runs_of_flow.len() <= flow {
+            self.runs_of_flow.resize_with(flow + 1, Vec::new);
         }
-        let columns = &mut self.columns_of_flow[flow];
-        for (k, &(raw, v)) in internals.iter().enumerate() {
-            // Names are the algorithms' string constants: the column this flow's k-th value
-            // went to last time, if its name is the same string (address), else a search.
-            let i = match columns.get(k) {
-                Some(&i) if std::ptr::eq(self.internals[i].raw, raw) => i,
-                _ => match Self::find_column(&self.internals, raw) {
-                    Some(i) => {
-                        columns.truncate(k);
-                        columns.push(i);
-                        i
-                    }
-                    None => {
-                        debug_assert!(false, "{raw}: not reported by a fresh instance");
-                        continue;
-                    }
-                },
-            };
-            let col = &mut self.internals[i];
-            if col.values.len() > this_row {
-                // Reported twice in one sample: the last value stands, as before.
-                col.values[this_row] = v / col.divisor;
-            } else {
-                while col.values.len() < this_row {
-                    push_chunked(&mut col.values, f64::NAN);
-                }
-                push_chunked(&mut col.values, v / col.divisor);
-            }
+        let runs = &mut self.runs_of_flow[flow];
+        if !runs.last().is_some_and(|run| run.reports(internals)) {
+            runs.push(InternalRun::new(&self.internals, internals));
         }
-    }
-
-    /// The column of internal `raw`: each name is one column (`internal_names` lists it
-    /// once).
-    fn find_column(internals: &[Internal], raw: &str) -> Option<usize> {
-        internals
-            .iter()
-            .position(|c| std::ptr::eq(c.raw, raw) || c.raw == raw)
+        let run = runs.last_mut().expect("a run reporting these names");
+        push_chunked(&mut run.rows, this_row);
+        for (&(_, v), &divisor) in internals.iter().zip(&run.divisors) {
+            push_chunked(&mut run.values, v / divisor);
+        }
     }
 
     pub fn into_table(self) -> Table {
         let rows = self.samples.len();
         let mut t = self.samples.into_table();
-        for mut col in self.internals {
-            col.values.resize(rows, f64::NAN);
-            t.push(&col.name, ColumnData::F64(col.values));
+        let mut columns: Vec<Vec<f64>> = (self.internals.iter())
+            .map(|_| vec![f64::NAN; rows])
+            .collect();
+        for run in self.runs_of_flow.into_iter().flatten() {
+            let per_row = run.names.len();
+            for (&row, values) in run.rows.iter().zip(run.values.chunks_exact(per_row)) {
+                // A name reported twice in one sample: the last value stands.
+                for (&column, &v) in run.columns.iter().zip(values) {
+                    if let Some(i) = column {
+                        columns[i][row] = v;
+                    }
+                }
+            }
+        }
+        for (col, values) in self.internals.into_iter().zip(columns) {
+            t.push(&col.name, ColumnData::F64(values));
         }
         t
     }
@@ -613,6 +671,36 @@ mod tests {
         }
         // Past the first chunk, at most one chunk is unused.
         assert!(s.t_ns.capacity() - s.len() <= CHUNK_ROWS);
+    }
+
+    /// A store made for its row count has the capacity chunked growth would reach, and
+    /// pushing those rows does not reallocate.
+    #[test]
+    fn with_capacity_reserves_what_growth_reaches() {
+        for n in [
+            0,
+            1,
+            64,
+            65,
+            1000,
+            CHUNK_ROWS,
+            CHUNK_ROWS + 1,
+            3 * CHUNK_ROWS + 7,
+        ] {
+            let mut grown: Vec<u64> = Vec::new();
+            for _ in 0..n {
+                push_chunked(&mut grown, 0);
+            }
+            assert_eq!(chunked_capacity(n), grown.capacity(), "{n}");
+            let mut s = LinkSamples::with_capacity(n);
+            assert_eq!(s.t_ns.capacity(), chunked_capacity(n));
+            let before = s.queue_delay_ms.as_ptr();
+            for _ in 0..n {
+                s.push(&LinkSample::default());
+            }
+            assert_eq!(s.queue_delay_ms.as_ptr(), before, "{n}: reallocated");
+            assert_eq!(s.direction.capacity(), chunked_capacity(n));
+        }
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub struct Receiver {
     jiffy_ns: u64,
     quickacks_max: u32,
     ato_min_jiffies: u64,
+    /// Gaps between data segments shorter than this are at most `ato_min / 2` jiffies
+    /// (`tcp_event_data_recv`'s first case), without dividing by the jiffy.
+    ato_fast_gap_ns: u64,
     /// HZ/2 and `TCP_DELACK_MAX` (200 ms) in jiffies: the delayed-ACK timeout's bounds.
     half_second_jiffies: u64,
     delack_max_jiffies: u64,
@@ -95,11 +98,13 @@ impl Receiver {
         let ms_to_jiffies = |ms: u32| (ms as u64 * 1_000_000).div_ceil(jiffy_ns);
         // tcp_rtt_estimator on the first sample: RTO = rtt + max(2 rtt, rto_min).
         let rto_min_ns = opts.rto_min_ms as u64 * 1_000_000;
+        let ato_min_jiffies = ms_to_jiffies(opts.delack_ms).max(1);
         let mut r = Receiver {
             flow,
             jiffy_ns,
             quickacks_max: opts.quickacks,
-            ato_min_jiffies: ms_to_jiffies(opts.delack_ms).max(1),
+            ato_min_jiffies,
+            ato_fast_gap_ns: (ato_min_jiffies / 2 + 1) * jiffy_ns,
             half_second_jiffies: 1_000_000_000 / jiffy_ns / 2,
             delack_max_jiffies: (200_000_000u64).div_ceil(jiffy_ns),
             rto_jiffies: 0,
@@ -257,7 +262,7 @@ impl Receiver {
             self.dup_pkts_received += 1;
             self.dsack = Some(SackBlock { start: seq, end });
             self.sack_new_ofo(seq, end);
-            self.ack_snd_check(now, true, out);
+            self.ack_snd_check(now, out);
             return;
         }
 
@@ -289,7 +294,7 @@ impl Receiver {
             }
             // tcp_ack_snd_check -> __tcp_ack_snd_check(sk, 1): with holes left, an advance
             // of rcv_nxt is ACKed at once (SACK compression path, new rcv_nxt).
-            self.ack_snd_check(now, true, out);
+            self.ack_snd_check(now, out);
             self.app_read(now, read, out);
         } else {
             // tcp_data_queue_ofo: dropped when the buffer is over-committed.
@@ -303,7 +308,7 @@ impl Receiver {
             }
             self.buf.charge_out_of_order();
             self.buf.ofo_grow(self.ofo_span_bytes());
-            self.ack_snd_check(now, true, out);
+            self.ack_snd_check(now, out);
         }
     }
 
@@ -358,13 +363,17 @@ impl Receiver {
             self.incr_quickack();
             self.ato_jiffies = self.ato_min_jiffies;
         } else {
-            let m = (now - self.lrcvtime_ns) / self.jiffy_ns;
-            if m <= self.ato_min_jiffies / 2 {
+            // m = the gap in jiffies; m <= ato_min / 2 is a gap below ato_fast_gap_ns.
+            let gap_ns = now - self.lrcvtime_ns;
+            if gap_ns < self.ato_fast_gap_ns {
                 self.ato_jiffies = (self.ato_jiffies >> 1) + self.ato_min_jiffies / 2;
-            } else if m < self.ato_jiffies {
-                self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_jiffies);
-            } else if m > self.rto_jiffies {
-                self.incr_quickack();
+            } else {
+                let m = gap_ns / self.jiffy_ns;
+                if m < self.ato_jiffies {
+                    self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_jiffies);
+                } else if m > self.rto_jiffies {
+                    self.incr_quickack();
+                }
             }
         }
         self.lrcvtime_ns = now;
@@ -442,11 +451,13 @@ impl Receiver {
         self.n_sacks = k;
     }
 
-    /// `__tcp_ack_snd_check`: ACK now after more than one full segment if the window would
-    /// not shrink, in quick-ACK mode, or when asked to.
-    // Per data segment: inlined.
-    #[inline]
-    fn ack_snd_check(&mut self, now: u64, ofo_possible: bool, out: &mut Vec<Packet>) {
+    /// `__tcp_ack_snd_check(sk, ofo_possible = 1)` (every data segment calls it so): ACK now
+    /// after more than one full segment if the window would not shrink, in quick-ACK mode,
+    /// or when asked to; else delay the ACK, or with out-of-order data compress it.
+    // Per data segment: inlined (the in-order path's call is the hot one); the SACK
+    // compression with out-of-order data stays out of line.
+    #[inline(always)]
+    fn ack_snd_check(&mut self, now: u64, out: &mut Vec<Packet>) {
         if (self.rcv_nxt - self.rcv_wup) * self.mss > self.buf.rcv_mss {
             let window_now = self.buf.select_window_now();
             if window_now.1 {
@@ -462,10 +473,17 @@ impl Receiver {
             self.send_ack(now, out);
             return;
         }
-        if !ofo_possible || self.ofo.is_empty() {
+        if self.ofo.is_empty() {
             self.send_delayed_ack(now, out);
             return;
         }
+        self.compress_sack_ack(now, out);
+    }
+
+    /// `__tcp_ack_snd_check` with out-of-order data: the first `FASTRETRANS_THRESH` ACKs for
+    /// one `rcv_nxt` leave at once, later ones wait for the SACK compression timer.
+    #[inline(never)]
+    fn compress_sack_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
         if self.compressed_ack >= COMP_SACK_NR {
             self.send_ack(now, out);
             return;
@@ -550,38 +568,24 @@ impl Receiver {
         if end_quick {
             self.quick = 0;
         }
-        let mut sack = [SackBlock::default(); MAX_SACK_BLOCKS];
-        let mut n = 0;
-        if let Some(d) = self.dsack.take() {
-            sack[0] = d;
-            n = 1;
-        }
-        for b in &self.sacks[..self.n_sacks] {
-            if n == MAX_SACK_BLOCKS {
-                break;
-            }
-            sack[n] = *b;
-            n += 1;
-        }
-        let wire = ACK_BYTES
-            + if n > 0 {
-                SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * n as u32
-            } else {
-                0
-            };
+        // The common ACK carries no SACK block: written in place; blocks are added after.
         out.push(Packet {
             flow: self.flow,
             kind: Kind::Ack,
             hop: 0,
-            wire_bytes: wire,
+            wire_bytes: ACK_BYTES,
             seq: self.rcv_nxt,
             payload_bytes: 0,
             tsval: Self::now_ticks(now),
             tsecr: self.ts_recent,
-            n_sack: n as u8,
+            n_sack: 0,
             window_bytes: window as u32,
-            sack,
+            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
         });
+        if self.dsack.is_some() || self.n_sacks > 0 {
+            let ack = out.last_mut().expect("just pushed");
+            self.add_sack_blocks(ack);
+        }
         self.acks_sent += 1;
         self.rcv_wup = self.rcv_nxt;
         self.ack_now = false;
@@ -595,6 +599,26 @@ impl Receiver {
                 self.ato_jiffies = self.ato_min_jiffies;
             }
         }
+    }
+
+    /// The ACK's SACK blocks: the D-SACK block first, then the remembered blocks in
+    /// recency order, at most `MAX_SACK_BLOCKS` next to timestamps.
+    #[inline(never)]
+    fn add_sack_blocks(&mut self, ack: &mut Packet) {
+        let mut n = 0;
+        if let Some(d) = self.dsack.take() {
+            ack.sack[0] = d;
+            n = 1;
+        }
+        for b in &self.sacks[..self.n_sacks] {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            ack.sack[n] = *b;
+            n += 1;
+        }
+        ack.n_sack = n as u8;
+        ack.wire_bytes = ACK_BYTES + SACK_OPTION_BASE_BYTES + SACK_BLOCK_BYTES * n as u32;
     }
 }
 
