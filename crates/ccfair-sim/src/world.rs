@@ -187,6 +187,10 @@ impl Simulation {
         }
         let trace = Trace::new(spec.flows.len(), &spec.trace_flows);
         let n_ch = channels.len();
+        // One sample per interval (spec validation: 0 < interval <= duration).
+        let samples = (spec.duration_ns / spec.sample_interval_ns) as usize;
+        let fseries = FlowRecorder::with_capacity(samples.saturating_mul(spec.flows.len()));
+        let lseries = LinkSamples::with_capacity(samples.saturating_mul(n_ch));
         Ok(Simulation {
             spec,
             now: 0,
@@ -196,8 +200,8 @@ impl Simulation {
             flows,
             out: Vec::with_capacity(64),
             stats: EngineStats::default(),
-            fseries: FlowRecorder::new(),
-            lseries: LinkSamples::default(),
+            fseries,
+            lseries,
             last_sample_ns: 0,
             last_channel_counters: vec![ChannelCounters::default(); n_ch],
             measure_start_counters: vec![ChannelCounters::default(); n_ch],
