@@ -21,10 +21,8 @@ under the directory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import platform
 import re
 import secrets
 from collections.abc import Sequence
@@ -37,6 +35,8 @@ import pandas as pd
 
 from ccfair import _core, backends, schema
 from ccfair.errors import ResultsError, shorten
+from ccfair.tables import point_key as point_key  # where it was always found
+from ccfair.tables import provenance, runs_row
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
@@ -409,24 +409,48 @@ class RunResult:
         last, each in the schema's exact columns and types, through ccfair-named
         temporaries. Unlike :meth:`save` it does not check the directory's schema version:
         for a writer that checked it once (a sweep, under the directory's lock)."""
-        for table in (*TABLES, MARKER_TABLE):
-            frame = self.runs if table == MARKER_TABLE else getattr(self, table)
-            arrow = arrow_table(frame, table)
-            path = root / table / f"{self.run_id}.parquet"
-            write_file_atomic(path, lambda tmp, arrow=arrow: _write_parquet(arrow, tmp))
+        write_arrow_tables(root, self.run_id, self._arrow_tables())
 
     def parquet_bytes(self) -> dict[str, bytes]:
         """Each table as the bytes of the Parquet file :meth:`write_tables` would write (a
         cluster worker sends these; the sweep's process writes them)."""
-        import pyarrow as pa
+        return {table: parquet_bytes_of(arrow) for table, arrow in self._arrow_tables().items()}
 
-        out = {}
-        for table in (*TABLES, MARKER_TABLE):
-            frame = self.runs if table == MARKER_TABLE else getattr(self, table)
-            sink = pa.BufferOutputStream()
-            _write_parquet(arrow_table(frame, table), sink)
-            out[table] = sink.getvalue().to_pybytes()
-        return out
+    def _arrow_tables(self) -> dict[str, Any]:
+        # From the frames as they are now (a caller may have changed them since the run).
+        return {
+            table: arrow_table(self.runs if table == MARKER_TABLE else getattr(self, table), table)
+            for table in (*TABLES, MARKER_TABLE)
+        }
+
+
+def write_arrow_tables(root: Path, run_id: str, tables: dict[str, Any]) -> None:
+    """Write one run's Arrow tables (the schema's exact form: :func:`arrow_table`,
+    :func:`ccfair.tables.build_tables`) into the results directory ``root``, each through
+    a ccfair-named temporary, the ``runs`` file last.
+
+    Example:
+        >>> write_arrow_tables(Path("results"), t.run_id, t.tables)  # doctest: +SKIP
+    """
+    for table in (*TABLES, MARKER_TABLE):
+        arrow = tables[table]
+        path = root / table / f"{run_id}.parquet"
+        write_file_atomic(path, lambda tmp, arrow=arrow: _write_parquet(arrow, tmp))
+
+
+def parquet_bytes_of(arrow: Any) -> bytes:
+    """The bytes of the Parquet file of one table, as :func:`write_arrow_tables` writes it.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> parquet_bytes_of(pa.table({"a": [1]}))[:4]
+        b'PAR1'
+    """
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    _write_parquet(arrow, sink)
+    return sink.getvalue().to_pybytes()
 
 
 def jain_index(x: Any) -> float:
@@ -592,55 +616,6 @@ def read_tables(paths: list[Path]) -> pd.DataFrame:
     return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 
-def provenance() -> dict[str, str]:
-    """Versions and host facts recorded with every run."""
-    return {
-        "ccfair_version": _core.__version__,
-        "git_revision": _core.__git_revision__,
-        "host": platform.node(),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-    }
-
-
-def _selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> dict[str, Any]:
-    """The run-level self-check columns (docs/results.md, runs): ``reliable`` and
-    ``selfcheck_flags``
-    on every backend; ``emu_*`` measured by the kernel backend's emulator, NaN otherwise."""
-    nan = float("nan")
-
-    def num(v: Any) -> float:
-        return float(v) if isinstance(v, int | float) else nan
-
-    out: dict[str, Any] = {"reliable": not flags, "selfcheck_flags": "; ".join(flags)}
-    fwd = (selfcheck or {}).get("forwarder", {})
-    late = fwd.get("lateness", {})
-    rates = [
-        r["achieved_bps"] / r["rate_bps"]
-        for r in fwd.get("rates", [])
-        if r.get("achieved_bps") is not None and r.get("busy_s", 0) >= 1.0
-    ]
-    out.update(
-        {
-            "emu_lateness_p50_us": num(late.get("p50_us")),
-            "emu_lateness_p99_us": num(late.get("p99_us")),
-            "emu_lateness_p999_us": num(late.get("p999_us")),
-            "emu_lateness_max_us": num(late.get("max_us")),
-            "emu_cpu_frac": num(fwd.get("cpu_frac")),
-            "emu_process_cpu_frac": num((selfcheck or {}).get("process_cpu_frac")),
-            "emu_rate_ratio_min_frac": min(rates) if rates else nan,
-            "emu_missed_samples_count": num((selfcheck or {}).get("missed_samples")),
-            "emu_sampling_p99_us": num(
-                (selfcheck or {}).get("sampling_lateness", {}).get("p99_us")
-            ),
-            "emu_host_tx_drops_count": num((selfcheck or {}).get("host_tx_drops")),
-            "kernel_hz": num((selfcheck or {}).get("kernel_hz")),
-            "selfcheck_json": json.dumps(selfcheck, sort_keys=True) if selfcheck else "",
-        }
-    )
-    return out
-
-
 def build_result(
     resolved: Any,
     raw: dict[str, Any],
@@ -675,17 +650,21 @@ def build_result(
     ts.insert(0, "run_id", run_id)
     ts.insert(1, "flow_name", _labels(ts["flow"].to_numpy(), names))
     links, ls = _link_tables(resolved, raw, run_id, lnames)
-    runs = _runs_table(
-        resolved,
-        raw,
-        run_id=run_id,
-        backend=backend,
-        identity=identity,
-        facts=facts,
-        started_at=started_at,
-        wall_time_s=wall_time_s,
-        selfcheck=selfcheck,
-        flags=flags,
+    runs = pd.DataFrame(
+        [
+            runs_row(
+                resolved,
+                raw,
+                run_id=run_id,
+                backend=backend,
+                identity=identity,
+                facts=facts,
+                started_at=started_at,
+                wall_time_s=wall_time_s,
+                selfcheck=selfcheck,
+                flags=flags,
+            )
+        ]
     )
     trace = None
     if "trace" in raw:
@@ -746,61 +725,3 @@ def _link_tables(
         np.nan if link_info[i].buffer_bdp is None else link_info[i].buffer_bdp for i in ls["link"]
     ]
     return links, ls
-
-
-def _runs_table(
-    resolved: Any,
-    raw: dict[str, Any],
-    *,
-    run_id: str,
-    backend: str,
-    identity: str | None,
-    facts: dict[str, str],
-    started_at: str,
-    wall_time_s: float,
-    selfcheck: dict[str, Any] | None,
-    flags: list[str] | None,
-) -> pd.DataFrame:
-    """The run's one row: what ran (names, the normalised spec, its point), where and when
-    (provenance), and the backend's self-checks."""
-    spec = resolved.engine_spec
-    normalized = resolved.normalized
-    return pd.DataFrame(
-        [
-            {
-                "run_id": run_id,
-                "schema_version": schema.VERSION,
-                "scenario": normalized.get("name", "scenario"),
-                "backend": backend,
-                "seed": spec["seed"],
-                "duration_s": spec["duration_ns"] / 1e9,
-                "measure_start_s": spec["measure_start_ns"] / 1e9,
-                "measure_end_s": spec["measure_end_ns"] / 1e9,
-                "n_flows": len(spec["flows"]),
-                "n_links": len(spec["links"]),
-                "spec_json": json.dumps(normalized, sort_keys=True),
-                "point_key": point_key(normalized, identity or backend),
-                **facts,
-                "started_at": started_at,
-                "wall_time_s": wall_time_s,
-                "engine_events": raw["engine"]["events"],
-                "engine_packet_hops": raw["engine"]["packet_hops"],
-                **_selfcheck_columns(selfcheck, flags or []),
-            }
-        ]
-    )
-
-
-def point_key(normalized: dict[str, Any], backend: str) -> str:
-    """What a run is, without its seed: runs with the same key are repetitions of one
-    point (the same normalised spec and backend, different seeds).
-
-    Example:
-        >>> point_key({"seed": 1, "a": 2}, "sim") == point_key({"seed": 7, "a": 2}, "sim")
-        True
-    """
-    from ccfair.api import spec_identity
-
-    spec = {k: v for k, v in spec_identity(normalized).items() if k != "seed"}
-    blob = json.dumps({"spec": spec, "backend": backend}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
