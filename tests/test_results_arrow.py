@@ -249,3 +249,32 @@ def test_docstring_examples_run():
 
     result = doctest.testmod(ccfair.tables, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 5
+
+
+def test_a_sweep_worker_writes_what_run_and_save_write_without_a_dataframe(tmp_path, monkeypatch):
+    from ccfair.executor import run_and_save, run_to_bytes
+
+    sc = ccfair.parking_lot(2, "bbr", "cubic", delay="5ms", duration="2s")
+    reference = ccfair.run(sc)
+    reference.save(tmp_path / "interactive")
+
+    def no_frames(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the sweep path created a pandas DataFrame")
+
+    # What the local worker and the Dask worker do, with pandas' DataFrame made unusable.
+    monkeypatch.setattr(pd.DataFrame, "__init__", no_frames)
+    reply = run_and_save(reference.run_id, sc.to_dict(), "sim", str(tmp_path / "worker"))
+    sent = run_to_bytes(reference.run_id, sc.to_dict(), "sim")["tables"]
+    monkeypatch.undo()
+    assert reply["reliable"] is True
+    # The runs row records when and how long each run took: the rest must be equal.
+    when = ["started_at", "wall_time_s"]
+    for table in WRITE_ORDER:
+        name = f"{reference.run_id}.parquet"
+        want = pq.read_table(tmp_path / "interactive" / table / name)
+        got = pq.read_table(tmp_path / "worker" / table / name)
+        from_bytes = pq.read_table(pa.BufferReader(sent[table]))
+        if table == "runs":
+            want, got, from_bytes = (t.drop_columns(when) for t in (want, got, from_bytes))
+        assert got.equals(want, check_metadata=True), table
+        assert from_bytes.equals(want, check_metadata=True), table
