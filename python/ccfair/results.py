@@ -466,13 +466,30 @@ def jain_index(x: Any) -> float:
 def arrow_table(frame: pd.DataFrame, table: str) -> Any:
     """``frame`` as an Arrow table with the schema's exact columns and types of ``table`` and
     no pandas metadata: a plain read of the table's folder then returns every column of every
-    run (docs/results.md, "One schema, plain reads")."""
+    run (docs/results.md, "One schema, plain reads").
+
+    Column by column rather than ``pa.Table.from_pandas``: the same table (a NaN stored as
+    null) in about half the time, above all because a float column's nulls come from numpy's
+    NaN mask (:func:`ccfair.tables.floats`) instead of pandas' conversion.
+
+    Example:
+        >>> arrow_table(pd.DataFrame({"x": [1.0]}), "flows")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        RuntimeError: flows: columns differ from the schema: missing ['run_id', ...], extra ['x']
+    """
     import pyarrow as pa
 
-    arrow = pa.Table.from_pandas(
-        conform(frame, table), schema=schema.arrow_schema(table), preserve_index=False
-    )
-    return arrow.replace_schema_metadata(None)
+    from ccfair.tables import floats
+
+    frame = conform(frame, table)
+    target = schema.arrow_schema(table)
+    arrays = [
+        floats(frame[f.name].to_numpy())
+        if pa.types.is_float64(f.type)
+        else pa.array(frame[f.name], type=f.type, from_pandas=True)
+        for f in target
+    ]
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 def _write_parquet(arrow: Any, where: Any) -> None:
