@@ -30,6 +30,7 @@ import json
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,7 @@ class RunTables:
         """False when a kernel run exceeded a self-check bound (``runs.reliable``)."""
         return bool(self.tables["runs"].column("reliable")[0].as_py())
 
-    def write_tables(self, root: Any) -> None:
+    def write_tables(self, root: Path) -> None:
         """Write the tables into the results directory ``root`` as
         :meth:`ccfair.results.RunResult.write_tables` does (same files, ``runs`` last).
 
