@@ -102,7 +102,7 @@ def floats(values: Any) -> Any:
     so the files and what ``read_parquet`` returns are unchanged.
 
     The nulls are numpy's NaN mask rather than ``from_pandas=True``, whose scan costs about
-    30 ns per value (60,000 values: 2 ms; the mask: 0.02 ms without a NaN, 0.15 with).
+    4 ns per value (60,000 values without a NaN: 0.25 ms; the mask 0.02 ms, 0.08 with NaN).
 
     Example:
         >>> floats([1.0, float("nan")]).to_pylist()
