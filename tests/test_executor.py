@@ -298,24 +298,33 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
 
 
 def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, dict]:
-    """Make ``ccfair.api.run`` return one real simulator run, marked reliable or flagged as
-    ``reliable`` lists them (one attempt each), and record the attempts made."""
+    """Make ``ccfair.api.run_tables`` (what a sweep's worker runs) return one real simulator
+    run, marked reliable or flagged as ``reliable`` lists them (one attempt each), and record
+    the attempts made."""
     import ccfair
     import ccfair.api
+    import pyarrow as pa
 
     sc = ccfair.dumbbell(1, "reno", duration="1s", sample_interval="100ms")
-    real = ccfair.run(sc)
+    real_run_tables = ccfair.api.run_tables
+    rid = real_run_tables(sc).run_id
     made: list[bool] = []
 
-    def fake_run(scenario, **kw):
+    def fake_run_tables(scenario, **kw):
         ok = reliable[len(made)]
         made.append(ok)
-        r = ccfair.run(scenario)
-        r.runs = r.runs.assign(reliable=ok, selfcheck_flags="" if ok else "forwarder stall")
-        return r
+        t = real_run_tables(scenario)
+        runs = t.tables["runs"]
+        for name, value in (("reliable", ok), ("selfcheck_flags", "" if ok else "forwarder stall")):
+            i = runs.schema.get_field_index(name)
+            runs = runs.set_column(
+                i, runs.schema.field(i), pa.array([value], runs.schema.field(i).type)
+            )
+        t.tables["runs"] = runs
+        return t
 
-    monkeypatch.setattr(ccfair.api, "run", fake_run)
-    return made, real.run_id, sc.to_dict()
+    monkeypatch.setattr(ccfair.api, "run_tables", fake_run_tables)
+    return made, rid, sc.to_dict()
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from ccfair.spec import Scenario, dumbbell
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
     from ccfair.results import RunResult
+    from ccfair.tables import RunTables
 
 
 def default_scenario() -> Scenario:
@@ -154,6 +155,46 @@ def run(
         >>> list(r.flows["flow_name"])
         ['flow1', 'flow2']
     """
+    from ccfair.results import build_result
+
+    resolved, raw, record = _execute(scenario, backend, trace, force_bpf, limits)
+    return build_result(resolved, raw, **record)
+
+
+def run_tables(
+    scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
+    *,
+    backend: str | None = None,
+    force_bpf: bool = False,
+    limits: Limits | dict[str, Any] | None = None,
+) -> RunTables:
+    """Run one scenario as :func:`run` does and return its tables as Arrow tables in the
+    schema's exact form, ready to be written (:meth:`ccfair.tables.RunTables.write_tables`)
+    or sent as Parquet bytes: a sweep's worker, which only saves a run, creates no pandas
+    DataFrame on the way (benches/README.md, "After the engine", has the costs). The files
+    are those ``run(...).save(...)`` writes. ``trace`` is not offered: traces are not saved.
+
+    Example:
+        >>> import ccfair
+        >>> t = run_tables(ccfair.dumbbell(2, "reno", duration="2s"))
+        >>> t.tables["flows"].column("flow_name").to_pylist()
+        ['flow1', 'flow2']
+    """
+    from ccfair.tables import build_tables
+
+    resolved, raw, record = _execute(scenario, backend, (), force_bpf, limits)
+    return build_tables(resolved, raw, **record)
+
+
+def _execute(
+    scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
+    backend: str | None,
+    trace: Sequence[str],
+    force_bpf: bool,
+    limits: Limits | dict[str, Any] | None,
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Check and run one scenario: its resolved spec, the backend's columns and what the
+    tables record of the run (the keywords of ``build_result`` / ``build_tables``)."""
     sc = as_scenario(scenario)
     b = backends.get(backend or sc.backend or "sim")
     lim = as_limits(limits)
@@ -168,20 +209,17 @@ def run(
     t0 = time.perf_counter()
     out = b.run(resolved, rid, engine_spec, lim, force_bpf=force_bpf)
     wall = time.perf_counter() - t0
-    from ccfair.results import build_result
-
-    return build_result(
-        resolved,
-        out.raw,
-        run_id=rid,
-        backend=b.name,
-        started_at=started,
-        wall_time_s=wall,
-        selfcheck=out.selfcheck,
-        flags=out.flags,
-        identity=identity,
-        facts=b.provenance(),
-    )
+    record = {
+        "run_id": rid,
+        "backend": b.name,
+        "started_at": started,
+        "wall_time_s": wall,
+        "selfcheck": out.selfcheck,
+        "flags": out.flags,
+        "identity": identity,
+        "facts": b.provenance(),
+    }
+    return resolved, out.raw, record
 
 
 def _with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:

@@ -305,15 +305,18 @@ def _compute(
     """Run one point: ``(result, attempts)``. A run of a self-checked backend (the kernel's)
     that its self-checks flag is run again, up to ``retries`` times, and only the attempt
     kept is ever written: a reliable one, else the last. Nothing of a flagged attempt reaches
-    the results directory, so two attempts' tables can never mix."""
-    from ccfair.api import run
+    the results directory, so two attempts' tables can never mix.
+
+    The result is the run's Arrow tables (:func:`ccfair.api.run_tables`): a worker only
+    writes or sends them, so it builds no pandas DataFrame (the files are the same)."""
+    from ccfair.api import run_tables
     from ccfair.spec import Scenario
 
     checked = backends.has(backend, "self_checked")
     attempts = 0
     while True:
         attempts += 1
-        result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
+        result = run_tables(Scenario.from_dict(spec), backend=backend, limits=limits)
         if result.run_id != run_id:
             raise RuntimeError(
                 f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does "
@@ -355,7 +358,7 @@ def run_to_bytes(
     workers)."""
     t0 = time.perf_counter()
     result, attempts = _compute(run_id, spec, backend, limits, retries)
-    tables = result.parquet_bytes()  # the schema's exact columns, as save() writes them
+    tables = result.parquet_bytes()  # the files write_tables() writes
     return {
         "run_id": run_id,
         "wall_s": time.perf_counter() - t0,
