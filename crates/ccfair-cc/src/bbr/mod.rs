@@ -1053,6 +1053,11 @@ impl CongestionControl for Bbr {
         true
     }
 
+    /// `tcp_bbr_cong_ops` has no `pkts_acked`.
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+
     /// `bbr_main`.
     fn cong_control(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         self.update_model(tp, rs);
