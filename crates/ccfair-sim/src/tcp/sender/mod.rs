@@ -191,6 +191,8 @@ pub struct Sender {
 
     rtt: RttEstimator,
     rto_jiffies: u64,
+    /// `rto_jiffies` in µs (`rto_us()`), kept with it: the loss probe reads it per send.
+    rto_us: u64,
     backoff: u32,
     retransmits: u32,
 
@@ -301,6 +303,7 @@ impl Sender {
                 opts.min_rtt_wlen_s as u64 * opts.hz as u64,
             ),
             rto_jiffies: rto_init_jiffies,
+            rto_us: rto_init_jiffies * jiffy_ns / 1_000,
             backoff: 0,
             retransmits: 0,
             high_seq: 0,
@@ -359,7 +362,7 @@ impl Sender {
     }
 
     pub fn rto_us(&self) -> u64 {
-        self.rto_jiffies * self.jiffy_ns / 1_000
+        self.rto_us
     }
 
     /// `tcpi_delivery_rate`: payload bytes per second of the last rate sample.
