@@ -40,6 +40,8 @@ fn parse_resolved(params: &serde_json::Value) -> Result<BbrParams, ParamError> {
     Ok(p.resolved())
 }
 
+use std::cell::Cell;
+
 use crate::minmax::MinMax;
 use crate::rng::Rng;
 use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};
@@ -184,6 +186,9 @@ pub struct Bbr {
     /// The min-RTT window's end for the stamp it was computed for: (stamp, the first time in
     /// ns at which the window has run out, `None` if never). See [`Bbr::min_rtt_expired`].
     min_rtt_expiry: Option<(u64, Option<u64>)>,
+    /// The last `bbr_tso_segs_goal` with the pacing rate and MSS it was computed from: the
+    /// rate changes far less often than the goal is read (once or twice per ACK).
+    tso_goal_memo: Cell<Option<(u64, u32, u32)>>,
     /// Jiffies at which PROBE_RTT may end; `None` until in-flight first drops to 4.
     probe_rtt_done_stamp: Option<u64>,
     /// Max filter of delivery-rate samples, pkts/µs << 24, over `bw_rtts` rounds.
@@ -249,6 +254,7 @@ impl Bbr {
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
             min_rtt_expiry: None,
+            tso_goal_memo: Cell::new(None),
             probe_rtt_done_stamp: None,
             bw: MinMax::default(),
             rtt_cnt: 0,
@@ -420,6 +426,19 @@ impl Bbr {
 
     /// `bbr_tso_segs_goal`: about 1 ms of data at the current pacing rate (`tso_model`).
     pub(crate) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
+        let (rate, mss) = (tp.pacing_rate_bytes_per_sec, tp.mss);
+        if let Some((r, m, goal)) = self.tso_goal_memo.get() {
+            if r == rate && m == mss {
+                return goal;
+            }
+        }
+        let goal = self.tso_segs_goal_from(tp);
+        self.tso_goal_memo.set(Some((rate, mss, goal)));
+        goal
+    }
+
+    /// `tso_segs_goal` computed (it reads only the pacing rate and the MSS of `tp`).
+    fn tso_segs_goal_from(&self, tp: &TcpSock) -> u32 {
         match self.params.tso_model {
             TsoModel::None => 1,
             TsoModel::Linux => {
