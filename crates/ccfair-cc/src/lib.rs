@@ -62,6 +62,12 @@ pub trait CongestionControl: Send {
     /// `pkts_acked`: per ACK from `tcp_clean_rtx_queue`.
     fn pkts_acked(&mut self, _tp: &mut TcpSock, _sample: &AckSample) {}
 
+    /// False when the module leaves `pkts_acked` NULL: `tcp_clean_rtx_queue` then builds no
+    /// sample and makes no call (it tests `icsk_ca_ops->pkts_acked` for NULL).
+    fn has_pkts_acked(&self) -> bool {
+        true
+    }
+
     /// `undo_cwnd`: spurious-loss undo. Returns the cwnd to restore.
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         // tcp_reno_undo_cwnd (tcp_cong.c), the default of most modules.

@@ -13,6 +13,10 @@ pub struct Sample {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinMax {
     s: [Sample; 3],
+    /// Where an update is known to change nothing: `(win, lo, hi, bound)` says an update
+    /// with window `win` at a time in `lo..=hi` whose value does not reach `bound` (does not
+    /// exceed it, for a min filter) leaves every sample as it is. Set after each update.
+    quiet: Option<(u64, u64, u64, u64)>,
 }
 
 impl MinMax {
@@ -23,7 +27,26 @@ impl MinMax {
     pub fn reset(&mut self, t: u64, v: u64) -> u64 {
         let val = Sample { t, v };
         self.s = [val; 3];
+        self.quiet = None;
         v
+    }
+
+    /// The times at which an update changes no sample unless its value beats the samples'
+    /// (`quiet`): from the latest sample's time (no wrap-around in the differences) until
+    /// the first of the expiry (`t - s[2].t > win` or `t - s[0].t > win`) and the sub-window
+    /// refreshes of `subwin_update` (a quarter and half of the window past `s[0]`, while
+    /// the 2nd and 3rd samples still equal their predecessors) would apply.
+    fn quiet_times(&self, win: u64) -> (u64, u64) {
+        let [s0, s1, s2] = self.s;
+        let lo = s0.t.max(s2.t);
+        let mut hi = s0.t.saturating_add(win).min(s2.t.saturating_add(win));
+        if s1.t == s0.t {
+            hi = hi.min(s0.t.saturating_add(win / 4));
+        }
+        if s2.t == s1.t {
+            hi = hi.min(s0.t.saturating_add(win / 2));
+        }
+        (lo, hi)
     }
 
     /// `minmax_subwin_update`: the best sample aged out, or a sub-window refresh is due.
@@ -52,6 +75,19 @@ impl MinMax {
 
     /// `minmax_running_max`.
     pub fn running_max(&mut self, win: u64, t: u64, v: u64) -> u64 {
+        if let Some((w, lo, hi, below)) = self.quiet {
+            if w == win && lo <= t && t <= hi && v < below {
+                return self.s[0].v; // no sample would change
+            }
+        }
+        let best = self.running_max_update(win, t, v);
+        let (lo, hi) = self.quiet_times(win);
+        let below = self.s[0].v.min(self.s[1].v).min(self.s[2].v);
+        self.quiet = Some((win, lo, hi, below));
+        best
+    }
+
+    fn running_max_update(&mut self, win: u64, t: u64, v: u64) -> u64 {
         let val = Sample { t, v };
         if val.v >= self.s[0].v || val.t.wrapping_sub(self.s[2].t) > win {
             return self.reset(t, v);
@@ -67,6 +103,19 @@ impl MinMax {
 
     /// `minmax_running_min`.
     pub fn running_min(&mut self, win: u64, t: u64, v: u64) -> u64 {
+        if let Some((w, lo, hi, above)) = self.quiet {
+            if w == win && lo <= t && t <= hi && v > above {
+                return self.s[0].v; // no sample would change
+            }
+        }
+        let best = self.running_min_update(win, t, v);
+        let (lo, hi) = self.quiet_times(win);
+        let above = self.s[0].v.max(self.s[1].v).max(self.s[2].v);
+        self.quiet = Some((win, lo, hi, above));
+        best
+    }
+
+    fn running_min_update(&mut self, win: u64, t: u64, v: u64) -> u64 {
         let val = Sample { t, v };
         if val.v <= self.s[0].v || val.t.wrapping_sub(self.s[2].t) > win {
             return self.reset(t, v);

@@ -41,6 +41,11 @@ impl CongestionControl for Reno {
         (tp.snd_cwnd >> 1).max(2)
     }
 
+    /// `tcp_reno` has no `pkts_acked`.
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+
     /// `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
         if !tp.is_cwnd_limited() {

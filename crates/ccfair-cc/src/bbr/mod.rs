@@ -40,6 +40,8 @@ fn parse_resolved(params: &serde_json::Value) -> Result<BbrParams, ParamError> {
     Ok(p.resolved())
 }
 
+use std::cell::Cell;
+
 use crate::minmax::MinMax;
 use crate::rng::Rng;
 use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};
@@ -109,6 +111,16 @@ const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 /// `bbr_tso_segs_goal` never exceeds 0x7F segments.
 const TSO_MAX_SEGS: u64 = 0x7F;
 
+/// `(a x b) >> shift` as u64 (truncated as `as u64` does): in u64 while the product fits,
+/// else in u128, the same value.
+#[inline]
+fn mul_shr(a: u64, b: u64, shift: u32) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p >> shift,
+        None => ((a as u128 * b as u128) >> shift) as u64,
+    }
+}
+
 /// `enum bbr_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -171,6 +183,12 @@ pub struct Bbr {
     min_rtt_us: u32,
     /// Jiffies when `min_rtt_us` was last set (or PROBE_RTT last ended).
     min_rtt_stamp: u64,
+    /// The min-RTT window's end for the stamp it was computed for: (stamp, the first time in
+    /// ns at which the window has run out, `None` if never). See [`Bbr::min_rtt_expired`].
+    min_rtt_expiry: Option<(u64, Option<u64>)>,
+    /// The last `bbr_tso_segs_goal` with the pacing rate and MSS it was computed from: the
+    /// rate changes far less often than the goal is read (once or twice per ACK).
+    tso_goal_memo: Cell<Option<(u64, u32, u32)>>,
     /// Jiffies at which PROBE_RTT may end; `None` until in-flight first drops to 4.
     probe_rtt_done_stamp: Option<u64>,
     /// Max filter of delivery-rate samples, pkts/µs << 24, over `bw_rtts` rounds.
@@ -235,6 +253,8 @@ impl Bbr {
             rng: Rng::new(seed),
             min_rtt_us: u32::MAX,
             min_rtt_stamp: 0,
+            min_rtt_expiry: None,
+            tso_goal_memo: Cell::new(None),
             probe_rtt_done_stamp: None,
             bw: MinMax::default(),
             rtt_cnt: 0,
@@ -338,7 +358,22 @@ impl Bbr {
 
     /// `bbr_rate_bytes_per_sec`: bw x mss x gain x 99%, payload bytes per second. The
     /// order of operations (and so the truncation) is Linux's; u128 avoids its overflow.
+    /// Computed in u64 while no product overflows (the usual case): the same value.
     fn rate_bytes_per_sec(tp: &TcpSock, bw: u64, gain: u32) -> u64 {
+        const MARGIN: u64 = 1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT);
+        let narrow = bw
+            .checked_mul(tp.mss as u64)
+            .and_then(|r| r.checked_mul(gain as u64))
+            .and_then(|r| (r >> BBR_SCALE).checked_mul(MARGIN));
+        match narrow {
+            Some(rate) => rate >> BW_SCALE,
+            None => Self::rate_bytes_per_sec_wide(tp, bw, gain),
+        }
+    }
+
+    /// `rate_bytes_per_sec` in u128.
+    #[cold]
+    fn rate_bytes_per_sec_wide(tp: &TcpSock, bw: u64, gain: u32) -> u64 {
         let mut rate = bw as u128;
         rate *= tp.mss as u128;
         rate *= gain as u128;
@@ -391,6 +426,19 @@ impl Bbr {
 
     /// `bbr_tso_segs_goal`: about 1 ms of data at the current pacing rate (`tso_model`).
     pub(crate) fn tso_segs_goal(&self, tp: &TcpSock) -> u32 {
+        let (rate, mss) = (tp.pacing_rate_bytes_per_sec, tp.mss);
+        if let Some((r, m, goal)) = self.tso_goal_memo.get() {
+            if r == rate && m == mss {
+                return goal;
+            }
+        }
+        let goal = self.tso_segs_goal_from(tp);
+        self.tso_goal_memo.set(Some((rate, mss, goal)));
+        goal
+    }
+
+    /// `tso_segs_goal` computed (it reads only the pacing rate and the MSS of `tp`).
+    fn tso_segs_goal_from(&self, tp: &TcpSock) -> u32 {
         match self.params.tso_model {
             TsoModel::None => 1,
             TsoModel::Linux => {
@@ -418,10 +466,19 @@ impl Bbr {
         if self.min_rtt_us == u32::MAX {
             return TCP_INIT_CWND;
         }
-        let w = bw as u128 * self.min_rtt_us as u128;
-        // Round up, so that a small error never shrinks the window below the BDP.
-        let bdp = ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128);
-        bdp.min(u32::MAX as u128) as u32
+        // Round up, so that a small error never shrinks the window below the BDP. In u64
+        // while the product fits (the same value as in u128).
+        match bw
+            .checked_mul(self.min_rtt_us as u64)
+            .and_then(|w| w.checked_mul(gain as u64))
+        {
+            Some(w_gain) => ((w_gain >> BBR_SCALE).div_ceil(BW_UNIT)).min(u32::MAX as u64) as u32,
+            None => {
+                let w = bw as u128 * self.min_rtt_us as u128;
+                let bdp = ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128);
+                bdp.min(u32::MAX as u128) as u32
+            }
+        }
     }
 
     /// `bbr_quantization_budget`: room for TSO bursts on both hosts, an even cwnd, and
@@ -450,7 +507,7 @@ impl Bbr {
         }
         let edt_ns = tp.wstamp_ns.max(tp.now_ns);
         let interval_us = (edt_ns - tp.now_ns) / 1_000;
-        let interval_delivered = ((self.bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
+        let interval_delivered = mul_shr(self.bw(), interval_us, BW_SCALE);
         let mut inflight_at_edt = inflight_now as u64;
         if self.pacing_gain > BBR_UNIT {
             inflight_at_edt += self.tso_segs_goal(tp) as u64;
@@ -463,8 +520,7 @@ impl Bbr {
         if self.extra_acked_gain == 0 || !self.full_bw_reached {
             return 0;
         }
-        let max_aggr_cwnd =
-            (self.bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u64;
+        let max_aggr_cwnd = mul_shr(self.bw(), EXTRA_ACKED_MAX_US, BW_SCALE);
         let aggr_cwnd = (self.extra_acked_gain * self.extra_acked() as u64) >> BBR_SCALE;
         aggr_cwnd.min(max_aggr_cwnd) as u32
     }
@@ -784,7 +840,7 @@ impl Bbr {
 
         // Packets expected to be delivered over the epoch at the estimated bw.
         let epoch_us = (tp.delivered_mstamp_ns / 1_000).saturating_sub(self.ack_epoch_mstamp_us);
-        let mut expected_acked = ((self.bw() as u128 * epoch_us as u128) / BW_UNIT as u128) as u32;
+        let mut expected_acked = mul_shr(self.bw(), epoch_us, BW_SCALE) as u32;
 
         // ACKs no faster than bw, or a very old epoch: start a new epoch.
         if self.ack_epoch_acked <= expected_acked
@@ -898,14 +954,36 @@ impl Bbr {
         }
     }
 
+    /// The expiry test of `bbr_update_min_rtt`, `after(tcp_jiffies32, min_rtt_stamp +
+    /// win)`: jiffies(now) > stamp + win, i.e. now_ns / J + I > X with J ns per jiffy, I the
+    /// initial jiffies, X = stamp + win. That is now_ns >= (X - I + 1) x J (always if X < I,
+    /// never if the product overflows); the bound is computed once per stamp, so that an ACK
+    /// divides nothing.
+    fn min_rtt_expired(&mut self, tp: &TcpSock) -> bool {
+        let stamp = self.min_rtt_stamp;
+        let expiry_ns = match self.min_rtt_expiry {
+            Some((s, e)) if s == stamp => e,
+            _ => {
+                let x = stamp + self.min_rtt_win_jiffies(tp);
+                let jiffy_ns = 1_000_000_000 / tp.hz as u64;
+                let e = match x.checked_sub(tp.initial_jiffies) {
+                    None => Some(0),
+                    Some(d) => d.checked_add(1).and_then(|n| n.checked_mul(jiffy_ns)),
+                };
+                self.min_rtt_expiry = Some((stamp, e));
+                e
+            }
+        };
+        expiry_ns.is_some_and(|e| tp.now_ns >= e)
+    }
+
     /// `bbr_update_min_rtt`: min-RTT filter, its expiry, and PROBE_RTT.
     ///
     /// Expiry (no new minimum for `min_rtt_win_sec`) does two things on the same ACK: the
     /// current sample, queueing included, becomes min_rtt (unless the ACK may have been
     /// delayed), and BBR enters PROBE_RTT.
     fn update_min_rtt(&mut self, tp: &mut TcpSock, rs: &RateSample) {
-        let now = tp.jiffies();
-        let stock_expired = now > self.min_rtt_stamp + self.min_rtt_win_jiffies(tp);
+        let stock_expired = self.min_rtt_expired(tp);
         let modification = self.rtprop_modification(tp, rs, stock_expired);
         let forced = modification == Modification::ForcedExpiry;
         let filter_expired = stock_expired || forced;
@@ -922,7 +1000,7 @@ impl Bbr {
             && (new_min || (filter_expired && !rs.is_ack_delayed))
         {
             self.min_rtt_us = rs.rtt_us.min(u32::MAX as i64 - 1) as u32;
-            self.min_rtt_stamp = now;
+            self.min_rtt_stamp = tp.jiffies();
         }
 
         if self.params.probe_rtt_ms > 0
@@ -944,8 +1022,9 @@ impl Bbr {
             tp.app_limited = (tp.delivered + tp.packets_in_flight() as u64).max(1);
             // Hold the minimum in-flight for max(probe_rtt_ms, one round).
             if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight() <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp =
-                    Some(now + tp.usecs_to_jiffies(self.params.probe_rtt_ms as u64 * 1_000));
+                self.probe_rtt_done_stamp = Some(
+                    tp.jiffies() + tp.usecs_to_jiffies(self.params.probe_rtt_ms as u64 * 1_000),
+                );
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = tp.delivered;
             } else if self.probe_rtt_done_stamp.is_some() {
@@ -1051,6 +1130,11 @@ impl CongestionControl for Bbr {
 
     fn has_cong_control(&self) -> bool {
         true
+    }
+
+    /// `tcp_bbr_cong_ops` has no `pkts_acked`.
+    fn has_pkts_acked(&self) -> bool {
+        false
     }
 
     /// `bbr_main`.

@@ -505,6 +505,11 @@ impl CongestionControl for Copa {
         true
     }
 
+    /// Copa reads its RTT samples in `cong_control`.
+    fn has_pkts_acked(&self) -> bool {
+        false
+    }
+
     fn wants_pacing(&self) -> bool {
         true
     }

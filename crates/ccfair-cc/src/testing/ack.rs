@@ -137,7 +137,9 @@ impl<C: CongestionControl> TestSender<C> {
             rtt_us: st.rs.rtt_us,
             in_flight: self.tp.packets_in_flight(),
         };
-        self.cc.pkts_acked(&mut self.tp, &sample);
+        if self.cc.has_pkts_acked() {
+            self.cc.pkts_acked(&mut self.tp, &sample);
+        }
     }
 
     /// `tcp_fastretrans_alert`: the end of Recovery or Loss once `high_seq` is passed,
@@ -416,7 +418,9 @@ impl<C: CongestionControl> TestSender<C> {
             rtt_us: d.rtt_us,
             in_flight: self.tp.packets_in_flight(),
         };
-        self.cc.pkts_acked(&mut self.tp, &sample);
+        if self.cc.has_pkts_acked() {
+            self.cc.pkts_acked(&mut self.tp, &sample);
+        }
         if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
             self.tp.app_limited = 0;
         }

@@ -114,6 +114,10 @@ impl<C: CongestionControl> CongestionControl for Recording<C> {
     fn has_cong_control(&self) -> bool {
         self.inner.has_cong_control()
     }
+    /// The recording itself defines the hook (it logs every call).
+    fn has_pkts_acked(&self) -> bool {
+        true
+    }
     fn cong_control(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         let h = Hook::CongControl {
             rs: rs.into(),
@@ -181,6 +185,9 @@ impl CongestionControl for Box<dyn CongestionControl> {
     }
     fn has_cong_control(&self) -> bool {
         (**self).has_cong_control()
+    }
+    fn has_pkts_acked(&self) -> bool {
+        (**self).has_pkts_acked()
     }
     fn cong_control(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         (**self).cong_control(tp, rs)

@@ -159,8 +159,8 @@ impl Sender {
         self.conn = Conn::Established;
         self.tp.snd_ssthresh = ccfair_cc::sock::TCP_INFINITE_SSTHRESH;
         self.tp.lsndtime_ns = self.tp.now_ns;
-        self.cc.init(&mut self.tp);
-        if !self.cc.has_cong_control() {
+        (*self.cc).init(&mut self.tp);
+        if !self.cc_hooks.cong_control {
             self.update_pacing_rate();
         }
         self.sndbuf_init();

@@ -135,6 +135,13 @@ struct AckState {
     rs_snd_interval_ns: u64,
 }
 
+/// The optional hooks a module defines (`tcp_congestion_ops` members left NULL or not).
+#[derive(Clone, Copy, Debug)]
+struct CcHooks {
+    cong_control: bool,
+    pkts_acked: bool,
+}
+
 /// Counters for the per-flow summary.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SenderStats {
@@ -151,7 +158,12 @@ pub struct SenderStats {
 
 pub struct Sender {
     pub tp: TcpSock,
+    /// Hooks are called as `(*self.cc).hook(..)`, through the box's vtable: test builds
+    /// also have `impl CongestionControl for Box<dyn CongestionControl>`, which method
+    /// lookup on the box itself would pick, a second call per hook.
     pub cc: Box<dyn CongestionControl>,
+    /// Which optional hooks the module defines (they are fixed for a module).
+    cc_hooks: CcHooks,
     flow: u32,
     opts: TcpOptions,
     jiffy_ns: u64,
@@ -179,6 +191,8 @@ pub struct Sender {
 
     rtt: RttEstimator,
     rto_jiffies: u64,
+    /// `rto_jiffies` in µs (`rto_us()`), kept with it: the loss probe reads it per send.
+    rto_us: u64,
     backoff: u32,
     retransmits: u32,
 
@@ -260,9 +274,14 @@ impl Sender {
             None => (u64::MAX, opts.mss),
         };
         let rto_init_jiffies = (opts.rto_init_ms as u64 * 1_000_000).div_ceil(jiffy_ns);
+        let cc_hooks = CcHooks {
+            cong_control: cc.has_cong_control(),
+            pkts_acked: cc.has_pkts_acked(),
+        };
         Sender {
             tp,
             cc,
+            cc_hooks,
             flow,
             opts: opts.clone(),
             jiffy_ns,
@@ -284,6 +303,7 @@ impl Sender {
                 opts.min_rtt_wlen_s as u64 * opts.hz as u64,
             ),
             rto_jiffies: rto_init_jiffies,
+            rto_us: rto_init_jiffies * jiffy_ns / 1_000,
             backoff: 0,
             retransmits: 0,
             high_seq: 0,
@@ -342,7 +362,7 @@ impl Sender {
     }
 
     pub fn rto_us(&self) -> u64 {
-        self.rto_jiffies * self.jiffy_ns / 1_000
+        self.rto_us
     }
 
     /// `tcpi_delivery_rate`: payload bytes per second of the last rate sample.
@@ -400,7 +420,7 @@ impl Sender {
 
     /// `tcp_set_ca_state`.
     fn set_ca_state(&mut self, state: CaState) {
-        self.cc.set_state(&mut self.tp, state);
+        (*self.cc).set_state(&mut self.tp, state);
         self.tp.ca_state = state;
     }
 
@@ -438,7 +458,7 @@ impl Sender {
     fn transmit_skb(&mut self, first: u64, n: u64, fresh: bool, out: &mut Vec<Packet>) {
         let now = self.tp.now_ns;
         if self.tp.packets_in_flight() == 0 {
-            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+            (*self.cc).cwnd_event(&mut self.tp, CaEvent::TxStart);
         }
         if self.tp.packets_out == 0 {
             self.tp.delivered_mstamp_ns = now;
@@ -866,14 +886,14 @@ impl Sender {
 
     /// `tcp_cong_control`.
     fn cong_control(&mut self, ack: u64, acked_sacked: u32, flag: u32, rs: &RateSample) {
-        if self.cc.has_cong_control() {
-            self.cc.cong_control(&mut self.tp, rs);
+        if self.cc_hooks.cong_control {
+            (*self.cc).cong_control(&mut self.tp, rs);
             return;
         }
         if self.tp.in_cwnd_reduction() {
             self.cwnd_reduction(acked_sacked, rs.losses, flag);
         } else if self.may_raise_cwnd(flag) {
-            self.cc.cong_avoid(&mut self.tp, ack, acked_sacked);
+            (*self.cc).cong_avoid(&mut self.tp, ack, acked_sacked);
         }
         // Linux computes sk_pacing_rate for every such flow (tcpi_pacing_rate reports it,
         // CUBIC's HyStart reads it); it only paces when fq_pacing is on.

@@ -98,7 +98,7 @@ impl Sender {
         if prior_inflight != self.tp.packets_in_flight() {
             if self.tp.ca_state != CaState::Recovery {
                 self.enter_recovery();
-                if !self.cc.has_cong_control() {
+                if !self.cc_hooks.cong_control {
                     self.cwnd_reduction(1, 0, 0);
                 }
             }

@@ -28,16 +28,23 @@ impl Sender {
                 st.rs_last_end_seq,
             )
         {
-            st.rs_prior_set = true;
-            st.rs.prior_delivered = s.delivered;
-            st.rs.prior_mstamp_ns = s.delivered_mstamp_ns;
-            st.rs_prior_mstamp_set = true;
-            st.rs.is_app_limited = s.is_app_limited;
-            st.rs.is_retrans = s.flags & RETRANS != 0;
-            st.rs_last_end_seq = seq + 1;
-            self.first_tx_mstamp_ns = s.tx_ns;
-            st.rs_snd_interval_ns = s.tx_ns - s.first_tx_mstamp_ns;
+            self.rate_sample_set(seq, s, st);
         }
+    }
+
+    /// The sample takes segment `seq` (`s`, its state) as its packet: the latest sent of
+    /// those delivered so far.
+    #[inline]
+    pub(super) fn rate_sample_set(&mut self, seq: u64, s: &Seg, st: &mut AckState) {
+        st.rs_prior_set = true;
+        st.rs.prior_delivered = s.delivered;
+        st.rs.prior_mstamp_ns = s.delivered_mstamp_ns;
+        st.rs_prior_mstamp_set = true;
+        st.rs.is_app_limited = s.is_app_limited;
+        st.rs.is_retrans = s.flags & RETRANS != 0;
+        st.rs_last_end_seq = seq + 1;
+        self.first_tx_mstamp_ns = s.tx_ns;
+        st.rs_snd_interval_ns = s.tx_ns - s.first_tx_mstamp_ns;
     }
 
     /// `tcp_ack_update_rtt`.

@@ -38,12 +38,12 @@ impl Sender {
         self.tp.prior_cwnd = self.tp.snd_cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
-        self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        self.tp.snd_ssthresh = (*self.cc).ssthresh(&mut self.tp);
     }
 
     /// `tcp_end_cwnd_reduction`.
     pub(super) fn end_cwnd_reduction(&mut self) {
-        if self.cc.has_cong_control() {
+        if self.cc_hooks.cong_control {
             return;
         }
         if self.tp.snd_ssthresh < ccfair_cc::sock::TCP_INFINITE_SSTHRESH
@@ -51,7 +51,7 @@ impl Sender {
         {
             self.tp.snd_cwnd = self.tp.snd_ssthresh;
         }
-        self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+        (*self.cc).cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
     }
 
     /// `tcp_enter_recovery`.
@@ -121,7 +121,7 @@ impl Sender {
             self.retransmit_hint = self.tp.snd_una;
         }
         if self.prior_ssthresh != 0 {
-            self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
+            self.tp.snd_cwnd = (*self.cc).undo_cwnd(&mut self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
             }
@@ -188,8 +188,8 @@ impl Sender {
         {
             self.prior_ssthresh = self.current_ssthresh();
             self.tp.prior_cwnd = self.tp.snd_cwnd;
-            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
-            self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
+            self.tp.snd_ssthresh = (*self.cc).ssthresh(&mut self.tp);
+            (*self.cc).cwnd_event(&mut self.tp, CaEvent::Loss);
             self.init_undo();
         }
         self.tp.snd_cwnd = self.tp.packets_in_flight() + 1;

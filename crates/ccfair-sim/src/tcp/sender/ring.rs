@@ -73,11 +73,11 @@ impl SegRing {
         self.end += 1;
     }
 
-    /// Forgets the segment at `snd_una` (acknowledged).
+    /// Forgets the segments before `seq` (acknowledged).
     #[inline]
-    pub fn pop_front(&mut self) {
-        debug_assert!(self.head < self.end);
-        self.head += 1;
+    pub fn pop_front_to(&mut self, seq: u64) {
+        debug_assert!(self.head <= seq && seq <= self.end);
+        self.head = seq;
     }
 
     /// Doubles the ring, moving each segment held to its slot in the larger one.
@@ -124,8 +124,7 @@ mod tests {
         for seq in 0..3 {
             r.push_back(seg(seq));
         }
-        r.pop_front();
-        r.pop_front();
+        r.pop_front_to(2);
         for seq in 3..20 {
             r.push_back(seg(seq));
         }
@@ -138,9 +137,7 @@ mod tests {
             r.iter().map(|s| s.tx_ns).collect::<Vec<_>>(),
             (2..20).collect::<Vec<_>>()
         );
-        for _ in 2..20 {
-            r.pop_front();
-        }
+        r.pop_front_to(20);
         assert!(r.front().is_none());
     }
 }

@@ -254,6 +254,11 @@ impl Sender {
     }
 
     /// `tcp_clean_rtx_queue`.
+    ///
+    /// The per-skb work of Linux's loop is folded over the acknowledged run: counters are
+    /// summed and applied once, and of the calls to `tcp_rack_advance` and
+    /// `tcp_rate_skb_delivered` only what their last effective call leaves is kept (the
+    /// latest RTT, the latest sent segment), since nothing reads their state in the loop.
     pub(super) fn clean_rtx_queue(
         &mut self,
         ack: u64,
@@ -264,60 +269,101 @@ impl Sender {
     ) {
         let now = self.tp.now_ns;
         let prior_sacked = self.tp.sacked_out;
-        let mut pkts_acked = 0u32;
+        let una = self.tp.snd_una;
+        let pkts_acked = (ack - una) as u32;
         let mut first_ackt: Option<u64> = None;
         let mut last_ackt = 0u64;
         let mut reord = prior_fack;
-        let mut acked_bytes = 0u64;
-        while self.tp.snd_una < ack {
-            let seq = self.tp.snd_una;
-            let s = *self.seg(seq);
-            if s.flags & RETRANS != 0 {
-                if s.flags & SACKED_RETRANS != 0 {
-                    self.tp.retrans_out -= 1;
-                }
+        // Segments of the run by tag: SACKed, lost, retransmission in flight, skb heads.
+        let (mut sacked, mut lost, mut retrans_in_flight, mut heads) = (0u32, 0u32, 0u32, 0u64);
+        // tcp_rack_advance folded: the last advancing segment's send time, the latest sent.
+        let mut rack_last_tx: Option<u64> = None;
+        let (mut rack_tx, mut rack_end) = (self.rack.mstamp_ns, self.rack.end_seq);
+        // tcp_rate_skb_delivered folded: the latest sent segment still to be sampled.
+        let mut rate_seq: Option<u64> = None;
+        let mut rate_prior_set = st.rs_prior_set;
+        let (mut rate_tx, mut rate_end) = (self.first_tx_mstamp_ns, st.rs_last_end_seq);
+        for seq in una..ack {
+            let (flags, tx, rate_pending, in_ts, ts_prev, ts_next) = {
+                let s = self.seg(seq);
+                (
+                    s.flags,
+                    s.tx_ns,
+                    s.rate_pending,
+                    s.in_ts,
+                    s.ts_prev,
+                    s.ts_next,
+                )
+            };
+            heads += u64::from(flags & SKB_HEAD != 0);
+            if flags & RETRANS != 0 {
+                retrans_in_flight += u32::from(flags & SACKED_RETRANS != 0);
                 *flag |= FLAG_RETRANS_DATA_ACKED;
-            } else if s.flags & SACKED == 0 {
-                last_ackt = s.tx_ns;
+            } else if flags & SACKED == 0 {
+                last_ackt = tx;
                 if first_ackt.is_none() {
-                    first_ackt = Some(s.tx_ns);
-                }
-                if seq < reord {
-                    reord = seq;
-                }
-                if seq < self.high_seq {
-                    *flag |= FLAG_ORIG_SACK_ACKED;
+                    first_ackt = Some(tx);
+                    // The first never-retransmitted, un-SACKed segment has the lowest seq.
+                    reord = reord.min(seq);
+                    if seq < self.high_seq {
+                        *flag |= FLAG_ORIG_SACK_ACKED;
+                    }
                 }
             }
-            if s.flags & SACKED != 0 {
-                self.tp.sacked_out -= 1;
+            if flags & SACKED != 0 {
+                sacked += 1;
             } else {
-                self.tp.delivered += 1;
                 // tcp_skb_spurious_retrans: the ACK echoes the original transmission.
-                let spurious = s.flags & RETRANS != 0
+                let spurious = flags & RETRANS != 0
                     && self.rcv_tsecr != 0
-                    && (self.rcv_tsecr.wrapping_sub(ticks(s.tx_ns)) as i32) < 0;
-                if !spurious {
-                    self.rack_advance(s.flags, seq + 1, s.tx_ns);
+                    && (self.rcv_tsecr.wrapping_sub(ticks(tx)) as i32) < 0;
+                // tcp_rack_advance: a retransmission (s)acked within min_rtt is ambiguous.
+                let ambiguous =
+                    flags & RETRANS != 0 && (now - tx) / 1_000 < self.tp.min_rtt_us as u64;
+                if !spurious && !ambiguous {
+                    rack_last_tx = Some(tx);
+                    if sent_after(tx, rack_tx, seq + 1, rack_end) {
+                        (rack_tx, rack_end) = (tx, seq + 1);
+                    }
                 }
             }
-            if s.flags & LOST != 0 {
-                self.tp.lost_out -= 1;
+            lost += u32::from(flags & LOST != 0);
+            if rate_pending && (!rate_prior_set || sent_after(tx, rate_tx, seq + 1, rate_end)) {
+                rate_prior_set = true;
+                (rate_tx, rate_end) = (tx, seq + 1);
+                rate_seq = Some(seq);
             }
-            self.tp.packets_out -= 1;
-            pkts_acked += 1;
-            acked_bytes += self.seg_bytes(seq) as u64;
             // The segment leaves the queue: its own rate and list fields need no reset (its
             // slot is reused only by `push_back`, which writes it whole).
-            self.rate_sample_from(seq, &s, st);
-            if s.in_ts {
-                self.ts_unlink(s.ts_prev, s.ts_next);
+            if in_ts {
+                self.ts_unlink(ts_prev, ts_next);
             }
-            self.segs.pop_front();
-            self.tp.snd_una += 1;
+        }
+        if let Some(tx) = rack_last_tx {
+            self.rack.advanced = true;
+            self.rack.rtt_us = (now - tx) / 1_000;
+            self.rack.mstamp_ns = rack_tx;
+            self.rack.end_seq = rack_end;
+        }
+        if let Some(seq) = rate_seq {
+            let s = *self.seg(seq);
+            self.rate_sample_set(seq, &s, st);
+        }
+        if pkts_acked > 0 {
+            // Each segment popped decrements the skb heads after snd_una if the new head
+            // starts an skb: the heads of una+1..=ack.
+            heads -= u64::from(self.seg(una).flags & SKB_HEAD != 0);
+            self.segs.pop_front_to(ack);
+            self.tp.snd_una = ack;
             if self.segs.front().is_some_and(|f| f.flags & SKB_HEAD != 0) {
-                self.sndbuf.heads_after_una -= 1;
+                heads += 1;
             }
+            self.sndbuf.heads_after_una -= heads;
+            self.tp.retrans_out -= retrans_in_flight;
+            self.tp.sacked_out -= sacked;
+            self.tp.lost_out -= lost;
+            self.tp.delivered += (pkts_acked - sacked) as u64;
+            self.tp.packets_out -= pkts_acked;
             *flag |= FLAG_ACKED;
         }
         if self.highest_sack_end < self.tp.snd_una {
@@ -335,7 +381,7 @@ impl Sender {
                 ca_rtt_us = ((now - last_ackt) / 1_000) as i64;
                 if pkts_acked == 1
                     && prior_sacked == 0
-                    && acked_bytes < self.opts.mss as u64
+                    && self.seg_bytes(una) < self.opts.mss
                     && st.rs.prior_delivered + 1 == self.tp.delivered
                     && *flag & FLAG_CA_ALERT == 0
                 {
@@ -359,11 +405,13 @@ impl Sender {
             }
         }
         let _ = prior_snd_una;
-        let sample = AckSample {
-            pkts_acked,
-            rtt_us: st.rs.rtt_us,
-            in_flight: self.tp.packets_in_flight(),
-        };
-        self.cc.pkts_acked(&mut self.tp, &sample);
+        if self.cc_hooks.pkts_acked {
+            let sample = AckSample {
+                pkts_acked,
+                rtt_us: st.rs.rtt_us,
+                in_flight: self.tp.packets_in_flight(),
+            };
+            (*self.cc).pkts_acked(&mut self.tp, &sample);
+        }
     }
 }

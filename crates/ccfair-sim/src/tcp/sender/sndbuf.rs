@@ -110,7 +110,7 @@ impl Sender {
         let nr_segs = INIT_CWND
             .max(self.tp.snd_cwnd as u64)
             .max(self.reordering as u64 + 1);
-        let sndmem = self.cc.sndbuf_expand() as u64 * nr_segs * self.sndbuf.per_mss;
+        let sndmem = (*self.cc).sndbuf_expand() as u64 * nr_segs * self.sndbuf.per_mss;
         if self.sndbuf.sk_sndbuf < sndmem {
             self.sndbuf.sk_sndbuf = sndmem.min(wmem[2]);
         }

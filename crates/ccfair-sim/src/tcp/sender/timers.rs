@@ -82,7 +82,13 @@ impl Sender {
 
     /// `tcp_set_rto` + `tcp_bound_rto`.
     pub(super) fn set_rto(&mut self) {
-        self.rto_jiffies = self.usecs_to_jiffies(self.rtt.rto_us());
+        self.set_rto_jiffies(self.usecs_to_jiffies(self.rtt.rto_us()));
+    }
+
+    /// `icsk_rto`, and the same in µs.
+    fn set_rto_jiffies(&mut self, rto_jiffies: u64) {
+        self.rto_jiffies = rto_jiffies;
+        self.rto_us = rto_jiffies * self.jiffy_ns / 1_000;
     }
 
     /// `tcp_retransmit_timer`.
@@ -99,7 +105,7 @@ impl Sender {
             self.retransmit(head, out);
         }
         self.backoff += 1;
-        self.rto_jiffies = (self.rto_jiffies * 2).min(self.rto_max_jiffies);
+        self.set_rto_jiffies((self.rto_jiffies * 2).min(self.rto_max_jiffies));
         self.reset_xmit_timer(XmitTimer::Retrans, self.rto_jiffies);
     }
 

@@ -86,7 +86,7 @@ impl Tso {
 impl Sender {
     /// `tcp_tso_segs`: segments per skb.
     pub(super) fn tso_segs(&self) -> u32 {
-        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(MIN_TSO_SEGS) as u64;
+        let min_tso = (*self.cc).min_tso_segs(&self.tp).unwrap_or(MIN_TSO_SEGS) as u64;
         let mut bytes = self.tp.pacing_rate_bytes_per_sec >> PACING_SHIFT;
         let r = self.tp.min_rtt_us >> TSO_RTT_LOG;
         if r < 32 {
