@@ -213,3 +213,19 @@ def test_the_cli_prints_the_flows_table_pandas_writes(tmp_path):
     r = ccfair.run(ccfair.Scenario.from_dict(data))
     printed = p.stdout.splitlines()[-1]  # after the "running ..." line
     assert json.loads(printed) == json.loads(r.flows.to_json(orient="records"))
+
+
+def test_a_none_trace_can_be_deleted_like_any_attribute():
+    r = ccfair.run(ccfair.dumbbell(1, "reno", duration="1s"))
+    del r.trace
+    with pytest.raises(AttributeError):
+        del r.trace
+
+
+def test_threads_reading_one_table_get_one_frame():
+    from concurrent.futures import ThreadPoolExecutor
+
+    r = _run()
+    with ThreadPoolExecutor(8) as pool:
+        frames = list(pool.map(lambda _: r.timeseries, range(32)))
+    assert all(f is frames[0] for f in frames)

@@ -277,18 +277,21 @@ class _Table:
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             if self.default is _REQUIRED:  # no default: the dataclass field is required
-                raise AttributeError(f"type object has no attribute {self.name!r}")
+                name = "RunResult" if owner is None else owner.__name__
+                raise AttributeError(f"type object {name!r} has no attribute {self.name!r}")
             return self.default
         state = obj.__dict__
         if self.name in state:
             return state[self.name]
-        sources = state.get("_sources", {})
-        if self.name not in sources:
+        source = state.get("_sources", {}).get(self.name)
+        if source is None:
+            if self.name in state:  # converted by another thread meanwhile
+                return state[self.name]
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}")
-        frame = state.setdefault(self.name, obj._frame_of(self.name, sources[self.name]))
+        frame = state.setdefault(self.name, obj._frame_of(self.name, source))
         # The frame is the table from now on (a caller may change it; save() writes it):
         # its Arrow source is dropped, as it would otherwise be held twice.
-        sources.pop(self.name, None)
+        state["_sources"].pop(self.name, None)
         return frame
 
     def __set__(self, obj: Any, value: Any) -> None:
@@ -296,9 +299,10 @@ class _Table:
         obj.__dict__.get("_sources", {}).pop(self.name, None)
 
     def __delete__(self, obj: Any) -> None:
-        found = obj.__dict__.pop(self.name, None) is not None
-        found |= obj.__dict__.get("_sources", {}).pop(self.name, None) is not None
-        if not found:
+        had_frame = self.name in obj.__dict__
+        obj.__dict__.pop(self.name, None)
+        had_source = obj.__dict__.get("_sources", {}).pop(self.name, None) is not None
+        if not (had_frame or had_source):
             raise AttributeError(self.name)
 
 
@@ -349,6 +353,7 @@ class RunResult:
         as they are: the files :meth:`ccfair.tables.RunTables.write_tables` writes.
 
         Example:
+            >>> import ccfair
             >>> from ccfair.api import run_tables
             >>> r = RunResult.from_tables(run_tables(ccfair.dumbbell(1, "reno", duration="1s")))
             >>> r.flows["flow_name"].tolist(), r.trace
