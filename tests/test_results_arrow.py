@@ -323,3 +323,65 @@ def test_each_kind_of_engine_column_converts_as_pandas_did(kind, data, dtype):
 
 def _conform_one(frame: pd.DataFrame, dtype: str) -> pd.DataFrame:
     return frame.astype({"c": _DTYPES[dtype]})
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], ["a"], ["", "é", None, "flow10", "x" * 300], [None, None]],
+)
+def test_text_built_from_buffers_is_what_pa_array_builds(values):
+    # ccfair.tables assembles string arrays from their buffers (pa.array imports pandas);
+    # they must be the arrays pa.array makes, nulls and multi-byte characters included.
+    from ccfair.tables import strings
+
+    got = strings(values)
+    got.validate(full=True)
+    assert got.equals(pa.array(values, pa.string()))
+    assert got.null_count == sum(v is None for v in values)
+
+
+def test_labels_decode_codes_and_refuse_a_code_without_a_name():
+    from ccfair.tables import labels
+
+    names = ["bottleneck", "a", "é1"]
+    codes = np.array([2, 0, 1, 0, 2], dtype="<u4")
+    got = labels(codes, names)
+    got.validate(full=True)
+    assert got.to_pylist() == [names[c] for c in codes]
+    assert labels(np.array([], dtype="<u4"), names).to_pylist() == []
+    with pytest.raises(pa.ArrowIndexError):
+        labels(np.array([3]), names)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        ("int64", 7),
+        ("int64", -(2**63)),
+        ("int64", None),
+        ("float64", 0.5),
+        ("float64", None),
+        ("float64", float("nan")),
+        ("string", "x"),
+        ("string", None),
+        ("bool", True),
+        ("bool", False),
+        ("bool", None),
+    ],
+)
+def test_a_runs_value_is_what_pa_array_makes(dtype, value):
+    from ccfair.tables import _one_value
+
+    arrow_type = {"int64": pa.int64(), "float64": pa.float64()}.get(dtype)
+    arrow_type = arrow_type or {"string": pa.string(), "bool": pa.bool_()}[dtype]
+    got = _one_value(dtype, value)
+    got.validate(full=True)
+    want = pa.array([value], arrow_type, from_pandas=True)  # NaN as null, as pandas stored it
+    assert got.equals(want), (got, want)
+
+
+def test_a_runs_int_refuses_a_float():
+    from ccfair.tables import _one_value
+
+    with pytest.raises(TypeError):
+        _one_value("int64", 1.5)

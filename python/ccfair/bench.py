@@ -119,8 +119,9 @@ HANDOVER_REPEAT = 5
 
 def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, float]:
     """What a run costs after the engine (issue 16, item 2), two ways from the same columns:
-    interactive, ``ccfair.run``'s tables built (``build_result``: Arrow tables converted to
-    pandas) and saved (``RunResult.save``: pandas to Arrow to Parquet), and a sweep's worker
+    interactive, ``ccfair.run``'s result built (``build_result``: the Arrow tables, converted
+    to pandas only when a table is read, which this does not) and saved (``RunResult.save``:
+    the unread Arrow tables to Parquet), and a sweep's worker
     (``run_and_save``), the columns built as Arrow tables and written
     (``build_tables(...).write_tables``: no pandas). Each file is written as a sweep writes
     it (Parquet, fsync, rename). Medians of :data:`HANDOVER_REPEAT`, the two ways alternated

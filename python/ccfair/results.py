@@ -1,5 +1,8 @@
 """Run results: pandas tables, Parquet storage with provenance, and summaries.
 
+Importing this module does not import pandas: a result of ``ccfair.run`` holds its tables as
+Arrow tables and converts each to pandas the first time it is read (:class:`RunResult`).
+
 A results directory holds one Parquet file per run and table::
 
     RESULTS_DIR/runs/<run_id>.parquet          provenance, normalised spec (one row)
@@ -28,15 +31,19 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ccfair import backends, schema
 from ccfair.errors import ResultsError, shorten
 from ccfair.tables import point_key as point_key  # where it was always found
 from ccfair.tables import provenance as provenance  # where it was always found
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
+    import pandas as pd
+
+    from ccfair.tables import RunTables
 
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
@@ -201,12 +208,16 @@ def _labels(codes: np.ndarray, categories: Sequence[str]) -> Any:
         >>> list(_labels(np.array([1, 0, 1]), ["ab", "ba"]))
         ['ba', 'ab', 'ba']
     """
+    import pandas as pd
+
     from ccfair.tables import labels
 
     return pd.array(labels(codes, categories), dtype="str")
 
 
 def _frame(raw: dict[str, tuple[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.DataFrame({name: _column(kind, data) for name, (kind, data) in raw.items()})
 
 
@@ -243,9 +254,66 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     return out.astype(casts) if casts else out
 
 
+#: A :class:`_Table` without a default (a required field of the dataclass).
+_REQUIRED = object()
+
+
+class _Table:
+    """A table attribute of :class:`RunResult`: the pandas DataFrame it was given, or, for
+    a result made from Arrow tables (``ccfair.run``, :meth:`RunResult.from_tables`), the
+    frame converted from its Arrow table the first time it is read. pandas (0.2-0.3 s to
+    import) is then imported by the first read, not by the run.
+
+    A data descriptor storing the frame in the instance's ``__dict__`` under its own name,
+    so that the dataclass's ``__init__``, ``dataclasses.replace``, pickling and copies see
+    plain attributes."""
+
+    def __init__(self, default: Any = _REQUIRED) -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            if self.default is _REQUIRED:  # no default: the dataclass field is required
+                name = "RunResult" if owner is None else owner.__name__
+                raise AttributeError(f"type object {name!r} has no attribute {self.name!r}")
+            return self.default
+        state = obj.__dict__
+        if self.name in state:
+            return state[self.name]
+        source = state.get("_sources", {}).get(self.name)
+        if source is None:
+            if self.name in state:  # converted by another thread meanwhile
+                return state[self.name]
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {self.name!r}")
+        frame = state.setdefault(self.name, obj._frame_of(self.name, source))
+        # The frame is the table from now on (a caller may change it; save() writes it):
+        # its Arrow source is dropped, as it would otherwise be held twice.
+        state["_sources"].pop(self.name, None)
+        return frame
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+        obj.__dict__.get("_sources", {}).pop(self.name, None)
+
+    def __delete__(self, obj: Any) -> None:
+        had_frame = self.name in obj.__dict__
+        obj.__dict__.pop(self.name, None)
+        had_source = obj.__dict__.get("_sources", {}).pop(self.name, None) is not None
+        if not (had_frame or had_source):
+            raise AttributeError(self.name)
+
+
 @dataclass
 class RunResult:
     """The tables of one run, as pandas DataFrames.
+
+    A result of ``ccfair.run`` holds the tables as the Arrow tables the run built and
+    converts each to a DataFrame the first time it is read (the first ``r.flows`` imports
+    pandas, not the run); then that frame is the table: changes to it are what
+    :meth:`save` writes. Tables never read are saved as built, without pandas.
 
     Attributes:
         run_id: content hash of the normalised spec and backend.
@@ -271,17 +339,60 @@ class RunResult:
     """
 
     run_id: str
-    runs: pd.DataFrame
-    flows: pd.DataFrame
-    timeseries: pd.DataFrame
-    links: pd.DataFrame
-    link_summary: pd.DataFrame
-    trace: pd.DataFrame | None = None
+    runs: pd.DataFrame = _Table()  # type: ignore[assignment]
+    flows: pd.DataFrame = _Table()  # type: ignore[assignment]
+    timeseries: pd.DataFrame = _Table()  # type: ignore[assignment]
+    links: pd.DataFrame = _Table()  # type: ignore[assignment]
+    link_summary: pd.DataFrame = _Table()  # type: ignore[assignment]
+    trace: pd.DataFrame | None = _Table(default=None)  # type: ignore[assignment]
+
+    @classmethod
+    def from_tables(cls, tables: RunTables) -> RunResult:
+        """The result of a run's Arrow tables (:func:`ccfair.api.run_tables`), each
+        converted to pandas the first time it is read. Saved before, the tables are written
+        as they are: the files :meth:`ccfair.tables.RunTables.write_tables` writes.
+
+        Example:
+            >>> import ccfair
+            >>> from ccfair.api import run_tables
+            >>> r = RunResult.from_tables(run_tables(ccfair.dumbbell(1, "reno", duration="1s")))
+            >>> r.flows["flow_name"].tolist(), r.trace
+            (['flow1'], None)
+        """
+        missing = [t for t in (MARKER_TABLE, *TABLES) if t not in tables.tables]
+        if missing:
+            raise ValueError(f"run {tables.run_id}: no {', '.join(missing)} table")
+        return cls._lazy(tables.run_id, dict(tables.tables))
+
+    @classmethod
+    def _lazy(cls, run_id: str, sources: dict[str, Any]) -> RunResult:
+        # Not through __init__, which would need the frames: each table attribute finds
+        # its source in _sources (the Arrow tables; the engine's trace columns).
+        result = cls.__new__(cls)
+        result.run_id = run_id
+        result.__dict__["_sources"] = sources
+        if "trace" not in sources:
+            result.trace = None
+        return result
+
+    def _frame_of(self, table: str, source: Any) -> pd.DataFrame:
+        if table == "trace":
+            return _trace_frame(self.run_id, *source)
+        # The frames are what reading the files back gives (tests/test_results_arrow.py).
+        return source.to_pandas()
+
+    def _run_value(self, column: str) -> Any:
+        # One value of the runs row without converting the table: from the Arrow table while
+        # the frame was never read, else from the frame (it may have been changed).
+        source = self.__dict__.get("_sources", {}).get(MARKER_TABLE)
+        if source is not None and MARKER_TABLE not in self.__dict__:
+            return source.column(column)[0].as_py()
+        return self.runs[column].iloc[0]
 
     @property
     def spec(self) -> dict[str, Any]:
         """The normalised scenario this run executed."""
-        return json.loads(self.runs["spec_json"].iloc[0])
+        return json.loads(self._run_value("spec_json"))
 
     def jain_index(self) -> float:
         """Jain's fairness index of the flows' goodput, (sum x)^2 / (n sum x^2)."""
@@ -354,7 +465,7 @@ class RunResult:
     @property
     def reliable(self) -> bool:
         """False when a kernel run exceeded a self-check bound (see ``runs.selfcheck_flags``)."""
-        return bool(self.runs["reliable"].iloc[0])
+        return bool(self._run_value("reliable"))
 
     def format_selfcheck(self) -> str:
         """One line on the kernel backend's self-checks, and why a run is flagged.
@@ -390,6 +501,10 @@ class RunResult:
     def save(self, results_dir: str | os.PathLike[str]) -> Path:
         """Write this run into ``results_dir`` atomically; returns the directory.
 
+        Each table is written as it is now: a table never read as a frame as the run built
+        it (no pandas is imported; the files are those a sweep writes), one that was read
+        from its frame, with any changes made to it.
+
         Example:
             >>> r.save("results")  # doctest: +SKIP
             PosixPath('results')
@@ -413,11 +528,18 @@ class RunResult:
         return {table: parquet_bytes_of(arrow) for table, arrow in self._arrow_tables().items()}
 
     def _arrow_tables(self) -> dict[str, Any]:
-        # From the frames as they are now (a caller may have changed them since the run).
-        return {
-            table: arrow_table(self.runs if table == MARKER_TABLE else getattr(self, table), table)
-            for table in (*TABLES, MARKER_TABLE)
-        }
+        # A table never read is the run's Arrow table as built (already in the schema's
+        # exact form); one that was read, or given as a frame, is converted from the frame
+        # as it is now (a caller may have changed it since the run).
+        sources = self.__dict__.get("_sources", {})
+        out = {}
+        for table in (*TABLES, MARKER_TABLE):
+            source = sources.get(table)
+            if source is not None and table not in self.__dict__:
+                out[table] = source
+            else:
+                out[table] = arrow_table(getattr(self, table), table)
+        return out
 
 
 def write_arrow_tables(root: Path, run_id: str, tables: dict[str, Any]) -> None:
@@ -473,6 +595,7 @@ def arrow_table(frame: pd.DataFrame, table: str) -> Any:
     NaN mask (:func:`ccfair.tables.floats`) instead of pandas' conversion.
 
     Example:
+        >>> import pandas as pd
         >>> arrow_table(pd.DataFrame({"x": [1.0]}), "flows")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         RuntimeError: flows: columns differ from the schema: missing ['run_id', ...], extra ['x']
@@ -507,10 +630,13 @@ def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
     for rid in finished_run_ids(results_dir):
         path = Path(results_dir) / MARKER_TABLE / f"{rid}.parquet"
         try:
-            if "schema_version" not in pq.read_schema(path).names:
-                versions.add(1)
-                continue
-            col = pq.read_table(path, columns=["schema_version"]).column(0)
+            # ParquetFile, not pq.read_table: that imports pyarrow.dataset, which imports
+            # pandas (0.4 s in a fresh process) to read one number.
+            with pq.ParquetFile(path) as file:
+                if "schema_version" not in file.schema_arrow.names:
+                    versions.add(1)
+                    continue
+                col = file.read(columns=["schema_version"]).column(0)
             versions.update(int(v) for v in col.to_pylist())
         except Exception:  # noqa: BLE001 - a damaged file is reported when it is read
             continue
@@ -567,6 +693,8 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
     elif run_id not in ids:
         raise ResultsError(f"{root}: no finished run {run_id!r}")
     check_schema(root)
+    import pandas as pd
+
     frames = {}
     for table in (MARKER_TABLE, *TABLES):
         path = root / table / f"{run_id}.parquet"
@@ -642,7 +770,9 @@ def build_result(
     identity: str | None = None,
     facts: dict[str, str] | None = None,
 ) -> RunResult:
-    """Turn the engine's column dict into labelled DataFrames.
+    """Turn the engine's column dict into the run's result: its Arrow tables
+    (:func:`ccfair.tables.build_tables`), converted to pandas DataFrames when first read
+    (:class:`RunResult`); building it imports no pandas.
 
     ``identity`` is what the run id hashed as the backend when it differs from ``backend``
     (``"kernel-bpf"`` for a ``force_bpf`` run): the point key hashes it too, so such runs
@@ -669,16 +799,21 @@ def build_result(
         identity=identity,
         facts=facts,
     ).tables
-    # One construction of the values (ccfair.tables), converted: the frames are what reading
-    # the files back gives (tests/test_results_arrow.py), built in about half the time.
-    frames = {table: arrow.to_pandas() for table, arrow in tables.items()}
-    trace = None
+    sources: dict[str, Any] = dict(tables)
     if "trace" in raw:
         names = [f.name for f in resolved.flows]
         lnames = [link.name for link in resolved.links]
-        trace = _frame(raw["trace"])
-        trace.insert(0, "run_id", run_id)
-        trace.insert(1, "t_s", trace["t_ns"] / 1e9)
-        trace.insert(3, "flow_name", _labels(trace["flow"].to_numpy(), names))
-        trace.insert(5, "link_name", _labels(trace["link"].to_numpy(), lnames))
-    return RunResult(run_id=run_id, trace=trace, **frames)
+        sources["trace"] = (raw["trace"], names, lnames)
+    return RunResult._lazy(run_id, sources)
+
+
+def _trace_frame(
+    run_id: str, raw: dict[str, Any], names: Sequence[str], lnames: Sequence[str]
+) -> pd.DataFrame:
+    """The trace table from the engine's trace columns and the flow and link names."""
+    trace = _frame(raw)
+    trace.insert(0, "run_id", run_id)
+    trace.insert(1, "t_s", trace["t_ns"] / 1e9)
+    trace.insert(3, "flow_name", _labels(trace["flow"].to_numpy(), names))
+    trace.insert(5, "link_name", _labels(trace["link"].to_numpy(), lnames))
+    return trace

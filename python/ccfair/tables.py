@@ -9,7 +9,9 @@ metadata: what a sweep writes as Parquet, without creating a pandas DataFrame on
 
 Values are those the pandas route has always written: a float NaN is stored as a null
 (pandas' missing value, which ``pandas.read_parquet`` reads back as NaN), a u64 column is
-stored as int64 (the same bits), and names are decoded from Arrow dictionaries.
+stored as int64 (the same bits), and names are decoded from Arrow dictionaries. No array
+is made with ``pa.array``, which would import pandas (see "Columns" below): ``ccfair.run``
+and a sweep's worker import neither pandas nor ``pyarrow.compute``.
 
 Example:
     >>> import json
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,6 +100,36 @@ def _ints(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<u8").view(np.int64)
 
 
+# Every array here is assembled from its buffers (``pa.Array.from_buffers``) rather than with
+# ``pa.array``/``pa.scalar``: those ask pyarrow's pandas shim whether the input is a pandas
+# object, which imports pandas (0.2-0.3 s) on the first call of a process. Names are decoded
+# with Arrow's ``take`` called through ``pyarrow._compute``, the compiled module behind
+# ``pyarrow.compute``: importing the latter wraps every compute function in Python (0.05 s);
+# the former takes 5 ms.
+try:
+    from pyarrow._compute import call_function as _call_function
+except ImportError:  # a pyarrow that moved it: the public module has the same function
+    from pyarrow.compute import call_function as _call_function
+
+
+def _validity(valid: np.ndarray) -> Any:
+    """Arrow's validity bitmap of a boolean mask (True: a value), None when all are valid."""
+    if valid.all():
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _numbers(arrow_type: Any, values: np.ndarray, valid: np.ndarray | None = None) -> Any:
+    # ``values`` is a contiguous native-endian numpy array of the type's width; Arrow keeps
+    # a reference to its memory (no copy), as ``pa.array`` of a numpy array does.
+    values = np.ascontiguousarray(values)
+    bitmap = None if valid is None else _validity(valid)
+    nulls = 0 if bitmap is None else int(len(values) - np.count_nonzero(valid))
+    return pa.Array.from_buffers(
+        arrow_type, len(values), [bitmap, pa.py_buffer(values)], null_count=nulls
+    )
+
+
 def floats(values: Any) -> Any:
     """Floats as Arrow, NaN stored as null: how pandas has always handed a NaN to Arrow,
     so the files and what ``read_parquet`` returns are unchanged.
@@ -109,8 +142,17 @@ def floats(values: Any) -> Any:
         [1.0, None]
     """
     arr = np.asarray(values, dtype=np.float64)
-    nan = np.isnan(arr)
-    return pa.array(arr, mask=nan) if nan.any() else pa.array(arr)
+    return _numbers(pa.float64(), arr, ~np.isnan(arr))
+
+
+def ints(values: Any) -> Any:
+    """Integers as an Arrow int64 array.
+
+    Example:
+        >>> ints([3, -1]).to_pylist()
+        [3, -1]
+    """
+    return _numbers(pa.int64(), np.asarray(values, dtype=np.int64))
 
 
 def labels(codes: np.ndarray, categories: Sequence[str]) -> Any:
@@ -121,32 +163,52 @@ def labels(codes: np.ndarray, categories: Sequence[str]) -> Any:
         >>> labels(np.array([1, 0, 1]), ["ab", "ba"]).to_pylist()
         ['ba', 'ab', 'ba']
     """
-    words = pa.DictionaryArray.from_arrays(
-        pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(categories), pa.string())
-    )
-    return words.dictionary_decode()
+    indices = _numbers(pa.int32(), np.asarray(codes, dtype=np.int32))
+    return _call_function("take", [strings(categories), indices])
+
+
+def strings(values: Sequence[str | None]) -> Any:
+    """Text as an Arrow string array, None as null (as ``pa.array(values, pa.string())``).
+
+    Example:
+        >>> strings(["a", None, "bc"]).to_pylist()
+        ['a', None, 'bc']
+    """
+    values = list(values)
+    words = [b"" if v is None else v.encode() for v in values]
+    sizes = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    if offsets[-1] > np.iinfo(np.int32).max:  # beyond a string array's 32-bit offsets
+        raise OverflowError(f"{offsets[-1]} bytes of text do not fit one Arrow string array")
+    valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+    bitmap = _validity(valid)
+    buffers = [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(words))]
+    nulls = 0 if bitmap is None else int(len(values) - np.count_nonzero(valid))
+    return pa.Array.from_buffers(pa.string(), len(values), buffers, null_count=nulls)
 
 
 def engine_column(kind: str, data: Any) -> Any:
     """One column of the engine's tables (``_core.run``: ``u64``, ``f64``, ``cat``, ``str``)
     as an Arrow array."""
     if kind == "u64":
-        return pa.array(_ints(data))
+        return _numbers(pa.int64(), _ints(data))
     if kind == "f64":
         return floats(np.frombuffer(data, dtype="<f8"))
     if kind == "cat":
         codes, categories = data
         return labels(np.frombuffer(codes, dtype="<u4"), categories)
-    return pa.array(list(data), pa.string())
-
-
-def _strings(values: Sequence[Any]) -> Any:
-    return pa.array(list(values), pa.string())
+    return strings(list(data))
 
 
 def _repeat(text: str, n: int) -> Any:
-    # One string on every row (run ids): copied by Arrow, not through n Python objects.
-    return pa.repeat(pa.scalar(text, pa.string()), n)
+    # One string on every row (run ids): copied as bytes, not through n Python objects.
+    word = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int64) * len(word)
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise OverflowError(f"{offsets[-1]} bytes of text do not fit one Arrow string array")
+    buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(word * n)]
+    return pa.Array.from_buffers(pa.string(), n, buffers, null_count=0)
 
 
 def _table(table: str, columns: dict[str, Any]) -> Any:
@@ -254,11 +316,11 @@ def _flows(resolved: Any, raw_table: dict[str, Any], run_id: str, names: Sequenc
     flow_info = resolved.flows
     cols["run_id"] = _repeat(run_id, len(codes))
     cols["flow_name"] = labels(codes, names)
-    cols["cca"] = _strings([f.cca for f in flow_info])
-    cols["src"] = _strings([f.src for f in flow_info])
-    cols["dst"] = _strings([f.dst for f in flow_info])
-    cols["node_path"] = _strings([">".join(f.node_path) for f in flow_info])
-    cols["cca_params_json"] = _strings(
+    cols["cca"] = strings([f.cca for f in flow_info])
+    cols["src"] = strings([f.src for f in flow_info])
+    cols["dst"] = strings([f.dst for f in flow_info])
+    cols["node_path"] = strings([">".join(f.node_path) for f in flow_info])
+    cols["cca_params_json"] = strings(
         [json.dumps(f["cca_params"], sort_keys=True) for f in resolved.engine_spec["flows"]]
     )
     # Effective start times (nominal start plus seeded start jitter), as the engine used them.
@@ -300,18 +362,26 @@ def _link_summary(
     return _table("link_summary", cols)
 
 
-_ONE_VALUE = {
-    "int64": lambda v: pa.array([v], pa.int64()),
-    "float64": lambda v: floats([v]),  # None as NaN, stored as null
-    "string": lambda v: pa.array([v], pa.string()),
-    "bool": lambda v: pa.array([v], pa.bool_()),
-}
+def _one_value(dtype: str, value: Any) -> Any:
+    """A runs column of one row: the value in the schema's type; None is null (a float
+    None: NaN, stored as null)."""
+    if dtype == "float64":
+        return floats([value])
+    if dtype == "string":
+        return strings([value])
+    valid = np.array([value is not None])
+    if dtype == "int64":
+        data = np.array([0 if value is None else operator.index(value)], dtype=np.int64)
+        return _numbers(pa.int64(), data, valid)
+    bit = np.packbits(np.array([bool(value)]), bitorder="little")  # bool: a bitmap too
+    bitmap = _validity(valid)
+    return pa.Array.from_buffers(pa.bool_(), 1, [bitmap, pa.py_buffer(bit)], int(not valid[0]))
 
 
 def _runs(row: dict[str, Any]) -> Any:
     dtypes = {c["name"]: c["dtype"] for c in schema.columns("runs")}
     # A key the schema lacks is kept (as None) for _table to name it.
-    cols = {k: _ONE_VALUE[dtypes[k]](v) if k in dtypes else None for k, v in row.items()}
+    cols = {k: _one_value(dtypes[k], v) if k in dtypes else None for k, v in row.items()}
     return _table("runs", cols)
 
 

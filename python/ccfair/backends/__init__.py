@@ -132,7 +132,9 @@ class Backend:
 
     def provenance(self) -> dict[str, str]:
         """Versions and host facts recorded with every run of this backend."""
-        from ccfair.results import provenance
+        # From ccfair.tables, not ccfair.results: a run that builds Arrow tables (a sweep's
+        # worker, ccfair.run) must not import pandas for these five strings.
+        from ccfair.tables import provenance
 
         return provenance()
 
