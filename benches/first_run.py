@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from tree_args import count_error, tree_error
+
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -95,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=9)
     p.add_argument("--what", choices=["api", "cli"], default="api")
     args = p.parse_args(argv)
+    errors = [
+        tree_error("old", args.old),
+        tree_error("new", args.new),
+        count_error("--rounds", args.rounds, 1000),
+    ]
+    if any(errors):
+        print(f"error: {next(e for e in errors if e)}", file=sys.stderr)
+        return 2
     measure = measure_api if args.what == "api" else measure_cli
     trees = {"old": args.old, "new": args.new}
     samples: dict[str, list[dict[str, float]]] = {"old": [], "new": []}

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tree_args import count_error, tree_error
+
 
 def child(case: str, repeat: int) -> None:
     from ccfair import _core
@@ -82,6 +84,22 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    errors = [
+        tree_error("old", args.old),
+        tree_error("new", args.new),
+        count_error("--rounds", args.rounds, 1000),
+        count_error("--repeat", args.repeat, 100),
+    ]
+    if not any(errors):
+        sys.path.insert(0, os.path.abspath(args.new))
+        from ccfair.bench import CASES
+
+        names = [c.name for c in CASES]
+        if args.case not in names:
+            errors.append(f"--case: {args.case!r} is not one of {', '.join(names)}")
+    if any(errors):
+        print(f"error: {next(e for e in errors if e)}", file=sys.stderr)
+        return 2
     trees = [("before", args.old), ("after", args.new)]
     samples: dict[str, dict[str, list[float]]] = {name: {} for name, _ in trees}
     for r in range(args.rounds):

@@ -1,6 +1,7 @@
 """The helper scripts refuse absurd arguments in one line (scripts/cpu_gaps.py,
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
-scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py)."""
+scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
+benches/handover_compare.py)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,26 @@ def test_scale_curve_refuses_absurd_arguments_before_running_anything(args, says
     )
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "says"),
+    [
+        ("first_run.py", ["/nonexistent", "python"], "old: /nonexistent is not the python"),
+        ("first_run.py", ["python", "python", "--rounds", "0"], "--rounds: 0 is not a count"),
+        ("first_run.py", ["python", "python", "--rounds", "-7"], "--rounds: -7 is not a count"),
+        ("handover_compare.py", ["python", str(ROOT / "README.md")], "new: "),
+        ("handover_compare.py", ["python", "python", "--repeat", "10**9"], "invalid int"),
+        ("handover_compare.py", ["python", "python", "--repeat", "1000000"], "--repeat: 1000000"),
+        ("handover_compare.py", ["python", "python", "--case", "../x"], "--case: '../x' is not"),
+    ],
+)
+def test_tree_comparisons_refuse_absurd_arguments_before_running_anything(script, args, says):
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
