@@ -62,17 +62,16 @@ struct Backlogged {
     departure_ns: u64,
     bytes_through: u64,
     sojourn_ns_through: u64,
-    /// When it reaches the channel's input, and when its arrival there was announced (see
-    /// [`Ahead`]): both are `now` for a packet offered when it arrives.
-    input_ns: u64,
-    announced_ns: u64,
+    /// When it reaches the channel's input, and when that arrival was announced (both
+    /// `now` for a packet offered when it arrives).
+    input: Ahead,
 }
 
 /// When a packet offered ahead of time reaches a fed-ahead channel, and when the engine
 /// would have scheduled that arrival had it not been offered ahead: the time the channel
 /// before scheduled the packet's arrival at its far end, which orders the arrival among
 /// simultaneous events (`Channel::advance_for`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Ahead {
     pub input_ns: u64,
     pub announced_ns: u64,
@@ -99,11 +98,6 @@ pub enum Enqueued<P = Packet> {
     /// Accepted and serialised, then lost on the wire (random loss).
     LostOnWire(P),
 }
-
-/// A packet accepted and not lost, not put in the pipe (`Channel::enqueue_through`): when
-/// it reaches the far end, and when that arrival would have been scheduled.
-#[derive(Clone, Copy, Debug)]
-pub struct PassedOn(pub Ahead);
 
 /// One direction of a link.
 ///
@@ -271,18 +265,13 @@ impl<P: OnWire> Channel<P> {
         let (mut lo, mut hi) = (0, len);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if at(mid).input_ns >= now {
+            if at(mid).input.input_ns >= now {
                 hi = mid;
             } else {
                 lo = mid + 1;
             }
         }
-        while lo < len
-            && !later(Ahead {
-                input_ns: at(lo).input_ns,
-                announced_ns: at(lo).announced_ns,
-            })
-        {
+        while lo < len && !later(at(lo).input) {
             lo += 1;
         }
         let bytes_before = match lo {
@@ -334,7 +323,7 @@ impl<P: OnWire> Channel<P> {
     #[inline(always)]
     pub fn enqueue(&mut self, now: u64, pkt: P) -> Enqueued<P> {
         match self.enqueue_through(now, pkt) {
-            Ok(PassedOn(a)) => Enqueued::Accepted(self.into_pipe(a.input_ns, pkt)),
+            Ok(a) => Enqueued::Accepted(self.into_pipe(a.input_ns, pkt)),
             Err(refused) => refused,
         }
     }
@@ -342,7 +331,7 @@ impl<P: OnWire> Channel<P> {
     /// `enqueue`, without putting the packet in the pipe: the engine hands it on to the
     /// next channel, fed ahead of time.
     #[inline(always)]
-    pub fn enqueue_through(&mut self, now: u64, pkt: P) -> Result<PassedOn, Enqueued<P>> {
+    pub fn enqueue_through(&mut self, now: u64, pkt: P) -> Result<Ahead, Enqueued<P>> {
         self.retire(now);
         self.counters.arrivals += 1;
         let held = match self.queue {
@@ -369,12 +358,7 @@ impl<P: OnWire> Channel<P> {
     /// that depart after that time), else it departs at max(input, previous departure) +
     /// serialisation. The caller puts it in the pipe (`into_pipe`) or hands it on.
     #[inline(always)]
-    pub fn enqueue_ahead(
-        &mut self,
-        now: u64,
-        ahead: Ahead,
-        pkt: P,
-    ) -> Result<PassedOn, Enqueued<P>> {
+    pub fn enqueue_ahead(&mut self, now: u64, ahead: Ahead, pkt: P) -> Result<Ahead, Enqueued<P>> {
         debug_assert!(self.fed_ahead && ahead.input_ns >= now);
         self.retire(now);
         while self
@@ -412,7 +396,7 @@ impl<P: OnWire> Channel<P> {
     /// was then empty, else when the packet before it reached the far end (whose event
     /// schedules the next arrival).
     #[inline(always)]
-    fn admit(&mut self, input: Ahead, held: usize, pkt: P) -> Result<PassedOn, Enqueued<P>> {
+    fn admit(&mut self, input: Ahead, held: usize, pkt: P) -> Result<Ahead, Enqueued<P>> {
         if held >= self.buffer_pkts as usize {
             self.counters.drops_queue += 1;
             return Err(Enqueued::BufferFull(pkt));
@@ -432,8 +416,7 @@ impl<P: OnWire> Channel<P> {
             departure_ns: departure,
             bytes_through: self.accepted_bytes,
             sojourn_ns_through: self.accepted_sojourn_ns,
-            input_ns: input.input_ns,
-            announced_ns: input.announced_ns,
+            input,
         });
         // (A fed-ahead channel also keeps packets that have left by their successors' input.)
         debug_assert!(self.fed_ahead || self.backlog.len() <= self.buffer_pkts as usize);
@@ -448,10 +431,10 @@ impl<P: OnWire> Channel<P> {
         let arrival_ns = departure + self.delay_ns;
         let announced_ns = input.input_ns.max(self.last_arrival_ns);
         self.last_arrival_ns = arrival_ns;
-        Ok(PassedOn(Ahead {
+        Ok(Ahead {
             input_ns: arrival_ns,
             announced_ns,
-        }))
+        })
     }
 
     /// Put an accepted packet in the pipe, to reach the far end at `at`. Returns `Some(at)`

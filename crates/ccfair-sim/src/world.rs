@@ -11,7 +11,7 @@ use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::fifo::Fifo;
 use crate::host::{FlowHosts, Side};
-use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire, PassedOn};
+use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire};
 use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::{Queue, RunSpec};
@@ -368,14 +368,14 @@ impl Simulation {
             let through = match (hand_on, channel.is_fed_ahead()) {
                 (false, false) => break channel.enqueue(ahead.input_ns, r),
                 (false, true) => match channel.enqueue_ahead(now, ahead, r) {
-                    Ok(PassedOn(a)) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
+                    Ok(a) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
                     Err(refused) => break refused,
                 },
                 (true, false) => channel.enqueue_through(ahead.input_ns, r),
                 (true, true) => channel.enqueue_ahead(now, ahead, r),
             };
             match through {
-                Ok(PassedOn(a)) => {
+                Ok(a) => {
                     self.packets.get_mut(r).hop += 1;
                     ahead = a;
                     at += 1;
