@@ -475,7 +475,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Data,
-            hop: 0,
             wire_bytes: bytes,
             seq: 0,
             payload_bytes: 0,

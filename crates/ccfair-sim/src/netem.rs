@@ -50,7 +50,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Data,
-            hop: 0,
             wire_bytes: 1500,
             seq: 0,
             payload_bytes: 1448,

@@ -57,11 +57,6 @@ pub const SYN_BYTES: u32 = 60;
 pub struct Packet {
     pub flow: u32,
     pub kind: Kind,
-    /// Where the packet is on its route: its channel is the engine's route table entry
-    /// `hop` (`world.rs`, `Simulation::routes`, which holds every flow's data path and ACK
-    /// path), so the next channel is the next entry. The sending host sets 0; the engine
-    /// sets the start of the packet's route when it sends it.
-    pub hop: u32,
     /// Bytes on the wire (IP packet size).
     pub wire_bytes: u32,
     /// Data: segment number. Ack: cumulative ACK (next expected segment).
@@ -85,12 +80,18 @@ impl Packet {
     }
 }
 
-/// What a channel carries in the simulator: a packet's slot in the [`PacketSlab`] and its
-/// size on the wire (all a channel needs to know).
+/// What a channel carries in the simulator: a packet's slot in the [`PacketSlab`], its
+/// size on the wire (all a channel needs to know) and where it is on its route (all the
+/// engine needs to know to pass it on, so that a packet crossing a switch is not read
+/// from its slot: at many flows that read missed the cache on most hops).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRef {
     pub slot: u32,
     pub wire_bytes: u32,
+    /// The packet's channel is the engine's route table entry `hop` (`world.rs`,
+    /// `Simulation::routes`, which holds every flow's data path and ACK path), so the next
+    /// channel is the next entry.
+    pub hop: u32,
 }
 
 /// The packets in the network, each in a slot until it reaches its end host or is dropped.
@@ -102,8 +103,9 @@ pub struct PacketSlab {
 }
 
 impl PacketSlab {
-    /// Store a copy of `pkt` and return its reference.
-    pub fn insert(&mut self, pkt: &Packet) -> PacketRef {
+    /// Store a copy of `pkt`, which starts at route table entry `hop`, and return its
+    /// reference.
+    pub fn insert(&mut self, pkt: &Packet, hop: u32) -> PacketRef {
         let wire_bytes = pkt.wire_bytes;
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -115,7 +117,11 @@ impl PacketSlab {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 packets in flight")
             }
         };
-        PacketRef { slot, wire_bytes }
+        PacketRef {
+            slot,
+            wire_bytes,
+            hop,
+        }
     }
 
     pub fn get(&self, r: PacketRef) -> &Packet {
@@ -155,7 +161,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Data,
-            hop: 0,
             wire_bytes: 1500,
             seq,
             payload_bytes: 1448,
@@ -170,14 +175,14 @@ mod tests {
     #[test]
     fn slab_reuses_freed_slots_and_keeps_packets_apart() {
         let mut slab = PacketSlab::default();
-        let a = slab.insert(&pkt(1));
-        let b = slab.insert(&pkt(2));
-        assert_eq!((a.slot, b.slot, a.wire_bytes), (0, 1, 1500));
-        slab.get_mut(b).hop = 3;
+        let a = slab.insert(&pkt(1), 0);
+        let b = slab.insert(&pkt(2), 7);
+        assert_eq!((a.slot, b.slot, a.wire_bytes, b.hop), (0, 1, 1500, 7));
+        slab.get_mut(b).tsval = 3;
         assert_eq!(slab.remove(a).seq, 1);
-        let c = slab.insert(&pkt(3));
+        let c = slab.insert(&pkt(3), 0);
         assert_eq!(c.slot, 0, "the freed slot is reused");
-        assert_eq!((slab.get(b).seq, slab.get(b).hop), (2, 3));
+        assert_eq!((slab.get(b).seq, slab.get(b).tsval), (2, 3));
         assert_eq!(slab.get(c).seq, 3);
         assert_eq!(slab.len(), 2);
         slab.free(b);

@@ -345,14 +345,13 @@ impl Simulation {
             .collect()
     }
 
-    /// Put a packet on the channel at `routes[at]` (its current hop) at `t`. The callers
-    /// know where the packet is on its route, having looked it up already.
+    /// Put a packet on the channel of its current hop (`routes[r.hop]`) at `t`.
     ///
     /// Where the packet's next channel is fed ahead of time, it is offered to that one at
     /// once, with the time it will reach it, and so on down its path: it enters a pipe only
     /// on the last channel before a node where paths merge, or before its end host.
     #[inline(always)]
-    fn forward(&mut self, t: u64, r: PacketRef, mut at: usize) {
+    fn forward(&mut self, t: u64, mut r: PacketRef) {
         // When the packet reaches the channel's input (with when that arrival would have
         // been scheduled, for a channel fed ahead).
         let now = self.now;
@@ -360,6 +359,7 @@ impl Simulation {
             input_ns: t,
             announced_ns: now,
         };
+        let mut at = r.hop as usize;
         let mut ch = self.routes[at] & !ROUTE_FED;
         let outcome = loop {
             let next = self.routes[at + 1];
@@ -376,7 +376,7 @@ impl Simulation {
             };
             match through {
                 Ok(a) => {
-                    self.packets.get_mut(r).hop += 1;
+                    r.hop += 1;
                     ahead = a;
                     at += 1;
                     ch = next & !ROUTE_FED;
@@ -391,7 +391,7 @@ impl Simulation {
                 Enqueued::LostOnWire(_) => TraceEvent::DropWire,
             };
             let pkt = *self.packets.get(r);
-            self.trace_row(ahead.input_ns, ch, &pkt, event);
+            self.trace_row(ahead.input_ns, ch, r.hop, &pkt, event);
         }
         match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
@@ -411,7 +411,7 @@ impl Simulation {
         }
     }
 
-    fn trace_row(&mut self, t: u64, channel: u32, pkt: &Packet, event: TraceEvent) {
+    fn trace_row(&mut self, t: u64, channel: u32, hop: u32, pkt: &Packet, event: TraceEvent) {
         let mss = self.spec.flows[pkt.flow as usize].tcp.mss as u64;
         let seq_bytes = match pkt.kind {
             Kind::Data | Kind::Ack => pkt.seq * mss,
@@ -422,7 +422,7 @@ impl Simulation {
                 t_ns: t,
                 flow: pkt.flow,
                 channel,
-                hop: (pkt.hop - self.flows[pkt.flow as usize].route_start(pkt.kind)) as u16,
+                hop: (hop - self.flows[pkt.flow as usize].route_start(pkt.kind)) as u16,
                 event,
                 kind: pkt.kind.as_str(),
                 seq_bytes,
@@ -454,13 +454,14 @@ impl Simulation {
         }
         if self.trace.is_some() {
             let pkt = *self.packets.get(r);
-            self.trace_row(self.now, ch, &pkt, TraceEvent::Arrive);
+            self.trace_row(self.now, ch, r.hop, &pkt, TraceEvent::Arrive);
         }
-        let pkt = self.packets.get_mut(r);
-        let at = pkt.hop as usize + 1;
-        if self.routes[at] != ROUTE_END {
-            pkt.hop += 1;
-            self.forward(self.now, r, at);
+        if self.routes[r.hop as usize + 1] != ROUTE_END {
+            let next = PacketRef {
+                hop: r.hop + 1,
+                ..r
+            };
+            self.forward(self.now, next);
             return;
         }
         // At its end host: the host reads it in its slot, which is then free again.
@@ -544,15 +545,14 @@ impl Simulation {
                     note_sent(&mut flow.conn, pkt, t);
                 }
             }
-            let first = flow.route_start[side as usize] as usize;
+            let first = flow.route_start[side as usize];
             // Packets leave in the order the flow produced them, each from its slot.
             for i in 0..n {
                 let pkt = &self.out[i];
-                debug_assert!(pkt.flow == f && pkt.hop == 0);
+                debug_assert!(pkt.flow == f);
                 debug_assert_eq!(pkt.kind.is_forward(), side == Side::Sender);
-                let r = self.packets.insert(pkt);
-                self.packets.get_mut(r).hop = first as u32;
-                self.forward(t, r, first);
+                let r = self.packets.insert(pkt, first);
+                self.forward(t, r);
             }
             self.out.clear();
         }

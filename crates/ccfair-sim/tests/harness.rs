@@ -169,7 +169,6 @@ impl Twin {
         let pkt = Packet {
             flow: 0,
             kind: Kind::Ack,
-            hop: 0,
             wire_bytes: 52,
             seq: self.rcv_cum,
             payload_bytes: 0,

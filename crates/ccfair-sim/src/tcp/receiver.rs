@@ -173,7 +173,6 @@ impl Receiver {
         out.push(Packet {
             flow: self.flow,
             kind: Kind::SynAck,
-            hop: 0,
             wire_bytes: SYN_BYTES,
             seq: 0,
             payload_bytes: 0,
@@ -572,7 +571,6 @@ impl Receiver {
         out.push(Packet {
             flow: self.flow,
             kind: Kind::Ack,
-            hop: 0,
             wire_bytes: ACK_BYTES,
             seq: self.rcv_nxt,
             payload_bytes: 0,
@@ -630,7 +628,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Data,
-            hop: 0,
             wire_bytes: 1500,
             seq,
             payload_bytes: 1448,

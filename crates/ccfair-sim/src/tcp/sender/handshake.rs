@@ -61,7 +61,6 @@ impl Sender {
         out.push(Packet {
             flow: self.flow,
             kind: Kind::Syn,
-            hop: 0,
             wire_bytes: SYN_BYTES,
             seq: 0,
             payload_bytes: 0,
@@ -142,7 +141,6 @@ impl Sender {
         out.push(Packet {
             flow: self.flow,
             kind: Kind::HandshakeAck,
-            hop: 0,
             wire_bytes: crate::spec::ACK_BYTES,
             seq: 0,
             payload_bytes: 0,
@@ -213,7 +211,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::SynAck,
-            hop: 0,
             wire_bytes: SYN_BYTES,
             seq: 0,
             payload_bytes: 0,

@@ -504,7 +504,6 @@ impl Sender {
             out.push(Packet {
                 flow: self.flow,
                 kind: Kind::Data,
-                hop: 0,
                 wire_bytes: bytes + DATA_HEADER_BYTES,
                 seq,
                 payload_bytes: bytes,
@@ -1030,7 +1029,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Ack,
-            hop: 0,
             wire_bytes: 52,
             seq,
             payload_bytes: 0,

@@ -190,7 +190,6 @@ mod tests {
         Packet {
             flow: 0,
             kind: Kind::Ack,
-            hop: 0,
             wire_bytes: 52,
             seq,
             payload_bytes: 0,
