@@ -1,24 +1,19 @@
-//! The event queue: `u128` entries ordered by (time, insertion sequence), kept in one of two
-//! ways by size.
-//!
-//! - Small (the dumbbells: 10 to 20 events pending): a sorted run, latest first, so that the
-//!   earliest event leaves from the end and a new one is put in place by stepping over the
-//!   few events due before it. Most new events are due soon (a channel's next arrival, a
-//!   pacing release): callgrind on the 0.5 BDP dumbbell counts 2 to 5 earlier events for
-//!   most, about 40 instructions to place one where a binary heap's sift took about 100.
-//! - Large (parking lots, many flows): a binary min-heap, where a new event may belong
-//!   anywhere among hundreds. `pop_push` serves the engine's common step, a channel arrival
-//!   that schedules the channel's next arrival, in one pass over the heap instead of a pop
-//!   and a push. (A 4-ary heap was tried and counted slightly more instructions.)
-//!
-//! The queue turns into a heap above `HEAP_ABOVE` events and back below `RUN_BELOW` (far
-//! apart, so that a size hovering near one changes nothing). Which way it is kept changes
-//! nothing else: entries are unique, so any exact priority queue takes them out in the same
-//! order.
+//! The event queue: `u128` entries ordered by (time, insertion sequence), in buckets of
+//! time (see `EventQueue`): the current bucket's events sorted (`near.rs`), the next
+//! buckets' in unsorted lists on a wheel (`wheel.rs`), later ones in a heap.
 //!
 //! Ties at the same nanosecond are broken by insertion order, so a run is a pure function of
-//! its spec and seed. Events are small `Copy` values; packets never live in the heap (channels
-//! keep them in FIFO order and only the head of each channel is scheduled).
+//! its spec and seed. Events are small `Copy` values; packets never live in the queue
+//! (channels keep them in FIFO order and only the head of each channel is scheduled).
+
+mod near;
+mod wheel;
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use near::Near;
+use wheel::{Wheel, SLOTS};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -121,23 +116,63 @@ fn entry_event(e: u128) -> Event {
     decode(e as u64 & ((1 << EVENT_BITS) - 1))
 }
 
-/// Above this many events the queue is a heap.
-const HEAP_ABOVE: usize = 32;
-/// Below this many events the queue is a sorted run again.
-const RUN_BELOW: usize = 12;
+/// With the wheel on, entries are grouped in buckets of `2^BUCKET_SHIFT` ns (16.4 us): a
+/// few events each (a 1 Gbit/s dumbbell with a thousand flows runs an event every ~3 us).
+const BUCKET_SHIFT: u32 = 14;
+/// Above this many events the wheel is used; below `WHEEL_OFF_BELOW` no longer (far apart,
+/// so that a size hovering near one changes nothing).
+const WHEEL_ABOVE: usize = 256;
+const WHEEL_OFF_BELOW: usize = 64;
 
-/// Events ordered by (time, insertion sequence): a sorted run or a binary min-heap.
-#[derive(Default)]
+fn bucket(e: u128) -> u64 {
+    entry_time(e) >> BUCKET_SHIFT
+}
+
+/// Events ordered by (time, insertion sequence), kept in one of two ways by how many are
+/// pending.
+///
+/// - Up to a few hundred (the dumbbells hold 10 to 30, the 10-hop parking lot ~60): all in
+///   `near`, a sorted run while small, then a binary heap (`near.rs`). Most new events are
+///   due soon (a channel's next arrival, a pacing release): on the 0.5 BDP dumbbell a new
+///   event steps over 2 to 5 earlier ones, about 40 instructions.
+/// - More (a thousand flows: ~4000 events, whose heap passes cost ~180 instructions per
+///   packet-hop): by bucket of time. `near` holds the current bucket (`cur`), the earliest
+///   events; the wheel the next `wheel::SLOTS` buckets (67 ms), one unsorted list per
+///   bucket; `far` later ones (retransmission timeouts, the end of the run), in a heap. A
+///   push is a list insertion for most events, and when `near` runs empty the next
+///   non-empty bucket (the bitmap's next set bit, or the far heap's earliest) moves in.
+///
+/// Entries are unique, so the order is exactly that of one sorted list whichever way they
+/// are kept: a run is a pure function of its spec and seed.
 pub struct EventQueue {
-    /// The entries: sorted latest first (`heap` false), or a min-heap.
-    entries: Vec<u128>,
-    heap: bool,
+    near: Near,
+    /// The events are kept by bucket (the wheel is on).
+    wheel_on: bool,
+    /// The bucket `near` covers: every event in `near` is due in it or earlier, every
+    /// other one later (`u64::MAX` while the wheel is off: all are in `near`).
+    cur: u64,
+    wheel: Wheel,
+    far: BinaryHeap<Reverse<u128>>,
+    /// The bucket of the far heap's earliest event (`u64::MAX` when it is empty).
+    far_first: u64,
     next_seq: u64,
-    /// The earliest event was taken (`take`) and is still in the queue: the next `push`
-    /// replaces it, or `settle` removes it.
-    taken: bool,
     /// The most events the queue has held at once (counted where it grows, in `push`).
     peak_len: usize,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            near: Near::default(),
+            wheel_on: false,
+            cur: u64::MAX,
+            wheel: Wheel::default(),
+            far: BinaryHeap::new(),
+            far_first: u64::MAX,
+            next_seq: 0,
+            peak_len: 0,
+        }
+    }
 }
 
 impl EventQueue {
@@ -147,132 +182,187 @@ impl EventQueue {
         ((time_ns as u128) << 64) | key as u128
     }
 
+    #[inline]
     pub fn push(&mut self, time_ns: u64, event: Event) {
         let e = self.entry(time_ns, event);
-        if self.taken {
-            // The taken event leaves as this one enters: `pop_push`.
-            self.taken = false;
-            self.replace_first(e);
-            return;
-        }
-        self.entries.push(e);
-        let n = self.entries.len();
-        self.peak_len = self.peak_len.max(n);
-        if self.heap {
-            self.sift_up(n - 1, e);
-        } else if n > HEAP_ABOVE {
-            // Sorted latest first: reversed, a sorted run is a min-heap.
-            self.entries.pop();
-            self.entries.reverse();
-            self.heap = true;
-            self.entries.push(e);
-            self.sift_up(n - 1, e);
+        if !self.wheel_on {
+            // (With an event taken, this one takes its place: `pop_push`.)
+            self.near.push(e);
+            let pending = self.near.len();
+            self.peak_len = self.peak_len.max(pending);
+            if pending > WHEEL_ABOVE {
+                self.wheel_start();
+            }
+        } else if self.near.is_taken() && bucket(e) <= self.cur {
+            // The taken event leaves as this one enters (`pop_push`).
+            self.near.push(e);
         } else {
-            self.place_from_end(n - 1, e);
+            self.place(e);
+            self.peak_len = self.peak_len.max(self.len());
         }
     }
 
+    /// Put `e` in `near`, the wheel or the far heap by its bucket.
+    #[inline]
+    fn place(&mut self, e: u128) {
+        let b = bucket(e);
+        if b <= self.cur {
+            self.near.push(e);
+        } else if b - self.cur < SLOTS as u64 {
+            self.wheel.insert(b as usize % SLOTS, e);
+        } else {
+            self.far.push(Reverse(e));
+            self.far_first = self.far_first.min(b);
+        }
+    }
+
+    /// Keep the events by bucket from now on: the earliest one's bucket is the current one.
+    #[cold]
+    fn wheel_start(&mut self) {
+        debug_assert!(!self.near.is_taken());
+        let entries = self.near.take_all();
+        self.cur = entries.iter().min().map_or(0, |&e| bucket(e));
+        self.wheel_on = true;
+        for e in entries {
+            self.place(e);
+        }
+    }
+
+    /// Keep all events in `near` again (few are left).
+    #[cold]
+    fn wheel_stop(&mut self) {
+        debug_assert!(!self.near.is_taken());
+        self.wheel_on = false;
+        self.cur = u64::MAX;
+        let near = &mut self.near;
+        self.wheel.drain_all(|e| near.push(e));
+        for Reverse(e) in self.far.drain() {
+            self.near.push(e);
+        }
+        self.far_first = u64::MAX;
+    }
+
     /// Take the earliest event off the queue (its handler runs next), lazily: the first
-    /// `push` before `settle` takes its place (the same order as `pop` then `push`, see
-    /// `pop_push`), and `settle` removes it if no push came. Until `settle`, pushes may come
-    /// (they sort after the taken event: not earlier, and later in sequence), but no `pop`,
-    /// `peek` or `pop_push`. Most events push at least one (a channel arrival its channel's
-    /// next one, a pacing timer the next deadline).
+    /// `push` before `settle` takes its place if it is due in the current bucket (the same
+    /// order as `pop` then `push`, in one pass: `pop_push`), and `settle` removes it if
+    /// none did. Until `settle`, pushes may come (they sort after the taken event: not
+    /// earlier, and later in sequence), but no `pop`, `peek` or `pop_push`.
     ///
     /// Panics if the queue is empty.
     #[inline]
     pub fn take(&mut self) {
         assert!(
-            !self.entries.is_empty() && !self.taken,
+            !self.near.is_taken() && self.first().is_some(),
             "take on an empty queue, or twice before settle"
         );
-        self.taken = true;
+        self.near.take();
     }
 
     /// Remove the taken event if no push replaced it (see `take`).
     #[inline]
     pub fn settle(&mut self) {
-        if self.taken {
-            self.taken = false;
-            self.pop();
-        }
+        self.near.settle();
     }
 
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        debug_assert!(!self.taken, "pop before settle");
-        let top = if self.heap {
-            let top = *self.entries.first()?;
-            let last = self.entries.pop().expect("not empty");
-            if !self.entries.is_empty() {
-                self.sift_down(0, last);
-            }
-            if self.entries.len() < RUN_BELOW {
-                // Latest first.
-                self.entries.sort_unstable_by(|a, b| b.cmp(a));
-                self.heap = false;
-            }
-            top
-        } else {
-            self.entries.pop()?
-        };
+        self.first()?;
+        let top = self.near.pop().expect("filled");
         Some((entry_time(top), entry_event(top)))
     }
 
     /// Remove the earliest event and schedule `event` at `time_ns`: the same order as `pop`
-    /// then `push` (the new event takes the next sequence number), in one pass over the
-    /// queue. The engine's common step: a channel's arrival, which schedules that
-    /// channel's next arrival.
+    /// then `push` (the new event takes the next sequence number). The engine's common
+    /// step: a channel's arrival, which schedules that channel's next arrival.
     ///
     /// Panics if the queue is empty.
     #[inline]
     pub fn pop_push(&mut self, time_ns: u64, event: Event) {
-        assert!(!self.entries.is_empty(), "pop_push on an empty queue");
-        debug_assert!(!self.taken, "pop_push before settle");
-        let e = self.entry(time_ns, event);
-        self.replace_first(e);
-    }
-
-    /// Put `e`, not earlier than the earliest entry, in the earliest entry's place.
-    #[inline]
-    fn replace_first(&mut self, e: u128) {
-        if self.heap {
-            self.sift_down(0, e);
+        self.take();
+        if self.wheel_on {
+            self.push(time_ns, event);
+            self.settle();
         } else {
-            let last = self.entries.len() - 1;
-            self.place_from_end(last, e);
+            let e = self.entry(time_ns, event);
+            self.near.push(e);
         }
     }
 
     /// The earliest event, left in the queue.
-    pub fn peek(&self) -> Option<(u64, Event)> {
-        debug_assert!(!self.taken, "peek before settle");
+    pub fn peek(&mut self) -> Option<(u64, Event)> {
         self.first().map(|e| (entry_time(e), entry_event(e)))
     }
 
     /// The earliest event, left in the queue, undecoded: the engine dispatches channel
     /// arrivals (most events) without building an `Event`.
     #[inline]
-    pub fn peek_code(&self) -> Option<(u64, EventCode)> {
-        debug_assert!(!self.taken, "peek before settle");
+    pub fn peek_code(&mut self) -> Option<(u64, EventCode)> {
         self.first()
             .map(|e| (entry_time(e), EventCode(e as u64 & ((1 << EVENT_BITS) - 1))))
     }
 
-    pub fn peek_time(&self) -> Option<u64> {
+    pub fn peek_time(&mut self) -> Option<u64> {
         self.first().map(entry_time)
     }
 
+    /// The earliest event: `near`'s first, once `near` holds it.
     #[inline]
-    fn first(&self) -> Option<u128> {
-        if self.heap {
-            self.entries.first().copied()
-        } else {
-            self.entries.last().copied()
+    fn first(&mut self) -> Option<u128> {
+        debug_assert!(!self.near.is_taken(), "peek before settle");
+        match self.near.first() {
+            Some(e) => Some(e),
+            None if self.wheel_on && self.next_bucket() => self.near.first(),
+            None => None,
         }
     }
 
+    /// `near` is empty: the next bucket with events (in the wheel or the far heap, whichever
+    /// comes first) becomes the current one and its events move into `near`; or, with few
+    /// events left, all of them do and the wheel is off.
+    fn next_bucket(&mut self) -> bool {
+        if self.len() < WHEEL_OFF_BELOW {
+            self.wheel_stop();
+            return !self.is_empty();
+        }
+        let from = self.cur + 1;
+        let next = match self.wheel.distance_to_next(from as usize % SLOTS) {
+            Some(d) => (from + d as u64).min(self.far_first),
+            None => self.far_first,
+        };
+        debug_assert!(
+            next != u64::MAX,
+            "{} events pending, none found",
+            self.len()
+        );
+        self.cur = next;
+        // The slot holds bucket `next` only: the wheel's buckets are fewer than `SLOTS`
+        // apart.
+        let slot = next as usize % SLOTS;
+        if self.wheel.occupied(slot) {
+            let near = &mut self.near;
+            self.wheel.drain(slot, |e| near.push(e));
+        }
+        if self.far_first == next {
+            self.far_to_near();
+        }
+        true
+    }
+
+    /// Move the far heap's events of the current bucket into `near`.
+    #[cold]
+    fn far_to_near(&mut self) {
+        while let Some(&Reverse(e)) = self.far.peek() {
+            if bucket(e) != self.cur {
+                self.far_first = bucket(e);
+                return;
+            }
+            self.near.push(e);
+            self.far.pop();
+        }
+        self.far_first = u64::MAX;
+    }
+
     pub fn len(&self) -> usize {
-        self.entries.len() - self.taken as usize
+        self.near.len() + self.wheel.len() + self.far.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -282,57 +372,6 @@ impl EventQueue {
     /// The most events the queue has held at once.
     pub fn peak_len(&self) -> usize {
         self.peak_len
-    }
-
-    /// Sorted run: put `e` in slot `i` (the end, free) and move it towards the front past
-    /// the entries due before it.
-    #[inline]
-    fn place_from_end(&mut self, mut i: usize, e: u128) {
-        let run = &mut self.entries[..=i];
-        while i > 0 {
-            let before = run[i - 1];
-            if before > e {
-                break;
-            }
-            run[i] = before;
-            i -= 1;
-        }
-        run[i] = e;
-    }
-
-    /// Heap: move `e` from slot `i` towards the root until its parent is earlier.
-    fn sift_up(&mut self, mut i: usize, e: u128) {
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            let p = self.entries[parent];
-            if p <= e {
-                break;
-            }
-            self.entries[i] = p;
-            i = parent;
-        }
-        self.entries[i] = e;
-    }
-
-    /// Heap: put `e` in slot `i` and move it down until its children are later.
-    fn sift_down(&mut self, mut i: usize, e: u128) {
-        let heap = &mut self.entries[..];
-        loop {
-            let left = 2 * i + 1;
-            let Some(&l) = heap.get(left) else {
-                break;
-            };
-            let (child, c) = match heap.get(left + 1) {
-                Some(&r) if r < l => (left + 1, r),
-                _ => (left, l),
-            };
-            if e <= c {
-                break;
-            }
-            heap[i] = c;
-            i = child;
-        }
-        heap[i] = e;
     }
 }
 
@@ -406,5 +445,94 @@ mod tests {
             }
             assert_eq!(q.len(), reference.len());
         }
+    }
+
+    /// Against a reference (an ordered set of (time, sequence)): phases that grow the queue
+    /// to a few thousand events and shrink it to a handful, so that it switches to buckets
+    /// and back many times; times from the same nanosecond to seconds ahead (the current
+    /// bucket, the wheel, the far heap and past the wheel's wrap-around), with `take`,
+    /// `settle` and `pop_push` as the engine uses them.
+    #[test]
+    fn matches_a_reference_across_buckets_wheel_and_far_heap() {
+        use std::collections::BTreeSet;
+        let mut rng = ccfair_cc::rng::Rng::new(11);
+        let mut q = EventQueue::default();
+        let mut reference: BTreeSet<(u64, u64, u32)> = BTreeSet::new();
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        let mut switched_on = 0;
+        let mut was_on = false;
+        let ahead = |rng: &mut ccfair_cc::rng::Rng| -> u64 {
+            let scale = match (rng.uniform() * 10.0) as u32 {
+                0..=2 => 3.0,      // ties and the same bucket
+                3..=5 => 40_000.0, // the next buckets
+                6..=7 => 5e6,      // milliseconds: the wheel
+                8 => 2e8,          // past the wheel: the far heap
+                _ => 3e9,          // seconds
+            };
+            (rng.uniform() * scale) as u64
+        };
+        for step in 0..300_000u64 {
+            let grow = (step / 15_000) % 2 == 0;
+            let u = rng.uniform();
+            let id = (step % 100_000) as u32;
+            if u < if grow { 0.5 } else { 0.05 } {
+                let t = now + ahead(&mut rng);
+                q.push(t, Event::ChannelArrival(id));
+                reference.insert((t, seq, id));
+                seq += 1;
+            } else if u < 0.8 || reference.is_empty() {
+                let want = reference.pop_first();
+                let got = q.pop();
+                assert_eq!(
+                    got,
+                    want.map(|(t, _, i)| (t, Event::ChannelArrival(i))),
+                    "step {step}"
+                );
+                if let Some((t, _, _)) = want {
+                    now = t;
+                }
+            } else if u < 0.9 {
+                let (wt, _, wi) = reference.pop_first().unwrap();
+                assert_eq!(
+                    q.peek(),
+                    Some((wt, Event::ChannelArrival(wi))),
+                    "step {step}"
+                );
+                now = wt;
+                let t = now + ahead(&mut rng);
+                q.pop_push(t, Event::ChannelArrival(id));
+                reference.insert((t, seq, id));
+                seq += 1;
+            } else {
+                // take, then 0 to 3 pushes not earlier than the taken event, then settle.
+                let (wt, _, wi) = reference.pop_first().unwrap();
+                assert_eq!(
+                    q.peek(),
+                    Some((wt, Event::ChannelArrival(wi))),
+                    "step {step}"
+                );
+                now = wt;
+                q.take();
+                for _ in 0..(step % 4) {
+                    let t = now + ahead(&mut rng);
+                    q.push(t, Event::ChannelArrival(id));
+                    reference.insert((t, seq, id));
+                    seq += 1;
+                    assert_eq!(q.len(), reference.len(), "step {step}");
+                }
+                q.settle();
+            }
+            assert_eq!(q.len(), reference.len(), "step {step}");
+            if q.wheel_on && !was_on {
+                switched_on += 1;
+            }
+            was_on = q.wheel_on;
+        }
+        assert!(
+            switched_on >= 5,
+            "the queue switched to buckets {switched_on} times"
+        );
+        assert!(q.peak_len() > 2_000, "peak {}", q.peak_len());
     }
 }

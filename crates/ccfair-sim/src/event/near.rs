@@ -1,0 +1,182 @@
+//! The events of the queue's current bucket (and the earliest, by construction): a sorted
+//! run while few, a binary min-heap while many.
+//!
+//! - Few (most buckets hold 0 to 5 events): a sorted run, latest first, so that the earliest
+//!   event leaves from the end and a new one is put in place by stepping over the few
+//!   events due before it.
+//! - Many (a bucket of a run with thousands of flows or a fast link): a binary min-heap.
+//!   `replace_first` serves the engine's common step, an event whose handler schedules
+//!   the next (a channel arrival its channel's next one), in one pass over the heap
+//!   instead of a pop and a push.
+//!
+//! It turns into a heap above `HEAP_ABOVE` events and back below `RUN_BELOW` (far apart, so
+//! that a size hovering near one changes nothing). Which way it is kept changes nothing
+//! else: entries are unique, so any exact priority queue takes them out in the same order.
+
+/// Above this many events the entries are a heap.
+const HEAP_ABOVE: usize = 32;
+/// Below this many events they are a sorted run again.
+const RUN_BELOW: usize = 12;
+
+/// Unique `u128` entries, smallest first out.
+#[derive(Default)]
+pub(super) struct Near {
+    /// The entries: sorted latest first (`heap` false), or a min-heap.
+    entries: Vec<u128>,
+    heap: bool,
+    /// The earliest entry was taken (`take`) and is still here: the next `push` replaces
+    /// it, or `settle` removes it.
+    taken: bool,
+}
+
+impl Near {
+    /// Add `e`. If an entry was taken, `e` (not earlier than it) takes its place.
+    #[inline(always)]
+    pub(super) fn push(&mut self, e: u128) {
+        if self.taken {
+            self.taken = false;
+            self.replace_first(e);
+            return;
+        }
+        self.entries.push(e);
+        let n = self.entries.len();
+        if self.heap {
+            self.sift_up(n - 1, e);
+        } else if n > HEAP_ABOVE {
+            // Sorted latest first: reversed, a sorted run is a min-heap.
+            self.entries.pop();
+            self.entries.reverse();
+            self.heap = true;
+            self.entries.push(e);
+            self.sift_up(n - 1, e);
+        } else {
+            self.place_from_end(n - 1, e);
+        }
+    }
+
+    /// Remove every entry (none may be taken) and return them, in no particular order.
+    pub(super) fn take_all(&mut self) -> Vec<u128> {
+        debug_assert!(!self.taken);
+        self.heap = false;
+        std::mem::take(&mut self.entries)
+    }
+
+    /// Mark the earliest entry taken (see `EventQueue::take`). The caller checked that
+    /// there is one and that none is taken.
+    #[inline]
+    pub(super) fn take(&mut self) {
+        debug_assert!(!self.entries.is_empty() && !self.taken);
+        self.taken = true;
+    }
+
+    #[inline]
+    pub(super) fn is_taken(&self) -> bool {
+        self.taken
+    }
+
+    /// Remove the taken entry if no push replaced it.
+    #[inline]
+    pub(super) fn settle(&mut self) {
+        if self.taken {
+            self.taken = false;
+            self.pop();
+        }
+    }
+
+    #[inline]
+    pub(super) fn pop(&mut self) -> Option<u128> {
+        debug_assert!(!self.taken, "pop before settle");
+        if !self.heap {
+            return self.entries.pop();
+        }
+        let top = *self.entries.first()?;
+        let last = self.entries.pop().expect("not empty");
+        if !self.entries.is_empty() {
+            self.sift_down(0, last);
+        }
+        if self.entries.len() < RUN_BELOW {
+            // Latest first.
+            self.entries.sort_unstable_by(|a, b| b.cmp(a));
+            self.heap = false;
+        }
+        Some(top)
+    }
+
+    /// The earliest entry (the taken one, if any).
+    #[inline]
+    pub(super) fn first(&self) -> Option<u128> {
+        if self.heap {
+            self.entries.first().copied()
+        } else {
+            self.entries.last().copied()
+        }
+    }
+
+    /// Entries held, not counting a taken one.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.entries.len() - self.taken as usize
+    }
+
+    /// Put `e`, not earlier than the earliest entry, in the earliest entry's place.
+    #[inline]
+    fn replace_first(&mut self, e: u128) {
+        if self.heap {
+            self.sift_down(0, e);
+        } else {
+            let last = self.entries.len() - 1;
+            self.place_from_end(last, e);
+        }
+    }
+
+    /// Sorted run: put `e` in slot `i` (the end, free) and move it towards the front past
+    /// the entries due before it.
+    #[inline]
+    fn place_from_end(&mut self, mut i: usize, e: u128) {
+        let run = &mut self.entries[..=i];
+        while i > 0 {
+            let before = run[i - 1];
+            if before > e {
+                break;
+            }
+            run[i] = before;
+            i -= 1;
+        }
+        run[i] = e;
+    }
+
+    /// Heap: move `e` from slot `i` towards the root until its parent is earlier.
+    fn sift_up(&mut self, mut i: usize, e: u128) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let p = self.entries[parent];
+            if p <= e {
+                break;
+            }
+            self.entries[i] = p;
+            i = parent;
+        }
+        self.entries[i] = e;
+    }
+
+    /// Heap: put `e` in slot `i` and move it down until its children are later.
+    fn sift_down(&mut self, mut i: usize, e: u128) {
+        let heap = &mut self.entries[..];
+        loop {
+            let left = 2 * i + 1;
+            let Some(&l) = heap.get(left) else {
+                break;
+            };
+            let (child, c) = match heap.get(left + 1) {
+                Some(&r) if r < l => (left + 1, r),
+                _ => (left, l),
+            };
+            if e <= c {
+                break;
+            }
+            heap[i] = c;
+            i = child;
+        }
+        heap[i] = e;
+    }
+}
