@@ -5,11 +5,14 @@
 //! with one mask, and a push or pop is a handful of instructions: each packet-hop pushes
 //! and pops twice (buffer and pipe). It grows by doubling, like `VecDeque`, and never
 //! shrinks; nothing is allocated while it holds fewer values than its capacity.
+//!
+//! It takes 32 bytes (a boxed slice, head and length), so that a channel's two rings share
+//! one cache line (`link.rs`, `Channel`).
 
 /// A FIFO ring. The storage's length is its capacity: 0, or a power of two.
 #[derive(Clone, Debug)]
 pub struct Fifo<T> {
-    buf: Vec<T>,
+    buf: Box<[T]>,
     /// Index of the first value.
     head: usize,
     len: usize,
@@ -18,7 +21,7 @@ pub struct Fifo<T> {
 impl<T> Default for Fifo<T> {
     fn default() -> Self {
         Fifo {
-            buf: Vec::new(),
+            buf: Box::new([]),
             head: 0,
             len: 0,
         }
@@ -110,7 +113,7 @@ impl<T: Copy> Fifo<T> {
         let mut buf = Vec::with_capacity(capacity);
         buf.extend(self.iter().copied());
         buf.resize(capacity, fill);
-        self.buf = buf;
+        self.buf = buf.into_boxed_slice();
         self.head = 0;
     }
 }
