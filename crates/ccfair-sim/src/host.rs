@@ -19,7 +19,6 @@
 //! Draws come from per-flow, per-host streams (scenario seed, `STREAM_HOST`, flow, side),
 //! so they are reproducible and adding a flow changes no other flow's draws.
 
-use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
@@ -216,13 +215,31 @@ pub enum Side {
     Receiver = 1,
 }
 
+/// A turnaround table: the kernel's, shared by every flow (one copy stays in cache however
+/// many flows draw from it), or a testbed's measured one, the flow's own. A pointer either
+/// way: the flow's latency state stays small (a `Cow` kept the owned table's 152 bytes in
+/// every flow, mostly unused, between the fields each packet reads).
+enum Table {
+    Kernel(&'static Distribution),
+    Measured(Box<Distribution>),
+}
+
+impl std::ops::Deref for Table {
+    type Target = Distribution;
+
+    fn deref(&self) -> &Distribution {
+        match self {
+            Table::Kernel(d) => d,
+            Table::Measured(d) => d,
+        }
+    }
+}
+
 /// The latency draws of one flow's two hosts.
 pub struct FlowHosts {
     app: Option<Rng>,
-    /// The sender's and the receiver's draws and distributions: the kernel's tables are
-    /// shared by every flow (one copy stays in cache however many flows draw from it), a
-    /// testbed's measured tables are the flow's own.
-    turnaround: Option<([Rng; 2], [Cow<'static, Distribution>; 2])>,
+    /// The sender's and the receiver's draws and distributions.
+    turnaround: Option<([Rng; 2], [Table; 2])>,
     /// When each host last put a packet on its link: a host never reorders its own.
     last_egress_ns: [u64; 2],
 }
@@ -238,14 +255,17 @@ impl FlowHosts {
         };
         let tables = match host {
             Latency::Kernel => Some([
-                Cow::Borrowed(&KERNEL_SENDER),
-                Cow::Borrowed(&KERNEL_RECEIVER),
+                Table::Kernel(&KERNEL_SENDER),
+                Table::Kernel(&KERNEL_RECEIVER),
             ]),
             Latency::None => None,
             Latency::Measured {
                 receiver_us,
                 sender_us,
-            } => Some([Cow::Owned(table(sender_us)), Cow::Owned(table(receiver_us))]),
+            } => Some([
+                Table::Measured(Box::new(table(sender_us))),
+                Table::Measured(Box::new(table(receiver_us))),
+            ]),
         };
         FlowHosts {
             app: (app == Latency::Kernel).then(|| stream(2)),
