@@ -19,7 +19,6 @@
 //! Draws come from per-flow, per-host streams (scenario seed, `STREAM_HOST`, flow, side),
 //! so they are reproducible and adding a flow changes no other flow's draws.
 
-
 use serde::{Deserialize, Serialize};
 
 use ccfair_cc::rng::{derive_seed, Rng};
