@@ -492,20 +492,8 @@ mod tests {
                 if let Some((t, _, _)) = want {
                     now = t;
                 }
-            } else if u < 0.9 {
-                let (wt, _, wi) = reference.pop_first().unwrap();
-                assert_eq!(
-                    q.peek(),
-                    Some((wt, Event::ChannelArrival(wi))),
-                    "step {step}"
-                );
-                now = wt;
-                let t = now + ahead(&mut rng);
-                q.pop_push(t, Event::ChannelArrival(id));
-                reference.insert((t, seq, id));
-                seq += 1;
             } else {
-                // take, then 0 to 3 pushes not earlier than the taken event, then settle.
+                // pop_push, or take, 0 to 3 pushes not earlier than the taken event, settle.
                 let (wt, _, wi) = reference.pop_first().unwrap();
                 assert_eq!(
                     q.peek(),
@@ -513,15 +501,22 @@ mod tests {
                     "step {step}"
                 );
                 now = wt;
-                q.take();
-                for _ in 0..(step % 4) {
+                if u < 0.9 {
                     let t = now + ahead(&mut rng);
-                    q.push(t, Event::ChannelArrival(id));
+                    q.pop_push(t, Event::ChannelArrival(id));
                     reference.insert((t, seq, id));
                     seq += 1;
-                    assert_eq!(q.len(), reference.len(), "step {step}");
+                } else {
+                    q.take();
+                    for _ in 0..(step % 4) {
+                        let t = now + ahead(&mut rng);
+                        q.push(t, Event::ChannelArrival(id));
+                        reference.insert((t, seq, id));
+                        seq += 1;
+                        assert_eq!(q.len(), reference.len(), "step {step}");
+                    }
+                    q.settle();
                 }
-                q.settle();
             }
             assert_eq!(q.len(), reference.len(), "step {step}");
             if q.wheel_on && !was_on {
