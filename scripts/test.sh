@@ -41,3 +41,12 @@ python3 -m pytest -q -rs
 # The examples in the docstrings of the public API are tests too (those marked +SKIP need
 # root or minutes of real time and are shown, not run).
 python3 -m pytest -q --doctest-modules python/ccfair
+
+step "Profile-guided build (scripts/install_pgo.sh): builds, and gives the same results"
+# It needs llvm-profdata of rustc's LLVM, which rustup installs; a Rust without rustup
+# cannot make this build (the install script then keeps the plain one), so it is not checked.
+if command -v rustup >/dev/null 2>&1; then
+    bash scripts/install_pgo.sh --check
+else
+    echo "not checked: no rustup to install llvm-tools (llvm-profdata)"
+fi

@@ -44,7 +44,11 @@ def test_history_gets_one_json_line_per_invocation(monkeypatch, tmp_path):
     assert len(lines) == 2
     case = lines[0]["cases"]["dumbbell-bbr-vs-cubic-a0.5"]
     assert case["instructions_per_hop"] == 512.0 and case["packet_hops"] == 1000
-    assert {"commit", "date", "quick"} <= set(lines[0])
+    assert {"commit", "date", "quick", "build"} <= set(lines[0])
+    # Which build was measured: this test runs the plain (editable) build.
+    from ccfair import _core
+
+    assert lines[0]["build"] == ("pgo" if _core.BUILD_PGO else "plain")
 
 
 def test_every_case_has_a_scenario():

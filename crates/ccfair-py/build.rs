@@ -1,4 +1,6 @@
-//! Embed the git revision of the source tree for provenance (results record it).
+//! Embed the git revision of the source tree for provenance (results record it), and
+//! whether this is the profile-guided build (scripts/install_pgo.sh: `ccfair bench` and
+//! its history say which build they measured).
 use std::process::Command;
 
 fn main() {
@@ -23,4 +25,13 @@ fn main() {
     println!("cargo:rustc-env=CCFAIR_GIT_REVISION={rev}");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");
+    // The flags the crates are compiled with (cargo reruns the script when they change).
+    // `-Cprofile-use=F` or `-C profile-use=F`.
+    let pgo = std::env::var("CARGO_ENCODED_RUSTFLAGS")
+        .unwrap_or_default()
+        .split('\x1f')
+        .any(|flag| flag.trim_start_matches("-C").starts_with("profile-use="));
+    println!("cargo:rustc-env=CCFAIR_BUILD_PGO={pgo}");
+    println!("cargo:rerun-if-env-changed=RUSTFLAGS");
+    println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");
 }

@@ -15,6 +15,8 @@ from typing import Literal, NotRequired, TypeAlias, TypedDict
 __version__: str
 #: The git revision the module was built from (crates/ccfair-py/build.rs).
 __git_revision__: str
+#: Built with profile-guided optimisation (scripts/install_pgo.sh); results are the same.
+BUILD_PGO: bool
 
 #: A numeric column as raw little-endian bytes (``numpy.frombuffer`` with the dtype tag);
 #: a string column as categorical codes (u32 little-endian) with their categories; or text.

@@ -219,12 +219,22 @@ def git_revision() -> str | None:
     return out.stdout.strip() or None
 
 
+def build_kind() -> str:
+    """Which build of the simulator is installed: ``"pgo"`` (scripts/install_pgo.sh) or
+    ``"plain"`` (``pip install .``). Results are the same; wall times and instruction
+    counts are not, so the benchmark and its history say which one they measured."""
+    from ccfair import _core
+
+    return "pgo" if _core.BUILD_PGO else "plain"
+
+
 def append_history(path: str, results: dict[str, dict[str, Any]], quick: bool) -> None:
     """Append one line (JSON) with this invocation's numbers to the history file ``path``."""
     line = {
         "commit": git_revision(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": quick,
+        "build": build_kind(),
         "cases": results,
     }
     with open(path, "a", encoding="utf-8") as f:
@@ -247,6 +257,7 @@ def main(
     if unknown:
         print(f"error: --case: unknown {sorted(unknown)}; known: {[c.name for c in CASES]}")
         return 2
+    print(f"simulator build: {build_kind()}")
     print(
         f"{'case':28s} {'wall s':>8s} {'sim/wall':>9s} {'Mhops/s':>8s} {'engine MB':>9s} "
         f"{'proc MB':>8s} {'instr/hop':>9s} {'after/eng':>9s} {'sweep/eng':>9s}  target"

@@ -499,5 +499,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__git_revision__", env!("CCFAIR_GIT_REVISION"))?;
+    m.add("BUILD_PGO", env!("CCFAIR_BUILD_PGO") == "true")?;
     Ok(())
 }
