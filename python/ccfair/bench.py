@@ -205,7 +205,12 @@ def instructions_per_hop(name: str, duration: str = INSTRUCTIONS_DURATION) -> fl
 
 
 def git_revision() -> str | None:
-    """The commit of the ccfair checkout this module runs from, if it is one."""
+    """The commit the simulator was built from (embedded by crates/ccfair-py/build.rs, with
+    ``-dirty`` for uncommitted changes), else that of the checkout this module runs from."""
+    from ccfair import _core
+
+    if _core.__git_revision__ != "unknown":
+        return _core.__git_revision__
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
