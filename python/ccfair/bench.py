@@ -262,7 +262,9 @@ def main(
     if unknown:
         print(f"error: --case: unknown {sorted(unknown)}; known: {[c.name for c in CASES]}")
         return 2
-    print(f"simulator build: {build_kind()}")
+    kind = build_kind()
+    hint = " (bash scripts/install_pgo.sh: the profile-guided build)" if kind == "plain" else ""
+    print(f"simulator build: {kind}{hint}")
     print(
         f"{'case':28s} {'wall s':>8s} {'sim/wall':>9s} {'Mhops/s':>8s} {'engine MB':>9s} "
         f"{'proc MB':>8s} {'instr/hop':>9s} {'after/eng':>9s} {'sweep/eng':>9s}  target"
