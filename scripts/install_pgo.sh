@@ -39,6 +39,11 @@ if ! $check; then
     pip install .
 fi
 
+# From here on a failure leaves the plain build installed (or, with --check, nothing).
+set -E
+$check || trap 'echo "install_pgo.sh: the profile-guided build failed (above);" \
+    "ccfair stays installed with the plain build" >&2' ERR
+
 host=$(rustc -vV | sed -n 's/^host: //p')
 profdata="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata"
 if [ ! -x "$profdata" ] && command -v rustup >/dev/null 2>&1; then
