@@ -45,7 +45,7 @@ def test_history_gets_one_json_line_per_invocation(monkeypatch, tmp_path):
     case = lines[0]["cases"]["dumbbell-bbr-vs-cubic-a0.5"]
     assert case["instructions_per_hop"] == 512.0 and case["packet_hops"] == 1000
     assert {"commit", "date", "quick", "build"} <= set(lines[0])
-    # Which build was measured: this test runs the plain (editable) build.
+    # Which build was measured: the one this test runs with.
     from ccfair import _core
 
     assert lines[0]["build"] == ("pgo" if _core.BUILD_PGO else "plain")
