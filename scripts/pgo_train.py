@@ -5,7 +5,7 @@ studies run, so that the compiler learns which branches are hot: dumbbells with 
 algorithm at shallow, medium and deep buffers, the 10-hop parking lot, a dumbbell with many
 flows, random loss, a finite transfer, and the hand-over of the results (tables, Parquet).
 What is not run here is still compiled and correct, only laid out without the profile's
-guidance. The whole workload takes ~10 s with the instrumented (slower) build.
+guidance. The whole workload takes 2-3 s with the instrumented build.
 
 Usage: ``python3 scripts/pgo_train.py`` (with the instrumented ``ccfair`` first on the path).
 ``python3 scripts/pgo_train.py --digest`` prints instead a digest of every result table of
@@ -24,7 +24,7 @@ import ccfair
 
 
 def scenarios() -> list[ccfair.Scenario]:
-    """The training scenarios, a few simulated seconds each."""
+    """The training scenarios, 2 to 60 simulated seconds each."""
     dumbbell, parking_lot = ccfair.dumbbell, ccfair.parking_lot
     runs = [
         dumbbell(2, ["bbr", "cubic"], buffer_bdp=alpha, duration="60s", name=f"bbr-cubic-{alpha}")
