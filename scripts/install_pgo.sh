@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install ccfair with a profile-guided build of its simulator: the compiler lays out and
-# inlines the code by branch counts from typical runs, for ~4% fewer instructions and ~10%
-# less engine time per run than `pip install .` (benches/README.md, "Profile-guided build").
+# inlines the code by branch counts from typical runs, for ~4% fewer instructions and 4-10%
+# less wall time than `pip install .` (benches/README.md, "Profile-guided build").
 #
 #   bash scripts/install_pgo.sh           # install it
 #   bash scripts/install_pgo.sh --check   # build it, install nothing: check that its results
