@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tree_args import count_error
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ["dumbbell-bbr-vs-cubic-a0.5", "dumbbell-bbr-vs-cubic-a16", "parking-lot-10hop-bbr-main"]
 
@@ -46,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     for b in args.builds:
         if not b.is_file():
-            p.error(f"build: no such file {b}")
+            p.error(f"build: {b} is not a file (a built _core extension)")
+    why = count_error("--rounds", args.rounds, 1000)
+    if why:
+        p.error(why)
     sys.path.insert(0, str(ROOT / "python"))
     from ccfair import bench
 
@@ -59,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for b in args.builds:
                 cmd = [sys.executable, "-c", CHILD, str(b), f.name]
-                out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-                for c, t in json.loads(out).items():
+                done = subprocess.run(cmd, capture_output=True, text=True)
+                if done.returncode != 0:
+                    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                    p.error(f"build: {b} did not load or run as ccfair's _core: {last}")
+                for c, t in json.loads(done.stdout).items():
                     times[b][c].append(t)
     for c in cases:
         cells = [

@@ -70,6 +70,11 @@ def digests() -> dict[str, str]:
 
 
 def main() -> int:
+    if sys.argv[1:] not in ([], ["--digest"]):
+        print(
+            f"usage: python3 scripts/pgo_train.py [--digest] (not {sys.argv[1:]})", file=sys.stderr
+        )
+        return 2
     if sys.argv[1:] == ["--digest"]:
         from ccfair import _core
 

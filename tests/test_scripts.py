@@ -1,7 +1,8 @@
 """The helper scripts refuse absurd arguments in one line (scripts/cpu_gaps.py,
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
 scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
-benches/handover_compare.py)."""
+benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
+scripts/install_pgo.sh)."""
 
 from __future__ import annotations
 
@@ -155,3 +156,40 @@ def test_tree_comparisons_refuse_absurd_arguments_before_running_anything(script
         cwd=ROOT,
     )
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["/nonexistent.so"], "build: /nonexistent.so is not a file"),
+        (["python"], "build: python is not a file"),
+        (["README.md", "--rounds", "0"], "--rounds: 0 is not a count"),
+        (["README.md", "--rounds", "-3"], "--rounds: -3 is not a count"),
+        (["README.md", "--rounds", "10**9"], "invalid int"),
+        (["README.md", "--case", "../x"], "invalid choice"),
+        # A file that is not an extension module: one line, after trying to load it.
+        (["README.md", "--rounds", "1", "--case", "dumbbell-bbr-vs-cubic-a16"], "did not load"),
+    ],
+)
+def test_build_compare_refuses_absurd_arguments_in_one_line(args, says):
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "build_compare.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_pgo_scripts_refuse_unknown_arguments_before_building_anything():
+    train = _script("pgo_train.py", "--digets")
+    assert train.returncode == 2 and "usage" in train.stderr, train.stderr
+    install = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "install_pgo.sh"), "--force"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert install.returncode == 2 and "usage" in install.stderr, install.stderr
+    assert "==" not in install.stdout  # no step started
