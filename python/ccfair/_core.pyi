@@ -32,6 +32,7 @@ class _EngineStats(TypedDict):
     events: int
     packet_hops: int
     peak_heap_len: int
+    packet_state_bytes: int
 
 class _RunTables(TypedDict):
     flows: _Table

@@ -545,6 +545,8 @@ fn assemble(
         events: report.stats.events,
         packet_hops: report.stats.packet_hops,
         peak_heap_len: report.stats.peak_heap_len,
+        // Not measured here: the kernel holds the flows' packets.
+        packet_state_bytes: 0,
     };
     RunResult {
         flows: record::flows_table(&rows, Some(&linux), &counters),

@@ -360,6 +360,7 @@ fn result_to_py<'py>(
     stats.set_item("events", stats_src.events)?;
     stats.set_item("packet_hops", stats_src.packet_hops)?;
     stats.set_item("peak_heap_len", stats_src.peak_heap_len)?;
+    stats.set_item("packet_state_bytes", stats_src.packet_state_bytes)?;
     d.set_item("engine", stats)?;
     Ok(d)
 }

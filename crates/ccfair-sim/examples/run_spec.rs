@@ -33,12 +33,14 @@ fn main() {
     match ccfair_sim::run_json(&json, &limits) {
         Ok(r) => {
             println!(
-                "wall {:.3} s, {} events, {} packet-hops, peak heap {}, {} timeseries rows",
+                "wall {:.3} s, {} events, {} packet-hops, peak heap {}, {} timeseries rows, \
+                 packet state {:.1} MB",
                 t0.elapsed().as_secs_f64(),
                 r.stats.events,
                 r.stats.packet_hops,
                 r.stats.peak_heap_len,
-                r.timeseries.n_rows()
+                r.timeseries.n_rows(),
+                r.stats.packet_state_bytes as f64 / 1e6
             );
             if digest {
                 let mut tables = vec![

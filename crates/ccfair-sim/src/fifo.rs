@@ -73,6 +73,12 @@ impl<T: Copy> Fifo<T> {
         Some(x)
     }
 
+    /// Values it holds without growing.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Remove every value (nothing is freed).
     #[inline]
     pub fn clear(&mut self) {

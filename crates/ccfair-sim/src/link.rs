@@ -228,6 +228,13 @@ impl<P: OnWire> Channel<P> {
         self.fed_ahead = true;
     }
 
+    /// Bytes of the buffer's and the pipe's slots (each as many as it ever held at once,
+    /// rounded up to a power of two).
+    pub fn reserved_bytes(&self) -> u64 {
+        (self.backlog.capacity() * std::mem::size_of::<Backlogged>()
+            + self.pipe.capacity() * std::mem::size_of::<(u64, P)>()) as u64
+    }
+
     pub fn is_fed_ahead(&self) -> bool {
         self.fed_ahead
     }

@@ -151,6 +151,12 @@ impl PacketSlab {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Bytes of the slots (as many as packets were ever in the network at once).
+    pub fn reserved_bytes(&self) -> u64 {
+        (self.slots.capacity() * std::mem::size_of::<Packet>()
+            + self.free.capacity() * std::mem::size_of::<u32>()) as u64
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,11 @@ pub struct EngineStats {
     /// Packets that finished serialisation on a channel (one per packet per hop).
     pub packet_hops: u64,
     pub peak_heap_len: usize,
+    /// Bytes the engine held for packets at the run's peak: packet slots, retransmission-queue
+    /// slots, and the channels' buffer and pipe slots. None of these storages shrinks, so
+    /// their size at the end is their peak; the estimate's packet part bounds this
+    /// (`estimate.rs`, `PACKET_STATE_BYTES`).
+    pub packet_state_bytes: u64,
 }
 
 pub struct RunResult {
@@ -708,6 +713,17 @@ impl Simulation {
     fn finish(mut self) -> RunResult {
         let final_counters = self.channel_counters(u64::MAX);
         self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
+        self.stats.packet_state_bytes = self.packets.reserved_bytes()
+            + self
+                .flows
+                .iter()
+                .map(|f| f.sender.reserved_segment_bytes())
+                .sum::<u64>()
+            + self
+                .channels
+                .iter()
+                .map(Channel::reserved_bytes)
+                .sum::<u64>();
         let cons = self.conservation();
         for (i, (d, a)) in cons.iter().enumerate() {
             debug_assert_eq!(

@@ -375,6 +375,11 @@ impl Sender {
         self.rate_delivered as f64 * self.tp.mss as f64 * 1e6 / self.rate_interval_us as f64
     }
 
+    /// Bytes of the retransmission queue's slots (`SegRing::reserved_bytes`).
+    pub fn reserved_segment_bytes(&self) -> u64 {
+        self.segs.reserved_bytes()
+    }
+
     pub fn bytes_acked(&self) -> u64 {
         self.seg_bytes_upto(self.tp.snd_una)
     }

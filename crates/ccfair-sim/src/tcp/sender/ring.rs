@@ -29,6 +29,11 @@ impl SegRing {
         }
     }
 
+    /// Bytes of the slots (the most segments ever held, rounded up to a power of two).
+    pub fn reserved_bytes(&self) -> u64 {
+        (self.slots.capacity() * std::mem::size_of::<Seg>()) as u64
+    }
+
     /// Segments held.
     pub fn len(&self) -> u64 {
         self.end - self.head
