@@ -462,3 +462,23 @@ def test_names_too_long_for_the_file_system_are_ccfair_errors(tmp_path):
 def test_show_cuts_long_values_in_the_middle():
     text = show("a" * 10_000)
     assert len(text) < 200 and "(10000 chars)" in text
+
+
+def test_a_thousand_flows_on_one_bottleneck_run_within_the_default_limits():
+    # Their estimate counts the shared bottleneck's buffer and pipe once, not once per flow
+    # (it was 14 GB, and the run was refused: issue 16, "Scale").
+    sc = ccfair.dumbbell(
+        1000,
+        "cubic",
+        bottleneck_rate="1Gbit/s",
+        access_rate="1Gbit/s",
+        buffer_bdp=1.0,
+        duration="2s",
+        sample_interval="1s",
+    )
+    est = estimate(sc.resolve())
+    assert est.memory_bytes < 200e6, est.memory_parts[:3]
+    assert est.memory_parts[0]["field"] == "links[1000].buffer"
+    r = ccfair.run(sc)
+    assert len(r.flows) == 1000 and (r.flows["goodput_mbps"] > 0).all()
+    assert int(r.runs["engine_events"].iloc[0]) <= est.events
