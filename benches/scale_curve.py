@@ -4,16 +4,18 @@ CUBIC flows on a dumbbell at 1 Gbit/s (access links at the same rate, 1 ms; bott
 18 ms one way, a buffer of 1 BDP), 10 simulated seconds, sampled once a second so that time
 series do not dominate; and 10 flows at 10 Gbit/s. Each point runs the engine alone (the
 `run_spec` example, no Python) in a fresh process; the table gives packet-hops, wall time,
-nanoseconds per packet-hop and their ratio to the 2-flow point, and the peak resident memory
-(`/usr/bin/time`). With ``--instructions`` each point also runs under callgrind
-(instructions per packet-hop, stable on a busy machine; slow: minutes at 1000 flows).
+nanoseconds per packet-hop and their ratio to the 2-flow point, the peak resident memory
+(`/usr/bin/time`) and the part of it that holds packets (packet slots, retransmission
+queues, channel buffers and pipes at their peak). With ``--instructions`` each point also
+runs under callgrind (instructions per packet-hop, stable on a busy machine; slow: minutes
+at 1000 flows).
 
     cargo build --release -p ccfair-sim --example run_spec
     python3 benches/scale_curve.py --flows 2 10 100 1000 10000 --out /tmp/scale
 
-The resource estimate of a run is an upper bound (docs/spec.md, "Limits"); at 1000 flows
-and more it is far above what the run uses, so this script raises the limits of the runs it
-makes (``--max-memory-gb``, ``--max-events``).
+Every point fits the default limits of a run (docs/spec.md, "Limits"); the script still
+passes its own (``--max-memory-gb``, ``--max-events``) so that larger points can be asked
+for.
 """
 
 from __future__ import annotations
@@ -62,7 +64,11 @@ def run_point(path: Path, memory_gb: float, events: int) -> dict:
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"error: {path}: {out.stderr.strip()}")
-    m = re.search(r"wall ([\d.]+) s, (\d+) events, (\d+) packet-hops, peak heap (\d+)", out.stdout)
+    m = re.search(
+        r"wall ([\d.]+) s, (\d+) events, (\d+) packet-hops, peak heap (\d+), "
+        r"\d+ timeseries rows, packet state ([\d.]+) MB",
+        out.stdout,
+    )
     rss = re.search(r"rss_kb (\d+)", out.stderr)
     if m is None or rss is None:
         raise SystemExit(f"error: {path}: unexpected output {out.stdout[:200]!r}")
@@ -71,6 +77,7 @@ def run_point(path: Path, memory_gb: float, events: int) -> dict:
         "events": int(m.group(2)),
         "packet_hops": int(m.group(3)),
         "peak_heap": int(m.group(4)),
+        "packet_mb": float(m.group(5)),
         "rss_mb": int(rss.group(1)) / 1024,
     }
 
@@ -146,15 +153,17 @@ def main() -> int:
     base_ns = base["wall_s"] * 1e9 / base["packet_hops"] if base else float("nan")
     print(
         "| flows | bottleneck | packet-hops | wall (s) | ns per packet-hop | ratio | peak heap |"
-        " peak RSS (MB) |" + (" instructions per packet-hop |" if args.instructions else "")
+        " packet state (MB) | peak RSS (MB) |"
+        + (" instructions per packet-hop |" if args.instructions else "")
     )
-    print("|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
     for n, rate, r in rows:
         ns = r["wall_s"] * 1e9 / r["packet_hops"]
         extra = f" {r['instr'] / r['packet_hops']:.0f} |" if args.instructions else ""
         print(
             f"| {n} | {rate} | {r['packet_hops']:,} | {r['wall_s']:.2f} | {ns:.0f} | "
-            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['rss_mb']:.1f} |{extra}"
+            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['packet_mb']:.1f} | {r['rss_mb']:.1f} |"
+            f"{extra}"
         )
     return 0
 

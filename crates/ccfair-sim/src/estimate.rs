@@ -57,16 +57,16 @@ const PACKET_STATE_BYTES: u64 = 400;
 /// buffers, its bandwidth-delay product and `SHARED_WINDOW_ALLOWANCE_S` at its rate
 /// (`packets_held`): twice because a window at most doubles in the round trip before its
 /// loss is detected, and twice again because storage grows by doubling (`SegRing`, `Fifo`,
-/// `PacketSlab`). Checked against measured runs (`benches/README.md`, "Memory of many
-/// flows").
+/// `PacketSlab`). Checked against measured runs (`benches/README.md`, "Memory and events
+/// of many flows").
 const SHARED_WINDOW_FACTOR: f64 = 4.0;
 /// Beyond the bandwidth-delay product, windows that follow an estimate rather than losses
 /// hold up to this long at the bottleneck's rate: BBR's ACK-aggregation allowance lets its
 /// cwnd exceed 2 x its BDP by up to 100 ms of its bandwidth estimate
 /// (`bbr_extra_acked_max_us`, net/ipv4/tcp_bbr.c), and a lost segment stays in the
-/// retransmission queue until the hole before it is repaired. Without it, 2 BBR flows on a
-/// 1 Gbit/s, 8 ms path with a 0.1 BDP buffer held 1.8 times the bound (12,288 segments
-/// queued for a BDP of 667 packets).
+/// retransmission queue until the hole before it is repaired. Without it (and with a
+/// factor of 2), 2 BBR flows on a 1 Gbit/s, 8 ms path with a 0.1 BDP buffer held 1.7 times
+/// the bound: retransmission queues of 4096 and 8192 slots for a BDP of 667 packets.
 const SHARED_WINDOW_ALLOWANCE_S: f64 = 0.1;
 /// Bytes of the engine's state of one flow (sender, receiver, its first retransmission-queue
 /// slots, its spec), and of one link (two channels and their first buffer and pipe slots),
