@@ -80,6 +80,10 @@ class Backend:
         docs: the page that documents it.
         real_time, self_checked, bpf_programs, needs_host_setup: capabilities
             (:data:`CAPABILITIES`).
+        checks_limits: :meth:`run` itself refuses a run whose estimate exceeds its limits
+            (the simulator's engine does, from the JSON it parses anyway), so a driver need
+            not check them first; with thousands of flows that check serialised and parsed
+            a spec of megabytes once more.
     """
 
     name: ClassVar[str]
@@ -90,6 +94,7 @@ class Backend:
     self_checked: ClassVar[bool] = False
     bpf_programs: ClassVar[bool] = False
     needs_host_setup: ClassVar[bool] = False
+    checks_limits: ClassVar[bool] = False
 
     def algorithms_offered(self) -> list[str]:
         """The congestion controls this backend can run here."""
@@ -123,7 +128,8 @@ class Backend:
         force_bpf: bool = False,
     ) -> BackendRun:
         """Run one resolved scenario (``engine_spec`` is its engine input, possibly asking
-        for a trace); ``limits`` is the :class:`ccfair.Limits` it was checked against."""
+        for a trace); ``limits`` is the :class:`ccfair.Limits` it must fit (checked before
+        the call unless the backend ``checks_limits`` itself)."""
         raise NotImplementedError
 
     def identity(self, force_bpf: bool = False) -> str:

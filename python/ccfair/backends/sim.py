@@ -21,6 +21,8 @@ class SimBackend(Backend):
     summary = "simulator: ccfair's discrete-event engine with Linux TCP semantics"
     title = "the simulator"
     docs = "docs/fidelity.md"
+    # `_core.run` refuses a run over its limits (LimitError) before it starts.
+    checks_limits = True
 
     def run(
         self,
