@@ -911,8 +911,7 @@ mod tests {
             (20, "copa", 50_000_000, 900),
             (20, "bbr", 2_000_000, 67),
         ] {
-            let mut s = dumbbell(n, cca, 1_000_000_000, delay_ns, buffer, 3_000_000_000);
-            s.links[n].buffer_pkts = buffer;
+            let s = dumbbell(n, cca, 1_000_000_000, delay_ns, buffer, 3_000_000_000);
             let est = s.estimate();
             let r = crate::Simulation::new(s).unwrap().run();
             let bound = est.packets * PACKET_STATE_BYTES;
