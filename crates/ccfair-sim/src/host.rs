@@ -294,7 +294,7 @@ impl FlowHosts {
     /// react to a packet or a timer (`reaction`), at once if the application's own latency
     /// was already drawn (its first SYN, its first data).
     // Once per host reaction: inlined into the engine's one call site.
-    #[inline]
+    #[inline(always)]
     pub fn egress_ns(&mut self, side: Side, now: u64, reaction: bool) -> u64 {
         let delay = match &mut self.turnaround {
             Some((rngs, dists)) if reaction => {

@@ -294,6 +294,14 @@ impl Simulation {
         Ok(self.finish())
     }
 
+    // The event loop's handlers (`handle`, `channel_arrival`, `flow_timer`,
+    // `after_flow_call`, `forward`, `FlowHosts::egress_ns`) are inlined into it by
+    // attribute, and the rare ones (`sample`, `channel_counters`, `finish`) kept out. Left
+    // to LLVM, what it inlined depended on how the crate fell into codegen units: code added
+    // elsewhere (the resource estimate's, 75ca5be) moved `after_flow_call` out of the loop,
+    // 687 -> 708 instructions per packet-hop on the 0.5 BDP dumbbell; with the attributes
+    // 682 (issue 16, benches/README.md).
+    #[inline(always)]
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::ChannelArrival(_) => unreachable!("handled by channel_arrival"),
@@ -339,6 +347,7 @@ impl Simulation {
     }
 
     /// Counters of every channel as of now.
+    #[inline(never)]
     fn channel_counters(&mut self, scheduled_ns: u64) -> Vec<ChannelCounters> {
         let now = self.now;
         self.channels
@@ -449,6 +458,7 @@ impl Simulation {
     /// The head of channel `ch` arrives: its event is the queue's earliest, still in the
     /// queue. It leaves the queue here, replaced by the channel's next arrival if any (one
     /// heap pass instead of a pop and a push; the same order).
+    #[inline(always)]
     fn channel_arrival(&mut self, ch: u32) {
         let (r, next) = self.channels[ch as usize].arrival();
         match next {
@@ -505,6 +515,7 @@ impl Simulation {
         self.after_flow_call(f, side, true);
     }
 
+    #[inline(always)]
     fn flow_timer(&mut self, f: u32, kind: TimerKind) {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
@@ -538,6 +549,7 @@ impl Simulation {
 
     /// Send what the flow's host on `side` produced (after the host's turnaround when it
     /// reacts to a packet or a timer), and (re)schedule the flow's timers.
+    #[inline(always)]
     fn after_flow_call(&mut self, f: u32, side: Side, reaction: bool) {
         let n = self.out.len();
         if n > 0 {
@@ -587,6 +599,7 @@ impl Simulation {
         }
     }
 
+    #[inline(never)]
     fn sample(&mut self) {
         let now = self.now;
         let dt = now - self.last_sample_ns;
@@ -710,10 +723,9 @@ impl Simulation {
             .collect()
     }
 
-    fn finish(mut self) -> RunResult {
-        let final_counters = self.channel_counters(u64::MAX);
-        self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
-        self.stats.packet_state_bytes = self.packets.reserved_bytes()
+    /// `EngineStats::packet_state_bytes`.
+    fn packet_state_bytes(&self) -> u64 {
+        self.packets.reserved_bytes()
             + self
                 .flows
                 .iter()
@@ -723,7 +735,14 @@ impl Simulation {
                 .channels
                 .iter()
                 .map(Channel::reserved_bytes)
-                .sum::<u64>();
+                .sum::<u64>()
+    }
+
+    #[inline(never)]
+    fn finish(mut self) -> RunResult {
+        let final_counters = self.channel_counters(u64::MAX);
+        self.stats.packet_hops = final_counters.iter().map(|c| c.tx_pkts).sum();
+        self.stats.packet_state_bytes = self.packet_state_bytes();
         let cons = self.conservation();
         for (i, (d, a)) in cons.iter().enumerate() {
             debug_assert_eq!(
