@@ -2,7 +2,7 @@
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
 scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
 benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
-scripts/install_pgo.sh)."""
+scripts/install_pgo.sh, benches/estimate_check.py)."""
 
 from __future__ import annotations
 
@@ -193,3 +193,22 @@ def test_pgo_scripts_refuse_unknown_arguments_before_building_anything():
     )
     assert install.returncode == 2 and "usage" in install.stderr, install.stderr
     assert "==" not in install.stdout  # no step started
+
+
+def test_estimate_check_finds_the_closest_runs_within_their_estimate():
+    # benches/estimate_check.py: exit 1 if a run's measured packet memory or events exceed
+    # its estimate; its quick set holds the two grid cases that came closest.
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "estimate_check.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0 and "largest memory ratio" in p.stdout, p.stdout + p.stderr
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "benches" / "estimate_check.py"), "--set", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
