@@ -124,6 +124,11 @@ def extra() -> Iterator[tuple[str, Any]]:
         ),
     )
 
+    yield (
+        "bbr vs cubic 50Mbit/s bdp=0.5 60s",
+        ccfair.dumbbell(2, ["bbr", "cubic"], buffer_bdp=0.5, duration="60s"),
+    )
+
 
 def quick() -> Iterator[tuple[str, Any]]:
     """The two cases of the grid closest to the estimate, 2 s each."""
