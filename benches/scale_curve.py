@@ -3,7 +3,8 @@
 CUBIC flows on a dumbbell at 1 Gbit/s (access links at the same rate, 1 ms; bottleneck
 18 ms one way, a buffer of 1 BDP), 10 simulated seconds, sampled once a second so that time
 series do not dominate; and 10 flows at 10 Gbit/s. Each point runs the engine alone (the
-`run_spec` example, no Python) in a fresh process; the table gives packet-hops, wall time,
+`run_spec` example, no Python) in a fresh process, the points in turn for ``--repeat``
+rounds (fastest of each); the table gives packet-hops, wall time,
 nanoseconds per packet-hop and their ratio to the 2-flow point, the peak resident memory
 (`/usr/bin/time`) and the part of it that holds packets (packet slots, retransmission
 queues, channel buffers and pipes at their peak). With ``--instructions`` each point also
@@ -138,13 +139,23 @@ def main() -> int:
     points = [(n, "1Gbit/s") for n in args.flows]
     if not args.no_10g:
         points.append((10, "10Gbit/s"))
-    rows = []
+    paths = []
     for n, rate in points:
         path = args.out / f"scale-{rate.split('/')[0]}-{n}.json"
         path.write_text(json.dumps(spec(n, rate)))
-        runs = [run_point(path, args.max_memory_gb, args.max_events) for _ in range(args.repeat)]
-        best = min(runs, key=lambda r: r["wall_s"])
-        best["rss_mb"] = max(r["rss_mb"] for r in runs)
+        paths.append(path)
+    # The points in turn, `--repeat` rounds: the machine's speed drifts over minutes (on a
+    # shared VM the 2-flow point took 68 and 121 ns per packet-hop ten minutes apart), and
+    # consecutive repeats of one point would put the drift into the ratios.
+    runs: list[list[dict]] = [[] for _ in points]
+    for round_ in range(args.repeat):
+        for k, path in enumerate(paths):
+            runs[k].append(run_point(path, args.max_memory_gb, args.max_events))
+        print(f"round {round_ + 1} of {args.repeat} done", file=sys.stderr, flush=True)
+    rows = []
+    for (n, rate), path, point_runs in zip(points, paths, runs, strict=True):
+        best = min(point_runs, key=lambda r: r["wall_s"])
+        best["rss_mb"] = max(r["rss_mb"] for r in point_runs)
         if args.instructions:
             best["instr"] = instructions(path, args.max_memory_gb, args.max_events)
         rows.append((n, rate, best))
