@@ -786,9 +786,16 @@ def test_docs_toml_examples_are_the_scenario_files():
 def test_flows_with_the_same_options_are_normalised_once_each_their_own_copy():
     # Resolution normalises each distinct set of options once (10,000 flows of a dumbbell
     # share one); each flow still gets its own values and its own dicts.
-    sc = ccfair.dumbbell(3, "cubic", cca_params=[{"beta": 600}, None, {"beta": 600}])
+    sc = ccfair.dumbbell(
+        3,
+        "cubic",
+        cca_params=[{"beta": 600}, None, {"beta": 600}],
+        tcp={"rmem": [4096, 131072, 6291456]},
+    )
     flows = sc.resolve().engine_spec["flows"]
     assert [f["cca_params"]["beta"] for f in flows] == [600, 717, 600]
     flows[0]["cca_params"]["beta"] = 1
     flows[0]["tcp"]["mss"] = 1
+    flows[0]["tcp"]["rmem"][2] = 0
     assert flows[2]["cca_params"]["beta"] == 600 and flows[1]["tcp"]["mss"] == 1448
+    assert flows[1]["tcp"]["rmem"] == flows[2]["tcp"]["rmem"] != flows[0]["tcp"]["rmem"]

@@ -805,6 +805,23 @@ def _json_options(obj: Mapping[str, Any]) -> str:
     return json.dumps(obj, allow_nan=False)
 
 
+def _json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists, scalars), each flow's own.
+
+    Example:
+        >>> a = {"rmem": [1, 2, 3]}
+        >>> b = _json_copy(a)
+        >>> b["rmem"][0] = 9
+        >>> a
+        {'rmem': [1, 2, 3]}
+    """
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    return value
+
+
 def _normalize_via_core(
     r: _Resolver,
     loc: tuple[str | int, ...],
@@ -824,11 +841,11 @@ def _normalize_via_core(
     options_json = _json_options(options)
     cached = r.normalized.get((what, options_json))
     if cached is not None:
-        return dict(cached)
+        return _json_copy(cached)
     try:
         normalized = json.loads(call(options_json))
         r.normalized[(what, options_json)] = normalized
-        return dict(normalized)
+        return _json_copy(normalized)
     except SpecError as exc:
         if not exc.path:
             raise SpecError(
