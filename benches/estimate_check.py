@@ -28,10 +28,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 PACKET_STATE_BYTES = 400
 
 
-def grid() -> Iterator[tuple[str, Any]]:
-    """Dumbbells: every algorithm x 2/20/200 flows x 0.1/1/8 BDP x two rates x two delays."""
+def dumbbell(
+    n: int, cca: str, bdp: float, rate: str, delay: str, duration: str, **more: Any
+) -> tuple[str, Any]:
+    """A case: a dumbbell of ``n`` flows of ``cca`` over a bottleneck of ``rate``, ``delay``
+    and ``bdp`` x BDP, sampled once a second (``more``: other ``ccfair.dumbbell`` arguments),
+    and its name."""
     import ccfair
 
+    sc = ccfair.dumbbell(
+        n,
+        cca,
+        buffer_bdp=bdp,
+        bottleneck_rate=rate,
+        bottleneck_delay=delay,
+        duration=duration,
+        sample_interval="1s",
+        **more,
+    )
+    extra = " " + " ".join(f"{k}" for k in more) if more else ""
+    return f"{cca} n={n} bdp={bdp} {rate} {delay} {duration}{extra}", sc
+
+
+def grid() -> Iterator[tuple[str, Any]]:
+    """Dumbbells: every algorithm x 2/20/200 flows x 0.1/1/8 BDP x two rates x two delays."""
     for cca, n, bdp, rate, delay in itertools.product(
         ["bbr", "cubic", "reno", "copa"],
         [2, 20, 200],
@@ -39,18 +59,7 @@ def grid() -> Iterator[tuple[str, Any]]:
         ["50Mbit/s", "1Gbit/s"],
         ["2ms", "50ms"],
     ):
-        yield (
-            f"{cca} n={n} bdp={bdp} {rate} {delay}",
-            ccfair.dumbbell(
-                n,
-                cca,
-                buffer_bdp=bdp,
-                bottleneck_rate=rate,
-                bottleneck_delay=delay,
-                duration="5s",
-                sample_interval="1s",
-            ),
-        )
+        yield dumbbell(n, cca, bdp, rate, delay, "5s")
 
 
 def extra() -> Iterator[tuple[str, Any]]:
@@ -63,45 +72,12 @@ def extra() -> Iterator[tuple[str, Any]]:
             ("1Gbit/s", "50ms", 1),
             ("50Mbit/s", "50ms", 0.1),
         ]:
-            yield (
-                f"{cca} n=2000 bdp={bdp} {rate} {delay}",
-                ccfair.dumbbell(
-                    2000,
-                    cca,
-                    buffer_bdp=bdp,
-                    bottleneck_rate=rate,
-                    bottleneck_delay=delay,
-                    duration="5s",
-                    sample_interval="1s",
-                ),
-            )
+            yield dumbbell(2000, cca, bdp, rate, delay, "5s")
     for cca in ["bbr", "copa"]:
         for n in (2, 20):
-            yield (
-                f"{cca} n={n} bdp=0.1 1Gbit/s 50ms 30s",
-                ccfair.dumbbell(
-                    n,
-                    cca,
-                    buffer_bdp=0.1,
-                    bottleneck_rate="1Gbit/s",
-                    bottleneck_delay="50ms",
-                    duration="30s",
-                    sample_interval="1s",
-                ),
-            )
-            yield (
-                f"{cca} n={n} bdp=0.1 1Gbit/s 2ms mixed RTTs 30s",
-                ccfair.dumbbell(
-                    n,
-                    cca,
-                    buffer_bdp=0.1,
-                    bottleneck_rate="1Gbit/s",
-                    bottleneck_delay="2ms",
-                    access_delay=[f"{1 + 20 * (i % 3)}ms" for i in range(n)],
-                    duration="30s",
-                    sample_interval="1s",
-                ),
-            )
+            yield dumbbell(n, cca, 0.1, "1Gbit/s", "50ms", "30s")
+            mixed = [f"{1 + 20 * (i % 3)}ms" for i in range(n)]
+            yield dumbbell(n, cca, 0.1, "1Gbit/s", "2ms", "30s", access_delay=mixed)
     for main, cross in [("bbr", "cubic"), ("cubic", "bbr"), ("copa", "copa")]:
         for bdp in (0.1, 2):
             yield (
@@ -110,20 +86,7 @@ def extra() -> Iterator[tuple[str, Any]]:
                     10, main, cross, buffer_bdp=bdp, duration="10s", sample_interval="1s"
                 ),
             )
-    yield (
-        "bbr n=10 10Gbit/s 18ms bdp=1 2s",
-        ccfair.dumbbell(
-            10,
-            "bbr",
-            bottleneck_rate="10Gbit/s",
-            access_rate="10Gbit/s",
-            bottleneck_delay="18ms",
-            buffer_bdp=1,
-            duration="2s",
-            sample_interval="1s",
-        ),
-    )
-
+    yield dumbbell(10, "bbr", 1, "10Gbit/s", "18ms", "2s", access_rate="10Gbit/s")
     yield (
         "bbr vs cubic 50Mbit/s bdp=0.5 60s",
         ccfair.dumbbell(2, ["bbr", "cubic"], buffer_bdp=0.5, duration="60s"),
@@ -132,32 +95,8 @@ def extra() -> Iterator[tuple[str, Any]]:
 
 def quick() -> Iterator[tuple[str, Any]]:
     """The two cases of the grid closest to the estimate, 2 s each."""
-    import ccfair
-
-    yield (
-        "bbr n=2 bdp=0.1 1Gbit/s 2ms 2s",
-        ccfair.dumbbell(
-            2,
-            "bbr",
-            buffer_bdp=0.1,
-            bottleneck_rate="1Gbit/s",
-            bottleneck_delay="2ms",
-            duration="2s",
-            sample_interval="1s",
-        ),
-    )
-    yield (
-        "copa n=20 bdp=0.1 1Gbit/s 50ms 2s",
-        ccfair.dumbbell(
-            20,
-            "copa",
-            buffer_bdp=0.1,
-            bottleneck_rate="1Gbit/s",
-            bottleneck_delay="50ms",
-            duration="2s",
-            sample_interval="1s",
-        ),
-    )
+    yield dumbbell(2, "bbr", 0.1, "1Gbit/s", "2ms", "2s")
+    yield dumbbell(20, "copa", 0.1, "1Gbit/s", "50ms", "2s")
 
 
 def measure(sc: Any) -> tuple[float, float, float]:

@@ -287,11 +287,7 @@ impl RunSpec {
         let mut pps = flow_pps.to_vec();
         for (bottleneck, members) in groups {
             let Some(b) = *bottleneck else { continue };
-            let wire = members
-                .iter()
-                .map(|&i| self.flows[i].tcp.mss + DATA_HEADER_BYTES)
-                .min()
-                .unwrap_or(DATA_HEADER_BYTES) as f64;
+            let wire = self.smallest_data_packet_bytes(members);
             let capacity = self.links[b / 2].rate_bps as f64 / (8.0 * wire);
             let offered: f64 = members.iter().map(|&i| flow_pps[i]).sum();
             if offered > capacity {
@@ -341,11 +337,7 @@ impl RunSpec {
             };
             let link = &self.links[b / 2];
             let rate_bps = link.rate_bps.max(1) as f64;
-            let wire = members
-                .iter()
-                .map(|&i| self.flows[i].tcp.mss + DATA_HEADER_BYTES)
-                .min()
-                .unwrap_or(DATA_HEADER_BYTES) as f64;
+            let wire = self.smallest_data_packet_bytes(members);
             let rtt_s = members
                 .iter()
                 .map(|&i| self.round_trip_s(i))
@@ -402,6 +394,16 @@ impl RunSpec {
             });
         }
         (packets, parts)
+    }
+
+    /// The smallest data packet on the wire among `members` (the most packets per second
+    /// a rate carries).
+    fn smallest_data_packet_bytes(&self, members: &[usize]) -> f64 {
+        members
+            .iter()
+            .map(|&i| self.flows[i].tcp.mss + DATA_HEADER_BYTES)
+            .min()
+            .unwrap_or(DATA_HEADER_BYTES) as f64
     }
 
     /// Flows by bottleneck: the slowest channel of each flow's data path (on a tie, the one
