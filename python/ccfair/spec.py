@@ -766,6 +766,9 @@ class _Resolver:
         # Options the Rust core normalised, by what they are and their JSON: the flows of
         # a scenario mostly share them (10,000 flows of a dumbbell, one normalisation).
         self.normalized: dict[tuple[str, str], dict[str, Any]] = {}
+        # A flow that writes no options of its own gets the scenario's (profile, then
+        # `tcp`) and its algorithm's defaults: normalised once per algorithm, by name.
+        self.plain_flow_options: dict[str, tuple[_SharedOptions, _SharedOptions]] = {}
 
     def shown(self, loc: Sequence[str | int], canonical: Any, parse: Any = None) -> Any:
         """The value to quote for ``loc``: as the user wrote it if we have their input and
@@ -815,10 +818,11 @@ def _json_copy(value: Any) -> Any:
         >>> a
         {'rmem': [1, 2, 3]}
     """
+    # Scalars are copied in place, not by a call each (10,000 flows of ~20 options).
     if isinstance(value, dict):
-        return {k: _json_copy(v) for k, v in value.items()}
+        return {k: _json_copy(v) if isinstance(v, dict | list) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_json_copy(v) for v in value]
+        return [_json_copy(v) if isinstance(v, dict | list) else v for v in value]
     return value
 
 
@@ -1055,6 +1059,10 @@ def _flow_options(
             f"is not a known congestion control; known: {_names(known)}"
             f"{_did_you_mean(f.cca, known)}",
         )
+    plain = not f.cca_params and not f.tcp
+    shared = r.plain_flow_options.get(f.cca) if plain else None
+    if shared is not None:
+        return _copy_options(shared[0]), _copy_options(shared[1])
     cca_params = _normalize_via_core(
         r,
         (*loc, "cca_params"),
@@ -1071,7 +1079,35 @@ def _flow_options(
         _core.normalize_tcp,
         "TCP option",
     )
+    if plain:
+        r.plain_flow_options[f.cca] = (_SharedOptions(cca_params), _SharedOptions(tcp))
     return cca_params, tcp
+
+
+class _SharedOptions:
+    """Normalised options many flows share, and which of them are lists or tables: a
+    flow's copy copies the dict and only those (a list such as ``rmem`` is each flow's
+    own), not every value through :func:`_json_copy`."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = _json_copy(options)
+        self.nested = [k for k, v in options.items() if isinstance(v, dict | list)]
+
+
+def _copy_options(shared: _SharedOptions) -> dict[str, Any]:
+    """A flow's own copy of ``shared``.
+
+    Example:
+        >>> shared = _SharedOptions({"mss": 1448, "rmem": [1, 2, 3]})
+        >>> a, b = _copy_options(shared), _copy_options(shared)
+        >>> a["rmem"][0] = 9
+        >>> b, a is b
+        ({'mss': 1448, 'rmem': [1, 2, 3]}, False)
+    """
+    out = shared.options.copy()
+    for key in shared.nested:
+        out[key] = _json_copy(out[key])
+    return out
 
 
 def _check_flow_times(r: _Resolver, loc: tuple[str | int, ...], f: Flow) -> None:

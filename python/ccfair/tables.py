@@ -321,7 +321,7 @@ def _flows(resolved: Any, raw_table: dict[str, Any], run_id: str, names: Sequenc
     cols["dst"] = strings([f.dst for f in flow_info])
     cols["node_path"] = strings([">".join(f.node_path) for f in flow_info])
     cols["cca_params_json"] = strings(
-        [json.dumps(f["cca_params"], sort_keys=True) for f in resolved.engine_spec["flows"]]
+        sorted_json_each([f["cca_params"] for f in resolved.engine_spec["flows"]])
     )
     # Effective start times (nominal start plus seeded start jitter), as the engine used them;
     # without jitter the nominal ones (`RunSpec::flow_starts_ns`), which spares serialising
@@ -336,6 +336,26 @@ def _flows(resolved: Any, raw_table: dict[str, Any], run_id: str, names: Sequenc
     cols["bdp_pkts"] = floats([f.bdp_pkts for f in flow_info])
     cols["share_frac"] = floats(shares(np.frombuffer(raw_table["goodput_mbps"][1], "<f8")))
     return _table("flows", cols)
+
+
+def sorted_json_each(values: Sequence[Any]) -> list[str]:
+    """Each value as JSON with sorted keys, each distinct value serialised once (the flows
+    of a scenario mostly share their parameters). Values are told apart by ``repr``, which
+    unlike ``==`` tells ``1``, ``1.0`` and ``True`` apart, as JSON does.
+
+    Example:
+        >>> sorted_json_each([{"b": 1, "a": 2}, {"b": 1, "a": 2}, {"b": True, "a": 2}])
+        ['{"a": 2, "b": 1}', '{"a": 2, "b": 1}', '{"a": 2, "b": true}']
+    """
+    seen: dict[str, str] = {}
+    out: list[str] = []
+    for value in values:
+        key = repr(value)
+        text = seen.get(key)
+        if text is None:
+            text = seen[key] = json.dumps(value, sort_keys=True)
+        out.append(text)
+    return out
 
 
 def shares(goodput: np.ndarray) -> np.ndarray:
