@@ -267,3 +267,36 @@ def test_a_trace_follows_every_packet_of_the_chosen_flows():
     assert (data["seq_bytes"] % 1448 == 0).all() and data["seq_bytes"].min() == 0
     with pytest.raises(ccfair.SpecError, match=r"trace: \"nope\" is not a flow"):
         ccfair.run(sc, trace=["nope"])
+
+
+def test_a_run_leaves_the_cycle_collector_as_it_found_it(monkeypatch):
+    """`ccfair.run` turns Python's cycle collector off while it resolves the spec and builds
+    the tables (api.py, `_gc_paused`), and back on after, also when the spec is refused; a
+    collector the caller turned off stays off."""
+    import gc
+
+    seen = []
+    real_resolve = ccfair.Scenario.resolve
+    refuse = False
+
+    def resolve(self, *a, **kw):
+        seen.append(gc.isenabled())
+        if refuse:
+            raise ccfair.SpecError("duration", "1s", "is refused by this test")
+        return real_resolve(self, *a, **kw)
+
+    monkeypatch.setattr(ccfair.Scenario, "resolve", resolve)
+    assert gc.isenabled()
+    ccfair.run(small(duration="1s"))
+    assert seen == [False] and gc.isenabled()
+    refuse = True
+    with pytest.raises(ccfair.SpecError, match="refused by this test"):
+        ccfair.run(small(duration="1s"))
+    assert seen == [False, False] and gc.isenabled()
+    refuse = False
+    gc.disable()
+    try:
+        ccfair.run(small(duration="1s"))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
