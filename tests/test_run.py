@@ -300,3 +300,37 @@ def test_a_run_leaves_the_cycle_collector_as_it_found_it(monkeypatch):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "run_ids", "point"),
+    [
+        (
+            lambda: ccfair.dumbbell(2, "cubic", duration="5s"),
+            {"sim": "74be2f0371a8dd0b", "kernel": "4633c551132abdc1"},
+            "0c7bf5c4e8657fed",
+        ),
+        (
+            lambda: ccfair.dumbbell(
+                3, ["bbr", "cubic", "copa"], duration="5s", tcp={"sack": False}, seed=7
+            ),
+            {"sim": "b7f74e9f6f97c81e", "kernel": "4dc6268b89f9984e"},
+            "54e8317431739a69",
+        ),
+    ],
+)
+def test_run_ids_and_point_keys_stay_what_they_were(scenario, run_ids, point):
+    """Finished runs are found by their run id: a change in how it is computed would run
+    every finished point again (and lose the kernel's). The values are those of the first
+    computation (e966cb5, before the identity was serialised once per resolved spec)."""
+    from ccfair.api import run_id_of
+    from ccfair.tables import point_key
+
+    resolved = scenario().resolve()
+    for backend, rid in run_ids.items():
+        assert run_id_of(resolved.normalized, backend) == rid
+        assert resolved.identity_json.run_id(backend) == rid
+    assert point_key(resolved.normalized, "sim") == point
+    assert point_key({**resolved.normalized, "seed": 99}, "sim") == point
+    row = ccfair.run(resolved.scenario).runs.iloc[0]
+    assert (row["run_id"], row["point_key"]) == (run_ids["sim"], point)

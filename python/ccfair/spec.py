@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import os
@@ -40,7 +41,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -73,6 +74,9 @@ from ccfair.units import (
     parse_rate,
     parse_size,
 )
+
+if TYPE_CHECKING:
+    from ccfair.api import IdentityJson
 
 __all__ = [
     "SpecError",
@@ -699,6 +703,14 @@ class Resolved:
     def engine_json(self) -> str:
         """``engine_spec`` as compact JSON with sorted keys (stable across runs)."""
         return json.dumps(self.engine_spec, sort_keys=True, separators=(",", ":"))
+
+    @functools.cached_property
+    def identity_json(self) -> IdentityJson:
+        """What names the run (:class:`ccfair.api.IdentityJson`), serialised once for its
+        run id and its point key."""
+        from ccfair.api import IdentityJson
+
+        return IdentityJson(self.normalized)
 
     def link(self, name: str) -> LinkInfo:
         """The link called ``name`` (KeyError if there is none).

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import operator
 import platform
@@ -441,7 +440,7 @@ def runs_row(
         "n_flows": len(spec["flows"]),
         "n_links": len(spec["links"]),
         "spec_json": json.dumps(normalized, sort_keys=True),
-        "point_key": point_key(normalized, identity or backend),
+        "point_key": resolved.identity_json.point_key(identity or backend),
         **facts,
         "started_at": started_at,
         "wall_time_s": wall_time_s,
@@ -459,11 +458,9 @@ def point_key(normalized: dict[str, Any], backend: str) -> str:
         >>> point_key({"seed": 1, "a": 2}, "sim") == point_key({"seed": 7, "a": 2}, "sim")
         True
     """
-    from ccfair.api import spec_identity
+    from ccfair.api import IdentityJson
 
-    spec = {k: v for k, v in spec_identity(normalized).items() if k != "seed"}
-    blob = json.dumps({"spec": spec, "backend": backend}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return IdentityJson(normalized).point_key(backend)
 
 
 def provenance() -> dict[str, str]:
