@@ -187,7 +187,7 @@ impl EventQueue {
         let e = self.entry(time_ns, event);
         if !self.wheel_on {
             // (With an event taken, this one takes its place: `pop_push`.)
-            self.near.push(e);
+            self.near.push_newest(e);
             let pending = self.near.len();
             self.peak_len = self.peak_len.max(pending);
             if pending > WHEEL_ABOVE {
@@ -195,9 +195,13 @@ impl EventQueue {
             }
         } else if self.near.is_taken() && bucket(e) <= self.cur {
             // The taken event leaves as this one enters (`pop_push`).
-            self.near.push(e);
+            self.near.push_newest(e);
         } else {
-            self.place(e);
+            if bucket(e) <= self.cur {
+                self.near.push_newest(e);
+            } else {
+                self.place(e);
+            }
             self.peak_len = self.peak_len.max(self.len());
         }
     }
@@ -283,7 +287,7 @@ impl EventQueue {
             self.settle();
         } else {
             let e = self.entry(time_ns, event);
-            self.near.push(e);
+            self.near.push_newest(e);
         }
     }
 

@@ -54,6 +54,30 @@ impl Near {
         }
     }
 
+    /// Add `e`, a new entry: its insertion sequence is the largest of all entries, so it
+    /// sorts after every entry due at its time or earlier, and its place is found by time
+    /// alone (one 64-bit compare per entry stepped over instead of a 128-bit one).
+    #[inline(always)]
+    pub(super) fn push_newest(&mut self, e: u128) {
+        if self.heap {
+            return self.push(e);
+        }
+        debug_assert!(self
+            .entries
+            .iter()
+            .all(|&x| x as u64 >> super::EVENT_BITS < e as u64 >> super::EVENT_BITS));
+        let i = if self.taken {
+            self.taken = false;
+            self.entries.len() - 1
+        } else if self.entries.len() < HEAP_ABOVE {
+            self.entries.push(e);
+            self.entries.len() - 1
+        } else {
+            return self.push(e);
+        };
+        self.place_newest_from_end(i, e);
+    }
+
     /// Remove every entry (none may be taken) and return them, in no particular order.
     pub(super) fn take_all(&mut self) -> Vec<u128> {
         debug_assert!(!self.taken);
@@ -137,6 +161,23 @@ impl Near {
         while i > 0 {
             let before = run[i - 1];
             if before > e {
+                break;
+            }
+            run[i] = before;
+            i -= 1;
+        }
+        run[i] = e;
+    }
+
+    /// `place_from_end` for an entry newer than every other (`push_newest`): an entry sorts
+    /// before it if it is due at its time or earlier.
+    #[inline(always)]
+    fn place_newest_from_end(&mut self, mut i: usize, e: u128) {
+        let time = (e >> 64) as u64;
+        let run = &mut self.entries[..=i];
+        while i > 0 {
+            let before = run[i - 1];
+            if (before >> 64) as u64 > time {
                 break;
             }
             run[i] = before;
