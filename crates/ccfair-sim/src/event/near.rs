@@ -59,13 +59,20 @@ impl Near {
     /// alone (one 64-bit compare per entry stepped over instead of a 128-bit one).
     #[inline(always)]
     pub(super) fn push_newest(&mut self, e: u128) {
-        if self.heap {
-            return self.push(e);
-        }
         debug_assert!(self
             .entries
             .iter()
             .all(|&x| x as u64 >> super::EVENT_BITS < e as u64 >> super::EVENT_BITS));
+        if self.heap {
+            if self.taken {
+                self.taken = false;
+                self.sift_down_newest(e);
+            } else {
+                self.entries.push(e);
+                self.sift_up_newest(self.entries.len() - 1, e);
+            }
+            return;
+        }
         let i = if self.taken {
             self.taken = false;
             self.entries.len() - 1
@@ -198,6 +205,46 @@ impl Near {
             i = parent;
         }
         self.entries[i] = e;
+    }
+
+    /// `sift_up` for an entry newer than every other: a parent due at its time or earlier
+    /// is earlier.
+    fn sift_up_newest(&mut self, mut i: usize, e: u128) {
+        let time = (e >> 64) as u64;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let p = self.entries[parent];
+            if (p >> 64) as u64 <= time {
+                break;
+            }
+            self.entries[i] = p;
+            i = parent;
+        }
+        self.entries[i] = e;
+    }
+
+    /// `sift_down` from the root for an entry newer than every other: a child due at its
+    /// time is earlier, so it stops above children due strictly later.
+    fn sift_down_newest(&mut self, e: u128) {
+        let time = (e >> 64) as u64;
+        let heap = &mut self.entries[..];
+        let mut i = 0;
+        loop {
+            let left = 2 * i + 1;
+            let Some(&l) = heap.get(left) else {
+                break;
+            };
+            let (child, c) = match heap.get(left + 1) {
+                Some(&r) if r < l => (left + 1, r),
+                _ => (left, l),
+            };
+            if time < (c >> 64) as u64 {
+                break;
+            }
+            heap[i] = c;
+            i = child;
+        }
+        heap[i] = e;
     }
 
     /// Heap: put `e` in slot `i` and move it down until its children are later.
