@@ -9,6 +9,11 @@
 //!   the next (a channel arrival its channel's next one), in one pass over the heap
 //!   instead of a pop and a push.
 //!
+//! A new event (`push_newest`) has the largest insertion sequence of all, so an entry sorts
+//! before it exactly when it is due at its time or earlier: its place is found comparing
+//! 64-bit times, not 128-bit entries (0.5 BDP dumbbell: 682 -> 670 instructions per
+//! packet-hop; 10-hop parking lot, a heap: 616 -> 606; issue 16).
+//!
 //! It turns into a heap above `HEAP_ABOVE` events and back below `RUN_BELOW` (far apart, so
 //! that a size hovering near one changes nothing). Which way it is kept changes nothing
 //! else: entries are unique, so any exact priority queue takes them out in the same order.
