@@ -168,28 +168,49 @@ impl Near {
     /// Sorted run: put `e` in slot `i` (the end, free) and move it towards the front past
     /// the entries due before it.
     #[inline]
-    fn place_from_end(&mut self, mut i: usize, e: u128) {
-        let run = &mut self.entries[..=i];
-        while i > 0 {
-            let before = run[i - 1];
-            if before > e {
-                break;
-            }
-            run[i] = before;
-            i -= 1;
-        }
-        run[i] = e;
+    fn place_from_end(&mut self, i: usize, e: u128) {
+        self.place_from_end_by(i, e, |x| x > e);
     }
 
     /// `place_from_end` for an entry newer than every other (`push_newest`): an entry sorts
-    /// before it if it is due at its time or earlier.
+    /// after it if it is due strictly later.
     #[inline(always)]
-    fn place_newest_from_end(&mut self, mut i: usize, e: u128) {
+    fn place_newest_from_end(&mut self, i: usize, e: u128) {
         let time = (e >> 64) as u64;
+        self.place_from_end_by(i, e, |x| (x >> 64) as u64 > time);
+    }
+
+    /// Heap: move `e` from slot `i` towards the root until its parent is earlier.
+    fn sift_up(&mut self, i: usize, e: u128) {
+        self.sift_up_by(i, e, |x| x > e);
+    }
+
+    #[inline(always)]
+    fn sift_up_newest(&mut self, i: usize, e: u128) {
+        let time = (e >> 64) as u64;
+        self.sift_up_by(i, e, |x| (x >> 64) as u64 > time);
+    }
+
+    /// Heap: put `e` in slot `i` and move it down until its children are later.
+    fn sift_down(&mut self, i: usize, e: u128) {
+        self.sift_down_by(i, e, |x| x > e);
+    }
+
+    #[inline(always)]
+    fn sift_down_newest(&mut self, e: u128) {
+        let time = (e >> 64) as u64;
+        self.sift_down_by(0, e, |x| (x >> 64) as u64 > time);
+    }
+
+    // The three moves, given `later(x)`: whether entry `x` sorts after `e`. For any entry,
+    // `x > e`; for a new one (`push_newest`), comparing times is the same and cheaper.
+
+    #[inline(always)]
+    fn place_from_end_by(&mut self, mut i: usize, e: u128, later: impl Fn(u128) -> bool) {
         let run = &mut self.entries[..=i];
         while i > 0 {
             let before = run[i - 1];
-            if (before >> 64) as u64 > time {
+            if later(before) {
                 break;
             }
             run[i] = before;
@@ -198,12 +219,12 @@ impl Near {
         run[i] = e;
     }
 
-    /// Heap: move `e` from slot `i` towards the root until its parent is earlier.
-    fn sift_up(&mut self, mut i: usize, e: u128) {
+    #[inline(always)]
+    fn sift_up_by(&mut self, mut i: usize, e: u128, later: impl Fn(u128) -> bool) {
         while i > 0 {
             let parent = (i - 1) / 2;
             let p = self.entries[parent];
-            if p <= e {
+            if !later(p) {
                 break;
             }
             self.entries[i] = p;
@@ -212,48 +233,8 @@ impl Near {
         self.entries[i] = e;
     }
 
-    /// `sift_up` for an entry newer than every other: a parent due at its time or earlier
-    /// is earlier.
-    fn sift_up_newest(&mut self, mut i: usize, e: u128) {
-        let time = (e >> 64) as u64;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            let p = self.entries[parent];
-            if (p >> 64) as u64 <= time {
-                break;
-            }
-            self.entries[i] = p;
-            i = parent;
-        }
-        self.entries[i] = e;
-    }
-
-    /// `sift_down` from the root for an entry newer than every other: a child due at its
-    /// time is earlier, so it stops above children due strictly later.
-    fn sift_down_newest(&mut self, e: u128) {
-        let time = (e >> 64) as u64;
-        let heap = &mut self.entries[..];
-        let mut i = 0;
-        loop {
-            let left = 2 * i + 1;
-            let Some(&l) = heap.get(left) else {
-                break;
-            };
-            let (child, c) = match heap.get(left + 1) {
-                Some(&r) if r < l => (left + 1, r),
-                _ => (left, l),
-            };
-            if time < (c >> 64) as u64 {
-                break;
-            }
-            heap[i] = c;
-            i = child;
-        }
-        heap[i] = e;
-    }
-
-    /// Heap: put `e` in slot `i` and move it down until its children are later.
-    fn sift_down(&mut self, mut i: usize, e: u128) {
+    #[inline(always)]
+    fn sift_down_by(&mut self, mut i: usize, e: u128, later: impl Fn(u128) -> bool) {
         let heap = &mut self.entries[..];
         loop {
             let left = 2 * i + 1;
@@ -264,7 +245,7 @@ impl Near {
                 Some(&r) if r < l => (left + 1, r),
                 _ => (left, l),
             };
-            if e <= c {
+            if later(c) {
                 break;
             }
             heap[i] = c;
