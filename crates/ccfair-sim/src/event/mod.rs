@@ -342,8 +342,9 @@ impl EventQueue {
         // apart.
         let slot = next as usize % SLOTS;
         if self.wheel.occupied(slot) {
-            let near = &mut self.near;
-            self.wheel.drain(slot, |e| near.push(e));
+            let wheel = &mut self.wheel;
+            self.near
+                .fill(|entries| wheel.drain(slot, |e| entries.push(e)));
         }
         if self.far_first == next {
             self.far_to_near();

@@ -90,6 +90,21 @@ impl Near {
         self.place_newest_from_end(i, e);
     }
 
+    /// Fill the empty `near` with the entries `fill` gives, in any order, sorted once at
+    /// the end (a bucket moving in from the wheel) instead of each put in place.
+    pub(super) fn fill(&mut self, fill: impl FnOnce(&mut Vec<u128>)) {
+        debug_assert!(self.entries.is_empty() && !self.taken);
+        fill(&mut self.entries);
+        if self.entries.len() > HEAP_ABOVE {
+            // Sorted earliest first: a min-heap.
+            self.entries.sort_unstable();
+            self.heap = true;
+        } else {
+            self.entries.sort_unstable_by(|a, b| b.cmp(a));
+            self.heap = false;
+        }
+    }
+
     /// Remove every entry (none may be taken) and return them, in no particular order.
     pub(super) fn take_all(&mut self) -> Vec<u128> {
         debug_assert!(!self.taken);
