@@ -197,21 +197,24 @@ impl EventQueue {
             // The taken event leaves as this one enters (`pop_push`).
             self.near.push_newest(e);
         } else {
-            if bucket(e) <= self.cur {
-                self.near.push_newest(e);
-            } else {
-                self.place(e);
-            }
+            self.place(e, true);
             self.peak_len = self.peak_len.max(self.len());
         }
     }
 
-    /// Put `e` in `near`, the wheel or the far heap by its bucket.
-    #[inline]
-    fn place(&mut self, e: u128) {
+    /// Put `e` in `near`, the wheel or the far heap by its bucket; `newest`: `e` was just
+    /// made (`entry`), so `near` places it by time alone (`Near::push_newest`). Inlined
+    /// into `push`: with a thousand flows most new events go to the wheel, and the call
+    /// cost ~12 instructions per packet-hop.
+    #[inline(always)]
+    fn place(&mut self, e: u128, newest: bool) {
         let b = bucket(e);
         if b <= self.cur {
-            self.near.push(e);
+            if newest {
+                self.near.push_newest(e);
+            } else {
+                self.near.push(e);
+            }
         } else if b - self.cur < SLOTS as u64 {
             self.wheel.insert(b as usize % SLOTS, e);
         } else {
@@ -228,7 +231,7 @@ impl EventQueue {
         self.cur = entries.iter().min().map_or(0, |&e| bucket(e));
         self.wheel_on = true;
         for e in entries {
-            self.place(e);
+            self.place(e, false);
         }
     }
 
