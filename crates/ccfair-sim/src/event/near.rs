@@ -12,7 +12,7 @@
 //! A new event (`push_newest`) has the largest insertion sequence of all, so an entry sorts
 //! before it exactly when it is due at its time or earlier: its place is found comparing
 //! 64-bit times, not 128-bit entries (0.5 BDP dumbbell: 682 -> 670 instructions per
-//! packet-hop; 10-hop parking lot, a heap: 616 -> 606; issue 16).
+//! packet-hop; 10-hop parking lot, a heap: 615 -> 602; issue 16).
 //!
 //! It turns into a heap above `HEAP_ABOVE` events and back below `RUN_BELOW` (far apart, so
 //! that a size hovering near one changes nothing). Which way it is kept changes nothing
