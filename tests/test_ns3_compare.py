@@ -59,3 +59,18 @@ def test_compare_names_the_missing_ns3_program(tmp_path):
     p = _compare("--ns3-binary", str(tmp_path / "absent"), "--repeat", "1")
     assert p.returncode == 2 and "no executable at" in p.stderr
     assert "benches/ns3/build.sh" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_compare_reports_a_failing_ns3_run_in_one_line(tmp_path):
+    """An ns-3 program that cannot run (here: exits 127 as the loader does when ns-3's
+    shared libraries were removed) stops the comparison with one line naming the failure,
+    exit 1, no traceback."""
+    b = tmp_path / "dumbbell"
+    b.write_text(
+        "#!/bin/sh\necho 'error while loading shared libraries: libns3-core.so.37' >&2\nexit 127\n"
+    )
+    b.chmod(0o755)
+    p = _compare("--ns3-binary", str(b), "--repeat", "1", "--row", "18:2", "--cpu", "none")
+    assert p.returncode == 1, p.stderr
+    assert "ns-3 run failed (127)" in p.stderr and "libns3-core.so.37" in p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1

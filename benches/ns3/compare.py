@@ -290,22 +290,8 @@ def _flows_text(s: Sample) -> str:
     return ", ".join(parts) + f"; total {s.total_mbps:.2f} Mbit/s"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["_ccfair_child"]:
-        ccfair_child(*(float(a) for a in argv[1:5]))
-        return 0
-    p = build_parser()
-    args = p.parse_args(argv)
-    check_args(p, args)
-    rows: list[Row] = args.row or [parse_row(r) for r in DEFAULT_ROWS]
-
-    print(
-        f"# {args.repeat} runs per side, {args.duration:g} s simulated, "
-        f"{args.sample_ms:g} ms sampling, taskset -c {args.cpu}; started {time.ctime()}"
-    )
-    if args.ns3_arg:
-        print(f"# ns-3 program arguments: {' '.join(args.ns3_arg)}")
+def run_rows(args: argparse.Namespace, rows: list[Row]) -> list[dict[str, Any]]:
+    """Each row's runs, the two sides interleaved; raises RuntimeError if a run fails."""
     report: list[dict[str, Any]] = []
     for row in rows:
         load_before = _loadavg()
@@ -330,6 +316,32 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
         print(f"  load average before {load_before}, after {load_after}", flush=True)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_ccfair_child"]:
+        ccfair_child(*(float(a) for a in argv[1:5]))
+        return 0
+    p = build_parser()
+    args = p.parse_args(argv)
+    check_args(p, args)
+    rows: list[Row] = args.row or [parse_row(r) for r in DEFAULT_ROWS]
+
+    print(
+        f"# {args.repeat} runs per side, {args.duration:g} s simulated, "
+        f"{args.sample_ms:g} ms sampling, taskset -c {args.cpu}; started {time.ctime()}"
+    )
+    if args.ns3_arg:
+        print(f"# ns-3 program arguments: {' '.join(args.ns3_arg)}")
+    try:
+        report = run_rows(args, rows)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        # A run that fails (ns-3's shared libraries gone, a crash) or overruns --timeout:
+        # one line, not a traceback.
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
 
     print()
     print(
