@@ -185,9 +185,9 @@ def _gc_paused() -> Iterator[None]:
 
     Both create many small objects (a dict or two per flow and link) and free them by
     reference counting; the collector, triggered every few hundred allocations, walked the
-    growing heap for nothing: 0.5 s of a 10,000-flow run (benches/README.md, "After the
-    engine"). Not paused while the backend runs (a kernel run lasts minutes). A collector
-    the caller turned off stays off.
+    growing heap for nothing: ~0.5 s of a 10,000-flow run (benches/README.md, "Scale", the
+    end-to-end cost of many-flow runs). Not paused while the backend runs (a kernel run
+    lasts minutes). A collector the caller turned off stays off.
 
     Example:
         >>> with _gc_paused():
