@@ -334,3 +334,31 @@ def test_run_ids_and_point_keys_stay_what_they_were(scenario, run_ids, point):
     assert point_key({**resolved.normalized, "seed": 99}, "sim") == point
     row = ccfair.run(resolved.scenario).runs.iloc[0]
     assert (row["run_id"], row["point_key"]) == (run_ids["sim"], point)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {},
+        {"seed": 1},
+        {1: "a", 2: {"b": [1, 2.0, True]}},
+        {"seed": 2, "z": {"é": "\u2603", "a": [None, float("inf")]}, "flows": []},
+        {"a": {"b": {"c": {"d": [[[]]]}}}, "seed": 0},
+    ],
+)
+def test_run_id_hashes_the_json_it_always_hashed(record):
+    """IdentityJson assembles the hashed text field by field; on odd records (no fields,
+    integer keys, non-ASCII, infinity, deep nesting) it is still exactly the whole
+    `json.dumps(..., sort_keys=True)` of the identity."""
+    import hashlib
+    import json
+
+    from ccfair.api import IdentityJson, spec_identity
+
+    ident = spec_identity(record)
+    for backend, without in (("sim", None), ("kernel-bpf", "seed")):
+        spec = {k: v for k, v in ident.items() if k != without}
+        blob = json.dumps({"spec": spec, "backend": backend}, sort_keys=True)
+        want = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        got = IdentityJson(record)
+        assert (got.point_key(backend) if without else got.run_id(backend)) == want
