@@ -7,7 +7,9 @@ series do not dominate; and 10 flows at 10 Gbit/s. Each point runs the engine al
 rounds (fastest of each); the table gives packet-hops, wall time,
 nanoseconds per packet-hop and their ratio to the 2-flow point, the peak resident memory
 (`/usr/bin/time`) and the part of it that holds packets (packet slots, retransmission
-queues, channel buffers and pipes at their peak). With ``--instructions`` each point also
+queues, channel buffers and pipes at their peak), with the most packets in the network at
+once and that part's bytes per such packet (memory in proportion to what is in flight, not
+to configured buffers). With ``--instructions`` each point also
 runs under callgrind (instructions per packet-hop, stable on a busy machine; slow: minutes
 at 1000 flows).
 
@@ -67,7 +69,7 @@ def run_point(path: Path, memory_gb: float, events: int) -> dict:
         raise SystemExit(f"error: {path}: {out.stderr.strip()}")
     m = re.search(
         r"wall ([\d.]+) s, (\d+) events, (\d+) packet-hops, peak heap (\d+), "
-        r"\d+ timeseries rows, packet state ([\d.]+) MB",
+        r"\d+ timeseries rows, packet state ([\d.]+) MB, at most (\d+) packets in the network",
         out.stdout,
     )
     rss = re.search(r"rss_kb (\d+)", out.stderr)
@@ -79,6 +81,7 @@ def run_point(path: Path, memory_gb: float, events: int) -> dict:
         "packet_hops": int(m.group(3)),
         "peak_heap": int(m.group(4)),
         "packet_mb": float(m.group(5)),
+        "peak_packets": int(m.group(6)),
         "rss_mb": int(rss.group(1)) / 1024,
     }
 
@@ -164,16 +167,18 @@ def main() -> int:
     base_ns = base["wall_s"] * 1e9 / base["packet_hops"] if base else float("nan")
     print(
         "| flows | bottleneck | packet-hops | wall (s) | ns per packet-hop | ratio | peak heap |"
-        " packet state (MB) | peak RSS (MB) |"
+        " packet state (MB) | packets in the network (peak) | bytes per packet | peak RSS (MB) |"
         + (" instructions per packet-hop |" if args.instructions else "")
     )
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
     for n, rate, r in rows:
         ns = r["wall_s"] * 1e9 / r["packet_hops"]
         extra = f" {r['instr'] / r['packet_hops']:.0f} |" if args.instructions else ""
         print(
             f"| {n} | {rate} | {r['packet_hops']:,} | {r['wall_s']:.2f} | {ns:.0f} | "
-            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['packet_mb']:.1f} | {r['rss_mb']:.1f} |"
+            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['packet_mb']:.1f} | "
+            f"{r['peak_packets']:,} | {r['packet_mb'] * 1e6 / max(r['peak_packets'], 1):.0f} | "
+            f"{r['rss_mb']:.1f} |"
             f"{extra}"
         )
     return 0

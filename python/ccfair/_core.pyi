@@ -33,6 +33,7 @@ class _EngineStats(TypedDict):
     packet_hops: int
     peak_heap_len: int
     packet_state_bytes: int
+    peak_packets: int
 
 class _RunTables(TypedDict):
     flows: _Table

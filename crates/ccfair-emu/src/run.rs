@@ -547,6 +547,7 @@ fn assemble(
         peak_heap_len: report.stats.peak_heap_len,
         // Not measured here: the kernel holds the flows' packets.
         packet_state_bytes: 0,
+        peak_packets: 0,
     };
     RunResult {
         flows: record::flows_table(&rows, Some(&linux), &counters),

@@ -361,6 +361,7 @@ fn result_to_py<'py>(
     stats.set_item("packet_hops", stats_src.packet_hops)?;
     stats.set_item("peak_heap_len", stats_src.peak_heap_len)?;
     stats.set_item("packet_state_bytes", stats_src.packet_state_bytes)?;
+    stats.set_item("peak_packets", stats_src.peak_packets)?;
     d.set_item("engine", stats)?;
     Ok(d)
 }

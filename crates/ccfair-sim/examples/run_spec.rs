@@ -34,13 +34,14 @@ fn main() {
         Ok(r) => {
             println!(
                 "wall {:.3} s, {} events, {} packet-hops, peak heap {}, {} timeseries rows, \
-                 packet state {:.1} MB",
+                 packet state {:.1} MB, at most {} packets in the network",
                 t0.elapsed().as_secs_f64(),
                 r.stats.events,
                 r.stats.packet_hops,
                 r.stats.peak_heap_len,
                 r.timeseries.n_rows(),
-                r.stats.packet_state_bytes as f64 / 1e6
+                r.stats.packet_state_bytes as f64 / 1e6,
+                r.stats.peak_packets
             );
             if digest {
                 let mut tables = vec![

@@ -479,6 +479,12 @@ impl<P: OnWire> Channel<P> {
         (pkt, self.pipe.front().map(|&(t, _)| t))
     }
 
+    /// The packet arriving next (after the one `arrival` just delivered), if any.
+    #[inline]
+    pub fn next_arriving(&self) -> Option<&P> {
+        self.pipe.front().map(|(_, p)| p)
+    }
+
     /// Packets accepted and not yet delivered (queued, in service or propagating).
     pub fn held_packets(&self) -> impl Iterator<Item = &P> {
         self.pipe.iter().map(|(_, p)| p)
@@ -496,7 +502,7 @@ fn serialisation_ns_wide(bytes: u32, rate_bps: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Kind, SackBlock};
+    use crate::packet::{Kind, NO_SACK};
 
     fn pkt(bytes: u32) -> Packet {
         Packet {
@@ -509,7 +515,7 @@ mod tests {
             tsecr: 0,
             n_sack: 0,
             window_bytes: 0,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         }
     }
 

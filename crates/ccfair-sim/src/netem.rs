@@ -43,7 +43,7 @@ pub fn delay_line_pkts(rate_bps: u64, delay_ns: u64, packet_bytes: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::link::{Channel, Enqueued};
-    use crate::packet::{Kind, Packet, SackBlock};
+    use crate::packet::{Kind, Packet, NO_SACK};
     use crate::spec::Queue;
 
     fn pkt() -> Packet {
@@ -57,7 +57,7 @@ mod tests {
             tsecr: 0,
             n_sack: 0,
             window_bytes: 0,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         }
     }
 

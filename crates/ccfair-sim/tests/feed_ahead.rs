@@ -80,6 +80,25 @@ fn the_python_builders_dumbbell_is_unchanged() {
     assert_same_with_fewer_events("fixture", &spec);
 }
 
+/// At 10 Gbit/s with a deep buffer more packets are in the network than stay in the cache:
+/// the engine prefetches each arrival's packet at its end host (`world.rs`,
+/// `prefetch_next_arrival`). A prefetch is a hint; every table is as without feeding ahead.
+#[test]
+fn a_dumbbell_whose_packets_outgrow_the_cache_is_unchanged() {
+    let ccas = [("cubic", Value::Null), ("bbr", Value::Null)];
+    let mut spec = dumbbell(&ccas, 10_000_000_000, 10 * MS, 20_000, 600 * MS);
+    for l in &mut spec.links {
+        l.rate_bps = 10_000_000_000;
+    }
+    let on = run(&spec, true);
+    assert!(
+        on.stats.peak_packets > ccfair_sim::packet::PREFETCH_ABOVE_SLOTS as u64,
+        "{} packets at most in the network",
+        on.stats.peak_packets
+    );
+    assert_same_with_fewer_events("10 Gbit/s", &spec);
+}
+
 /// One flow over four links in a row, each slower than the one before: the last three
 /// are fed ahead, one after the other, and the slowest queues and drops.
 #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use ccfair_cc::testing::record::{Hook, HookLog, Recording};
 use ccfair_cc::testing::{Ack, TestSender};
 use ccfair_cc::{CaState, CongestionControl, TcpSock};
-use ccfair_sim::packet::{Kind, Packet, SackBlock};
+use ccfair_sim::packet::{Kind, Packet, SackBlock, NO_SACK};
 use ccfair_sim::spec::TcpOptions;
 use ccfair_sim::tcp::sender::Sender;
 use serde_json::json;
@@ -159,14 +159,13 @@ impl Twin {
         }
         blocks.reverse();
         blocks.truncate(3);
-        let mut sack = [SackBlock::default(); 3];
-        for (i, b) in blocks.iter().enumerate() {
-            sack[i] = SackBlock {
+        let sack: Vec<SackBlock> = (blocks.iter())
+            .map(|b| SackBlock {
                 start: b.start,
                 end: b.end,
-            };
-        }
-        let pkt = Packet {
+            })
+            .collect();
+        let mut pkt = Packet {
             flow: 0,
             kind: Kind::Ack,
             wire_bytes: 52,
@@ -174,10 +173,11 @@ impl Twin {
             payload_bytes: 0,
             tsval: 1,
             tsecr: 0,
-            n_sack: blocks.len() as u8,
+            n_sack: 0,
             window_bytes: 1 << 30,
-            sack,
+            sack: NO_SACK,
         };
+        pkt.set_sack_blocks(&sack);
         (pkt, blocks)
     }
 

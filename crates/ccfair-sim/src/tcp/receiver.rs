@@ -17,7 +17,7 @@
 //! The application reads in-order data as soon as it arrives.
 
 use super::rcvbuf::RcvBuf;
-use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS, SYN_BYTES};
+use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -180,7 +180,7 @@ impl Receiver {
             tsecr: pkt.tsval,
             n_sack: 0,
             window_bytes: self.buf.synack_window() as u32,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack: NO_SACK,
         });
     }
 
@@ -578,7 +578,7 @@ impl Receiver {
             tsecr: self.ts_recent,
             n_sack: 0,
             window_bytes: window as u32,
-            sack: [SackBlock::default(); MAX_SACK_BLOCKS],
+            sack: NO_SACK,
         });
         if self.dsack.is_some() || self.n_sacks > 0 {
             let ack = out.last_mut().expect("just pushed");
@@ -605,14 +605,14 @@ impl Receiver {
     fn add_sack_blocks(&mut self, ack: &mut Packet) {
         let mut n = 0;
         if let Some(d) = self.dsack.take() {
-            ack.sack[0] = d;
+            ack.set_sack_block(0, d);
             n = 1;
         }
         for b in &self.sacks[..self.n_sacks] {
             if n == MAX_SACK_BLOCKS {
                 break;
             }
-            ack.sack[n] = *b;
+            ack.set_sack_block(n, *b);
             n += 1;
         }
         ack.n_sack = n as u8;
@@ -635,7 +635,7 @@ mod tests {
             tsecr: 0,
             n_sack: 0,
             window_bytes: 0,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         }
     }
 
@@ -779,8 +779,8 @@ mod tests {
         let last = out.last().unwrap();
         assert_eq!(last.seq, next);
         assert_eq!(
-            last.sack_blocks(),
-            &[SackBlock {
+            *last.sack_blocks(),
+            [SackBlock {
                 start: next + 1,
                 end: next + 5
             }]
@@ -829,9 +829,9 @@ mod tests {
         assert_eq!(out.len(), 5);
         let last = out.last().unwrap();
         assert_eq!(last.n_sack, 3);
-        assert_eq!(last.sack[0].start, next + 10);
-        assert_eq!(last.sack[1].start, next + 8);
-        assert_eq!(last.sack[2].start, next + 6);
+        assert_eq!(last.sack_blocks()[0].start, next + 10);
+        assert_eq!(last.sack_blocks()[1].start, next + 8);
+        assert_eq!(last.sack_blocks()[2].start, next + 6);
         assert_eq!(last.wire_bytes, 52 + 4 + 24);
     }
 
@@ -858,7 +858,7 @@ mod tests {
         r.on_data(2_000, &data(next), |_| 1448, &mut out);
         assert_eq!(out.len(), 1, "immediate ACK");
         assert_eq!(out[0].seq, next + 1);
-        assert_eq!(out[0].sack[0].start, next + 2);
+        assert_eq!(out[0].sack_blocks()[0].start, next + 2);
     }
 
     /// An out-of-order duplicate gets a D-SACK but does not enter quick-ACK mode
@@ -872,7 +872,7 @@ mod tests {
         r.on_data(1_000, &data(next + 3), |_| 1448, &mut out);
         assert_eq!(r.quick, 0);
         assert_eq!(
-            out.last().unwrap().sack[0],
+            out.last().unwrap().sack_blocks()[0],
             SackBlock {
                 start: next + 3,
                 end: next + 4

@@ -21,7 +21,7 @@
 //!   (`tcp_syn_linear_timeouts`, Linux 6.5+), later ones double it; after `SYN_RETRIES`
 //!   retransmissions the connection attempt fails (`tcp_syn_retries`).
 
-use crate::packet::{Kind, Packet, SackBlock, SYN_BYTES};
+use crate::packet::{Kind, Packet, NO_SACK, SYN_BYTES};
 
 use super::{ticks, Sender, XmitTimer};
 
@@ -68,7 +68,7 @@ impl Sender {
             tsecr: 0,
             n_sack: 0,
             window_bytes: 0,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         });
         // The initial RTO for the first timeouts, then exponential backoff.
         let retransmits = self.syns_sent - 1;
@@ -148,7 +148,7 @@ impl Sender {
             tsecr: self.ts_recent,
             n_sack: 0,
             window_bytes: 0,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         });
     }
 
@@ -218,7 +218,7 @@ mod tests {
             tsecr,
             n_sack: 0,
             window_bytes: 65_160,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         }
     }
 

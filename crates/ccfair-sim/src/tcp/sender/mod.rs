@@ -18,7 +18,7 @@ mod tso;
 
 use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
-use crate::packet::{Kind, Packet, SackBlock};
+use crate::packet::{Kind, Packet, SackBlock, NO_SACK};
 use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
 use crate::tcp::rtt::{RttEstimator, RTO_MAX_US};
 
@@ -516,7 +516,7 @@ impl Sender {
                 tsecr: self.ts_recent,
                 n_sack: 0,
                 window_bytes: 0,
-                sack: [SackBlock::default(); 3],
+                sack: NO_SACK,
             });
         }
         // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
@@ -1027,11 +1027,11 @@ mod tests {
     }
 
     fn ack(seq: u64, sacks: &[(u64, u64)], tsecr: u32) -> Packet {
-        let mut sack = [SackBlock::default(); 3];
-        for (i, &(s, e)) in sacks.iter().enumerate() {
-            sack[i] = SackBlock { start: s, end: e };
-        }
-        Packet {
+        let blocks: Vec<SackBlock> = sacks
+            .iter()
+            .map(|&(start, end)| SackBlock { start, end })
+            .collect();
+        let mut pkt = Packet {
             flow: 0,
             kind: Kind::Ack,
             wire_bytes: 52,
@@ -1039,10 +1039,12 @@ mod tests {
             payload_bytes: 0,
             tsval: 1,
             tsecr,
-            n_sack: sacks.len() as u8,
+            n_sack: 0,
             window_bytes: 1 << 30,
-            sack,
-        }
+            sack: NO_SACK,
+        };
+        pkt.set_sack_blocks(&blocks);
+        pkt
     }
 
     /// End of tcp_sacktag_write_queue: a never-retransmitted segment SACKed below the highest

@@ -175,7 +175,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Kind, Packet, SackBlock};
+    use crate::packet::{Kind, Packet, NO_SACK};
     use ccfair_cc::reno::{Reno, RenoParams};
 
     fn sender(wmem: Wmem) -> Sender {
@@ -197,7 +197,7 @@ mod tests {
             tsecr: 1,
             n_sack: 0,
             window_bytes: window,
-            sack: [SackBlock::default(); 3],
+            sack: NO_SACK,
         }
     }
 
