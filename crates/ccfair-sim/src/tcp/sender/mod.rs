@@ -142,6 +142,38 @@ struct CcHooks {
     pkts_acked: bool,
 }
 
+/// The TCP options the sender reads once it is made: a copy of these fields of
+/// `TcpOptions`, not the whole (688 bytes with the hosts' latency tables, inside every
+/// flow's state, which at a thousand flows is read from memory per ACK: issue 16).
+#[derive(Clone, Copy, Debug)]
+struct SenderOptions {
+    mss: u32,
+    init_cwnd: u32,
+    rto_init_ms: u32,
+    reordering: u32,
+    pacing_ss_ratio: u32,
+    pacing_ca_ratio: u32,
+    tlp: bool,
+    frto: bool,
+    undo: bool,
+}
+
+impl SenderOptions {
+    fn of(o: &TcpOptions) -> Self {
+        SenderOptions {
+            mss: o.mss,
+            init_cwnd: o.init_cwnd,
+            rto_init_ms: o.rto_init_ms,
+            reordering: o.reordering,
+            pacing_ss_ratio: o.pacing_ss_ratio,
+            pacing_ca_ratio: o.pacing_ca_ratio,
+            tlp: o.tlp,
+            frto: o.frto,
+            undo: o.undo,
+        }
+    }
+}
+
 /// Counters for the per-flow summary.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SenderStats {
@@ -165,7 +197,7 @@ pub struct Sender {
     /// Which optional hooks the module defines (they are fixed for a module).
     cc_hooks: CcHooks,
     flow: u32,
-    opts: TcpOptions,
+    opts: SenderOptions,
     jiffy_ns: u64,
     /// `TCP_RTO_MAX` in jiffies.
     rto_max_jiffies: u64,
@@ -283,7 +315,7 @@ impl Sender {
             cc,
             cc_hooks,
             flow,
-            opts: opts.clone(),
+            opts: SenderOptions::of(opts),
             jiffy_ns,
             rto_max_jiffies: RTO_MAX_US * 1_000 / jiffy_ns,
             paced,
