@@ -99,6 +99,17 @@ fn a_dumbbell_whose_packets_outgrow_the_cache_is_unchanged() {
     assert_same_with_fewer_events("10 Gbit/s", &spec);
 }
 
+/// With a thousand flows the channels outgrow the cache and an end host's reply channel is
+/// prefetched while the host handles a packet (`world.rs`, `CHANNEL_PREFETCH_ABOVE_BYTES`:
+/// 4002 channels of 320 bytes). A hint again: every table is as without feeding ahead.
+#[test]
+fn a_thousand_flow_dumbbell_is_unchanged() {
+    let ccas: Vec<(&str, Value)> = (0..1000).map(|_| ("cubic", Value::Null)).collect();
+    let spec = dumbbell(&ccas, 1_000_000_000, 10 * MS, 1000, 300 * MS);
+    assert_eq!(spec.links.len(), 2001);
+    assert_same_with_fewer_events("1000 flows", &spec);
+}
+
 /// One flow over four links in a row, each slower than the one before: the last three
 /// are fed ahead, one after the other, and the slowest queues and drops.
 #[test]
