@@ -218,8 +218,11 @@ def test_two_flows_over_veth_share_the_htb_rate_and_the_pfifo_drops(kernel_backe
     assert (f["retrans_pkts"] > 0).all()  # a 30-packet queue overflows
     # Sampled every 10 ms (a busy machine may skip a point; the self-checks count it).
     assert len(r.timeseries) >= 0.99 * 2 * 600
-    # The queue is the only delay: srtt well above the ~0.1 ms of the empty path.
-    assert r.flows["rtt_min_ms"].max() < 1.0
+    # The queue is the only delay: srtt well above the ~0.1 ms of the empty path. The flow
+    # whose handshake meets the empty path measures that path; the other's SYN can queue
+    # behind the first one's initial burst if it leaves a few ms later (one CI run's flow
+    # measured 7.6 ms), and with no BDP to speak of the queue never drains below it again.
+    assert r.flows["rtt_min_ms"].min() < 1.0
     assert r.flows["rtt_mean_ms"].min() > 5.0
     assert_nothing_left(sc)
 
