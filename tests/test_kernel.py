@@ -94,8 +94,10 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     late_ms = t_ms - 10.0 * np.arange(1, 1501)
     assert (late_ms >= 0).all()
     assert np.mean(late_ms <= 2.0) >= 0.995, np.quantile(late_ms, [0.5, 0.99, 1])
+    # A late sample makes two gaps off (the one before it long, the one after short), so
+    # 0.5% of late points allow 1% of gaps.
     gaps = np.diff(t_ms)
-    assert np.mean(np.abs(gaps - 10.0) <= 2.0) >= 0.995, np.quantile(gaps, [0, 0.5, 1])
+    assert np.mean(np.abs(gaps - 10.0) <= 2.0) >= 0.99, np.quantile(gaps, [0, 0.5, 1])
     assert abs(gaps.mean() - 10.0) < 0.05
     # Packets are conserved through the forwarder.
     assert f["data_sent_pkts"] == (
