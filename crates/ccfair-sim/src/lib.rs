@@ -1,9 +1,9 @@
 //! ccfair-sim: a deterministic discrete-event packet simulator whose TCP follows Linux.
 //!
 //! Layout: `spec` (the resolved run spec), `event` (queue), `link` (channels), `packet`,
-//! `tcp` (sender, receiver, RTT), `world` (the event loop), `record` (typed result rows and
-//! the recorders both backends share), `schema` (every results column, defined once),
-//! `table` (column storage).
+//! `tcp` (sender, receiver, RTT), `world` (the event loop), `prefetch` (cache hints for
+//! large runs), `record` (typed result rows and the recorders both backends share),
+//! `schema` (every results column, defined once), `table` (column storage).
 
 pub mod error;
 pub mod estimate;
@@ -13,6 +13,7 @@ pub mod host;
 pub mod link;
 pub mod netem;
 pub mod packet;
+pub mod prefetch;
 pub mod record;
 pub mod schema;
 pub mod spec;

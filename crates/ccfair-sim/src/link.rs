@@ -490,7 +490,7 @@ impl<P: OnWire> Channel<P> {
     pub fn prefetch_enqueue(&self) {
         let p = self as *const Self as *const u8;
         for line in 0..3 {
-            crate::packet::prefetch_line(p.wrapping_add(64 * line));
+            crate::prefetch::line(p.wrapping_add(64 * line));
         }
     }
 

@@ -175,20 +175,6 @@ pub struct PacketRef {
     pub hop: u32,
 }
 
-/// Ask the CPU to bring the cache line at `p` into the cache (a hint: nothing a run
-/// computes depends on it; no-op off x86-64).
-#[inline(always)]
-pub fn prefetch_line(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing into the program and never faults,
-    // whatever the address; SSE, which it needs, is in every x86-64 CPU.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 /// Above this many slots (1 MiB of packets), the engine prefetches a packet's slot before
 /// its end host reads it ([`PacketSlab::outgrows_cache`]). Below, the slots stay in the
 /// second-level cache (1.25-4 MiB per core on current x86 servers) and a prefetch would
@@ -253,7 +239,7 @@ impl PacketSlab {
     /// Ask the CPU to bring `r`'s slot into the cache ahead of its read.
     #[inline(always)]
     pub fn prefetch(&self, r: PacketRef) {
-        prefetch_line(self.slots.as_ptr().wrapping_add(r.slot as usize) as *const u8);
+        crate::prefetch::line(self.slots.as_ptr().wrapping_add(r.slot as usize) as *const u8);
     }
 
     pub fn get_mut(&mut self, r: PacketRef) -> &mut Packet {
