@@ -5,7 +5,10 @@ CUBIC flows on a dumbbell at 1 Gbit/s (access links at the same rate, 1 ms; bott
 series do not dominate; and 10 flows at 10 Gbit/s. Each point runs the engine alone (the
 `run_spec` example, no Python) in a fresh process, the points in turn for ``--repeat``
 rounds (fastest of each); the table gives packet-hops, wall time,
-nanoseconds per packet-hop and their ratio to the 2-flow point, the peak resident memory
+nanoseconds per packet-hop and their ratio to the 2-flow point (of the fastest runs, and
+within each round: the median and range over the rounds of the point's cost over the 2-flow
+point's in the same round, which a machine whose speed drifts over minutes moves less),
+the peak resident memory
 (`/usr/bin/time`) and the part of it that holds packets (packet slots, retransmission
 queues, channel buffers and pipes at their peak), with the most packets in the network at
 once and that part's bytes per such packet (memory in proportion to what is in flight, not
@@ -86,6 +89,34 @@ def run_point(path: Path, memory_gb: float, events: int) -> dict:
     }
 
 
+def ns_per_hop(run: dict) -> float:
+    """Wall nanoseconds per packet-hop of one run."""
+    return run["wall_s"] * 1e9 / run["packet_hops"]
+
+
+def round_ratios(point_runs: list[dict], base_runs: list[dict]) -> list[float]:
+    """Each round's cost per packet-hop of a point over the base point's in that round.
+
+    >>> round_ratios([{"wall_s": 2.0, "packet_hops": 10}], [{"wall_s": 1.0, "packet_hops": 20}])
+    [4.0]
+    """
+    return [
+        ns_per_hop(run) / ns_per_hop(base) for run, base in zip(point_runs, base_runs, strict=True)
+    ]
+
+
+def ratio_summary(ratios: list[float]) -> str:
+    """Median [min-max] of per-round ratios, for the table.
+
+    >>> ratio_summary([1.5, 1.25, 2.0])
+    '1.50 [1.25-2.00]'
+    """
+    ordered = sorted(ratios)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return f"{median:.2f} [{ordered[0]:.2f}-{ordered[-1]:.2f}]"
+
+
 def instructions(path: Path, memory_gb: float, events: int) -> int:
     """Instructions the whole run_spec process executes (callgrind's total)."""
     out = subprocess.run(
@@ -155,28 +186,34 @@ def main() -> int:
         for k, path in enumerate(paths):
             runs[k].append(run_point(path, args.max_memory_gb, args.max_events))
         print(f"round {round_ + 1} of {args.repeat} done", file=sys.stderr, flush=True)
+    base_k = next(
+        k for k, (n, rate) in enumerate(points) if n == min(args.flows) and rate == "1Gbit/s"
+    )
     rows = []
     for (n, rate), path, point_runs in zip(points, paths, runs, strict=True):
+        within = ratio_summary(round_ratios(point_runs, runs[base_k]))
         best = min(point_runs, key=lambda r: r["wall_s"])
         best["rss_mb"] = max(r["rss_mb"] for r in point_runs)
         if args.instructions:
             best["instr"] = instructions(path, args.max_memory_gb, args.max_events)
-        rows.append((n, rate, best))
+        rows.append((n, rate, best, within))
         print(f"{n} flows at {rate}: {best}", file=sys.stderr, flush=True)
-    base = next((r for n, rate, r in rows if n == min(args.flows) and rate == "1Gbit/s"), None)
-    base_ns = base["wall_s"] * 1e9 / base["packet_hops"] if base else float("nan")
+    base_ns = ns_per_hop(rows[base_k][2])
     print(
-        "| flows | bottleneck | packet-hops | wall (s) | ns per packet-hop | ratio | peak heap |"
+        "| flows | bottleneck | packet-hops | wall (s) | ns per packet-hop | ratio |"
+        " ratio within rounds | peak heap |"
         " packet state (MB) | packets in the network (peak) | bytes per packet | peak RSS (MB) |"
         + (" instructions per packet-hop |" if args.instructions else "")
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else ""))
-    for n, rate, r in rows:
-        ns = r["wall_s"] * 1e9 / r["packet_hops"]
+    print(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.instructions else "")
+    )
+    for n, rate, r, within in rows:
+        ns = ns_per_hop(r)
         extra = f" {r['instr'] / r['packet_hops']:.0f} |" if args.instructions else ""
         print(
             f"| {n} | {rate} | {r['packet_hops']:,} | {r['wall_s']:.2f} | {ns:.0f} | "
-            f"{ns / base_ns:.2f} | {r['peak_heap']} | {r['packet_mb']:.1f} | "
+            f"{ns / base_ns:.2f} | {within} | {r['peak_heap']} | {r['packet_mb']:.1f} | "
             f"{r['peak_packets']:,} | {r['packet_mb'] * 1e6 / max(r['peak_packets'], 1):.0f} | "
             f"{r['rss_mb']:.1f} |"
             f"{extra}"

@@ -6,6 +6,7 @@ scripts/install_pgo.sh, benches/estimate_check.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,58 @@ def test_scale_curve_refuses_absurd_arguments_before_running_anything(args, says
     )
     assert p.returncode == 2 and says in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def _load_bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benches" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scale_curve_ratio_within_rounds_divides_by_the_same_rounds_base_point():
+    sc = _load_bench("scale_curve")
+    base = [{"wall_s": 1.0, "packet_hops": 100}, {"wall_s": 2.0, "packet_hops": 100}]
+    point = [{"wall_s": 3.0, "packet_hops": 200}, {"wall_s": 3.0, "packet_hops": 100}]
+    # Round 1: 15 ns over 10 ns; round 2 (the machine twice as slow): 30 over 20.
+    assert sc.round_ratios(point, base) == [1.5, 1.5]
+    assert sc.ratio_summary([2.0, 1.0, 4.0, 3.0]) == "2.50 [1.00-4.00]"
+    with pytest.raises(ValueError):
+        sc.round_ratios(point[:1], base)
+
+
+def test_scale_curve_table_reports_each_rounds_ratio(tmp_path, monkeypatch, capsys):
+    sc = _load_bench("scale_curve")
+    fake = tmp_path / "run_spec"
+    fake.write_text("")
+    monkeypatch.setattr(sc, "RUN_SPEC", fake)
+    calls: list[str] = []
+    # The 2-flow point, then the 5-flow point, three rounds; the machine slows down halfway
+    # through the first round and stays slow: the fastest runs' ratio is 6, each later
+    # round's 3.
+    walls = [0.1, 0.6, 0.2, 0.6, 0.2, 0.6]
+
+    def fake_run(path, memory_gb, events):
+        calls.append(path.name)
+        return {
+            "wall_s": walls[len(calls) - 1],
+            "events": 10,
+            "packet_hops": 1000,
+            "peak_heap": 4,
+            "packet_mb": 0.5,
+            "peak_packets": 10,
+            "rss_mb": 5.0,
+        }
+
+    monkeypatch.setattr(sc, "run_point", fake_run)
+    argv = ["scale_curve.py", "--flows", "2", "5", "--no-10g", "--repeat", "3"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(tmp_path / "out")])
+    assert sc.main() == 0
+    # The points in turn within each round, the base point first.
+    assert calls == ["scale-1Gbit-2.json", "scale-1Gbit-5.json"] * 3
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith("| 5 |"))
+    assert "| 6.00 | 3.00 [3.00-6.00] |" in row
 
 
 @pytest.mark.parametrize(
