@@ -86,12 +86,14 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     assert f["goodput_mbps"] >= 0.97 * ceiling, f["goodput_mbps"] / ceiling
     assert abs(f["rtt_min_ms"] - 40) <= 1, f["rtt_min_ms"]
     # Sampled on the 10 ms grid: every point, no drift, and taken within 2 ms of its time as
-    # a reliable run guarantees (sampling lateness p99, `kernel.Bounds.sampling_p99_us`,
+    # a reliable run guarantees (sampling lateness p99, `kernel.Bounds.sampling_p99_us`; at
+    # most 1% of points missed, i.e. late by a whole interval, `Bounds.missed_samples`;
     # docs/kernel.md): a VM or kernel stall delays a real-time thread by a few ms now and
-    # then, and the self-check, not this test, decides how often is too often (a CI pass had
-    # 0.87% of points late in a run it counted reliable).
+    # then, and the self-check, not this test, decides how often is too often (CI passes had
+    # 0.87% of points late, and one point missed, in runs it counted reliable).
     ts = r.timeseries
-    assert len(ts) == 1500 and r.runs.iloc[0]["emu_missed_samples_count"] == 0
+    assert len(ts) == 1500
+    assert r.runs.iloc[0]["emu_missed_samples_count"] <= kernel.Bounds().missed_samples * 1500
     t_ms = ts["t_ns"].to_numpy() / 1e6
     late_ms = t_ms - 10.0 * np.arange(1, 1501)
     assert (late_ms >= 0).all()
