@@ -85,22 +85,29 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     ceiling = 50 * PAYLOAD
     assert f["goodput_mbps"] >= 0.97 * ceiling, f["goodput_mbps"] / ceiling
     assert abs(f["rtt_min_ms"] - 40) <= 1, f["rtt_min_ms"]
-    # Sampled on the 10 ms grid: every point, no drift, and taken within 2 ms of its time as
-    # a reliable run guarantees (sampling lateness p99, `kernel.Bounds.sampling_p99_us`; at
-    # most 1% of points missed, i.e. late by a whole interval, `Bounds.missed_samples`;
-    # docs/kernel.md): a VM or kernel stall delays a real-time thread by a few ms now and
-    # then, and the self-check, not this test, decides how often is too often (CI passes had
-    # 0.87% of points late, and one point missed, in runs it counted reliable).
+    # Sampled on the 10 ms grid, no drift, and taken within 2 ms of its time as a reliable
+    # run guarantees: sampling lateness p99 (`kernel.Bounds.sampling_p99_us`) and at most 1%
+    # of points missed (late by a whole interval, `Bounds.missed_samples`; docs/kernel.md).
+    # A VM or kernel stall delays a real-time thread by a few ms now and then, and the
+    # self-check, not this test, decides how often is too often: CI passes had 0.87% of
+    # points late, one point missed but recorded late, and one missed and absent, all in
+    # runs the self-checks counted reliable.
     ts = r.timeseries
-    assert len(ts) == 1500
-    assert r.runs.iloc[0]["emu_missed_samples_count"] <= kernel.Bounds().missed_samples * 1500
+    points = 1500
+    bounds = kernel.Bounds()
+    missed = int(r.runs.iloc[0]["emu_missed_samples_count"])
+    assert missed <= bounds.missed_samples * points, missed
+    assert points - missed <= len(ts) <= points, (len(ts), missed)
     t_ms = ts["t_ns"].to_numpy() / 1e6
-    late_ms = t_ms - 10.0 * np.arange(1, 1501)
-    assert (late_ms >= 0).all()
-    on_time_ms = kernel.Bounds().sampling_p99_us / 1e3
-    assert np.mean(late_ms <= on_time_ms) >= 0.99, np.quantile(late_ms, [0.5, 0.99, 1])
-    # A late sample makes two gaps off (the one before it long, the one after short), so
-    # 1% of late points allow 2% of gaps.
+    # Each sample against the grid point at or before it (a sample is never early).
+    grid = np.floor(t_ms / 10.0)
+    assert grid[0] >= 1 and grid[-1] <= points and (np.diff(t_ms) > 0).all()
+    late_ms = t_ms - 10.0 * grid
+    on_time_ms = bounds.sampling_p99_us / 1e3
+    on_time = np.sum(late_ms <= on_time_ms)
+    assert on_time >= 0.99 * points, (on_time, np.quantile(late_ms, [0.5, 0.99, 1]))
+    # A late or missed sample makes two gaps off (the one before it long, the one after
+    # short), so 1% of such points allow 2% of gaps.
     gaps = np.diff(t_ms)
     assert np.mean(np.abs(gaps - 10.0) <= on_time_ms) >= 0.98, np.quantile(gaps, [0, 0.5, 1])
     assert abs(gaps.mean() - 10.0) < 0.05
