@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -111,10 +112,7 @@ def ratio_summary(ratios: list[float]) -> str:
     >>> ratio_summary([1.5, 1.25, 2.0])
     '1.50 [1.25-2.00]'
     """
-    ordered = sorted(ratios)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    return f"{median:.2f} [{ordered[0]:.2f}-{ordered[-1]:.2f}]"
+    return f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
 
 
 def instructions(path: Path, memory_gb: float, events: int) -> int:
