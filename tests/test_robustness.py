@@ -205,6 +205,32 @@ def test_a_hundred_thousand_flows_are_refused_at_once():
     assert time.monotonic() - t0 < 5
 
 
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ccfair.dumbbell(10**9, "reno"), "n_flows: 1000000000 is more flows than"),
+        (lambda: ccfair.parking_lot(10**9), "hops: 1000000000 is more hops than"),
+        (lambda: ccfair.parking_lot(10_000), "hops: 10000 is more hops than"),
+    ],
+)
+def test_builders_refuse_huge_counts_before_building(build, message):
+    # A billion hops once filled 24 GiB with link entries before any bound was checked.
+    with pytest.raises(SpecError, match=message):
+        build()
+
+
+def test_the_longest_parking_lot_is_within_the_scenario_bounds():
+    from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
+    from ccfair.spec import MAX_PARKING_LOT_HOPS
+
+    # The bound assumes hops + 1 flows, 3 x hops + 2 links, 3 x hops + 3 nodes.
+    for k in (1, 3):
+        sc = ccfair.parking_lot(k)
+        assert (len(sc.flows), len(sc.links), len(sc.nodes)) == (k + 1, 3 * k + 2, 3 * k + 3)
+    k = MAX_PARKING_LOT_HOPS
+    assert k + 1 <= MAX_FLOWS and 3 * k + 2 <= MAX_LINKS and 3 * k + 3 <= MAX_NODES
+
+
 def test_ten_thousand_flows_validate_in_seconds():
     t0 = time.monotonic()
     ccfair.dumbbell(10_000, "reno", duration="1s")

@@ -1693,6 +1693,12 @@ def dumbbell(
     """
     if isinstance(n_flows, bool) or not isinstance(n_flows, int) or n_flows < 1:
         raise SpecError("n_flows", n_flows, "is not a positive integer number of flows")
+    if n_flows > MAX_FLOWS:
+        # Checked before anything is built: a huge count would fill memory with flow
+        # entries long before the scenario's own bound (_check_bounds) could refuse them.
+        raise SpecError(
+            "n_flows", n_flows, f"is more flows than a scenario has (at most {MAX_FLOWS})"
+        )
     n = n_flows
     cca_list = _per_flow("ccas", ccas, n, scalar_types=(str,))
     acc = _per_flow("access_delay", access_delay, n, scalar_types=(str, int, float))
@@ -1759,6 +1765,11 @@ def dumbbell(
     return Scenario.from_dict(spec)
 
 
+#: The longest parking lot within a scenario's bounds: ``hops + 1`` flows, ``3 x hops + 2``
+#: links and ``3 x hops + 3`` nodes (ccfair.limits).
+MAX_PARKING_LOT_HOPS = min(MAX_FLOWS - 1, (MAX_LINKS - 2) // 3, (MAX_NODES - 3) // 3)
+
+
 def parking_lot(
     hops: int = 10,
     main_cca: str = "cubic",
@@ -1803,6 +1814,11 @@ def parking_lot(
     """
     if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
         raise SpecError("hops", hops, "is not a positive integer number of hops")
+    if hops > MAX_PARKING_LOT_HOPS:
+        # Checked before anything is built (see dumbbell): hops + 1 flows, 3 x hops + 2 links.
+        raise SpecError(
+            "hops", hops, f"is more hops than a scenario holds (at most {MAX_PARKING_LOT_HOPS})"
+        )
     k = hops
     cross = _per_flow("cross_cca", cross_cca, k, scalar_types=(str,))
     rates = _per_flow("rate", rate, k, scalar_types=(str, int, float))
