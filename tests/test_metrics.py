@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 
+import ccfair
 import numpy as np
 import pandas as pd
 import pytest
@@ -211,3 +212,23 @@ def test_moving_average_does_not_sag_at_the_ends():
     ramp = np.arange(10, dtype=float)
     out = _smooth(ramp, 3)
     assert out[0] == 0.5 and out[-1] == 8.5 and out[4] == 4.0
+
+
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [
+        ("ab", 'x: "ab" is not a sequence of numbers'),
+        ([[1.0, 2.0], [3.0, 4.0]], "is not a sequence of numbers"),
+        ({"flow1": 1.0}, "is not a sequence of numbers"),
+        ([1.0, -2.0], "x: -2.0 is negative"),
+    ],
+)
+def test_jain_index_refuses_what_is_not_an_allocation(x, message):
+    with pytest.raises(ccfair.SpecError, match=message):
+        ccfair.jain_index(x)
+
+
+def test_jain_index_is_nan_without_an_allocation():
+    for x in ([], [0.0, 0.0], [float("nan"), 1.0]):
+        assert np.isnan(ccfair.jain_index(x))
+    assert ccfair.jain_index([5.0, 0.0]) == 0.5
