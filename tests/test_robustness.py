@@ -508,3 +508,45 @@ def test_a_thousand_flows_on_one_bottleneck_run_within_the_default_limits():
     r = ccfair.run(sc)
     assert len(r.flows) == 1000 and (r.flows["goodput_mbps"] > 0).all()
     assert int(r.runs["engine_events"].iloc[0]) <= est.events
+
+
+def _tiny_sweep() -> Sweep:
+    return Sweep.from_dict(
+        {
+            "name": "tiny",
+            "base": {"builder": "dumbbell", "ccas": "reno", "duration": "1s"},
+            "grid": {"bottleneck_delay": ["2ms"]},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda d: ccfair.run_sweep(ccfair.dumbbell(2, "reno"), d),
+            "sweep: .* is not a ccfair.Sweep",
+        ),
+        (lambda d: ccfair.run_sweep(_tiny_sweep(), None), "results_dir: null is not a directory"),
+        (
+            lambda d: ccfair.run_sweep(_tiny_sweep(), d, workers=2.5),
+            "--workers: 2.5 is not a positive",
+        ),
+        (
+            lambda d: ccfair.run_sweep(_tiny_sweep(), d, workers=10**6),
+            "--workers: 1000000 is more processes",
+        ),
+        (
+            lambda d: ccfair.run_sweep(
+                _tiny_sweep(), d, cluster="tcp://127.0.0.1:1", connect_timeout=float("nan")
+            ),
+            "connect_timeout: nan is not a positive number of seconds",
+        ),
+    ],
+)
+def test_run_sweep_arguments_are_checked_before_anything_runs(tmp_path, call, message):
+    # A million workers once meant a process per missing run; a Scenario for a sweep was
+    # reported as "backend: null is not a backend".
+    with pytest.raises(SpecError, match=message):
+        call(tmp_path / "out")
+    assert not (tmp_path / "out").exists()

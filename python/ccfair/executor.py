@@ -38,6 +38,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import selectors
 import signal
@@ -57,7 +58,7 @@ import pyarrow.parquet as pq
 
 from ccfair import _core, backends
 from ccfair.errors import RunError, SpecError
-from ccfair.limits import Limits, as_limits
+from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
 from ccfair.results import (
     MARKER_TABLE,
     TABLES,
@@ -471,8 +472,15 @@ def run_sweep(
     """
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
+    if not isinstance(sweep, Sweep):
+        raise SpecError("sweep", sweep, "is not a ccfair.Sweep (Sweep.from_dict, Sweep.from_file)")
+    if not isinstance(results_dir, str | os.PathLike) or not str(results_dir):
+        raise SpecError("results_dir", results_dir, "is not a directory path")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
+    _check_workers(workers)
+    if cluster is not None and not _positive_finite(connect_timeout):
+        raise SpecError("connect_timeout", connect_timeout, "is not a positive number of seconds")
     backend = backends.get(sweep.backend)
     if backend.real_time and workers is None and cluster is None:
         # Real-time runs (the kernel's) need prompt wake-ups on a core of their own: one at a
@@ -495,8 +503,6 @@ def run_sweep(
             if p.run_id not in checked:
                 checked.add(p.run_id)
                 backend.check(p.scenario.resolve())
-    if workers is not None and (isinstance(workers, bool) or workers < 1):
-        raise SpecError("--workers", workers, "is not a positive number of processes")
     # Connect before touching the results directory: a wrong address changes nothing.
     client = _connect(cluster, connect_timeout) if cluster else None
     try:
@@ -509,6 +515,33 @@ def run_sweep(
             _close_quietly(client)
     outcome.wall_s = time.perf_counter() - t0
     return outcome
+
+
+def _check_workers(workers: Any) -> None:
+    """``workers`` is None (one per core) or a positive integer up to
+    :data:`~ccfair.limits.MAX_WORKERS_PER_CORE` per core: each is a process of its own
+    (about 100 MB), and more than that only compete for the cores."""
+    if workers is None:
+        return
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SpecError("--workers", workers, "is not a positive number of processes")
+    most = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    if workers > most:
+        raise SpecError(
+            "--workers",
+            workers,
+            f"is more processes than this machine runs usefully (at most {most}: "
+            f"{MAX_WORKERS_PER_CORE} per core)",
+        )
+
+
+def _positive_finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 def _run_locked(

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_SPEC_FILE_BYTES",
     "MAX_STRING_CHARS",
     "MAX_REPETITIONS",
+    "MAX_WORKERS_PER_CORE",
     "estimate",
     "estimate_sweep",
     "format_bytes",
@@ -62,6 +63,8 @@ MAX_NESTING = 32
 MAX_SPEC_FILE_BYTES = 16 * 2**20
 #: Repetitions of a sweep point.
 MAX_REPETITIONS = 10_000
+#: Local worker processes of a sweep per core (each a process of its own; more only compete).
+MAX_WORKERS_PER_CORE = 8
 #: Files one run writes: one per table (crates/ccfair-sim/src/estimate.rs FILES_PER_RUN).
 FILES_PER_RUN = 5
 
