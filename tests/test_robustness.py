@@ -550,3 +550,10 @@ def test_run_sweep_arguments_are_checked_before_anything_runs(tmp_path, call, me
     with pytest.raises(SpecError, match=message):
         call(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_run_many_refuses_more_jobs_than_the_machine_runs_usefully():
+    from ccfair.api import run_many
+
+    with pytest.raises(SpecError, match="jobs: 1000000 is more parallel runs"):
+        run_many([ccfair.dumbbell(1, "reno", duration="1s")], jobs=10**6)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core, backends
 from ccfair import limits as _limits
 from ccfair.errors import SpecError
-from ccfair.limits import Limits, as_limits
+from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
 from ccfair.spec import Scenario, dumbbell
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
@@ -358,6 +358,14 @@ def run_many(
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SpecError("jobs", jobs, "is not a positive integer number of parallel runs")
+    if jobs > MAX_WORKERS_PER_CORE * (os.cpu_count() or 1):
+        # Each run holds its own engine memory (up to limits.memory) while it runs.
+        raise SpecError(
+            "jobs",
+            jobs,
+            f"is more parallel runs than this machine runs usefully "
+            f"(at most {MAX_WORKERS_PER_CORE} per core)",
+        )
     scs = [as_scenario(s) for s in scenarios]
     if backend is not None:
         backends.get(backend)
