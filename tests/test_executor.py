@@ -134,12 +134,23 @@ def test_a_directory_of_single_runs_is_refused(tmp_path):
 
 def test_a_second_sweep_into_a_busy_directory_is_refused(tmp_path):
     tmp_path.mkdir(exist_ok=True)
-    with open(tmp_path / ".lock", "a+") as fh:
+    with open(tmp_path / ".ccfair-lock", "a+") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         fh.write("pid 12345")
         fh.flush()
         with pytest.raises(ResultsError, match="another sweep is writing .*pid 12345"):
             run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+
+
+def test_a_users_lock_named_file_is_neither_overwritten_nor_taken(tmp_path):
+    # The lock was once ".lock", truncated whatever it held.
+    (tmp_path / ".lock").write_text("my lock notes\n")
+    run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+    assert (tmp_path / ".lock").read_text() == "my lock notes\n"
+    (tmp_path / ".ccfair-lock").write_text("my notes, unluckily named\n")
+    with pytest.raises(ResultsError, match="is not ccfair's lock file"):
+        run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+    assert (tmp_path / ".ccfair-lock").read_text() == "my notes, unluckily named\n"
 
 
 def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_path):

@@ -310,7 +310,7 @@ def test_cli_dry_run_lists_points_without_running(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[-2].startswith("4 points, 4 distinct runs")
-    # The resource estimate of the whole sweep: 4 runs x 5 tables + sweep.json + .lock.
+    # The resource estimate of the whole sweep: 4 runs x 5 tables + sweep.json + .ccfair-lock.
     assert lines[-1].startswith("estimate: ") and "22 files" in lines[-1], lines[-1]
     assert not (tmp_path / "results").exists()
 

@@ -40,6 +40,7 @@ import json
 import logging
 import math
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -222,12 +223,18 @@ def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
     _write_bytes_atomic(root / SWEEP_FILE, blob.encode(), in_table=False)
 
 
+#: The sweep's lock file in its results directory; named like ccfair's temporaries, so
+#: that it does not take a name a user's file may have.
+LOCK_NAME = ".ccfair-lock"
+_LOCK_CONTENT = re.compile(r"(pid \d+)?")
+
+
 @contextmanager
 def _lock(root: Path) -> Iterator[None]:
     make_dir(root)
-    path = root / ".lock"
+    path = root / LOCK_NAME
     try:
-        # O_NOFOLLOW: a symbolic link named .lock is refused, never written through.
+        # O_NOFOLLOW: a symbolic link in its place is refused, never written through.
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise ResultsError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
@@ -242,6 +249,11 @@ def _lock(root: Path) -> Iterator[None]:
                 f"{root}: another sweep is writing into this directory ({holder}); "
                 "wait for it or use another --out directory"
             ) from None
+        fh.seek(0)
+        found = fh.read(64)
+        if not _LOCK_CONTENT.fullmatch(found.strip()):
+            # Not a lock ccfair wrote (those hold "pid N" or nothing): never overwrite it.
+            raise ResultsError(f"{path}: is not ccfair's lock file; move it away")
         fh.seek(0)
         fh.truncate()
         fh.write(f"pid {os.getpid()}")

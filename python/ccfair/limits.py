@@ -268,7 +268,7 @@ def estimate_sweep(points: Any) -> str:
         rows += est.timeseries_rows + est.link_rows
         out_bytes += est.output_bytes
         memory = max(memory, est.memory_bytes)
-    files = len(runs) * FILES_PER_RUN + 2  # + sweep.json and .lock
+    files = len(runs) * FILES_PER_RUN + 2  # + sweep.json and .ccfair-lock
     return (
         f"estimate: {format_count(events)} events in all, {format_count(rows)} time-series "
         f"rows, largest run {format_bytes(memory)} of memory, {files} files "
