@@ -467,6 +467,29 @@ def test_compare_and_plot_failures_are_one_error_line(tmp_path):
     assert [p.name for p in (a / "figures").iterdir() if p.name.startswith(".")] == []
 
 
+def test_report_and_plot_outputs_are_checked_before_drawing(tmp_path):
+    a = tmp_path / "a"
+    ccfair.run(ccfair.dumbbell(2, "reno", duration="1s")).save(a)
+    (tmp_path / "file.txt").write_text("mine")
+    line = one_error_line(cli("compare", str(a), str(a), "--metric", "run_id"))
+    assert line == 'error: --metric: "run_id" is not a numeric runs column; it has no mean'
+    line = one_error_line(cli("report", str(a), "--out", ""))
+    assert line == 'error: --out: "" is not a file path for the report'
+    line = one_error_line(cli("plot", str(a), "--out", str(tmp_path / "file.txt")))
+    assert line.endswith("file.txt: is a file, not a directory")
+    # A window longer than any run is the whole run, not an OverflowError.
+    assert cli("plot", str(a), "-q", "--format", "png", "--smooth", "1e308").returncode == 0
+    # The default figures/ folder is the results directory's: ccfair never writes through a
+    # link there (a report once overwrote the link's target's files).
+    (a / "figures").rename(tmp_path / "elsewhere")
+    (a / "figures").symlink_to(tmp_path / "elsewhere")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "elsewhere").iterdir()}
+    for args in (("report", str(a), "-q"), ("plot", str(a), "-q")):
+        assert "is a symbolic link" in one_error_line(cli(*args))
+    assert {p.name: p.read_bytes() for p in (tmp_path / "elsewhere").iterdir()} == before
+    assert (tmp_path / "file.txt").read_text() == "mine"
+
+
 def test_names_too_long_for_the_file_system_are_ccfair_errors(tmp_path):
     # Found by scripts/fuzz_campaign.py: a sweep base of 400 characters was an OSError.
     long = "not " * 100 + "alpha"

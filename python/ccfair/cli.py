@@ -428,6 +428,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from ccfair import plots
     from ccfair.metrics import Results
+    from ccfair.results import table_folder
 
     res = Results(args.results)
     ids = res.run_ids if args.all else args.run_ids
@@ -445,7 +446,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     window = _parse_window(args.window)
     if not (args.smooth >= 0 and math.isfinite(args.smooth)):
         raise SpecError("--smooth", args.smooth, "is not a window of 0 or more seconds")
-    out = args.out or res.root / "figures"
+    if args.out is not None and not args.out.strip():
+        raise SpecError("--out", args.out, "is not a directory path")
+    # The default folder is the results directory's own: a link there is refused.
+    out = Path(args.out) if args.out is not None else table_folder(res.root, "figures")
     pts = res.points().drop_duplicates("run_id").set_index("run_id")
     for i, rid in enumerate(ids, 1):
         label = None

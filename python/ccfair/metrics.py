@@ -649,6 +649,12 @@ class Results:
                     unknown[0],
                     "is not a runs column of both directories (docs/results.md, 'runs')",
                 )
+            for v in values:
+                if not (
+                    pd.api.types.is_numeric_dtype(a_runs[v])
+                    and pd.api.types.is_numeric_dtype(b_runs[v])
+                ):
+                    raise SpecError("values", v, "is not a numeric runs column; it has no mean")
         rows = []
         a_groups = dict(
             tuple(

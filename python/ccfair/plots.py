@@ -42,7 +42,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ccfair.metrics import Results, bottlenecks, bounds_of, clipped_interval
-from ccfair.results import jain_index, replace_via_temporary
+from ccfair.results import jain_index, make_dir, replace_via_temporary
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = [
@@ -292,7 +292,7 @@ def save(
         [PosixPath('figures/ts-....png'), PosixPath('figures/ts-....svg'), ...]
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out)  # a file in the way is one ResultsError naming it
     paths = []
     options = {
         "png": {"dpi": 150, "metadata": {"Software": None}},
@@ -974,6 +974,19 @@ def _smooth(values: np.ndarray, window: int) -> np.ndarray:
     return sums / counts
 
 
+def _window_samples(smooth_s: float, dt: float) -> int:
+    """Samples in a moving average of ``smooth_s`` seconds at sampling interval ``dt``; a
+    window longer than any run (``smooth_s = 1e308``) is capped before it becomes an int.
+
+    Example:
+        >>> _window_samples(0.5, 0.01), _window_samples(1e308, 1e-3), _window_samples(0, 0.01)
+        (50, 1000000000, 1)
+    """
+    if not (dt > 0 and smooth_s > 0):
+        return 1
+    return max(1, round(min(smooth_s / dt, 1e9)))
+
+
 def _sample_dt(ts: pd.DataFrame) -> float:
     return float(np.median(np.diff(np.unique(ts["t_s"])))) if len(ts) > 1 else 0.01
 
@@ -1097,7 +1110,7 @@ def run_timeseries(
     fig = Figure(figsize=(9.0, 2.0 * sum(heights) + 1.3), layout="constrained")
     axes = fig.subplots(rows, 1, sharex=True, gridspec_kw={"height_ratios": heights})
     dt = _sample_dt(ts)
-    window_n = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+    window_n = _window_samples(smooth_s, dt)
     handles = _run_flow_lines(axes, ts, shown, ccas, flow_colors(names), window_n, copa_flows)
     cap = _capacity_lines(axes[0], spec, shown)
     if cap is not None:
@@ -1267,7 +1280,7 @@ def _timeseries_row(
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
     colors = flow_colors(names)
     dt = _sample_dt(ts)
-    window = max(1, round(smooth_s / dt)) if dt > 0 and smooth_s > 0 else 1
+    window = _window_samples(smooth_s, dt)
     group_cross = len(names) > 6
     cross_lines = []
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))

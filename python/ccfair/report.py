@@ -30,8 +30,9 @@ import pandas as pd
 
 from ccfair import backends, plots
 from ccfair.algorithms import algorithm
+from ccfair.errors import ResultsError, show
 from ccfair.metrics import Results, bounds_of, clipped_interval
-from ccfair.results import replace_via_temporary
+from ccfair.results import make_dir, replace_via_temporary, table_folder
 
 __all__ = ["fmt_interval", "fmt_number", "make_figures", "save_figures", "write_report"]
 
@@ -549,8 +550,15 @@ def write_report(
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     lap = _Laps(timings if timings is not None else {})
     res = Results(results_dir)
-    target = Path(out) if out is not None else res.root / "report.html"
-    fig_dir = Path(figures_dir) if figures_dir is not None else res.root / "figures"
+    target = _report_path(out, res.root)
+    # Default figures/ is a folder of the results directory: a link there is refused, as for
+    # the table folders; a folder given explicitly is the user's choice. Both are checked
+    # before the figures are drawn, which takes most of a report's time.
+    fig_dir = (
+        table_folder(res.root, "figures")
+        if figures_dir is None
+        else _given_dir("figures_dir", figures_dir)
+    )
     record = res.record or {}
     sweep = record.get("sweep", {})
     study = _Study(res, record, sweep, PRESETS.get(sweep.get("preset", "")))
@@ -591,10 +599,29 @@ def write_report(
         + "\n".join(parts)
         + "\n</body></html>\n"
     )
-    target.parent.mkdir(parents=True, exist_ok=True)
     replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     lap("page")
     return target
+
+
+def _report_path(out: str | os.PathLike[str] | None, root: Path) -> Path:
+    """Where the page goes: ``out`` (a file path, its folder created) or ``root/report.html``."""
+    if out is None:
+        return root / "report.html"
+    if not isinstance(out, str | os.PathLike) or not str(out).strip():
+        raise ResultsError(f"--out: {show(out)} is not a file path for the report")
+    target = Path(out)
+    if target.is_dir():
+        raise ResultsError(f"--out: {target} is a directory; give the report's file name")
+    make_dir(target.parent)
+    return target
+
+
+def _given_dir(what: str, path: str | os.PathLike[str]) -> Path:
+    if not isinstance(path, str | os.PathLike) or not str(path).strip():
+        raise ResultsError(f"{what}: {show(path)} is not a directory path")
+    make_dir(Path(path))
+    return Path(path)
 
 
 class _Laps:
