@@ -309,6 +309,52 @@ def test_out_that_is_a_file_or_unwritable_is_one_error_line(tmp_path):
     one_error_line(cli("run", "--duration", "1s", "--out", "/proc/ccfair-test", "-q"))
 
 
+def test_a_run_directory_is_checked_before_the_run_and_nothing_is_half_written(tmp_path):
+    # A file where a table folder goes failed after the run, leaving the tables written
+    # before it; an empty --out wrote into the working directory.
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "timeseries").write_text("mine")
+    line = one_error_line(cli("run", "--duration", "1s", "--out", str(out)))
+    assert line.endswith("out/timeseries: is a file, not a directory")
+    assert sorted(p.name for p in out.iterdir()) == ["timeseries"]
+    assert one_error_line(cli("run", "--out", "", cwd=tmp_path)) == (
+        'error: --out: "" is not a directory path'
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_single_run_is_not_saved_into_a_sweeps_directory(tmp_path):
+    from ccfair.executor import run_sweep
+
+    run_sweep(_tiny_sweep(), tmp_path, progress=False, log=lambda m: None)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = ccfair.run(ccfair.dumbbell(2, "reno", duration="1s"))
+    with pytest.raises(ResultsError, match="is a sweep's results directory"):
+        result.save(tmp_path)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_save_that_fails_midway_leaves_no_table_of_the_run(tmp_path, monkeypatch):
+    from ccfair import results
+
+    result = ccfair.run(ccfair.dumbbell(2, "reno", duration="1s"))
+    real = results._write_parquet
+
+    def failing(arrow, tmp):
+        if "links" in str(tmp.parent.name):
+            raise OSError(28, "No space left on device")
+        real(arrow, tmp)
+
+    monkeypatch.setattr(results, "_write_parquet", failing)
+    with pytest.raises(ResultsError, match="No space left on device"):
+        result.save(tmp_path)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    monkeypatch.setattr(results, "_write_parquet", real)
+    result.save(tmp_path)
+    assert len([p for p in tmp_path.rglob("*.parquet")]) == 5
+
+
 # ---- one error contract -------------------------------------------------------------------
 
 

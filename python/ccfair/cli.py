@@ -65,6 +65,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         b.check(sc.resolve())
         b.preflight()
         b.warn_if_busy()
+    out = None if args.no_save else args.out
+    if out is not None:
+        from ccfair.results import check_run_dir
+
+        # Before the run: a directory that cannot take it fails now, not after a long run.
+        check_run_dir(out, extra=("trace",) if args.trace else ())
     if not args.quiet:
         where = (
             f" on the {b.name} backend, in real time ({sc.duration / 1e9:g} s)"
@@ -76,7 +82,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             flush=True,
         )
     result = run(sc, backend=backend, trace=args.trace or (), limits=_limits_of(args))
-    out = None if args.no_save else args.out
     if out is not None:
         from ccfair.results import write_file_atomic
 

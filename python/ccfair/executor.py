@@ -62,6 +62,7 @@ from ccfair.errors import RunError, SpecError
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
 from ccfair.results import (
     MARKER_TABLE,
+    SWEEP_FILE,
     TABLES,
     ResultsError,
     check_schema,
@@ -84,8 +85,7 @@ __all__ = [
     "warn_lateness",
 ]
 
-#: The file of a results directory that records its sweep.
-SWEEP_FILE = "sweep.json"
+#: The format of the sweep's record (SWEEP_FILE, ccfair.results).
 _FORMAT = 1
 
 

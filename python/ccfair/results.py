@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ccfair import backends, schema
-from ccfair.errors import ResultsError, SpecError, shorten
+from ccfair.errors import ResultsError, SpecError, shorten, show
 from ccfair.tables import point_key as point_key  # where it was always found
 from ccfair.tables import provenance as provenance  # where it was always found
 
@@ -48,11 +48,15 @@ if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this mod
 TABLES = ("flows", "timeseries", "links", "link_summary")
 #: The table whose file marks a finished run.
 MARKER_TABLE = "runs"
+#: The record a sweep keeps in its results directory (ccfair.executor); single runs are not
+#: saved into such a directory, so that a sweep's tables hold only its own points.
+SWEEP_FILE = "sweep.json"
 #: A run id: the first 16 hex digits of a content hash (:func:`ccfair.api.run_id_of`).
 RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 __all__ = [
     "MARKER_TABLE",
+    "SWEEP_FILE",
     "TABLES",
     "ResultsError",
     "RunResult",
@@ -509,9 +513,7 @@ class RunResult:
             >>> r.save("results")  # doctest: +SKIP
             PosixPath('results')
         """
-        root = Path(results_dir)
-        make_dir(root)
-        check_schema(root)
+        root = prepare_run_dir(results_dir)
         self.write_tables(root)
         return root
 
@@ -542,6 +544,59 @@ class RunResult:
         return out
 
 
+def check_run_dir(results_dir: str | os.PathLike[str], extra: Sequence[str] = ()) -> Path:
+    """Check, without creating anything, that single runs can be saved into ``results_dir``
+    (a CLI run checks before it runs, so that a problem is one :class:`ResultsError` before
+    the run rather than after it): a directory path, of this results schema, not a sweep's,
+    every table folder (and the ``extra`` ones, e.g. ``trace``) a real folder or missing;
+    a directory still to be made must be creatable in its nearest existing parent.
+
+    Example:
+        >>> check_run_dir("")
+        Traceback (most recent call last):
+        ccfair.errors.ResultsError: --out: "" is not a directory path
+    """
+    if not isinstance(results_dir, str | os.PathLike) or not str(results_dir).strip():
+        raise ResultsError(f"--out: {show(results_dir)} is not a directory path")
+    root = looked_up(Path(results_dir))
+    if not root.exists():
+        parent = root.absolute().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ResultsError(f"{root}: cannot be created ({parent} is a file)")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ResultsError(f"{root}: cannot be created (no permission in {parent})")
+        return root
+    if not root.is_dir():
+        raise ResultsError(f"{root}: is a file, not a directory")
+    check_schema(root)
+    if (root / SWEEP_FILE).exists():
+        raise ResultsError(
+            f"{root}: is a sweep's results directory ({SWEEP_FILE}); a single run saved there "
+            "would mix into the sweep's tables: use another --out"
+        )
+    for table in (*TABLES, MARKER_TABLE, *extra):
+        folder = root / table
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            table_folder(root, table)  # raises, naming the folder
+    return root
+
+
+def prepare_run_dir(results_dir: str | os.PathLike[str], extra: Sequence[str] = ()) -> Path:
+    """:func:`check_run_dir`, then create the directory and its table folders.
+
+    Example:
+        >>> prepare_run_dir("results")  # doctest: +SKIP
+        PosixPath('results')
+    """
+    root = check_run_dir(results_dir, extra)
+    make_dir(root)
+    for table in (*TABLES, MARKER_TABLE, *extra):
+        table_folder(root, table)
+    return root
+
+
 def write_arrow_tables(root: Path, run_id: str, tables: dict[str, Any]) -> None:
     """Write one run's Arrow tables (the schema's exact form: :func:`arrow_table`,
     :func:`ccfair.tables.build_tables`) into the results directory ``root``, each through
@@ -550,10 +605,22 @@ def write_arrow_tables(root: Path, run_id: str, tables: dict[str, Any]) -> None:
     Example:
         >>> write_arrow_tables(Path("results"), t.run_id, t.tables)  # doctest: +SKIP
     """
-    for table in (*TABLES, MARKER_TABLE):
-        arrow = tables[table]
-        path = root / table / f"{run_id}.parquet"
-        write_file_atomic(path, lambda tmp, arrow=arrow: _write_parquet(arrow, tmp))
+    created: list[Path] = []
+    try:
+        for table in (*TABLES, MARKER_TABLE):
+            arrow = tables[table]
+            path = root / table / f"{run_id}.parquet"
+            new = not path.exists()
+            write_file_atomic(path, lambda tmp, arrow=arrow: _write_parquet(arrow, tmp))
+            if new:
+                created.append(path)
+    except BaseException:
+        # A run is finished when its runs file is written; without it, the tables written
+        # here would be orphans in a plain read of a table folder. Files that were there
+        # before (the same run saved earlier) are kept.
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def parquet_bytes_of(arrow: Any) -> bytes:
