@@ -963,12 +963,11 @@ def _resolve_nodes(r: _Resolver) -> list[str]:
                 r.fail(("nodes", i), n, f"is a duplicate node name (also nodes[{seen[n]}])")
             seen[n] = i
         return nodes
-    nodes = []
+    first: dict[str, None] = {}  # insertion-ordered set: a list lookup was quadratic
     for link in r.sc.links:
         for n in link.between:
-            if n not in nodes:
-                nodes.append(n)
-    return nodes
+            first.setdefault(n)
+    return list(first)
 
 
 def _resolve_link_ends(r: _Resolver) -> list[tuple[str, int, int]]:
