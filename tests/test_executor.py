@@ -177,6 +177,11 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
     # Files ccfair did not create stay, even when they look temporary.
     (root / "links" / f".{partial}.parquet.999.tmp").write_bytes(b"not ours")
     (root / "flows" / ".notes.tmp").write_bytes(b"not ours")
+    # A pid no process can have: not a writer's (it stopped every resume with an
+    # OverflowError from os.kill); kept, as files ccfair did not create are.
+    huge = f".ccfair-99999999999999999999-abcdef01.{partial}.parquet.tmp"
+    (root / "flows" / huge).write_bytes(b"not ours either")
+    (root / "flows" / f".ccfair-0-abcdef01.{partial}.parquet.tmp").write_bytes(b"nor this")
     assert partial not in finished_run_ids(root)
     # Reading the damaged directory is a clear error, not a pyarrow traceback.
     out = cli("metrics", str(root))
@@ -189,11 +194,14 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
     assert sorted(outcome.executed) == sorted([damaged, partial])
     assert outcome.recomputed == [damaged]
     assert any(f"run {damaged}: damaged" in m for m in messages)
-    assert not list(root.rglob(".ccfair-*.tmp"))
-    assert sorted(p.name for p in root.rglob("*.tmp")) == [
-        f".{partial}.parquet.999.tmp",
-        ".notes.tmp",
-    ]
+    assert sorted(p.name for p in root.rglob("*.tmp")) == sorted(
+        [
+            f".{partial}.parquet.999.tmp",
+            ".notes.tmp",
+            huge,
+            f".ccfair-0-abcdef01.{partial}.parquet.tmp",
+        ]
+    )
     assert_same_tables(reference, root)
 
 

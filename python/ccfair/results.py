@@ -92,7 +92,16 @@ def _renew_writer_id() -> None:
     WRITER_ID = f"{os.getpid()}-{secrets.token_hex(4)}"
 
 
+#: The largest pid Linux hands out (PID_MAX_LIMIT, include/linux/threads.h, 64-bit).
+_PID_MAX_LIMIT = 4 * 1024 * 1024
+
+
 def _alive(pid: int) -> bool:
+    """Whether the writer with this pid may still be running. A pid no process can have
+    (0, or above Linux's limit) is not a ccfair writer's: its file is kept, as if alive
+    (``os.kill`` would signal a process group for 0, and overflows above a C long)."""
+    if not 0 < pid <= _PID_MAX_LIMIT:
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
