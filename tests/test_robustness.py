@@ -639,3 +639,39 @@ def test_run_many_refuses_more_jobs_than_the_machine_runs_usefully():
 
     with pytest.raises(SpecError, match="jobs: 1000000 is more parallel runs"):
         run_many([ccfair.dumbbell(1, "reno", duration="1s")], jobs=10**6)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda r: r.update(points="x"), "points: is not a list"),
+        (lambda r: r["points"].__setitem__(0, 5), r"points\[0\]: is not an object"),
+        (lambda r: r["points"][0].update(params=[1]), "does not give a value of each axis"),
+        (lambda r: r["points"][0].pop("run_id"), r"points\[0\].run_id: is not a run id"),
+        (lambda r: r["axes"].update(alpha=[1, 2]), "does not give a value of each axis"),
+        (lambda r: r.update(axes=None), "axes: is not an object"),
+        (lambda r: r.update(sweep=None), "sweep: is not an object"),
+        (lambda r: r.update(format=2), "format: 2 is not this ccfair's"),
+        (lambda r: r["run_ids"].reverse(), "run_ids: are not the points' run ids"),
+    ],
+)
+def test_a_damaged_sweep_record_is_one_error_naming_the_damage(tmp_path, damage, message):
+    # Valid JSON of the wrong shape failed deep in pandas ("internal error: TypeError").
+    from ccfair.executor import run_sweep
+    from ccfair.metrics import Results
+
+    sweep = Sweep.from_dict(
+        {
+            "name": "tiny",
+            "base": {"builder": "dumbbell", "ccas": "reno", "duration": "1s"},
+            "grid": {"bottleneck_delay": ["2ms", "4ms"]},
+        }
+    )
+    run_sweep(sweep, tmp_path, progress=False, log=lambda m: None)
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    damage(record)
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    with pytest.raises(ResultsError, match="cannot be read as a sweep record .*" + message):
+        Results(tmp_path)
+    line = one_error_line(cli("metrics", str(tmp_path)))
+    assert "cannot be read as a sweep record" in line

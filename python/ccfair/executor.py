@@ -58,10 +58,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ccfair import _core, backends
-from ccfair.errors import RunError, SpecError
+from ccfair.errors import RunError, SpecError, show
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
 from ccfair.results import (
     MARKER_TABLE,
+    RUN_ID,
     SWEEP_FILE,
     TABLES,
     ResultsError,
@@ -160,11 +161,74 @@ def read_sweep_record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | N
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or "hash" not in record or "points" not in record:
-            raise ValueError("not a sweep record")
+        problem = record_problem(record)
+        if problem is not None:
+            raise ValueError(problem)
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: cannot be read as a sweep record ({exc})") from None
     return record
+
+
+_LABEL = bool | int | float | str
+
+
+def record_problem(record: Any) -> str | None:
+    """What is wrong with a sweep record (the JSON of ``sweep.json``, as
+    :func:`_sweep_record` writes it), or None: its shape, and that every point names a
+    run id and takes a labelled value of each axis (damage a reader would otherwise hit
+    deep inside pandas).
+
+    Example:
+        >>> record_problem({"hash": "x"})
+        'points: missing'
+    """
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    for key, kind, what in (
+        ("points", list, "a list"),
+        ("hash", str, "a string"),
+        ("name", str, "a string"),
+        ("sweep", dict, "an object"),
+        ("axes", dict, "an object"),
+        ("run_ids", list, "a list"),
+        ("n_points", int, "an integer"),
+    ):
+        if key not in record:
+            return f"{key}: missing"
+        if not isinstance(record[key], kind) or isinstance(record[key], bool):
+            return f"{key}: is not {what}"
+    if record.get("format") != _FORMAT:
+        return f"format: {show(record.get('format'))} is not this ccfair's ({_FORMAT})"
+    axes = record["axes"]
+    for key, labels in axes.items():
+        if not isinstance(labels, list) or not all(isinstance(v, _LABEL) for v in labels):
+            return f"axes.{key}: is not a list of labels"
+    points = record["points"]
+    if record["n_points"] != len(points):
+        return f"n_points: {record['n_points']} for {len(points)} points"
+    for i, p in enumerate(points):
+        where = f"points[{i}]"
+        if not isinstance(p, dict):
+            return f"{where}: is not an object"
+        if not (isinstance(p.get("run_id"), str) and RUN_ID.fullmatch(p["run_id"])):
+            return f"{where}.run_id: is not a run id"
+        for key in ("index", "rep", "seed"):
+            if not isinstance(p.get(key), int) or isinstance(p.get(key), bool):
+                return f"{where}.{key}: is not an integer"
+        baseline = p.get("baseline")
+        if baseline is not None and not isinstance(baseline, str):
+            return f"{where}.baseline: is neither null nor an algorithm"
+        params = p.get("params")
+        if not isinstance(params, dict) or set(params) != set(axes):
+            return f"{where}.params: does not give a value of each axis ({', '.join(axes)})"
+        for key, label in params.items():
+            if not isinstance(label, _LABEL):
+                return f"{where}.params.{key}: is not a label"
+            if baseline is None and label not in axes[key]:
+                return f"{where}.params.{key}: {show(label)} is not a label of the axis"
+    if record["run_ids"] != list(dict.fromkeys(p["run_id"] for p in points)):
+        return "run_ids: are not the points' run ids"
+    return None
 
 
 def _sweep_record(sweep: Sweep, points: list[Point]) -> dict[str, Any]:
