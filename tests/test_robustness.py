@@ -425,10 +425,22 @@ def test_base_file_a_directory_and_base_tcp_a_list_are_one_error_line(tmp_path):
             {"grid": {"alpha": [1]}, "bottlenecks": ["bottleneck"]},
             "applies to a scenario-table base",
         ),
+        # An empty list made the delay, rate, loss and alpha axes change nothing.
+        ({"grid": {"delay": ["1ms"]}, "bottlenecks": []}, "bottlenecks: \\[\\] names no link"),
+        # Reached the builder as "ValueError: dictionary update sequence element #0 ...".
+        ({"grid": {"tcp": ["x"]}}, '^tcp: "x" is not a table of TCP options'),
+        # The filter's own failures were printed with the class name "_FilterFailure".
+        (
+            {"grid": {"alpha": [1]}, "filters": ['-"a" > alpha']},
+            r"fails at point \{\"alpha\": 1\}: unary minus/plus takes a number",
+        ),
     ],
 )
 def test_inputs_that_were_silently_accepted_are_errors(sweep, message):
-    spec = {"base": {"builder": "dumbbell", "duration": "1s", "ccas": "reno"}, **sweep}
+    base = {"builder": "dumbbell", "duration": "1s", "ccas": "reno"}
+    if sweep.get("bottlenecks") == []:
+        base = ccfair.dumbbell(2, "reno", duration="1s").to_dict()
+    spec = {"base": base, **sweep}
     with pytest.raises(SpecError, match=message):
         Sweep.from_dict(spec).expand()
 

@@ -193,8 +193,13 @@ def evaluate(flt: Filter, env: Mapping[str, Any]) -> bool:
         raise SpecError(
             flt.where,
             flt.text,
-            f"fails at point {show(dict(env))}: {type(exc).__name__}: {exc}",
+            f"fails at point {show(dict(env))}: {_failure(exc)}",
         ) from None
+
+
+def _failure(exc: Exception) -> str:
+    """What went wrong: the filter's own words, or Python's with the kind of error."""
+    return str(exc) if isinstance(exc, _FilterFailure) else f"{type(exc).__name__}: {exc}"
 
 
 def _number(v: Any) -> bool:

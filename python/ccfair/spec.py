@@ -1584,6 +1584,11 @@ def _arg_check(arg: str, value: Any, check: typing.Callable[[Any], Any]) -> None
         raise SpecError(arg, value, str(exc), with_value=False) from None
 
 
+def _check_tcp_arg(tcp: Any) -> None:
+    if tcp is not None and not isinstance(tcp, Mapping):
+        raise SpecError("tcp", tcp, "is not a table of TCP options (e.g. {init_cwnd = 10})")
+
+
 def _dur_arg(what: str, *, positive: bool = False) -> typing.Callable[[Any], int]:
     def check(value: Any) -> int:
         ns = parse_duration(value)
@@ -1713,6 +1718,7 @@ def dumbbell(
         for v in values:
             _arg_check(arg, v, _dur_arg("delay"))
     _arg_check("duration", duration, _dur_arg("duration", positive=True))
+    _check_tcp_arg(tcp)
 
     senders = [f"h{i}" for i in range(1, n + 1)]
     receivers = [f"h{n + i}" for i in range(1, n + 1)]
@@ -1831,6 +1837,7 @@ def parking_lot(
     _arg_check("access_rate", access_rate, _check_rate)
     _arg_check("access_delay", access_delay, _dur_arg("delay"))
     _arg_check("duration", duration, _dur_arg("duration", positive=True))
+    _check_tcp_arg(tcp)
 
     routers = [f"r{i}" for i in range(1, k + 2)]
     hosts = [f"h{i}" for i in range(1, 2 * k + 3)]

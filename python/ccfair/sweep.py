@@ -381,6 +381,14 @@ class Sweep:
             not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
         ):
             raise SpecError("bottlenecks", bottlenecks, "is not a list of link names")
+        if bottlenecks == []:
+            # No link to change: delay, rate, loss and alpha axes would change nothing.
+            raise SpecError(
+                "bottlenecks",
+                bottlenecks,
+                "names no link; list the links the grid's delay, rate, loss and alpha set "
+                "(or remove it: links with a BDP buffer, else the one named bottleneck)",
+            )
         if bottlenecks is not None and "builder" in base:
             raise SpecError(
                 "bottlenecks",
