@@ -533,6 +533,8 @@ def test_compare_and_plot_failures_are_one_error_line(tmp_path):
     assert line.startswith('error: --metric: "nope_frac" is not a runs column')
     line = one_error_line(cli("plot", str(a), "--window", "nope"))
     assert "--window" in line
+    line = one_error_line(cli("plot", str(a), "--window=0:inf"))
+    assert line == 'error: --window: "0:inf" is not a window of finite times, e.g. 5:20'
     # Figures are written through ccfair-named temporaries: none is left behind.
     assert cli("plot", str(a), "-q").returncode == 0
     assert [p.name for p in (a / "figures").iterdir() if p.name.startswith(".")] == []

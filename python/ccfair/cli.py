@@ -494,6 +494,8 @@ def _parse_window(text: str | None) -> tuple[float, float] | None:
     if len(parts) != 2:
         raise SpecError("--window", text, "is not START:END in seconds, e.g. 5:20")
     lo, hi = seconds(parts[0]), seconds(parts[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise SpecError("--window", text, "is not a window of finite times, e.g. 5:20")
     if not lo < hi:
         raise SpecError("--window", text, "start is not before end")
     return lo, hi

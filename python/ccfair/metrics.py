@@ -243,6 +243,8 @@ class Results:
         from ccfair.executor import read_sweep_record
 
         self.root = looked_up(Path(results_dir))
+        if self.root.exists() and not self.root.is_dir():
+            raise ResultsError(f"{self.root}: is a file, not a results directory")
         if not self.root.is_dir():
             raise ResultsError(f"{self.root}: no such results directory")
         self.record = read_sweep_record(self.root)
