@@ -305,6 +305,8 @@ def test_a_symlinked_table_folder_is_refused_and_its_target_untouched(tmp_path):
     line = one_error_line(cli("sweep", str(small_sweep_file(tmp_path)), "--out", str(out)))
     assert "is a symbolic link" in line
     assert sorted(p.name for p in elsewhere.iterdir()) == [".keep.tmp", "data.parquet"]
+    # Refused before the directory was claimed: no sweep.json left behind.
+    assert sorted(p.name for p in out.iterdir()) == [".ccfair-lock", "flows"]
     r = ccfair.run(ccfair.dumbbell(1, "reno", duration="1s"))
     with pytest.raises(ResultsError, match="symbolic link"):
         r.save(out)

@@ -634,8 +634,12 @@ def _run_locked(
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
     check_schema(root)  # runs of another schema version cannot be mixed with these
+    for table in (*TABLES, MARKER_TABLE):  # a link or a file there: refused before the claim
+        folder = root / table
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            table_folder(root, table)  # raises, naming the folder
     _claim(root, sweep, points)
-    for table in (*TABLES, MARKER_TABLE):  # refuses symlinked table folders up front
+    for table in (*TABLES, MARKER_TABLE):
         table_folder(root, table)
     remove_stale_temporaries(root)
     finished = set(finished_run_ids(root))
