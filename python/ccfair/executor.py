@@ -67,6 +67,7 @@ from ccfair.results import (
     TABLES,
     ResultsError,
     check_schema,
+    check_table_folders,
     finished_run_ids,
     make_dir,
     remove_stale_temporaries,
@@ -634,10 +635,7 @@ def _run_locked(
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
     check_schema(root)  # runs of another schema version cannot be mixed with these
-    for table in (*TABLES, MARKER_TABLE):  # a link or a file there: refused before the claim
-        folder = root / table
-        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-            table_folder(root, table)  # raises, naming the folder
+    check_table_folders(root, (*TABLES, MARKER_TABLE))  # before the claim: nothing written
     _claim(root, sweep, points)
     for table in (*TABLES, MARKER_TABLE):
         table_folder(root, table)

@@ -585,11 +585,17 @@ def check_run_dir(results_dir: str | os.PathLike[str], extra: Sequence[str] = ()
             f"{root}: is a sweep's results directory ({SWEEP_FILE}); a single run saved there "
             "would mix into the sweep's tables: use another --out"
         )
-    for table in (*TABLES, MARKER_TABLE, *extra):
+    check_table_folders(root, (*TABLES, MARKER_TABLE, *extra))
+    return root
+
+
+def check_table_folders(root: Path, tables: Sequence[str]) -> None:
+    """Raise :class:`ResultsError` if a table folder of ``root`` is a symbolic link or a
+    file, creating nothing (:func:`table_folder` creates)."""
+    for table in tables:
         folder = root / table
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             table_folder(root, table)  # raises, naming the folder
-    return root
 
 
 def prepare_run_dir(results_dir: str | os.PathLike[str], extra: Sequence[str] = ()) -> Path:
