@@ -320,3 +320,16 @@ def test_not_a_table():
     with pytest.raises(SpecError) as info:
         Scenario.from_dict([1, 2])  # type: ignore[arg-type]
     assert info.value.path == "" and "[1, 2]" in str(info.value)
+
+
+def test_an_empty_node_list_is_named_as_empty():
+    spec = {
+        "duration": "1s",
+        "nodes": [],
+        "links": [{"between": ["a", "b"], "rate": "1Mbit/s", "delay": "1ms"}],
+        "flows": [{"src": "a", "dst": "b", "cca": "reno"}],
+    }
+    with pytest.raises(
+        SpecError, match=r'links\[0\].between\[0\]: "a" is not a node; nodes: none$'
+    ):
+        Scenario.from_dict(spec).resolve()

@@ -812,6 +812,8 @@ class _Resolver:
 
 
 def _names(names: Sequence[str], limit: int = 20) -> str:
+    if not names:
+        return "none"
     shown_ = ", ".join(names[:limit])
     return shown_ + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
