@@ -333,3 +333,13 @@ def test_an_empty_node_list_is_named_as_empty():
         SpecError, match=r'links\[0\].between\[0\]: "a" is not a node; nodes: none$'
     ):
         Scenario.from_dict(spec).resolve()
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [("\ufeffduration = '1s'\n", r"\ufeffduration = '1s'"), ("x = '1\x00'\n", r"x = '1\x00'")],
+)
+def test_invisible_characters_in_a_bad_toml_line_are_shown_escaped(text, shown):
+    with pytest.raises(SpecError) as info:
+        Scenario.from_toml_str(text)
+    assert str(info.value).endswith("the line reads: " + shown)

@@ -1496,6 +1496,11 @@ def _toml_error(exc: tomllib.TOMLDecodeError, text: str, source: str | None) -> 
         line, col, reason = 0, 0, msg
     lines = text.splitlines()
     line_text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    # Invisible characters (a byte-order mark, NUL, other controls) are the usual cause of
+    # an error on a line that looks right: show them escaped.
+    line_text = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line_text
+    )
     err = SpecError(
         "",
         line_text,
