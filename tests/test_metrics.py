@@ -232,3 +232,50 @@ def test_jain_index_is_nan_without_an_allocation():
     for x in ([], [0.0, 0.0], [float("nan"), 1.0]):
         assert np.isnan(ccfair.jain_index(x))
     assert ccfair.jain_index([5.0, 0.0]) == 0.5
+
+
+def test_points_that_share_a_run_each_keep_their_row_and_label(tmp_path):
+    # "stock" and bw_rtts = 10 (BBR's default) are one scenario, so one run; and the
+    # homogeneous grid point bbr-bbr is also the bbr baseline. points() kept one row per
+    # run, so "stock" and the bbr-bbr grid point vanished from every table.
+    sw = Sweep.from_dict(
+        {
+            "name": "shared",
+            "base": {"builder": "dumbbell", "duration": "2s", "sample_interval": "100ms"},
+            "grid": {
+                "ccas": [["reno", "bbr"], ["bbr", "bbr"]],
+                "params.bbr": {"stock": {}, "tenrtt": {"bw_rtts": 10}},
+            },
+            "baselines": True,
+        }
+    )
+    run_sweep(sw, tmp_path, workers=1, progress=False, log=lambda m: None)
+    res = Results(tmp_path)
+    pts = res.points()
+    grid = pts[pts["baseline"].isna()]
+    assert sorted(zip(grid["ccas"], grid["params.bbr"], strict=True)) == [
+        ("bbr-bbr", "stock"),
+        ("bbr-bbr", "tenrtt"),
+        ("reno-bbr", "stock"),
+        ("reno-bbr", "tenrtt"),
+    ]
+    assert grid["run_id"].nunique() == 2  # the labels name the same two scenarios
+    runs = res.runs()
+    assert len(runs[runs["baseline"].isna()]) == 4
+    assert set(pts.loc[pts["baseline"].notna(), "baseline"]) == {"reno", "bbr"}
+    assert list(pts["index"]) == sorted(pts["index"])
+
+
+def test_rep_comes_from_the_sweep_record_in_a_partial_directory(res, tmp_path):
+    import shutil
+
+    root = tmp_path / "partial"
+    shutil.copytree(res.root, root)
+    pts = res.points()
+    first = pts[(pts["rep"] == 0) & pts["baseline"].isna()].iloc[0]
+    for table in ("runs", "flows", "timeseries", "links", "link_summary"):
+        (root / table / f"{first['run_id']}.parquet").unlink()
+    later = Results(root).points()
+    same_point = later[later["point_key"] == first["point_key"]]
+    # Reps 1 and 2 stay 1 and 2 (they were renumbered 0 and 1 by seed rank).
+    assert sorted(same_point["rep"]) == [1, 2]

@@ -334,34 +334,52 @@ class Results:
     # ---- points -----------------------------------------------------------------------
 
     def points(self) -> pd.DataFrame:
-        """One row per finished run with what groups it: ``point_key`` (the normalised spec
-        and backend without the seed: runs with the same key are repetitions of one point),
-        ``scenario``, ``backend``, ``seed``, ``rep`` (0, 1, ... by seed within the point),
-        ``index`` and ``baseline`` from the sweep record, and a column per grid key (its
-        label; missing for runs the record does not list, e.g. plain ``ccfair run``s)."""
+        """One row per sweep point and its finished run, in sweep order, then one per
+        finished run the sweep record does not list (e.g. plain ``ccfair run``s), with what
+        groups it: ``point_key`` (the normalised spec and backend without the seed: runs
+        with the same key are repetitions of one point), ``scenario``, ``backend``,
+        ``seed``, ``index``, ``baseline`` and ``rep`` from the sweep record (unlisted runs:
+        0, 1, ... by seed within the point), and a column per grid key (its label; missing
+        for unlisted runs). Points whose scenarios are the same (a baseline that is also a
+        grid point, a named value equal to the default) share one run and each have their
+        row."""
         if "points" in self._cache:
             return self._cache["points"]
         runs = self.table("runs")
-        frame = runs[["run_id", "point_key", "scenario", "backend", "seed"]].copy()
-        by_run = {p["run_id"]: p for p in (self.record or {}).get("points", [])}
-        frame["index"] = [by_run[r]["index"] if r in by_run else None for r in frame["run_id"]]
-        frame["baseline"] = [
-            by_run[r]["baseline"] if r in by_run else None for r in frame["run_id"]
-        ]
-        # Keep labels as written (2 stays 2, not 2.0 next to 0.5).
+        base = runs[["run_id", "point_key", "scenario", "backend", "seed"]]
+        finished = set(base["run_id"])
+        listed = [p for p in (self.record or {}).get("points", []) if p["run_id"] in finished]
+        record = pd.DataFrame(
+            {
+                "run_id": [p["run_id"] for p in listed],
+                "index": pd.Series([p["index"] for p in listed], dtype="Int64"),
+                "baseline": pd.Series([p["baseline"] for p in listed], dtype=object),
+                "rep": pd.Series([p["rep"] for p in listed], dtype="Int64"),
+                # Labels as written (2 stays 2, not 2.0 next to 0.5).
+                **{
+                    key: pd.Series([p["params"].get(key) for p in listed], dtype=object)
+                    for key in self.grid_keys
+                },
+            }
+        )
+        on_record = base.merge(record, on="run_id", how="inner").sort_values("index", kind="stable")
+        unlisted = base[~base["run_id"].isin(record["run_id"])].copy()
+        unlisted["index"] = pd.Series(dtype="Int64")
+        unlisted["baseline"] = pd.Series(dtype=object)
+        unlisted["rep"] = (
+            unlisted.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
+        ).astype("Int64")
         for key in self.grid_keys:
-            frame[key] = pd.Series(
-                [by_run[r]["params"].get(key) if r in by_run else None for r in frame["run_id"]],
-                index=frame.index,
-                dtype=object,
-            )
-        # Sweep order where there is one, then the order of the runs table.
-        order = frame["index"].fillna(len(frame) + pd.Series(range(len(frame)), index=frame.index))
-        frame = frame.assign(_order=order.astype(float)).sort_values("_order", kind="stable")
-        frame["index"] = range(len(frame)) if self.record is None else frame["_order"].astype(int)
-        frame["rep"] = frame.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
+            unlisted[key] = pd.Series(dtype=object)
+        frame = pd.concat([on_record, unlisted[on_record.columns]], ignore_index=True)
+        frame["index"] = (
+            range(len(frame))
+            if self.record is None
+            else frame["index"].fillna(pd.Series(range(len(frame))) + len(frame)).astype(int)
+        )
         frame["rep"] = frame["rep"].astype(int)
-        frame = frame.drop(columns="_order").reset_index(drop=True)
+        columns = ["run_id", "point_key", "scenario", "backend", "seed", "index", "baseline"]
+        frame = frame[[*columns, *self.grid_keys, "rep"]]
         self._cache["points"] = frame
         return frame
 
