@@ -279,3 +279,15 @@ def test_rep_comes_from_the_sweep_record_in_a_partial_directory(res, tmp_path):
     same_point = later[later["point_key"] == first["point_key"]]
     # Reps 1 and 2 stay 1 and 2 (they were renumbered 0 and 1 by seed rank).
     assert sorted(same_point["rep"]) == [1, 2]
+    # The missing run is said, not passed over (metrics printed a partial sweep as whole).
+    n = res.n_expected
+    assert res.incomplete() is None
+    assert f"{n - 1} of {n} runs finished" in Results(root).incomplete()
+    out = subprocess.run(
+        [sys.executable, "-m", "ccfair", "metrics", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stderr.startswith(f"warning: {root}: {n - 1} of {n} runs finished")
+    assert out.stdout.startswith("[")

@@ -546,6 +546,9 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from ccfair.models import model_table
 
     res = Results(args.results)
+    missing = res.incomplete()
+    if missing is not None:  # on stderr: the table itself (CSV, JSON) stays as asked
+        print(f"warning: {missing}", file=sys.stderr)
     if args.table == "points":
         frame = res.points()
     elif args.table == "flows":

@@ -272,9 +272,26 @@ class Results:
             if self.record
             else "runs"
         )
+        done = len(self.run_ids)
+        runs = f"{done} runs" if done >= self.n_expected else f"{done} of {self.n_expected} runs"
         return (
-            f"<Results {self.root}: {len(self.run_ids)} runs, {pts['point_key'].nunique()} points "
+            f"<Results {self.root}: {runs}, {pts['point_key'].nunique()} points "
             f"({what}); algorithms {', '.join(ccas)}>"
+        )
+
+    def incomplete(self) -> str | None:
+        """What is missing, if the sweep has not finished every run (else None).
+
+        Example:
+            >>> Results("results/harada-dumbbell").incomplete()  # doctest: +SKIP
+            'results/harada-dumbbell: 7 of 12 runs finished; the sweep is incomplete ...'
+        """
+        done, expected = len(self.run_ids), self.n_expected
+        if done >= expected:
+            return None
+        return (
+            f"{self.root}: {done} of {expected} runs finished; the sweep is incomplete (rerun "
+            "it to finish): tables cover the finished runs only"
         )
 
     def _repr_html_(self) -> str:
