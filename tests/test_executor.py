@@ -274,6 +274,35 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
     assert out.returncode == 0 and len(finished_run_ids(root)) == 6
 
 
+def test_two_ctrl_c_at_once_abandon_cleanly_and_fail_nothing(tmp_path):
+    # Both presses seen in one wait (as `timeout -s INT` delivers them) were once taken for
+    # workers that kept dying: every run not started was reported failed, exit status 2.
+    spec = tmp_path / "slow.toml"
+    spec.write_text(slow_spec_text(6))
+    root = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not finished_run_ids(root):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.1)  # two presses, not one pending signal (the loop waits up to 0.5 s)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "failed" not in out + err and "kept dying" not in out + err
+    done = finished_run_ids(root)
+    assert all(verify_run(root, rid) is None for rid in done)
+    rerun = cli("sweep", str(spec), "--out", str(root), "--quiet")
+    assert rerun.returncode == 0 and len(finished_run_ids(root)) == 6
+
+
 def test_progress_bar_shows_counts_and_eta(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text(

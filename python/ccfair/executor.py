@@ -907,8 +907,9 @@ class _LocalPool:
             try:
                 self.start()
                 while self.busy():
-                    if ctrl_c.presses >= 2:
-                        break  # abandon: a run without its marker file does not count as finished
+                    # Two presses may come before the loop sees the first (`timeout -s INT`
+                    # relays the signal to the group): interrupted first, in any case, so
+                    # that the runs not started are not counted as failed.
                     if ctrl_c.presses and not self.outcome.interrupted:
                         self.outcome.interrupted = True
                         reruns = (
@@ -920,6 +921,8 @@ class _LocalPool:
                             f"\ninterrupted: finishing the {len(self.busy())} run(s) in progress"
                             f"{reruns} (press Ctrl-C again to abandon them)"
                         )
+                    if ctrl_c.presses >= 2:
+                        break  # abandon: a run without its marker file does not count as finished
                     self.step()
                 if not self.outcome.interrupted:
                     for rid in reversed(self.queue):  # left over only if workers kept dying
