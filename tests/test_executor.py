@@ -174,6 +174,10 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
         check=True,
     ).stdout.strip()
     (root / "links" / f".ccfair-{dead}-0badc0de.{partial}.parquet.tmp").write_bytes(b"half")
+    # Also where a killed sweep or report leaves them: the top (sweep.json) and figures/.
+    (root / f".ccfair-{dead}-0badc0de.sweep.json.tmp").write_bytes(b"half")
+    (root / "figures").mkdir(exist_ok=True)
+    (root / "figures" / f".ccfair-{dead}-0badc0de.x.png.tmp").write_bytes(b"half")
     # Files ccfair did not create stay, even when they look temporary.
     (root / "links" / f".{partial}.parquet.999.tmp").write_bytes(b"not ours")
     (root / "flows" / ".notes.tmp").write_bytes(b"not ours")

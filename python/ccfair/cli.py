@@ -546,9 +546,6 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from ccfair.models import model_table
 
     res = Results(args.results)
-    missing = res.incomplete()
-    if missing is not None:  # on stderr: the table itself (CSV, JSON) stays as asked
-        print(f"warning: {missing}", file=sys.stderr)
     if args.table == "points":
         frame = res.points()
     elif args.table == "flows":
@@ -585,6 +582,9 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
                 "qdelay_mean_ms",
             ]
             frame = res.point_summary(frame, values)
+    missing = res.incomplete()
+    if missing is not None:  # on stderr, once the table is made: CSV and JSON stay as asked
+        print(f"warning: {missing}", file=sys.stderr)
     if args.csv:
         frame.to_csv(args.csv, index=False)
         print(f"{len(frame)} rows -> {args.csv}")

@@ -32,7 +32,12 @@ from ccfair import backends, plots
 from ccfair.algorithms import algorithm
 from ccfair.errors import ResultsError, show
 from ccfair.metrics import Results, bounds_of, clipped_interval
-from ccfair.results import make_dir, replace_via_temporary, table_folder
+from ccfair.results import (
+    make_dir,
+    remove_stale_temporaries,
+    replace_via_temporary,
+    table_folder,
+)
 
 __all__ = ["fmt_interval", "fmt_number", "make_figures", "save_figures", "write_report"]
 
@@ -550,6 +555,7 @@ def write_report(
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     lap = _Laps(timings if timings is not None else {})
     res = Results(results_dir)
+    remove_stale_temporaries(res.root)  # of a report or sweep killed mid-write
     target = _report_path(out, res.root)
     # Default figures/ is a folder of the results directory: a link there is refused, as for
     # the table folders; a folder given explicitly is the user's choice. Both are checked

@@ -112,12 +112,13 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(root: Path) -> int:
-    """Delete the temporary files that ccfair writers left in ``root``'s table folders and
+    """Delete the temporary files that ccfair writers left in ``root`` and its folders and
     whose writer process is gone (killed mid-write); returns how many. Files ccfair did
     not create, and temporaries of writers still running, are never touched."""
     n = 0
-    for table in (MARKER_TABLE, *TABLES):
-        folder = root / table
+    # The table folders, and what else ccfair writes through temporaries: sweep.json and
+    # report.html at the top, figures, traces.
+    for folder in (root, *(root / name for name in (MARKER_TABLE, *TABLES, "figures", "trace"))):
         if folder.is_symlink() or not folder.is_dir():
             continue
         for entry in folder.iterdir():
