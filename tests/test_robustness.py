@@ -427,6 +427,8 @@ def test_base_file_a_directory_and_base_tcp_a_list_are_one_error_line(tmp_path):
             {"grid": {"alpha": [1]}, "bottlenecks": ["bottleneck"]},
             "applies to a scenario-table base",
         ),
+        # Seed 2 was both point 1's second repetition and point 2's first.
+        ({"grid": {"seed": [1, 2]}, "repetitions": 2}, "repetitions: make points .* the same run"),
         # An empty list made the delay, rate, loss and alpha axes change nothing.
         ({"grid": {"delay": ["1ms"]}, "bottlenecks": []}, "bottlenecks: \\[\\] names no link"),
         # Reached the builder as "ValueError: dictionary update sequence element #0 ...".

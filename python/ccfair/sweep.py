@@ -132,6 +132,27 @@ class Point:
 # Labels and values
 
 
+def _check_repetitions_distinct(points: list[Point]) -> None:
+    """Refuse a grid whose points share a run as different repetitions: repetition r runs
+    seed + r, so a seed axis such as [1, 2] with 2 repetitions makes seed 2 both point 1's
+    second repetition and point 2's first, and their samples are not independent. (Points
+    that share a run as the same repetition, such as a named value equal to the default,
+    are one scenario under two labels, and fine.)"""
+    first: dict[str, Point] = {}
+    for p in points:
+        q = first.setdefault(p.run_id, p)
+        if q.rep != p.rep:
+            raise SpecError(
+                "repetitions",
+                None,
+                f"make points {show(q.params)} (repetition {q.rep}) and {show(p.params)} "
+                f"(repetition {p.rep}) the same run (seed {p.seed}): repetition r runs seed "
+                "+ r, so seeds on a grid axis must be at least the number of repetitions "
+                "apart",
+                with_value=False,
+            )
+
+
 def _label(value: Any) -> Label:
     """How a grid value is shown in tables and figures.
 
@@ -567,6 +588,7 @@ class Sweep:
                 "remove every point of the grid; nothing would run",
             )
         self._check_params_used(points)
+        _check_repetitions_distinct(points)
         check_runs(
             len({p.run_id for p in points} | {b.run_id for b in baseline_points}), lim, "grid"
         )
