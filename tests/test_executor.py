@@ -418,3 +418,16 @@ def test_the_summary_counts_reruns_and_runs_kept_flagged():
     out = SweepOutcome(Path("r"), total=3, already=0, executed=["a", "b", "c"])
     out.reruns, out.flagged = 4, ["c"]
     assert "4 flagged attempt(s) run again, 1 kept flagged" in out.summary()
+
+
+def test_an_interrupt_as_the_last_run_ends_leaves_a_complete_sweep():
+    # It printed "12 of 12 runs finished ...; incomplete" and exit status 130.
+    from ccfair.cli import _sweep_exit
+    from ccfair.executor import SweepOutcome
+
+    done = SweepOutcome(Path("r"), total=2, already=1, executed=["a"], interrupted=True)
+    assert done.complete and "; complete;" in done.summary()
+    assert _sweep_exit(done) == 0
+    cut = SweepOutcome(Path("r"), total=3, already=1, executed=["a"], interrupted=True)
+    assert not cut.complete and "; incomplete;" in cut.summary()
+    assert _sweep_exit(cut) == 130

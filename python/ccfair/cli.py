@@ -303,7 +303,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _sweep_exit(outcome: object) -> int:
     """Exit status of a sweep: 0 complete, 130 interrupted, 2 if runs failed."""
-    if getattr(outcome, "interrupted", False):
+    if getattr(outcome, "interrupted", False) and not getattr(outcome, "complete", False):
         print(
             "interrupted: finished runs are kept; rerun the same command to run the rest",
             file=sys.stderr,

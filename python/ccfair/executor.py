@@ -121,8 +121,8 @@ class SweepOutcome:
 
     @property
     def complete(self) -> bool:
-        """Every run of the sweep is finished."""
-        return not self.failed and not self.interrupted
+        """Every run of the sweep is finished (also when a Ctrl-C came as the last ended)."""
+        return not self.failed and self.already + len(self.executed) >= self.total
 
     def summary(self) -> str:
         """One line for terminals.
@@ -132,7 +132,7 @@ class SweepOutcome:
             '2 of 2 runs finished (1 executed now, 1 already there)'
         """
         done = self.already + len(self.executed)
-        state = "complete" if self.complete and done == self.total else "incomplete"
+        state = "complete" if self.complete else "incomplete"
         return (
             f"{done} of {self.total} runs finished ({len(self.executed)} executed now, "
             f"{self.already} already there"
