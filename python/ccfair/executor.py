@@ -550,7 +550,7 @@ def run_sweep(
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     if not isinstance(sweep, Sweep):
-        raise SpecError("sweep", sweep, "is not a ccfair.Sweep (Sweep.from_dict, Sweep.from_file)")
+        raise SpecError("sweep", sweep, "is not a ccfair.Sweep (Sweep.from_dict, Sweep.from_toml)")
     if not isinstance(results_dir, str | os.PathLike) or not str(results_dir):
         raise SpecError("results_dir", results_dir, "is not a directory path")
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
