@@ -291,3 +291,20 @@ def test_rep_comes_from_the_sweep_record_in_a_partial_directory(res, tmp_path):
     )
     assert out.stderr.startswith(f"warning: {root}: {n - 1} of {n} runs finished")
     assert out.stdout.startswith("[")
+
+
+def test_a_seed_axis_is_a_grid_key_like_any_other(tmp_path):
+    # Its label column met the runs table's seed column in a merge: KeyError 'seed_x'.
+    sw = Sweep.from_dict(
+        {
+            "name": "seeds",
+            "base": {"builder": "dumbbell", "duration": "1s", "sample_interval": "100ms"},
+            "grid": {"alpha": [1, 4], "seed": [1, 2]},
+        }
+    )
+    run_sweep(sw, tmp_path, workers=1, progress=False, log=lambda m: None)
+    res = Results(tmp_path)
+    runs = res.runs()
+    assert sorted(zip(runs["alpha"], runs["seed"], strict=True)) == [(1, 1), (1, 2), (4, 1), (4, 2)]
+    summary = res.point_summary(runs, ["goodput_mbps"])
+    assert len(summary) == 4 and (summary["n"] == 1).all()

@@ -372,9 +372,10 @@ class Results:
                 "index": pd.Series([p["index"] for p in listed], dtype="Int64"),
                 "baseline": pd.Series([p["baseline"] for p in listed], dtype=object),
                 "rep": pd.Series([p["rep"] for p in listed], dtype="Int64"),
-                # Labels as written (2 stays 2, not 2.0 next to 0.5).
+                # Labels as written (2 stays 2, not 2.0 next to 0.5); named apart until the
+                # merge, since a grid key may be a column of the runs table (seed).
                 **{
-                    key: pd.Series([p["params"].get(key) for p in listed], dtype=object)
+                    f"_label_{key}": pd.Series([p["params"].get(key) for p in listed], dtype=object)
                     for key in self.grid_keys
                 },
             }
@@ -387,8 +388,11 @@ class Results:
             unlisted.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
         ).astype("Int64")
         for key in self.grid_keys:
-            unlisted[key] = pd.Series(dtype=object)
+            unlisted[f"_label_{key}"] = pd.Series(dtype=object)
         frame = pd.concat([on_record, unlisted[on_record.columns]], ignore_index=True)
+        for key in self.grid_keys:  # a label replaces a runs column of its name (seed)
+            label = frame.pop(f"_label_{key}")
+            frame[key] = label.where(label.notna(), frame[key]) if key in frame else label
         frame["index"] = (
             range(len(frame))
             if self.record is None
@@ -396,6 +400,7 @@ class Results:
         )
         frame["rep"] = frame["rep"].astype(int)
         columns = ["run_id", "point_key", "scenario", "backend", "seed", "index", "baseline"]
+        columns = [c for c in columns if c not in self.grid_keys]
         frame = frame[[*columns, *self.grid_keys, "rep"]]
         self._cache["points"] = frame
         return frame
