@@ -132,6 +132,23 @@ def test_a_directory_of_single_runs_is_refused(tmp_path):
         run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
 
 
+def test_a_ccfair_that_resolves_the_sweep_to_other_runs_does_not_resume_it(tmp_path):
+    # Another ccfair (a changed builder default) gave other run ids for the same sweep file;
+    # the hash matched, and its runs were added next to the record's: 24 runs, half of them
+    # unlabelled, reported as "12 of 12 ... complete".
+    run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    old = {rid: f"{i:016x}" for i, rid in enumerate(record["run_ids"])}
+    record["run_ids"] = [old[r] for r in record["run_ids"]]
+    for p in record["points"]:
+        p["run_id"] = old[p["run_id"]]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    before = sorted(finished_run_ids(tmp_path))
+    with pytest.raises(ResultsError, match="cannot be mixed with those"):
+        run_sweep(small_sweep(), tmp_path, progress=False, log=lambda m: None)
+    assert sorted(finished_run_ids(tmp_path)) == before
+
+
 def test_a_second_sweep_into_a_busy_directory_is_refused(tmp_path):
     tmp_path.mkdir(exist_ok=True)
     with open(tmp_path / ".ccfair-lock", "a+") as fh:

@@ -276,6 +276,18 @@ def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
                 f"{len(record.get('run_ids', []))} runs), not of this sweep {sweep.name!r} "
                 f"(hash {mine}); use another --out directory or delete that one"
             )
+        now = list(dict.fromkeys(p.run_id for p in points))
+        if record["run_ids"] != now:
+            # The same sweep file, other scenarios: this ccfair resolves them differently
+            # (a builder's default, a TCP default), so its runs would sit next to the
+            # record's, unlabelled, and both would count as the sweep.
+            changed = len(set(now) - set(record["run_ids"]))
+            raise ResultsError(
+                f"{root}: holds sweep {record.get('name')!r} as ccfair "
+                f"{record.get('git_revision', '?')} resolved it; this ccfair makes {changed} of "
+                f"its {len(now)} runs different scenarios (run ids), so its runs cannot be "
+                "mixed with those: use another --out directory"
+            )
         return
     foreign = finished_run_ids(root)
     if foreign:
