@@ -324,6 +324,43 @@ def test_two_ctrl_c_at_once_abandon_cleanly_and_fail_nothing(tmp_path):
     assert rerun.returncode == 0 and len(finished_run_ids(root)) == 6
 
 
+def test_workers_end_with_a_killed_sweep(tmp_path):
+    # Killing only the sweep's process (SIGKILL, SIGTERM, the OOM killer) left its workers
+    # running their runs to the end and writing them into the directory after its lock was
+    # gone (and into whatever sweep took the directory next).
+    spec = tmp_path / "long.toml"
+    spec.write_text(slow_spec_text(4).replace('duration = "6s"', 'duration = "600s"'))
+    root = tmp_path / "r"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    children_file = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    while len(children_file.read_text().split()) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    children = children_file.read_text().split()
+    time.sleep(3)  # the workers are into their 600 s runs
+    proc.kill()
+    proc.wait()
+
+    def running(pid: str) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        return not stat[stat.rindex(")") + 2 :].startswith("Z")
+
+    deadline = time.monotonic() + 10
+    while any(running(c) for c in children):
+        assert time.monotonic() < deadline, "workers outlived their sweep"
+        time.sleep(0.05)
+    assert finished_run_ids(root) == []
+
+
 def test_progress_bar_shows_counts_and_eta(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text(
@@ -448,3 +485,19 @@ def test_an_interrupt_as_the_last_run_ends_leaves_a_complete_sweep():
     cut = SweepOutcome(Path("r"), total=3, already=1, executed=["a"], interrupted=True)
     assert not cut.complete and "; incomplete;" in cut.summary()
     assert _sweep_exit(cut) == 130
+
+
+def test_a_killed_writer_not_yet_reaped_counts_as_gone():
+    # A resume right after a kill kept the dead worker's temporaries: os.kill(pid, 0)
+    # succeeds on a zombie.
+    from ccfair.results import _alive
+
+    child = subprocess.Popen(["sleep", "100"])
+    assert _alive(child.pid)
+    child.kill()
+    deadline = time.monotonic() + 10
+    while _alive(child.pid):  # a zombie until waited for
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert Path(f"/proc/{child.pid}").exists()  # still there, not reaped
+    child.wait()

@@ -4,9 +4,15 @@ A module of its own, which the package does not import, so that ``python -m`` ru
 importing it twice.
 """
 
+import os
+import signal
 import sys
 
-from ccfair.executor import _worker_main
-
 if __name__ == "__main__":  # pragma: no cover - runs in the worker subprocess
+    # Before the imports (a second or so): Ctrl-C goes to the whole process group, and the
+    # parent decides how its workers stop; a press while a worker starts was a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ccfair.executor import _worker_main, die_with_parent
+
+    die_with_parent(int(os.environ.get("CCFAIR_SWEEP_PARENT", "0")))
     sys.exit(_worker_main())

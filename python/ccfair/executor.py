@@ -380,6 +380,24 @@ def _remove_run(root: Path, run_id: str) -> None:
 # Work done in worker processes (top-level functions: picklable, spawn-safe)
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Make this worker process end when the sweep that started it ends, however it ends
+    (SIGTERM, SIGKILL, the OOM killer): its workers must not go on writing into a results
+    directory whose lock is gone. Linux's ``PR_SET_PDEATHSIG`` (prctl(2)) sends SIGKILL then;
+    a parent already gone (``getppid`` no longer ``parent_pid``) ends it at once. Elsewhere a
+    no-op."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1  # include/uapi/linux/prctl.h
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(1)
+
+
 def _worker_init() -> None:
     # Ctrl-C goes to the whole process group; the parent decides how to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -819,7 +837,8 @@ class _Worker:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
-            env={**os.environ, **env} if env else None,
+            # The worker ends with this process (die_with_parent).
+            env={**os.environ, **(env or {}), "CCFAIR_SWEEP_PARENT": str(os.getpid())},
         )
         self.task: str | None = None
 

@@ -102,6 +102,12 @@ def _alive(pid: int) -> bool:
     (``os.kill`` would signal a process group for 0, and overflows above a C long)."""
     if not 0 < pid <= _PID_MAX_LIMIT:
         return True
+    try:  # a zombie (killed, not yet reaped) writes nothing more: proc(5), state Z
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rindex(")") + 2 :].startswith("Z"):
+            return False
+    except (OSError, ValueError):
+        pass
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
