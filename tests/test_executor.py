@@ -226,6 +226,33 @@ def test_damaged_and_partial_runs_are_detected_and_recomputed(reference, tmp_pat
     assert_same_tables(reference, root)
 
 
+def test_a_run_file_with_other_columns_is_recomputed(reference, tmp_path):
+    # A flows file without goodput_mbps was read with nulls there (the point's mean halved)
+    # and a resume called the sweep complete; one with a column of another type failed
+    # every read with an ArrowTypeError.
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "r"
+    shutil.copytree(reference, root)
+    ids = finished_run_ids(root)
+    dropped = root / "flows" / f"{ids[0]}.parquet"
+    pq.write_table(pq.read_table(dropped).drop(["goodput_mbps"]), dropped)
+    retyped = root / "link_summary" / f"{ids[1]}.parquet"
+    table = pq.read_table(retyped)
+    i = table.schema.get_field_index("drop_queue_pkts")
+    pq.write_table(
+        table.set_column(i, "drop_queue_pkts", table.column(i).cast(pa.string())), retyped
+    )
+    assert "missing ['goodput_mbps']" in verify_run(root, ids[0])
+    assert "drop_queue_pkts of type string" in verify_run(root, ids[1])
+    outcome = run_sweep(small_sweep(), root, progress=False, log=lambda m: None)
+    assert sorted(outcome.recomputed) == sorted(ids[:2])
+    assert_same_tables(reference, root)
+
+
 def test_kill_mid_sweep_loses_no_finished_run_and_resume_runs_only_the_rest(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text(slow_spec_text())
