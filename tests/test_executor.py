@@ -248,6 +248,10 @@ def test_a_run_file_with_other_columns_is_recomputed(reference, tmp_path):
     )
     assert "missing ['goodput_mbps']" in verify_run(root, ids[0])
     assert "drop_queue_pkts of type string" in verify_run(root, ids[1])
+    # Read before the resume: one line naming the file, not nulls or an ArrowTypeError.
+    out = cli("metrics", str(root))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"{ids[0]}.parquet: has other columns than the schema's" in out.stderr
     outcome = run_sweep(small_sweep(), root, progress=False, log=lambda m: None)
     assert sorted(outcome.recomputed) == sorted(ids[:2])
     assert_same_tables(reference, root)

@@ -57,7 +57,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ccfair import _core, backends, schema
+from ccfair import _core, backends
 from ccfair.errors import RunError, SpecError, show
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
 from ccfair.results import (
@@ -68,6 +68,7 @@ from ccfair.results import (
     ResultsError,
     check_schema,
     check_table_folders,
+    columns_problem,
     finished_run_ids,
     make_dir,
     remove_stale_temporaries,
@@ -359,7 +360,7 @@ def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
             meta = pq.read_metadata(path)
         except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
             return f"{table}/{run_id}.parquet is not readable Parquet ({exc})"
-        columns = _columns_problem(meta.schema.to_arrow_schema(), table)
+        columns = columns_problem(meta.schema.to_arrow_schema(), table)
         if columns is not None:
             return f"{table}/{run_id}.parquet {columns}"
         if table == MARKER_TABLE:
@@ -369,26 +370,6 @@ def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
                 return f"{table}/{run_id}.parquet cannot be read ({exc})"
             if meta.num_rows != 1 or rid != [run_id]:
                 return f"{table}/{run_id}.parquet does not describe run {run_id}"
-    return None
-
-
-def _columns_problem(found: Any, table: str) -> str | None:
-    """How a file's Arrow schema departs from the table's (names, order, types; a
-    dictionary-encoded column counts as its values' type), or None. A missing column would
-    be read as nulls, one of another type fails the concatenation of the table."""
-    import pyarrow as pa
-
-    def plain(t: Any) -> Any:
-        return t.value_type if pa.types.is_dictionary(t) else t
-
-    want = schema.arrow_schema(table)
-    if found.names != want.names:
-        missing = [n for n in want.names if n not in found.names]
-        extra = [n for n in found.names if n not in want.names]
-        return f"has other columns than the schema's (missing {missing[:3]}, extra {extra[:3]})"
-    for f, w in zip(found, want, strict=True):
-        if plain(f.type) != plain(w.type):
-            return f"has column {f.name} of type {f.type}, not {w.type}"
     return None
 
 

@@ -847,7 +847,9 @@ def load_table(
 
 
 def read_tables(paths: list[Path]) -> pd.DataFrame:
-    """Several run files of one table as one frame (the schema is not checked here).
+    """Several run files of one table as one frame. Each file must have the table's
+    columns (:func:`columns_problem`): a missing one would be read as nulls, one of another
+    type would fail the concatenation. (The schema version is not checked here.)
 
     Opening a file costs more than reading it: they are read on a few threads (pyarrow
     releases the GIL) and converted to pandas once, not once per run."""
@@ -857,7 +859,51 @@ def read_tables(paths: list[Path]) -> pd.DataFrame:
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(paths)))) as pool:
         tables = list(pool.map(_read_arrow, paths))
+    for path, table in zip(paths, tables, strict=True):
+        if path.parent.name == MARKER_TABLE and not _of_this_schema(table):
+            continue  # another version's runs: check_versions says so, naming the version
+        problem = columns_problem(table.schema, path.parent.name)
+        if problem is not None:
+            raise ResultsError(
+                f"{path}: {problem}; if it belongs to a sweep, rerun the sweep into this "
+                "directory to recompute the damaged run"
+            )
     return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def _of_this_schema(runs: Any) -> bool:
+    """Whether a runs table (Arrow) was written with this ccfair's results schema."""
+    if "schema_version" not in runs.column_names:
+        return False
+    return set(runs.column("schema_version").to_pylist()) == {schema.VERSION}
+
+
+def columns_problem(found: Any, table: str) -> str | None:
+    """How a file's Arrow schema departs from ``table``'s (names, order, types; a
+    dictionary-encoded column counts as its values' type), or None; None also for a table
+    the schema does not define.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> columns_problem(pa.schema([("run_id", pa.string())]), "flows")  # doctest: +ELLIPSIS
+        "has other columns than the schema's (missing ['flow_name', 'cca', 'src'], extra [])"
+    """
+    import pyarrow as pa
+
+    def plain(t: Any) -> Any:
+        return t.value_type if pa.types.is_dictionary(t) else t
+
+    if table not in (MARKER_TABLE, *TABLES):
+        return None
+    want = schema.arrow_schema(table)
+    if found.names != want.names:
+        missing = [n for n in want.names if n not in found.names]
+        extra = [n for n in found.names if n not in want.names]
+        return f"has other columns than the schema's (missing {missing[:3]}, extra {extra[:3]})"
+    for f, w in zip(found, want, strict=True):
+        if plain(f.type) != plain(w.type):
+            return f"has column {f.name} of type {f.type}, not {w.type}"
+    return None
 
 
 def build_result(
