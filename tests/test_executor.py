@@ -257,6 +257,28 @@ def test_a_run_file_with_other_columns_is_recomputed(reference, tmp_path):
     assert_same_tables(reference, root)
 
 
+def test_damage_inside_a_file_says_how_to_recompute_the_run(reference, tmp_path):
+    # A resume checks footers only, so "rerun the sweep" left the damaged run as it was.
+    import shutil
+
+    root = tmp_path / "r"
+    shutil.copytree(reference, root)
+    rid = finished_run_ids(root)[0]
+    path = root / "flows" / f"{rid}.parquet"
+    data = bytearray(path.read_bytes())
+    for i in range(8, 200):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+    out = cli("metrics", str(root))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    marker = root / "runs" / f"{rid}.parquet"
+    assert f"delete {marker} and rerun the sweep" in out.stderr
+    marker.unlink()
+    outcome = run_sweep(small_sweep(), root, progress=False, log=lambda m: None)
+    assert outcome.executed == [rid]
+    assert_same_tables(reference, root)
+
+
 def test_kill_mid_sweep_loses_no_finished_run_and_resume_runs_only_the_rest(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text(slow_spec_text())

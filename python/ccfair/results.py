@@ -820,9 +820,13 @@ def _read_arrow(path: Path) -> Any:
 
         return pq.read_table(path)
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
+        # A resume checks footers only (reading every page of every run would cost what
+        # the runs did), so damage inside a file is recomputed once its marker is gone.
+        marker = path.parent.parent / MARKER_TABLE / path.name
         raise ResultsError(
             f"{path}: cannot be read ({' '.join(str(exc).split())[:200]}); if it belongs to a "
-            "sweep, rerun the sweep into this directory to recompute the damaged run"
+            f"sweep, delete {marker} and rerun the sweep into this directory to recompute "
+            "the run"
         ) from None
 
 
