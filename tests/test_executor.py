@@ -42,6 +42,26 @@ def slow_spec_text(n_alphas: int = 10) -> str:
     )
 
 
+def start_sweep(spec: Path, root: Path, workers: int = 1) -> subprocess.Popen[str]:
+    """``ccfair sweep SPEC --out ROOT`` in its own process group (so that a signal to the
+    group is what Ctrl-C in a terminal does), output captured."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root)]
+        + ["--workers", str(workers)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for_a_finished_run(proc: subprocess.Popen[str], root: Path) -> None:
+    deadline = time.monotonic() + 60
+    while not finished_run_ids(root):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
+
+
 def tables(root: Path) -> dict[str, pd.DataFrame]:
     out = {}
     for table in (*TABLES, "runs"):
@@ -324,17 +344,8 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text(slow_spec_text(6))
     root = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not finished_run_ids(root):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.005)
+    proc = start_sweep(spec, root)
+    wait_for_a_finished_run(proc, root)
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -354,17 +365,8 @@ def test_two_ctrl_c_at_once_abandon_cleanly_and_fail_nothing(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text(slow_spec_text(6))
     root = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    while not finished_run_ids(root):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.005)
+    proc = start_sweep(spec, root)
+    wait_for_a_finished_run(proc, root)
     os.kill(proc.pid, signal.SIGINT)
     time.sleep(0.1)  # two presses, not one pending signal (the loop waits up to 0.5 s)
     os.kill(proc.pid, signal.SIGINT)
@@ -384,12 +386,7 @@ def test_workers_end_with_a_killed_sweep(tmp_path):
     spec = tmp_path / "long.toml"
     spec.write_text(slow_spec_text(4).replace('duration = "6s"', 'duration = "600s"'))
     root = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "2"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    proc = start_sweep(spec, root, workers=2)
     children_file = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     deadline = time.monotonic() + 60
     while len(children_file.read_text().split()) < 2:
@@ -400,15 +397,10 @@ def test_workers_end_with_a_killed_sweep(tmp_path):
     proc.kill()
     proc.wait()
 
-    def running(pid: str) -> bool:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        return not stat[stat.rindex(")") + 2 :].startswith("Z")
+    from ccfair.results import _alive  # running, not a zombie
 
     deadline = time.monotonic() + 10
-    while any(running(c) for c in children):
+    while any(_alive(int(c)) for c in children):
         assert time.monotonic() < deadline, "workers outlived their sweep"
         time.sleep(0.05)
     assert finished_run_ids(root) == []
@@ -431,18 +423,9 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
     spec = tmp_path / "slow.toml"
     spec.write_text(slow_spec_text(6))
     root = tmp_path / "r"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ccfair", "sweep", str(spec), "--out", str(root), "--workers", "1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_sweep(spec, root)
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-    deadline = time.monotonic() + 60
-    while not finished_run_ids(root):
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.005)
+    wait_for_a_finished_run(proc, root)
     worker = int(children.read_text().split()[0])  # the sweep's only worker process
     os.kill(worker, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)

@@ -565,6 +565,18 @@ def test_report_and_plot_outputs_are_checked_before_drawing(tmp_path):
         assert "is a symbolic link" in one_error_line(cli(*args))
     assert {p.name: p.read_bytes() for p in (tmp_path / "elsewhere").iterdir()} == before
     assert (tmp_path / "file.txt").read_text() == "mine"
+    # The Python call's own folder argument: empty, a file, not a path.
+    from ccfair.report import write_report
+
+    for figures_dir, message in (
+        ("", 'figures_dir: "" is not a directory path'),
+        (tmp_path / "file.txt", "file.txt: is a file, not a directory"),
+        (5, "figures_dir: 5 is not a directory path"),
+    ):
+        with pytest.raises(ResultsError, match=message):
+            write_report(a, figures_dir=figures_dir, log=lambda m: None)
+    with pytest.raises(ResultsError, match="is a directory; give the report's file name"):
+        write_report(a, out=tmp_path, log=lambda m: None)
 
 
 def test_names_too_long_for_the_file_system_are_ccfair_errors(tmp_path):

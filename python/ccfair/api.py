@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core, backends
 from ccfair import limits as _limits
 from ccfair.errors import SpecError
-from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
+from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.spec import Scenario, dumbbell
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
@@ -358,7 +358,7 @@ def run_many(
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SpecError("jobs", jobs, "is not a positive integer number of parallel runs")
-    if jobs > MAX_WORKERS_PER_CORE * (os.cpu_count() or 1):
+    if jobs > most_parallel():
         # Each run holds its own engine memory (up to limits.memory) while it runs.
         raise SpecError(
             "jobs",

@@ -59,7 +59,7 @@ import pyarrow.parquet as pq
 
 from ccfair import _core, backends
 from ccfair.errors import RunError, SpecError, show
-from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits
+from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.results import (
     MARKER_TABLE,
     RUN_ID,
@@ -636,7 +636,7 @@ def _check_workers(workers: Any) -> None:
         return
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise SpecError("--workers", workers, "is not a positive number of processes")
-    most = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    most = most_parallel()
     if workers > most:
         raise SpecError(
             "--workers",

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "estimate",
     "estimate_sweep",
     "format_bytes",
+    "most_parallel",
 ]
 
 #: Flows of one scenario (validation stays within seconds; the engine allows 2^19).
@@ -71,6 +73,17 @@ FILES_PER_RUN = 5
 _DEFAULT_MEMORY = 2_000_000_000
 _DEFAULT_EVENTS = 20_000_000_000
 _DEFAULT_RUNS = 50_000
+
+
+def most_parallel() -> int:
+    """Parallel runs (sweep workers, ``run_many`` jobs) this machine takes at most:
+    :data:`MAX_WORKERS_PER_CORE` per core.
+
+    Example:
+        >>> most_parallel() >= MAX_WORKERS_PER_CORE
+        True
+    """
+    return MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
 
 
 def _positive_int(name: str, value: Any, parse: Any = None, hint: str = "") -> int:
