@@ -511,7 +511,7 @@ fn serialisation_ns_wide(bytes: u32, rate_bps: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Kind, NO_SACK};
+    use crate::packet::{Ecn, Kind, TcpFlags, NO_SACK};
 
     fn pkt(bytes: u32) -> Packet {
         Packet {
@@ -523,6 +523,8 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         }

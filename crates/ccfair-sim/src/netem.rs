@@ -43,7 +43,7 @@ pub fn delay_line_pkts(rate_bps: u64, delay_ns: u64, packet_bytes: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::link::{Channel, Enqueued};
-    use crate::packet::{Kind, Packet, NO_SACK};
+    use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK};
     use crate::spec::Queue;
 
     fn pkt() -> Packet {
@@ -56,6 +56,8 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         }

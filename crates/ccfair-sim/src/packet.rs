@@ -53,6 +53,51 @@ impl Kind {
 /// IPv4 and TCP headers (`tcp_syn_options`, `tcp_synack_options` in net/ipv4/tcp_output.c).
 pub const SYN_BYTES: u32 = 60;
 
+/// The ECN field of the IP header (RFC 3168 section 5): what the sender declares and what a
+/// router's queue discipline may change. Linux's names: `INET_ECN_NOT_ECT`, `INET_ECN_ECT_1`,
+/// `INET_ECN_ECT_0`, `INET_ECN_CE` (include/net/inet_ecn.h), with the same codepoints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Ecn {
+    /// Not ECN-capable transport: a queue that would mark drops instead.
+    #[default]
+    NotEct = 0,
+    Ect1 = 1,
+    Ect0 = 2,
+    /// Congestion experienced: set by a queue instead of a drop.
+    Ce = 3,
+}
+
+impl Ecn {
+    /// Whether a queue may mark the packet instead of dropping it (`INET_ECN_is_capable`).
+    #[inline]
+    pub fn is_capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// The TCP header's ECN flags (RFC 3168 section 6.1): ECE (echo of a CE mark, receiver to
+/// sender) and CWR (the sender reduced its window). Linux: `TCPHDR_ECE`, `TCPHDR_CWR`
+/// (include/net/tcp.h). The SYN's ECE|CWR and the SYN-ACK's ECE negotiate ECN.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpFlags(pub u8);
+
+impl TcpFlags {
+    pub const NONE: TcpFlags = TcpFlags(0);
+    pub const ECE: TcpFlags = TcpFlags(0x40);
+    pub const CWR: TcpFlags = TcpFlags(0x80);
+
+    #[inline]
+    pub fn contains(self, other: TcpFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    #[inline]
+    pub fn with(self, other: TcpFlags) -> TcpFlags {
+        TcpFlags(self.0 | other.0)
+    }
+}
+
 /// A SACK block as the option carries it: the low 32 bits of its edges (RFC 2018 section 3:
 /// each edge is a 32-bit sequence number). Read against the ACK's cumulative number
 /// ([`Packet::sack_blocks`]), as Linux compares sequence numbers modulo 2^32 (`before()`
@@ -95,6 +140,10 @@ pub struct Packet {
     pub kind: Kind,
     /// Ack: number of valid entries in `sack`. The first may be a D-SACK block.
     pub n_sack: u8,
+    /// The IP header's ECN field ([`Ecn`]); queues with ECN on mark `Ce` instead of dropping.
+    pub ecn: Ecn,
+    /// The TCP header's ECE and CWR flags ([`TcpFlags`]).
+    pub tcp_flags: TcpFlags,
     /// Bytes on the wire (IP packet size).
     pub wire_bytes: u32,
     /// Data: segment number. Ack: cumulative ACK (next expected segment).
@@ -287,6 +336,8 @@ mod tests {
             tsval: 0,
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         }

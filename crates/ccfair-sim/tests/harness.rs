@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use ccfair_cc::testing::record::{Hook, HookLog, Recording};
 use ccfair_cc::testing::{Ack, TestSender};
 use ccfair_cc::{CaState, CongestionControl, TcpSock};
-use ccfair_sim::packet::{Kind, Packet, SackBlock, NO_SACK};
+use ccfair_sim::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, NO_SACK};
 use ccfair_sim::spec::TcpOptions;
 use ccfair_sim::tcp::sender::Sender;
 use serde_json::json;
@@ -174,6 +174,8 @@ impl Twin {
             tsval: 1,
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 1 << 30,
             sack: NO_SACK,
         };

@@ -17,7 +17,7 @@
 //! The application reads in-order data as soon as it arrives.
 
 use super::rcvbuf::RcvBuf;
-use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
+use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -179,6 +179,8 @@ impl Receiver {
             tsval: Self::now_ticks(now),
             tsecr: pkt.tsval,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: self.buf.synack_window() as u32,
             sack: NO_SACK,
         });
@@ -577,6 +579,8 @@ impl Receiver {
             tsval: Self::now_ticks(now),
             tsecr: self.ts_recent,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: window as u32,
             sack: NO_SACK,
         });
@@ -634,6 +638,8 @@ mod tests {
             tsval: 1,
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         }

@@ -21,7 +21,7 @@
 //!   (`tcp_syn_linear_timeouts`, Linux 6.5+), later ones double it; after `SYN_RETRIES`
 //!   retransmissions the connection attempt fails (`tcp_syn_retries`).
 
-use crate::packet::{Kind, Packet, NO_SACK, SYN_BYTES};
+use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK, SYN_BYTES};
 
 use super::{ticks, Sender, XmitTimer};
 
@@ -67,6 +67,8 @@ impl Sender {
             tsval: ticks(now),
             tsecr: 0,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         });
@@ -147,6 +149,8 @@ impl Sender {
             tsval: ticks(self.tp.now_ns),
             tsecr: self.ts_recent,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         });
@@ -217,6 +221,8 @@ mod tests {
             tsval: 7,
             tsecr,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 65_160,
             sack: NO_SACK,
         }

@@ -18,7 +18,7 @@ mod tso;
 
 use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
-use crate::packet::{Kind, Packet, SackBlock, NO_SACK};
+use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, NO_SACK};
 use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
 use crate::tcp::rtt::{RttEstimator, RTO_MAX_US};
 
@@ -547,6 +547,8 @@ impl Sender {
                 tsval,
                 tsecr: self.ts_recent,
                 n_sack: 0,
+                ecn: Ecn::NotEct,
+                tcp_flags: TcpFlags::NONE,
                 window_bytes: 0,
                 sack: NO_SACK,
             });
@@ -1072,6 +1074,8 @@ mod tests {
             tsval: 1,
             tsecr,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: 1 << 30,
             sack: NO_SACK,
         };

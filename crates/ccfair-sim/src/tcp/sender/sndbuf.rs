@@ -175,7 +175,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Kind, Packet, NO_SACK};
+    use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK};
     use ccfair_cc::reno::{Reno, RenoParams};
 
     fn sender(wmem: Wmem) -> Sender {
@@ -196,6 +196,8 @@ mod tests {
             tsval: 1,
             tsecr: 1,
             n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: window,
             sack: NO_SACK,
         }
