@@ -19,9 +19,9 @@ from pathlib import Path
 import ccfair
 import numpy as np
 import pandas as pd
-from ccfair.api import run_id_of
 from ccfair.errors import ResultsError
 from ccfair.results import check_schema, finished_run_ids, load
+from ccfair.spec.identity import run_id_of
 
 POINTS = {
     "bbr alone, 2 BDP": dict(n=1, ccas="bbr", alpha=2.0),

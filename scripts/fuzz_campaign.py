@@ -179,7 +179,7 @@ def api_worker(kind: str, seed: int, start: int, count: int, progress: str) -> N
     import ccfair
     from ccfair.errors import CcfairError
     from ccfair.limits import Limits, estimate
-    from ccfair.sweep import Sweep
+    from ccfair.spec.sweep import Sweep
 
     limits = Limits(memory="500MB", events=500_000)
 
@@ -271,7 +271,7 @@ def run_api(kind: str, n: int, seed: int, chunk: int = 250) -> list[dict[str, An
 
 
 def run_cli(n: int, seed: int, timeout: float) -> list[dict[str, Any]]:
-    from ccfair.spec import _toml_dumps  # the project's own TOML writer
+    from ccfair.spec.toml import dumps  # the project's own TOML writer
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -280,7 +280,7 @@ def run_cli(n: int, seed: int, timeout: float) -> list[dict[str, Any]]:
             doc = mutate(rng, BASE, ["tcp", "measure", "nodes", "backend", "seed"])
             path = Path(tmp) / f"s{i}.toml"
             try:
-                path.write_text(_toml_dumps(doc), encoding="utf-8", errors="surrogatepass")
+                path.write_text(dumps(doc), encoding="utf-8", errors="surrogatepass")
             except Exception:  # noqa: BLE001 - not writable as TOML: write it raw
                 path.write_bytes(repr(doc).encode("utf-8", "surrogatepass"))
             cmd = [

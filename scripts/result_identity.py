@@ -43,8 +43,8 @@ PROVENANCE = {
 
 def scenarios() -> dict[str, Any]:
     """The scenarios compared, by name (each a few seconds of wall time at most)."""
-    from ccfair.api import as_scenario
-    from ccfair.spec import dumbbell, parking_lot
+    from ccfair.spec.scenario import as_scenario
+    from ccfair.spec.shapes import dumbbell, parking_lot
 
     root = Path(__file__).resolve().parent.parent
     out: dict[str, Any] = {}
@@ -108,7 +108,7 @@ def _with_ack_loss(name: str, sc: Any) -> Any:
     for link in d["links"]:
         if link.get("name") == "bottleneck":
             link["loss"] = {"forward": 0.002, "reverse": 0.01}
-    from ccfair.spec import Scenario
+    from ccfair.spec.scenario import Scenario
 
     return Scenario.from_dict(d)
 

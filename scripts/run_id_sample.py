@@ -15,10 +15,12 @@ import hashlib
 import sys
 from pathlib import Path
 
-from ccfair.api import run, run_id_of
+from ccfair.api import run
 from ccfair.presets import PRESETS
-from ccfair.spec import Scenario, dumbbell, parking_lot
-from ccfair.sweep import Sweep
+from ccfair.spec.identity import run_id_of
+from ccfair.spec.scenario import Scenario
+from ccfair.spec.shapes import dumbbell, parking_lot
+from ccfair.spec.sweep import Sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

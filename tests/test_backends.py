@@ -13,10 +13,12 @@ from typing import Any
 import ccfair
 import ccfair.backends as backends
 import pytest
-from ccfair import api, executor, spec
+from ccfair import api, executor
 from ccfair.backends import Backend, BackendRun
 from ccfair.backends.sim import BACKEND as SIM
 from ccfair.errors import SpecError
+from ccfair.spec import parts
+from ccfair.spec.identity import run_id_of
 
 
 class _Echo(Backend):
@@ -71,7 +73,7 @@ def _sc(**kw: Any) -> ccfair.Scenario:
 
 def test_the_registry_lists_the_simulator_and_the_kernel_each_from_its_module():
     assert backends.names()[:2] == ("sim", "kernel")
-    assert spec.BACKENDS == backends.names()
+    assert parts.BACKENDS == backends.names()
     for name in backends.names():
         b = backends.get(name)
         assert b.name == name and b.summary and b.title and b.docs
@@ -147,7 +149,7 @@ def test_a_third_backend_runs_through_the_same_entry_points(echo):
     sim = ccfair.run(sc)
     mine = ccfair.run(sc, backend="echo")
     assert mine.runs.iloc[0]["backend"] == "echo"
-    assert mine.run_id == api.run_id_of(sc.resolve().normalized, "echo") != sim.run_id
+    assert mine.run_id == run_id_of(sc.resolve().normalized, "echo") != sim.run_id
     assert mine.flows["goodput_mbps"].tolist() == sim.flows["goodput_mbps"].tolist()
     # Scenarios and sweeps accept the new name; its capabilities decide the rest.
     assert ccfair.Scenario.from_dict({**sc.to_dict(), "backend": "echo"}).backend == "echo"

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import ccfair
-import ccfair.builders as builders_module
+import ccfair.spec.builders as builders_module
 import pytest
-from ccfair.builders import BUILDERS, Builder, format_markdown, get, taking
 from ccfair.errors import SpecError
-from ccfair.sweep import Sweep
+from ccfair.spec.builders import BUILDERS, Builder, format_markdown, get, taking
+from ccfair.spec.sweep import Sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

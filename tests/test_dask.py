@@ -13,7 +13,7 @@ import pytest
 from ccfair.errors import SpecError
 from ccfair.executor import run_sweep
 from ccfair.results import TABLES, finished_run_ids
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 SPEC = """\
 name = "on-dask"

@@ -16,7 +16,7 @@ import pytest
 from ccfair.errors import SpecError
 from ccfair.executor import read_sweep_record, run_sweep, verify_run
 from ccfair.results import TABLES, ResultsError, finished_run_ids
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 # Provenance that legitimately differs between two executions of the same run.
 VOLATILE = ["started_at", "wall_time_s"]

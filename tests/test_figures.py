@@ -11,7 +11,7 @@ import pytest
 from ccfair import plots
 from ccfair.executor import run_sweep
 from ccfair.metrics import Results
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 from matplotlib.collections import PolyCollection
 
 CCA_RGB = {mcolors.to_hex(c) for c in plots.CCA_COLORS.values()}

@@ -14,7 +14,7 @@ import ccfair
 import pytest
 from ccfair.errors import CcfairError
 from ccfair.limits import Limits, estimate
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402

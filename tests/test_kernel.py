@@ -22,8 +22,8 @@ import ccfair
 import numpy as np
 import pytest
 from ccfair import kernel, schema
-from ccfair.api import run_id_of
-from ccfair.spec import Scenario
+from ccfair.spec.identity import run_id_of
+from ccfair.spec.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Child processes import the package under test, whatever else is installed.
@@ -683,7 +683,7 @@ def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backe
 @pytest.mark.kernel
 def test_a_kernel_sweep_runs_one_point_at_a_time_by_default(kernel_backend, tmp_path):
     from ccfair.executor import run_sweep
-    from ccfair.sweep import Sweep
+    from ccfair.spec.sweep import Sweep
 
     sw = Sweep.from_dict(
         {

@@ -207,7 +207,7 @@ def test_the_cli_prints_the_flows_table_pandas_writes(tmp_path):
         cwd=tmp_path,
     )
     assert p.returncode == 0, p.stderr
-    data = ccfair.api.default_scenario().to_dict()
+    data = ccfair.default_scenario().to_dict()
     data["duration"] = "1s"
     data.pop("measure", None)
     r = ccfair.run(ccfair.Scenario.from_dict(data))

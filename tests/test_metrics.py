@@ -14,7 +14,7 @@ import pytest
 from ccfair.executor import run_sweep
 from ccfair.metrics import Results, bottlenecks, ci95, summarize, t_quantile
 from ccfair.models import model_table, ware_full_share, ware_p, ware_simple_share
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 
 @pytest.fixture(scope="module")

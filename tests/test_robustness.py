@@ -16,7 +16,7 @@ from ccfair import _core
 from ccfair.errors import CcfairError, LimitError, RunError, SpecError, show
 from ccfair.limits import Limits, estimate
 from ccfair.results import ResultsError
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -221,7 +221,7 @@ def test_builders_refuse_huge_counts_before_building(build, message):
 
 def test_the_longest_parking_lot_is_within_the_scenario_bounds():
     from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
-    from ccfair.spec import MAX_PARKING_LOT_HOPS
+    from ccfair.spec.shapes import MAX_PARKING_LOT_HOPS
 
     # The bound assumes hops + 1 flows, 3 x hops + 2 links, 3 x hops + 3 nodes.
     for k in (1, 3):

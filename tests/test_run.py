@@ -225,15 +225,17 @@ def test_cli_check_reports_buffers_in_packets_and_bdp():
         "ccfair",
         "ccfair.api",
         "ccfair.results",
-        "ccfair.sweep",
+        "ccfair.spec.sweep",
+        "ccfair.spec.grid",
+        "ccfair.spec.identity",
         "ccfair.executor",
         "ccfair.metrics",
         "ccfair.models",
         "ccfair.plots",
         "ccfair.presets",
         "ccfair.limits",
-        "ccfair.inputs",
-        "ccfair.filters",
+        "ccfair.spec.toml",
+        "ccfair.spec.filters",
     ],
 )
 def test_docstring_examples_run(module, monkeypatch, tmp_path):
@@ -323,8 +325,7 @@ def test_run_ids_and_point_keys_stay_what_they_were(scenario, run_ids, point):
     """Finished runs are found by their run id: a change in how it is computed would run
     every finished point again (and lose the kernel's). The values are those of the first
     computation (e966cb5, before the identity was serialised once per resolved spec)."""
-    from ccfair.api import run_id_of
-    from ccfair.tables import point_key
+    from ccfair.spec.identity import point_key, run_id_of
 
     resolved = scenario().resolve()
     for backend, rid in run_ids.items():
@@ -353,7 +354,7 @@ def test_run_id_hashes_the_json_it_always_hashed(record):
     import hashlib
     import json
 
-    from ccfair.api import IdentityJson, spec_identity
+    from ccfair.spec.identity import IdentityJson, spec_identity
 
     ident = spec_identity(record)
     for backend, without in (("sim", None), ("kernel-bpf", "seed")):

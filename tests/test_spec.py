@@ -12,13 +12,19 @@ import tomllib
 from pathlib import Path
 
 import ccfair.errors
-import ccfair.spec
-import ccfair.topology
+import ccfair.spec.parts
+import ccfair.spec.resolve
+import ccfair.spec.resolved
+import ccfair.spec.scenario
+import ccfair.spec.shapes
+import ccfair.spec.topology
 import ccfair.units
 import pytest
 from ccfair import _core
-from ccfair.spec import Scenario, SpecError, dumbbell, parking_lot
-from ccfair.topology import Graph, ack_channels, bdp_packets, buffer_packets
+from ccfair.errors import SpecError
+from ccfair.spec.scenario import Scenario
+from ccfair.spec.shapes import dumbbell, parking_lot
+from ccfair.spec.topology import Graph, ack_channels, bdp_packets, buffer_packets
 from ccfair.units import (
     format_duration,
     format_rate,
@@ -568,7 +574,7 @@ def test_nodes_listed_explicitly_keep_their_order():
 
 
 def test_direct_construction():
-    from ccfair.spec import Flow, Link
+    from ccfair.spec.parts import Flow, Link
 
     sc = Scenario(
         duration="5s",
@@ -756,7 +762,18 @@ def test_cli_missing_file(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "module", [ccfair.units, ccfair.errors, ccfair.topology, ccfair.spec], ids=lambda m: m.__name__
+    "module",
+    [
+        ccfair.units,
+        ccfair.errors,
+        ccfair.spec.topology,
+        ccfair.spec.parts,
+        ccfair.spec.scenario,
+        ccfair.spec.resolve,
+        ccfair.spec.resolved,
+        ccfair.spec.shapes,
+    ],
+    ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module, monkeypatch):
     monkeypatch.chdir(ROOT)

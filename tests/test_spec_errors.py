@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from ccfair import _core
-from ccfair.spec import Scenario, SpecError
+from ccfair.errors import SpecError
+from ccfair.spec.scenario import Scenario
 
 CCA = "reno"  # always in the Rust registry
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ccfair.errors import SpecError
-from ccfair.sweep import Sweep
+from ccfair.spec.sweep import Sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import ccfair
 import pytest
-from ccfair.api import run_id_of, spec_identity
 from ccfair.errors import SpecError
+from ccfair.spec.identity import run_id_of, spec_identity
+from ccfair.spec.resolved import Resolved
 
 
 def scenario(tcp: dict | None = None, **link: object) -> dict:
@@ -21,7 +22,7 @@ def scenario(tcp: dict | None = None, **link: object) -> dict:
     return spec
 
 
-def resolve(spec: dict) -> ccfair.spec.Resolved:
+def resolve(spec: dict) -> Resolved:
     return ccfair.Scenario.from_dict(spec).resolve()
 
 
@@ -142,7 +143,7 @@ def test_an_unknown_profile_lists_the_profiles():
 
 
 def test_a_profile_is_a_sweep_axis():
-    from ccfair.sweep import Sweep
+    from ccfair.spec.sweep import Sweep
 
     sw = Sweep.from_dict(
         {

@@ -20,10 +20,10 @@ from pathlib import Path
 import ccfair
 import pytest
 from ccfair import kernel, veth
-from ccfair.api import run_id_of
 from ccfair.backends.veth import netem_available
 from ccfair.errors import SpecError
-from ccfair.spec import Scenario
+from ccfair.spec.identity import run_id_of
+from ccfair.spec.scenario import Scenario
 
 #: Payload share of a 1500-byte packet: the goodput ceiling is rate x 1448 / 1500.
 PAYLOAD = 1448 / 1500

@@ -18,14 +18,15 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core
 
 if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
-    from ccfair.api import default_scenario, run  # noqa: F401
+    from ccfair.api import run  # noqa: F401
     from ccfair.errors import CcfairError, LimitError, RunError, SpecError  # noqa: F401
     from ccfair.executor import run_sweep  # noqa: F401
     from ccfair.limits import Limits  # noqa: F401
     from ccfair.metrics import Results  # noqa: F401
     from ccfair.results import RunResult, jain_index, load, load_table  # noqa: F401
-    from ccfair.spec import Scenario, dumbbell, parking_lot  # noqa: F401
-    from ccfair.sweep import Sweep  # noqa: F401
+    from ccfair.spec.scenario import Scenario  # noqa: F401
+    from ccfair.spec.shapes import default_scenario, dumbbell, parking_lot  # noqa: F401
+    from ccfair.spec.sweep import Sweep  # noqa: F401
 
 __version__ = _core.__version__
 
@@ -37,15 +38,15 @@ _LAZY = {
     "Results": "ccfair.metrics",
     "RunError": "ccfair.errors",
     "RunResult": "ccfair.results",
-    "Scenario": "ccfair.spec",
+    "Scenario": "ccfair.spec.scenario",
     "SpecError": "ccfair.errors",
-    "Sweep": "ccfair.sweep",
-    "default_scenario": "ccfair.api",
-    "dumbbell": "ccfair.spec",
+    "Sweep": "ccfair.spec.sweep",
+    "default_scenario": "ccfair.spec.shapes",
+    "dumbbell": "ccfair.spec.shapes",
     "jain_index": "ccfair.results",
     "load": "ccfair.results",
     "load_table": "ccfair.results",
-    "parking_lot": "ccfair.spec",
+    "parking_lot": "ccfair.spec.shapes",
     "run": "ccfair.api",
     "run_sweep": "ccfair.executor",
 }

@@ -72,7 +72,7 @@ CASES = [
 
 def scenario_for(name: str, duration: str) -> Any:
     """The scenario of a benchmark case."""
-    from ccfair.spec import dumbbell, parking_lot
+    from ccfair.spec.shapes import dumbbell, parking_lot
 
     if name == "dumbbell-cubic":
         return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
@@ -360,7 +360,7 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
     from ccfair.executor import run_sweep
     from ccfair.presets import PRESETS
     from ccfair.report import write_report
-    from ccfair.sweep import Sweep
+    from ccfair.spec.sweep import Sweep
 
     for target in targets:
         if not os.path.isdir(target) and target not in PRESETS:

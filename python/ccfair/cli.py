@@ -40,7 +40,9 @@ def _backend_names() -> list[str]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ccfair.api import as_scenario, default_scenario, run
+    from ccfair.api import run
+    from ccfair.spec.scenario import as_scenario
+    from ccfair.spec.shapes import default_scenario
 
     sc = default_scenario() if args.scenario is None else as_scenario(args.scenario)
     overrides = {}
@@ -49,7 +51,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.duration is not None:
         overrides["duration"] = args.duration
     if overrides:
-        from ccfair.spec import Scenario
+        from ccfair.spec.scenario import Scenario
 
         data = sc.to_dict()
         data.update(overrides)
@@ -149,8 +151,8 @@ def _add_limit_options(p: argparse.ArgumentParser, *, runs: bool = False) -> Non
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from ccfair.api import as_scenario
     from ccfair.limits import check, estimate
+    from ccfair.spec.scenario import as_scenario
 
     lim = _limits_of(args)
     for path in args.scenario:
@@ -263,7 +265,7 @@ def _cmd_ccas(args: argparse.Namespace) -> int:
 
 
 def _cmd_builders(args: argparse.Namespace) -> int:
-    from ccfair.builders import format_markdown, format_table, get
+    from ccfair.spec.builders import format_markdown, format_table, get
 
     for name in args.names:
         get(name, "builders")
@@ -340,7 +342,7 @@ def _with_backend(sweep: Any, backend: str | None) -> Any:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from ccfair.executor import run_sweep
-    from ccfair.sweep import Sweep
+    from ccfair.spec.sweep import Sweep
 
     sweep = _with_backend(Sweep.from_toml(args.spec), args.backend)
     lim = _limits_of(args)

@@ -76,7 +76,7 @@ from ccfair.results import (
     temporary_path,
     write_file_atomic,
 )
-from ccfair.sweep import Point, Sweep
+from ccfair.spec.sweep import Point, Sweep
 
 __all__ = [
     "SWEEP_FILE",
@@ -422,7 +422,7 @@ def _compute(
     The result is the run's Arrow tables (:func:`ccfair.api.run_tables`): a worker only
     writes or sends them, so it builds no pandas DataFrame (the files are the same)."""
     from ccfair.api import run_tables
-    from ccfair.spec import Scenario
+    from ccfair.spec.scenario import Scenario
 
     checked = backends.has(backend, "self_checked")
     attempts = 0
@@ -575,7 +575,7 @@ def run_sweep(
     :class:`~ccfair.errors.RunError` if the Dask scheduler is lost (finished runs are kept).
 
     Example:
-        >>> from ccfair.sweep import Sweep
+        >>> from ccfair.spec.sweep import Sweep
         >>> sw = Sweep.from_dict({"base": {"builder": "dumbbell", "duration": "2s"},
         ...                       "grid": {"alpha": [1, 2]}})
         >>> run_sweep(sw, "results/demo", progress=False).total  # doctest: +SKIP

@@ -267,7 +267,7 @@ def check_scenario(
     (to compare the program with the kernel's module).
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> check_scenario(dumbbell(1, "cubic").resolve(), offered=["reno"])
         Traceback (most recent call last):
         ...

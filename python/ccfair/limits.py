@@ -266,7 +266,7 @@ def estimate_sweep(points: Any) -> str:
     its distinct runs, the largest run's memory, files and bytes written.
 
     Example:
-        >>> from ccfair.sweep import Sweep
+        >>> from ccfair.spec.sweep import Sweep
         >>> sw = Sweep.from_dict({"base": {"builder": "dumbbell", "duration": "2s"},
         ...                       "grid": {"alpha": [1, 2]}})
         >>> print(estimate_sweep(sw.expand()))  # doctest: +ELLIPSIS

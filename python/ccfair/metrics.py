@@ -42,7 +42,7 @@ from ccfair.results import (
     looked_up,
     read_tables,
 )
-from ccfair.topology import PACKET_BYTES
+from ccfair.spec.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = [

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ccfair.algorithms import loss_based
 from ccfair.metrics import Results, bottlenecks
-from ccfair.topology import PACKET_BYTES
+from ccfair.spec.topology import PACKET_BYTES
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = ["LOSS_BASED", "model_table", "ware_full_share", "ware_p", "ware_simple_share"]

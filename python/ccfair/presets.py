@@ -182,7 +182,7 @@ class Preset:
             >>> s.name, len(s.expand())
             ('harada-dumbbell-quick-ideal-mininet-netem', 48)
         """
-        from ccfair.sweep import Sweep
+        from ccfair.spec.sweep import Sweep
 
         return Sweep.from_dict(
             self.sweep_dict(

@@ -37,7 +37,7 @@ import numpy as np
 
 from ccfair import backends, schema
 from ccfair.errors import ResultsError, SpecError, shorten, show
-from ccfair.tables import point_key as point_key  # where it was always found
+from ccfair.spec.identity import RUN_ID
 from ccfair.tables import provenance as provenance  # where it was always found
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
@@ -51,8 +51,6 @@ MARKER_TABLE = "runs"
 #: The record a sweep keeps in its results directory (ccfair.executor); single runs are not
 #: saved into such a directory, so that a sweep's tables hold only its own points.
 SWEEP_FILE = "sweep.json"
-#: A run id: the first 16 hex digits of a content hash (:func:`ccfair.api.run_id_of`).
-RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 __all__ = [
     "MARKER_TABLE",

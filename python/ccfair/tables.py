@@ -16,7 +16,7 @@ and a sweep's worker import neither pandas nor ``pyarrow.compute``.
 Example:
     >>> import json
     >>> from ccfair import _core
-    >>> from ccfair.spec import dumbbell
+    >>> from ccfair.spec.shapes import dumbbell
     >>> resolved = dumbbell(2, "reno", duration="2s").resolve()
     >>> raw = _core.run(json.dumps(resolved.engine_spec))
     >>> t = build_tables(resolved, raw, run_id="0" * 16, backend="sim", started_at="",
@@ -262,7 +262,7 @@ def build_tables(
     Example:
         >>> import json
         >>> from ccfair import _core
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> resolved = dumbbell(1, "reno", duration="1s").resolve()
         >>> raw = _core.run(json.dumps(resolved.engine_spec))
         >>> t = build_tables(resolved, raw, run_id="0" * 16, backend="sim", started_at="",
@@ -448,19 +448,6 @@ def runs_row(
         "engine_packet_hops": raw["engine"]["packet_hops"],
         **selfcheck_columns(selfcheck, flags or []),
     }
-
-
-def point_key(normalized: dict[str, Any], backend: str) -> str:
-    """What a run is, without its seed: runs with the same key are repetitions of one
-    point (the same normalised spec and backend, different seeds).
-
-    Example:
-        >>> point_key({"seed": 1, "a": 2}, "sim") == point_key({"seed": 7, "a": 2}, "sim")
-        True
-    """
-    from ccfair.api import IdentityJson
-
-    return IdentityJson(normalized).point_key(backend)
 
 
 def provenance() -> dict[str, str]:

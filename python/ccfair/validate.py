@@ -37,12 +37,13 @@ import numpy as np
 import pandas as pd
 
 from ccfair import backends
-from ccfair.api import as_scenario, run, run_id_of
+from ccfair.api import run
 from ccfair.errors import SpecError
 from ccfair.executor import run_in_threads
 from ccfair.metrics import ci95
 from ccfair.results import RunResult, finished_run_ids, load
-from ccfair.spec import Scenario
+from ccfair.spec.identity import run_id_of
+from ccfair.spec.scenario import Scenario, as_scenario
 
 __all__ = [
     "Validation",
@@ -173,7 +174,7 @@ def validation_points(
     files) and of a preset's grid (``quick``: its reduced grid), with their repetitions.
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> [p.label for p in validation_points([dumbbell(1, "reno", name="a")])]
         ['a']
     """
@@ -188,7 +189,7 @@ def validation_points(
             continue
         path = Path(item)
         if path.is_file() and _is_sweep(path):
-            from ccfair.sweep import Sweep
+            from ccfair.spec.sweep import Sweep
 
             out += _sweep_points(Sweep.from_toml(path))
             continue
@@ -211,7 +212,7 @@ def expand_inputs(
     inputs have several (see :func:`validation_points`).
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> [label for label, _ in expand_inputs([dumbbell(1, "reno", name="a")])]
         ['a']
     """
@@ -226,7 +227,7 @@ def sim_variant(sc: Scenario, hz: int | None, sim_tcp: Mapping[str, Any] | None 
     ``tso = "linux"``) where the scenario does not set them itself.
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> sim_variant(dumbbell(1, "cubic"), 250).tcp
         {'hz': 250}
         >>> sim_variant(dumbbell(1, "cubic"), None, {"tso": "linux"}).tcp
@@ -302,7 +303,7 @@ def pair_of(p: VPoint) -> str:
     the axis gets (``copa-vs-cubic = ["copa", "cubic"]``).
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> pair_of(VPoint("x", {}, 0, dumbbell(2, ["reno", "bbr"])))
         'reno vs bbr'
         >>> pair_of(VPoint("x", {"ccas": "copa-alone"}, 0, dumbbell(4, "copa")))

@@ -90,7 +90,7 @@ def check_scenario(
     is what will run, when it differs from the resolved one (a run that asks for a trace).
 
     Example:
-        >>> from ccfair.spec import dumbbell
+        >>> from ccfair.spec.shapes import dumbbell
         >>> check_scenario(dumbbell(1, "reno").resolve(), netem=False)
         Traceback (most recent call last):
         ...

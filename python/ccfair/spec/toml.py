@@ -1,4 +1,5 @@
-"""Reading what users hand ccfair, within bounds: spec files and nested spec values.
+"""Spec input and output: reading what users hand ccfair, within bounds (spec files and nested
+spec values), TOML errors that show the line, and a spec written back as TOML.
 
 A spec file must be a regular file (not a directory, FIFO or device) of at most
 :data:`~ccfair.limits.MAX_SPEC_FILE_BYTES`, in UTF-8, and valid TOML; a spec value (from a file
@@ -16,16 +17,26 @@ Example:
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import stat
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ccfair.errors import SpecError, format_path, show
 from ccfair.limits import MAX_NAME_CHARS, MAX_NESTING, MAX_SPEC_FILE_BYTES, MAX_STRING_CHARS
 
-__all__ = ["check_file_name", "check_nesting", "load_toml", "read_spec_file"]
+__all__ = [
+    "check_file_name",
+    "check_nesting",
+    "decode_error",
+    "dumps",
+    "load_toml",
+    "read_spec_file",
+]
 
 
 def read_spec_file(path: str | os.PathLike[str], what: str) -> str:
@@ -179,3 +190,97 @@ def check_file_name(value: Any, what: str) -> str:
     if not value.isprintable():
         raise SpecError(what, value, "is not a file name: it has control characters")
     return value
+
+
+# --------------------------------------------------------------------------------------------
+# TOML errors
+
+
+def decode_error(exc: tomllib.TOMLDecodeError, text: str, source: str | None) -> SpecError:
+    """The :class:`SpecError` of a TOML syntax error in ``text``: the line and column, the
+    reason, and the line as it reads (invisible characters escaped)."""
+    msg = str(exc)
+    m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+    if m:
+        line, col = int(m.group(1)), int(m.group(2))
+        reason = msg[: m.start()].strip()
+    else:  # pragma: no cover - tomllib always reports a position for syntax errors
+        line, col, reason = 0, 0, msg
+    lines = text.splitlines()
+    line_text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    # Invisible characters (a byte-order mark, NUL, other controls) are the usual cause of
+    # an error on a line that looks right: show them escaped.
+    line_text = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line_text
+    )
+    err = SpecError(
+        "",
+        line_text,
+        f"invalid TOML at line {line}, column {col}: {reason}; the line reads: {line_text}",
+        with_value=False,
+        source=source,
+    )
+    err.line, err.column = line, col  # type: ignore[attr-defined]
+    return err
+
+
+# --------------------------------------------------------------------------------------------
+# TOML output (the spec's subset: strings, numbers, booleans, lists, tables)
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else json.dumps(key, ensure_ascii=False)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, Sequence):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def dumps(d: Mapping[str, Any]) -> str:
+    """A spec dict as TOML text (the spec's subset: top-level values, the ``tcp`` table,
+    arrays of tables).
+
+    Example:
+        >>> print(dumps({"name": "x", "tcp": {"sack": False}}), end="")
+        name = "x"
+        <BLANKLINE>
+        [tcp]
+        sack = false
+    """
+    lines: list[str] = []
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    arrays: list[tuple[str, Sequence[Mapping[str, Any]]]] = []
+    for k, v in d.items():
+        if isinstance(v, Mapping) and k == "tcp":
+            tables.append((k, v))
+        elif isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v):
+            arrays.append((k, v))
+        else:
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    for k, table in tables:
+        lines += ["", f"[{_toml_key(k)}]"]
+        lines += [f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in table.items()]
+    for k, items in arrays:
+        for item in items:
+            lines += ["", f"[[{_toml_key(k)}]]"]
+            lines += [f"{_toml_key(kk)} = {_toml_value(vv)}" for kk, vv in item.items()]
+    return "\n".join(lines) + "\n"
