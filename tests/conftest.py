@@ -7,18 +7,18 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ccfair import kernel
+from ccfair.backends.kernel import host as kernel_host
 
 
 def _unavailable() -> str | None:
-    missing = kernel.missing_capabilities()
+    missing = kernel_host.missing_capabilities()
     if missing:
         return f"needs root: this process lacks {' and '.join(missing)}"
     if not Path("/dev/net/tun").exists():
         return "needs /dev/net/tun (CONFIG_TUN)"
     if shutil.which("ip") is None:
         return "needs iproute2's ip command"
-    lacking = {"reno", "cubic", "bbr"} - set(kernel.available_ccas())
+    lacking = {"reno", "cubic", "bbr"} - set(kernel_host.available_ccas())
     if lacking:
         return f"needs the kernel congestion controls {', '.join(sorted(lacking))}"
     return None

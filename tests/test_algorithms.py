@@ -15,8 +15,9 @@ from pathlib import Path
 import ccfair
 import ccfair.algorithms as algorithms_module
 import pytest
-from ccfair import _core, kernel, models, plots
+from ccfair import _core, models, plots
 from ccfair.algorithms import algorithm, algorithms, format_markdown, format_table, names
+from ccfair.backends.kernel import host as kernel_host
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,14 +84,18 @@ def test_unknown_algorithm_names_the_closest():
 
 
 def test_kernel_backend_reads_linux_names_and_bpf_programs_from_the_registry():
-    assert kernel.LINUX_NAME == {
+    assert kernel_host.LINUX_NAME == {
         a.name: a.linux_name for a in algorithms().values() if a.linux_name is not None
     }
-    assert {"reno": "reno", "cubic": "cubic", "bbr": "bbr"}.items() <= kernel.LINUX_NAME.items()
-    assert set(kernel.BPF_ALGORITHMS) == {n for n in names() if algorithm(n).bpf_program}
-    assert kernel.BPF_NAME_RE.match("ccf0123abcdcopa")
-    assert kernel.BPF_NAME_RE.match("ccf0123abcdbbr")
-    assert not kernel.BPF_NAME_RE.match("ccf0123abcdcubic")
+    assert {
+        "reno": "reno",
+        "cubic": "cubic",
+        "bbr": "bbr",
+    }.items() <= kernel_host.LINUX_NAME.items()
+    assert set(kernel_host.BPF_ALGORITHMS) == {n for n in names() if algorithm(n).bpf_program}
+    assert kernel_host.BPF_NAME_RE.match("ccf0123abcdcopa")
+    assert kernel_host.BPF_NAME_RE.match("ccf0123abcdbbr")
+    assert not kernel_host.BPF_NAME_RE.match("ccf0123abcdcubic")
 
 
 def test_a_new_loss_based_algorithm_enters_the_model_table(monkeypatch):

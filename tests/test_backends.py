@@ -14,7 +14,7 @@ import ccfair
 import ccfair.backends as backends
 import pytest
 from ccfair import api, executor
-from ccfair.backends import Backend, BackendRun
+from ccfair.backends.base import CAPABILITIES, Backend, BackendRun
 from ccfair.backends.sim import BACKEND as SIM
 from ccfair.errors import SpecError
 from ccfair.spec import parts
@@ -77,10 +77,10 @@ def test_the_registry_lists_the_simulator_and_the_kernel_each_from_its_module():
     for name in backends.names():
         b = backends.get(name)
         assert b.name == name and b.summary and b.title and b.docs
-        for capability in backends.CAPABILITIES:
+        for capability in CAPABILITIES:
             assert isinstance(getattr(b, capability), bool), (name, capability)
     assert "kernel" in [b.name for b in backends.with_capability("real_time")]
-    assert not any(getattr(SIM, c) for c in backends.CAPABILITIES)
+    assert not any(getattr(SIM, c) for c in CAPABILITIES)
     # Only a backend that can refuse a scenario costs drivers a second resolution of each.
     assert not SIM.checks_scenarios and backends.get("kernel").checks_scenarios
 

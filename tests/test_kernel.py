@@ -21,7 +21,12 @@ from pathlib import Path
 import ccfair
 import numpy as np
 import pytest
-from ccfair import kernel, schema
+from ccfair import schema
+from ccfair.backends.kernel import checks as kernel_checks
+from ccfair.backends.kernel import host as kernel_host
+from ccfair.backends.kernel import machine as kernel_machine
+from ccfair.backends.kernel import run as kernel_run
+from ccfair.backends.kernel import selfcheck as kernel_selfcheck
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario
 
@@ -37,12 +42,12 @@ def tag_of(sc: Scenario) -> str:
 
 
 def namespaces_of(tag: str) -> list[str]:
-    return [n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")]
+    return [n for n in kernel_host.list_netns() if n.startswith(f"ccf-{tag}-")]
 
 
 def assert_nothing_left(tag: str) -> None:
     assert namespaces_of(tag) == []
-    assert not (kernel.STATE_DIR / f"{tag}.json").exists()
+    assert not (kernel_host.STATE_DIR / f"{tag}.json").exists()
 
 
 def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -86,15 +91,15 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     assert f["goodput_mbps"] >= 0.97 * ceiling, f["goodput_mbps"] / ceiling
     assert abs(f["rtt_min_ms"] - 40) <= 1, f["rtt_min_ms"]
     # Sampled on the 10 ms grid, no drift, and taken within 2 ms of its time as a reliable
-    # run guarantees: sampling lateness p99 (`kernel.Bounds.sampling_p99_us`) and at most 1%
-    # of points missed (late by a whole interval, `Bounds.missed_samples`; docs/kernel.md).
+    # run guarantees: sampling lateness p99 (`Bounds.sampling_p99_us`) and at most 1% of points
+    # missed (late by a whole interval, `Bounds.missed_samples`; docs/kernel.md).
     # A VM or kernel stall delays a real-time thread by a few ms now and then, and the
     # self-check, not this test, decides how often is too often: CI passes had 0.87% of
     # points late, one point missed but recorded late, and one missed and absent, all in
     # runs the self-checks counted reliable.
     ts = r.timeseries
     points = 1500
-    bounds = kernel.Bounds()
+    bounds = kernel_selfcheck.Bounds()
     missed = int(r.runs.iloc[0]["emu_missed_samples_count"])
     assert missed <= bounds.missed_samples * points, missed
     assert points - missed <= len(ts) <= points, (len(ts), missed)
@@ -121,7 +126,7 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     assert f["data_dropped_pkts"] > 0  # a 1 BDP buffer overflows: the link model drops
     run = r.runs.iloc[0]
     assert run["backend"] == "kernel" and bool(run["reliable"]), run["selfcheck_flags"]
-    assert run["emu_lateness_p99_us"] <= kernel.Bounds().lateness_p99_us
+    assert run["emu_lateness_p99_us"] <= kernel_selfcheck.Bounds().lateness_p99_us
     assert run["emu_rate_ratio_min_frac"] >= 0.99
     bott = r.link_summary.query("link_name == 'bottleneck' and direction == 'ab'").iloc[0]
     assert bott["utilisation_frac"] >= 0.97
@@ -302,9 +307,9 @@ def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
 
 
 def test_rejects_an_algorithm_the_kernel_lacks_before_anything_starts():
-    before = kernel.list_netns()
+    before = kernel_host.list_netns()
     with pytest.raises(ccfair.SpecError) as e:
-        kernel.check_scenario(ccfair.dumbbell(1, "cubic").resolve(), offered=["reno"])
+        kernel_checks.check_scenario(ccfair.dumbbell(1, "cubic").resolve(), offered=["reno"])
     assert e.value.path == "flows[0].cca"
     assert "this kernel offers: reno (and ccfair's BPF programs: bbr, copa)" in str(e.value)
     # A modification of an algorithm without a BPF program: rejected before anything runs.
@@ -314,7 +319,7 @@ def test_rejects_an_algorithm_the_kernel_lacks_before_anything_starts():
             backend="kernel",
         )
     assert e.value.path == "flows[0].cca_params.beta"
-    assert kernel.list_netns() == before
+    assert kernel_host.list_netns() == before
 
 
 def test_cli_rejects_an_unsupported_algorithm_in_one_line(tmp_path):
@@ -332,19 +337,19 @@ def test_cli_rejects_an_unsupported_algorithm_in_one_line(tmp_path):
 
 def test_rejects_a_modified_algorithm_and_unsettable_tcp_options():
     with pytest.raises(ccfair.SpecError) as e:
-        kernel.check_scenario(
+        kernel_checks.check_scenario(
             ccfair.dumbbell(1, "cubic", cca_params={"beta": 700}).resolve(),
             offered=["reno", "cubic", "bbr"],
         )
     assert e.value.path == "flows[0].cca_params.beta"
     assert "modification of cubic" in str(e.value) and "BPF programs (bbr, copa)" in str(e.value)
     with pytest.raises(ccfair.SpecError) as e:
-        kernel.check_scenario(
+        kernel_checks.check_scenario(
             ccfair.dumbbell(1, "cubic", tcp={"delack_ms": 10}).resolve(), offered=["cubic"]
         )
     assert e.value.path == "tcp.delack_ms" and "settable:" in str(e.value)
     # Options Linux sets per namespace are accepted ...
-    kernel.check_scenario(
+    kernel_checks.check_scenario(
         ccfair.dumbbell(1, "cubic", tcp={"init_cwnd": 20, "sack": False}).resolve(),
         offered=["cubic"],
     )
@@ -360,7 +365,7 @@ def test_rejects_a_modified_algorithm_and_unsettable_tcp_options():
         }
     )
     with pytest.raises(ccfair.SpecError) as e:
-        kernel.check_scenario(sc.resolve(), offered=["cubic"])
+        kernel_checks.check_scenario(sc.resolve(), offered=["cubic"])
     assert e.value.path == "flows[1].tcp.frto"
     assert 'differs from flows[0].tcp.frto = false on host "a"' in str(e.value)
 
@@ -369,7 +374,7 @@ def test_without_root_the_error_names_the_missing_capability(tmp_path):
     f = tmp_path / "one.toml"
     f.write_text(one_link("2s").to_toml())
     cmd = [sys.executable, "-m", "ccfair", "run", str(f), "--backend", "kernel"]
-    if not kernel.missing_capabilities():
+    if not kernel_host.missing_capabilities():
         if shutil.which("setpriv") is None:
             pytest.fail("this test drops root's capabilities with setpriv (util-linux)")
         drop = "-net_admin,-sys_admin"
@@ -437,7 +442,7 @@ def test_signal_stops_the_run_and_removes_everything(kernel_backend, tmp_path, s
     p, tag = start_run(one_link("30s"), tmp_path)
     # While it runs: everything it made carries the prefix and the tag, and is set up.
     names = namespaces_of(tag)
-    assert len(names) == 2 and all(kernel.NETNS_RE.match(n) for n in names)
+    assert len(names) == 2 and all(kernel_host.NETNS_RE.match(n) for n in names)
     assert {f"ccf{tag}-fw", f"ccf{tag}-s0", f"ccf{tag}-r0"} <= thread_names(p.pid)
     for ns in names:
         links = subprocess.run(
@@ -447,7 +452,7 @@ def test_signal_stops_the_run_and_removes_everything(kernel_backend, tmp_path, s
         assert len(devs) == 1 and devs.pop().startswith(f"ccf{tag}-")
         assert netns_read(ns, "/proc/sys/net/ipv4/tcp_no_metrics_save") == "1"
         assert netns_read(ns, "/proc/sys/net/ipv6/conf/all/disable_ipv6") == "1"
-    state = json.loads((kernel.STATE_DIR / f"{tag}.json").read_text())
+    state = json.loads((kernel_host.STATE_DIR / f"{tag}.json").read_text())
     assert state["pid"] == p.pid and sorted(state["netns"]) == sorted(names)
     t = time.monotonic()
     p.send_signal(sig)
@@ -464,7 +469,7 @@ def kill_a_run(tmp_path: Path, sc: Scenario) -> str:
     p.wait(timeout=10)
     left = namespaces_of(tag)
     assert len(left) == 2, left  # SIGKILL: no chance to clean up
-    assert (kernel.STATE_DIR / f"{tag}.json").exists()
+    assert (kernel_host.STATE_DIR / f"{tag}.json").exists()
     for ns in left:  # ... but the TUN devices died with the process's fds
         links = subprocess.run(
             ["ip", "-n", ns, "-j", "link"], capture_output=True, text=True, check=True
@@ -480,13 +485,13 @@ def decoys():
     names = ["ccf-decoy-1", "ccfair-not-ours", f"ccf-{live_tag}-0-h1"]
     for n in names:
         subprocess.run(["ip", "netns", "add", n], check=True)
-    kernel.STATE_DIR.mkdir(parents=True, exist_ok=True)
-    live_state = kernel.STATE_DIR / f"{live_tag}.json"
+    kernel_host.STATE_DIR.mkdir(parents=True, exist_ok=True)
+    live_state = kernel_host.STATE_DIR / f"{live_tag}.json"
     live_state.write_text(
         json.dumps(
             {
                 "pid": os.getpid(),
-                "start_time": kernel._proc_start_time(os.getpid()),
+                "start_time": kernel_host.proc_start_time(os.getpid()),
                 "netns": [names[2]],
             }
         )
@@ -504,7 +509,7 @@ def test_cleanup_after_sigkill_removes_only_what_ccfair_left(kernel_backend, tmp
     assert p.returncode == 0, p.stderr
     assert f"ccf-{tag}-0-h1" in p.stdout
     assert_nothing_left(tag)
-    assert set(decoys) <= set(kernel.list_netns())
+    assert set(decoys) <= set(kernel_host.list_netns())
 
 
 @pytest.mark.kernel
@@ -513,7 +518,7 @@ def test_the_next_run_removes_what_a_crash_left(kernel_backend, tmp_path, decoys
     r = ccfair.run(one_link("2s", cca="reno"), backend="kernel")
     assert r.flows.iloc[0]["goodput_mbps"] > 0
     assert_nothing_left(tag)
-    assert set(decoys) <= set(kernel.list_netns())
+    assert set(decoys) <= set(kernel_host.list_netns())
 
 
 # --------------------------------------------------------------------------------------------
@@ -523,10 +528,10 @@ def test_the_next_run_removes_what_a_crash_left(kernel_backend, tmp_path, decoys
 def test_plan_names_carry_the_prefix_and_tag():
     sc = ccfair.parking_lot(10, "cubic", "reno", tcp={"init_cwnd": 20})
     resolved = sc.resolve()
-    plan = kernel._plan(resolved, "abcdef0123456789")
+    plan = kernel_run._plan(resolved, "abcdef0123456789")
     hosts = plan.config["hosts"]
     assert len(hosts) == 22
-    assert all(kernel.NETNS_RE.match(n) and n.startswith("ccf-abcdef01-") for n in plan.netns)
+    assert all(kernel_host.NETNS_RE.match(n) and n.startswith("ccf-abcdef01-") for n in plan.netns)
     assert all(len(h["dev"]) <= 15 and h["dev"].startswith("ccfabcdef01-") for h in hosts)
     assert len({h["addr"] for h in hosts}) == 22
     senders = {f["src"] for f in resolved.engine_spec["flows"]}
@@ -541,7 +546,7 @@ def test_plan_names_carry_the_prefix_and_tag():
 
 def test_deep_buffers_get_large_socket_buffers():
     sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="100ms", buffer_bdp=16.0)
-    h = kernel._plan(sc.resolve(), "0" * 16).config["hosts"][0]
+    h = kernel_run._plan(sc.resolve(), "0" * 16).config["hosts"][0]
     wmem = int(dict(h["sysctls"])["net/ipv4/tcp_wmem"].split()[2])
     # 50 Mbit/s x 204 ms = 1.3 MB BDP; 16 BDP of buffer: socket buffers of 4 x ~22 MB.
     assert wmem > 80e6
@@ -552,7 +557,7 @@ def test_receive_buffers_follow_tcp_rmem_on_the_receiving_host():
     is the stock 6.18 setting; the sender's host keeps buffers that fit."""
     sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0)
     sc = Scenario.from_dict({**sc.to_dict(), "tcp": {"rmem": "linux"}})
-    plan = kernel._plan(sc.resolve(), "0" * 16).config["hosts"]
+    plan = kernel_run._plan(sc.resolve(), "0" * 16).config["hosts"]
     by_node = {h["node"]: dict(h["sysctls"]) for h in plan}
     flow = sc.resolve().engine_spec["flows"][0]
     assert by_node[flow["dst"]]["net/ipv4/tcp_rmem"] == "4096 131072 33554432"
@@ -562,7 +567,7 @@ def test_receive_buffers_follow_tcp_rmem_on_the_receiving_host():
     d["flows"][1]["dst"] = d["flows"][0]["dst"]
     d["flows"][1]["tcp"] = {"rmem": [4096, 131072, 1 << 20]}
     with pytest.raises(ccfair.SpecError, match=r"flows\[1\]\.tcp\.rmem"):
-        kernel.check_scenario(Scenario.from_dict(d).resolve(), offered=["cubic"])
+        kernel_checks.check_scenario(Scenario.from_dict(d).resolve(), offered=["cubic"])
 
 
 def test_assess_flags_each_bound():
@@ -578,7 +583,7 @@ def test_assess_flags_each_bound():
         "sampling_lateness": {"p99_us": 100.0},
         "host_tx_drops": 0,
     }
-    assert kernel.assess(ok) == []
+    assert kernel_selfcheck.assess(ok) == []
     bad = json.loads(json.dumps(ok))
     bad["forwarder"]["lateness"] = {"p99_us": 800.0, "p999_us": 5000.0}
     bad["forwarder"]["cpu_frac"] = 0.95
@@ -586,7 +591,7 @@ def test_assess_flags_each_bound():
     bad["missed_samples"] = 100
     bad["host_tx_drops"] = 3
     bad["sampling_lateness"]["p99_us"] = 3000.0
-    flags = kernel.assess(bad)
+    flags = kernel_selfcheck.assess(bad)
     assert len(flags) == 7, flags
     assert any("p99 800 us" in f for f in flags) and any("CPU 95%" in f for f in flags)
     # A stall beyond a tenth of the smallest base RTT (4 ms of 40 ms) is flagged, one below
@@ -595,45 +600,50 @@ def test_assess_flags_each_bound():
     stall["min_base_rtt_us"] = 40_000.0
     stall["forwarder"].update(stalls=2, stall_threshold_us=1000.0)
     stall["forwarder"]["lateness"]["max_us"] = 3_900.0
-    assert kernel.assess(stall) == []
+    assert kernel_selfcheck.assess(stall) == []
     stall["forwarder"]["lateness"]["max_us"] = 9_000.0
     stall["forwarder"]["handshake_lateness"] = {"max_us": 700.0}
-    flags = kernel.assess(stall)
+    flags = kernel_selfcheck.assess(stall)
     assert len(flags) == 2 and any("stall" in f and "9.0 ms" in f for f in flags), flags
     assert any("handshake packet was 700 us late" in f for f in flags), flags
     assert not any("hypervisor" in f for f in flags)  # no steal time recorded: none said
     # On a VM whose host took CPU meanwhile, the stall says so (the run's steal time).
     stall["steal_ms"] = 80.0
-    assert any("the hypervisor took 80 ms of CPU (steal time)" in f for f in kernel.assess(stall))
+    assert any(
+        "the hypervisor took 80 ms of CPU (steal time)" in f for f in kernel_selfcheck.assess(stall)
+    )
     # A link busy too briefly is not judged.
     brief = json.loads(json.dumps(ok))
     brief["forwarder"]["rates"][0].update(achieved_bps=10e6, busy_s=0.1)
-    assert kernel.assess(brief) == []
+    assert kernel_selfcheck.assess(brief) == []
 
 
 def test_steal_time_is_read_from_proc_stat():
-    assert kernel.steal_ms("cpu  1 2 3 4 5 6 7 250 0 0\n") == 250 * 1000.0 / os.sysconf(
+    assert kernel_machine.steal_ms("cpu  1 2 3 4 5 6 7 250 0 0\n") == 250 * 1000.0 / os.sysconf(
         "SC_CLK_TCK"
     )
-    assert kernel.steal_ms("cpu  1 2 3\n") is None and kernel.steal_ms("intr 5\n") is None
-    here = kernel.steal_ms()  # this machine's, if it has /proc/stat
+    assert (
+        kernel_machine.steal_ms("cpu  1 2 3\n") is None
+        and kernel_machine.steal_ms("intr 5\n") is None
+    )
+    here = kernel_machine.steal_ms()  # this machine's, if it has /proc/stat
     assert here is None or here >= 0
 
 
 def test_capabilities_and_hz_parsing():
-    assert kernel.missing_capabilities("CapEff:\t000001ffffffffff\n") == []
-    assert kernel.missing_capabilities("CapEff:\t0000000000000000\n") == [
+    assert kernel_host.missing_capabilities("CapEff:\t000001ffffffffff\n") == []
+    assert kernel_host.missing_capabilities("CapEff:\t0000000000000000\n") == [
         "CAP_NET_ADMIN",
         "CAP_SYS_ADMIN",
     ]
-    assert kernel.kernel_hz() in (None, 100, 250, 300, 1000)
+    assert kernel_host.kernel_hz() in (None, 100, 250, 300, 1000)
 
 
 def test_cleanup_spares_a_run_that_starts_while_it_looks(tmp_path, monkeypatch):
     """A run writes its record, then creates namespaces; a cleanup that read the records
     just before must still not delete them. Dead runs' namespaces and unrecorded ones go."""
-    monkeypatch.setattr(kernel, "STATE_DIR", tmp_path)
-    me = {"pid": os.getpid(), "start_time": kernel._proc_start_time(os.getpid())}
+    monkeypatch.setattr(kernel_host, "STATE_DIR", tmp_path)
+    me = {"pid": os.getpid(), "start_time": kernel_host.proc_start_time(os.getpid())}
     dead = {"pid": 2**22 + 1, "start_time": 1, "netns": ["ccf-deadbeef-0-h1"]}
     (tmp_path / "deadbeef.json").write_text(json.dumps(dead))
     names = ["ccf-deadbeef-0-h1", "ccf-0badcafe-0-h1", "ccf-12345678-0-h1", "ccf-decoy-1"]
@@ -644,9 +654,9 @@ def test_cleanup_spares_a_run_that_starts_while_it_looks(tmp_path, monkeypatch):
         return [n for n in names if n not in deleted]
 
     deleted: list[str] = []
-    monkeypatch.setattr(kernel, "list_netns", listing)
-    monkeypatch.setattr(kernel, "_delete_netns", deleted.append)
-    removed = kernel.cleanup()
+    monkeypatch.setattr(kernel_host, "list_netns", listing)
+    monkeypatch.setattr(kernel_host, "delete_netns", deleted.append)
+    removed = kernel_host.cleanup()
     assert sorted(removed) == ["ccf-0badcafe-0-h1", "ccf-deadbeef-0-h1"]
     assert sorted(deleted) == sorted(removed)
     assert not (tmp_path / "deadbeef.json").exists()
@@ -671,7 +681,9 @@ def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backe
     assert sorted(done) == [0, 1]
     assert all(r.flows.iloc[0]["goodput_mbps"] > 10 for r in rs)
     late = [
-        r for r in rs if any(k in r.runs.iloc[0]["selfcheck_flags"] for k in kernel.LATENESS_FLAGS)
+        r
+        for r in rs
+        if any(k in r.runs.iloc[0]["selfcheck_flags"] for k in kernel_selfcheck.LATENESS_FLAGS)
     ]
     assert bool(warnings) == bool(late), (warnings, [r.runs.iloc[0]["selfcheck_flags"] for r in rs])
     for sc in scs:
@@ -702,7 +714,7 @@ def test_a_kernel_sweep_runs_one_point_at_a_time_by_default(kernel_backend, tmp_
     started = sorted(pd_times(runs))
     # One at a time: the second run started after the first had run its 3 s.
     assert started[1] - started[0] >= 3.0
-    assert [n for n in kernel.list_netns() if n.startswith("ccf-")] == []
+    assert [n for n in kernel_host.list_netns() if n.startswith("ccf-")] == []
 
 
 def pd_times(runs) -> list[float]:
@@ -714,8 +726,8 @@ def pd_times(runs) -> list[float]:
 def test_kernel_runs_of_different_processes_take_turns(tmp_path, monkeypatch):
     """A second process waits for the first one's turn and says whom it waits for; threads
     of one driver share its turn."""
-    monkeypatch.setattr(kernel, "STATE_DIR", tmp_path)
-    monkeypatch.setattr(kernel, "TURN_PATH", tmp_path / "kernel.lock")
+    monkeypatch.setattr(kernel_machine, "STATE_DIR", tmp_path)
+    monkeypatch.setattr(kernel_machine, "TURN_PATH", tmp_path / "kernel.lock")
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -731,16 +743,16 @@ def test_kernel_runs_of_different_processes_take_turns(tmp_path, monkeypatch):
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     said: list[str] = []
     t = time.monotonic()
-    with kernel.machine_turn(said.append):
+    with kernel_machine.machine_turn(said.append):
         waited = time.monotonic() - t
         # A second entry from this process (a parallel run of the same driver) does not wait.
-        with kernel.machine_turn(said.append):
+        with kernel_machine.machine_turn(said.append):
             pass
     holder.wait(timeout=10)
     assert waited > 0.3, waited
     assert len(said) == 1 and f"process {holder.pid}" in said[0]
     # Released: the next turn is immediate and silent.
-    with kernel.machine_turn(said.append):
+    with kernel_machine.machine_turn(said.append):
         pass
     assert len(said) == 1
 
@@ -752,9 +764,9 @@ def test_a_busy_machine_is_reported_before_kernel_runs():
     try:
         time.sleep(0.2)
         said: list[str] = []
-        assert kernel.warn_if_busy(said.append, window_s=0.5)
+        assert kernel_machine.warn_if_busy(said.append, window_s=0.5)
         assert len(said) == 1 and "sh " in said[0] and "busy" in said[0], said
-        load = dict(kernel.machine_load(0.3))
+        load = dict(kernel_machine.machine_load(0.3))
         assert load.get("sh", 0) > 0.5, load
     finally:
         spinner.kill()

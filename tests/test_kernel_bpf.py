@@ -18,7 +18,10 @@ import ccfair
 import numpy as np
 import pandas as pd
 import pytest
-from ccfair import kernel
+from ccfair.backends.kernel import checks as kernel_checks
+from ccfair.backends.kernel import host as kernel_host
+from ccfair.backends.kernel import machine as kernel_machine
+from ccfair.backends.kernel import run as kernel_run
 from test_kernel import ENV, assert_nothing_left, cli, run_kernel, start_run, tag_of
 
 OFFERED = ["reno", "cubic", "bbr"]
@@ -27,7 +30,7 @@ OFFERED = ["reno", "cubic", "bbr"]
 @pytest.fixture
 def bpf_backend(kernel_backend) -> None:
     """The kernel backend plus BPF congestion controls; fail (CI) or skip naming what lacks."""
-    missing = kernel.bpf_unavailable()
+    missing = kernel_host.bpf_unavailable()
     if missing is not None:
         if os.environ.get("CCFAIR_REQUIRE_KERNEL") == "1":
             pytest.fail(f"BPF congestion controls: {missing}")
@@ -35,7 +38,7 @@ def bpf_backend(kernel_backend) -> None:
 
 
 def bpf_names() -> list[str]:
-    return [n for n in kernel.available_ccas() if kernel.BPF_NAME_RE.match(n)]
+    return [n for n in kernel_host.available_ccas() if kernel_host.BPF_NAME_RE.match(n)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -43,24 +46,24 @@ def bpf_names() -> list[str]:
 
 
 def test_the_kernel_module_runs_unless_modified_or_missing():
-    assert kernel.flow_program("bbr", {}, OFFERED) == "kernel"
-    assert kernel.flow_program("bbr", {"probe_rtt_ms": 200}, OFFERED) == "kernel"  # default
-    assert kernel.flow_program("bbr", {"probe_rtt_ms": 100}, OFFERED) == "bpf"
-    assert kernel.flow_program("bbr", {}, ["reno", "cubic"]) == "bpf"  # kernel without bbr
-    assert kernel.flow_program("bbr", {}, OFFERED, force_bpf=True) == "bpf"
-    assert kernel.flow_program("copa", {}, OFFERED) == "bpf"
-    assert kernel.flow_program("cubic", {}, OFFERED, force_bpf=True) == "kernel"
-    assert kernel.flow_program("cubic", {"beta": 700}, OFFERED) == "none"
+    assert kernel_checks.flow_program("bbr", {}, OFFERED) == "kernel"
+    assert kernel_checks.flow_program("bbr", {"probe_rtt_ms": 200}, OFFERED) == "kernel"  # default
+    assert kernel_checks.flow_program("bbr", {"probe_rtt_ms": 100}, OFFERED) == "bpf"
+    assert kernel_checks.flow_program("bbr", {}, ["reno", "cubic"]) == "bpf"  # kernel without bbr
+    assert kernel_checks.flow_program("bbr", {}, OFFERED, force_bpf=True) == "bpf"
+    assert kernel_checks.flow_program("copa", {}, OFFERED) == "bpf"
+    assert kernel_checks.flow_program("cubic", {}, OFFERED, force_bpf=True) == "kernel"
+    assert kernel_checks.flow_program("cubic", {"beta": 700}, OFFERED) == "none"
 
 
 def test_a_run_registers_one_program_per_algorithm_under_its_tag(monkeypatch):
-    monkeypatch.setattr(kernel, "available_ccas", lambda: OFFERED)
+    monkeypatch.setattr(kernel_run, "available_ccas", lambda: OFFERED)
     sc = ccfair.dumbbell(
         4,
         ["bbr", "bbr", "copa", "bbr"],
         cca_params=[None, {"rtprop_trigger": "rtt_ratio"}, None, {"bw_rtts": 8}],
     )
-    plan = kernel._plan(sc.resolve(), "abcdef0123456789")
+    plan = kernel_run._plan(sc.resolve(), "abcdef0123456789")
     names = [f["kernel_cca"] for f in plan.config["flows"]]
     assert names == ["bbr", "ccfabcdef01bbr", "ccfabcdef01copa", "ccfabcdef01bbr"]
     assert plan.config["bpf"] == [
@@ -68,17 +71,20 @@ def test_a_run_registers_one_program_per_algorithm_under_its_tag(monkeypatch):
         {"algorithm": "copa", "name": "ccfabcdef01copa"},
     ]
     assert all(
-        kernel.BPF_NAME_RE.match(b["name"]) and len(b["name"]) <= 15 for b in plan.config["bpf"]
+        kernel_host.BPF_NAME_RE.match(b["name"]) and len(b["name"]) <= 15
+        for b in plan.config["bpf"]
     )
-    forced = kernel._plan(ccfair.dumbbell(1, "bbr").resolve(), "abcdef0123456789", force_bpf=True)
+    forced = kernel_run._plan(
+        ccfair.dumbbell(1, "bbr").resolve(), "abcdef0123456789", force_bpf=True
+    )
     assert forced.config["flows"][0]["kernel_cca"] == "ccfabcdef01bbr"
 
 
 def test_without_bpf_support_a_run_that_needs_it_fails_in_one_line_before_starting(monkeypatch):
     missing = "libbpf.so.1 cannot be loaded (Debian: apt-get install libbpf1)"
-    monkeypatch.setattr(kernel, "bpf_unavailable", lambda: missing)
-    before = kernel.list_netns()
-    with pytest.raises(kernel.KernelError) as e:
+    monkeypatch.setattr(kernel_checks, "bpf_unavailable", lambda: missing)
+    before = kernel_host.list_netns()
+    with pytest.raises(kernel_host.KernelError) as e:
         ccfair.run(ccfair.dumbbell(2, ["cubic", "copa"], duration="2s"), backend="kernel")
     msg = str(e.value)
     assert "\n" not in msg
@@ -86,9 +92,9 @@ def test_without_bpf_support_a_run_that_needs_it_fails_in_one_line_before_starti
         "flows[1] (copa) needs ccfair's BPF congestion control on the kernel backend, and "
         + missing
     )
-    assert kernel.list_netns() == before
+    assert kernel_host.list_netns() == before
     # Flows the kernel's own modules run need nothing of it.
-    kernel.check_scenario(ccfair.dumbbell(2, ["cubic", "bbr"]).resolve(), offered=OFFERED)
+    kernel_checks.check_scenario(ccfair.dumbbell(2, ["cubic", "bbr"]).resolve(), offered=OFFERED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,13 +109,13 @@ def test_programs_live_for_the_run_and_vanish_with_a_killed_process(bpf_backend,
     # Hold the machine's turn here and lend it to the child (as a sweep driver lends it to
     # its workers), so that the child starts at once even on a machine with other kernel
     # runs waiting.
-    with kernel.machine_turn():
-        ENV[kernel.TURN_ENV] = str(os.getpid())
+    with kernel_machine.machine_turn():
+        ENV[kernel_machine.TURN_ENV] = str(os.getpid())
         try:
             p, tag = start_run(sc, tmp_path)
             _check_registered_then_kill(p, tag)
         finally:
-            ENV.pop(kernel.TURN_ENV, None)
+            ENV.pop(kernel_machine.TURN_ENV, None)
     assert cli("cleanup").returncode == 0
     assert_nothing_left(tag)
 
@@ -119,9 +125,9 @@ def _check_registered_then_kill(p, tag: str) -> None:
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     deadline = time.monotonic() + 5
-    while f"ccf{tag}copa" in kernel.available_ccas() and time.monotonic() < deadline:
+    while f"ccf{tag}copa" in kernel_host.available_ccas() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert f"ccf{tag}copa" not in kernel.available_ccas()
+    assert f"ccf{tag}copa" not in kernel_host.available_ccas()
 
 
 @pytest.mark.kernel

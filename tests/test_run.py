@@ -10,6 +10,7 @@ from pathlib import Path
 import ccfair
 import pandas as pd
 import pytest
+from ccfair.backends.kernel import checks as kernel_checks
 from ccfair.results import finished_run_ids
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +148,7 @@ def test_measured_host_latency_tables_set_the_turnaround():
     with pytest.raises(ccfair.SpecError, match="app_latency"):
         ccfair.run(small(tcp={"app_latency": slow}))
     with pytest.raises(ccfair.SpecError, match="host_latency.*kernel backend"):
-        ccfair.kernel.check_scenario(small(tcp={"host_latency": slow}).resolve(), offered=["reno"])
+        kernel_checks.check_scenario(small(tcp={"host_latency": slow}).resolve(), offered=["reno"])
 
 
 def test_save_and_load_round_trip(tmp_path):

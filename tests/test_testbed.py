@@ -94,7 +94,7 @@ def test_tso_and_the_send_buffer_run_on_the_simulator():
 
 
 def test_the_kernel_backend_refuses_simulator_only_tcp_options():
-    from ccfair.kernel import check_scenario
+    from ccfair.backends.kernel.checks import check_scenario
 
     for tcp in ({"tso": "linux"}, {"wmem": "linux"}):
         with pytest.raises(SpecError, match="tcp\\."):
@@ -158,7 +158,7 @@ def test_a_profile_is_a_sweep_axis():
 
 
 def test_the_kernel_backend_refuses_profiles_naming_what_it_can_take():
-    from ccfair.kernel import check_scenario
+    from ccfair.backends.kernel.checks import check_scenario
 
     with pytest.raises(SpecError, match='tcp.rmem = "linux"') as info:
         check_scenario(resolve({**scenario(), "profile": "linux-stock"}), offered=["cubic", "reno"])

@@ -317,7 +317,17 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
         assert rerun["share_sim"].tolist() == runs["share_sim"].tolist()
 
 
-@pytest.mark.parametrize("module", ["ccfair.kernel", "ccfair.validate"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "ccfair.backends.kernel.host",
+        "ccfair.backends.kernel.checks",
+        "ccfair.backends.kernel.machine",
+        "ccfair.backends.kernel.run",
+        "ccfair.backends.kernel.selfcheck",
+        "ccfair.validate",
+    ],
+)
 def test_docstring_examples_run(module, monkeypatch, tmp_path):
     import doctest
     import importlib

@@ -3,8 +3,8 @@
 The plan (namespaces, devices, routes, qdiscs) is tested without root. Runs are marked
 ``kernel``: they need root and network namespaces, like the TUN path's. Links with a delay,
 random loss or a netem queue need the netem qdisc; on a kernel without it (the project's
-CI machine) those tests are skipped with ``ccfair.veth.NETEM_MISSING`` as the reason, and
-``docs/kernel.md`` says how to run them where netem exists.
+CI machine) those tests are skipped with ``ccfair.backends.kernel.veth.NETEM_MISSING`` as the
+reason, and ``docs/kernel.md`` says how to run them where netem exists.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 
 import ccfair
 import pytest
-from ccfair import kernel, veth
+from ccfair.backends.kernel import host as kernel_host
+from ccfair.backends.kernel import run as kernel_run
+from ccfair.backends.kernel import veth
 from ccfair.backends.veth import netem_available
 from ccfair.errors import SpecError
 from ccfair.spec.identity import run_id_of
@@ -46,7 +48,7 @@ def zero_delay(n: int = 2, cca: str = "cubic", buffer_pkts: int = 30, **kw) -> S
 
 def planned(sc: Scenario, tag: str = "0a1b2c3d") -> veth.VethPlan:
     resolved = sc.resolve()
-    hosts = kernel._plan(resolved, tag + "00000000").hosts
+    hosts = kernel_run._plan(resolved, tag + "00000000").hosts
     return veth.plan(resolved.engine_spec, tag, hosts)
 
 
@@ -59,7 +61,7 @@ def test_every_node_is_a_namespace_and_every_link_a_veth_pair_within_name_limits
     p = planned(sc)
     nodes = sc.resolve().engine_spec["nodes"]
     assert sorted(p.netns) == list(range(len(nodes)))
-    assert all(kernel.NETNS_RE.match(ns) for ns in p.netns.values())
+    assert all(kernel_host.NETNS_RE.match(ns) for ns in p.netns.values())
     assert len(p.routers) == 2 and all(ns.endswith(("-s1", "-s2")) for ns in p.routers)
     assert len(p.pairs) == len(sc.resolve().engine_spec["links"])
     assert all(len(d) <= 15 for a, _, b, _ in p.pairs for d in (a, b))
@@ -190,8 +192,8 @@ def run_veth(sc: Scenario, attempts: int = 6) -> ccfair.RunResult:
 
 def assert_nothing_left(sc: Scenario) -> None:
     tag = run_id_of(sc.resolve().normalized, "veth")[:8]
-    assert [n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")] == []
-    assert not (kernel.STATE_DIR / f"{tag}.json").exists()
+    assert [n for n in kernel_host.list_netns() if n.startswith(f"ccf-{tag}-")] == []
+    assert not (kernel_host.STATE_DIR / f"{tag}.json").exists()
 
 
 @pytest.mark.kernel
@@ -317,9 +319,9 @@ def test_ctrl_c_and_a_crash_leave_no_router_namespace_or_veth_behind(kernel_back
     `ccfair cleanup` does (the veth devices die with their namespaces)."""
     sc = zero_delay(duration="30s")
     p, tag = start_veth_run(sc, tmp_path)
-    names = [n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")]
-    assert len(names) == 6 and all(kernel.NETNS_RE.match(n) for n in names)
-    state = json.loads((kernel.STATE_DIR / f"{tag}.json").read_text())
+    names = [n for n in kernel_host.list_netns() if n.startswith(f"ccf-{tag}-")]
+    assert len(names) == 6 and all(kernel_host.NETNS_RE.match(n) for n in names)
+    state = json.loads((kernel_host.STATE_DIR / f"{tag}.json").read_text())
     assert sorted(state["netns"]) == sorted(names)
     router = next(n for n in names if n.endswith("-s1"))
     links = subprocess.run(["ip", "-n", router, "-j", "link"], capture_output=True, text=True)
@@ -335,7 +337,7 @@ def test_ctrl_c_and_a_crash_leave_no_router_namespace_or_veth_behind(kernel_back
     p, tag = start_veth_run(sc, tmp_path)
     p.kill()
     p.wait(timeout=10)
-    assert len([n for n in kernel.list_netns() if n.startswith(f"ccf-{tag}-")]) == 6
+    assert len([n for n in kernel_host.list_netns() if n.startswith(f"ccf-{tag}-")]) == 6
     out = subprocess.run(
         [sys.executable, "-m", "ccfair", "cleanup"],
         capture_output=True,

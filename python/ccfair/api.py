@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccfair import backends
 from ccfair import limits as _limits
+from ccfair.backends.base import Backend
 from ccfair.errors import SpecError
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.spec.scenario import Scenario, as_scenario
@@ -62,9 +63,9 @@ def run(
     docs/kernel.md); by default the scenario's own ``backend`` field, else "sim". Raises
     :class:`ccfair.SpecError` (naming the field) before anything runs if the scenario is
     invalid or asks the kernel backend for something this kernel lacks, and
-    :class:`ccfair.kernel.KernelError` if the kernel backend cannot run here. A kernel run
-    that exceeded its self-check bounds is returned
-    with ``runs.reliable`` false and the reasons in ``runs.flags``.
+    :class:`~ccfair.backends.kernel.host.KernelError` if the kernel backend cannot run here.
+    A kernel run that exceeded its self-check bounds is returned with ``runs.reliable`` false
+    and the reasons in ``runs.flags``.
 
     ``trace`` names flows whose packets are recorded hop by hop (every offer to a link,
     every drop, every arrival) into ``RunResult.trace``: a diagnostic that changes no
@@ -215,7 +216,7 @@ def run_many(
     lim = as_limits(limits)
     say = warn or (lambda m: print(f"warning: {m}", file=sys.stderr))
     # Everything is checked before anything runs.
-    used: list[backends.Backend] = []
+    used: list[Backend] = []
     for sc in scs:
         b = backends.get(backend or sc.backend or "sim")
         _limits.check(sc.resolve().engine_spec, lim)

@@ -183,15 +183,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:
-    from ccfair import kernel
+    from ccfair.backends.kernel.host import KernelError, cleanup, missing_capabilities
 
-    missing = kernel.missing_capabilities()
+    missing = missing_capabilities()
     if missing:
-        raise kernel.KernelError(
+        raise KernelError(
             f"ccfair cleanup needs root (it removes network namespaces); this process lacks "
             f"{' and '.join(missing)}"
         )
-    removed = kernel.cleanup()
+    removed = cleanup()
     for name in removed:
         print(f"removed namespace {name}")
     print(f"{len(removed)} leftover namespace(s) removed")

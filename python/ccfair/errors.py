@@ -13,7 +13,7 @@ exits with status 2. The subclasses:
   progress guard, a panic of the engine, a lost Dask scheduler), naming the run.
 - :class:`ResultsError` (also a ``ValueError``): a results directory or file is missing,
   foreign, damaged, of another schema version or cannot be written.
-- ``ccfair.kernel.KernelError``: the kernel backend.
+- ``ccfair.backends.kernel.host.KernelError``: the kernel backend.
 
 Values in messages are shortened (:func:`show`), so a 1 MB value never makes a 1 MB message.
 """

@@ -58,6 +58,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ccfair import _core, backends
+from ccfair.backends.base import Backend
 from ccfair.errors import RunError, SpecError, show
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.results import (
@@ -777,7 +778,7 @@ def run_in_threads(
     *,
     jobs: int = 1,
     on_result: Callable[[int, Any], None] | None = None,
-    backends_used: Sequence[backends.Backend] = (),
+    backends_used: Sequence[Backend] = (),
 ) -> list[Any]:
     """Run ``run_one(0) .. run_one(count - 1)`` in ``jobs`` threads of this process; return
     their results in order, calling ``on_result(i, result)`` as each finishes. The first

@@ -38,7 +38,6 @@ import numpy as np
 from ccfair import backends, schema
 from ccfair.errors import ResultsError, SpecError, shorten, show
 from ccfair.spec.identity import RUN_ID
-from ccfair.tables import provenance as provenance  # where it was always found
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
     import pandas as pd
@@ -934,7 +933,8 @@ def build_result(
     the same columns on both backends (NaN / empty for the simulator).
 
     ``facts`` are the versions and host facts the backend records
-    (:meth:`ccfair.backends.Backend.provenance`; default :func:`provenance`).
+    (:meth:`ccfair.backends.base.Backend.provenance`; default
+    :func:`ccfair.backends.base.provenance`).
     """
     from ccfair.tables import build_tables
 

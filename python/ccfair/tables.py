@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import operator
-import platform
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from ccfair import _core, schema
+from ccfair.backends.base import provenance
 
 #: The results tables, ``runs`` last (its file marks a finished run).
 WRITE_ORDER = ("flows", "timeseries", "links", "link_summary", "runs")
@@ -447,17 +447,6 @@ def runs_row(
         "engine_events": raw["engine"]["events"],
         "engine_packet_hops": raw["engine"]["packet_hops"],
         **selfcheck_columns(selfcheck, flags or []),
-    }
-
-
-def provenance() -> dict[str, str]:
-    """Versions and host facts recorded with every run."""
-    return {
-        "ccfair_version": _core.__version__,
-        "git_revision": _core.__git_revision__,
-        "host": platform.node(),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
     }
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ccfair.backends import Backend, BackendRun
+from ccfair import _core
+from ccfair.backends.base import Backend, BackendRun
 
 
 class SimBackend(Backend):
@@ -34,8 +35,6 @@ class SimBackend(Backend):
         force_bpf: bool = False,
     ) -> BackendRun:
         """Run the engine on ``engine_spec`` within ``limits``' event budget."""
-        from ccfair import _core
-
         return BackendRun(_core.run(json.dumps(engine_spec), run_id, limits.engine_json()))
 
 

@@ -1,8 +1,8 @@
 """The kernel backend on the veth data path: the host's Linux TCP stack in network
 namespaces joined by veth pairs, with the links as tc qdiscs (HTB for the rate, netem for
 the delay and, with ``queue = "netem"``, the queue), as Mininet builds them
-(:mod:`ccfair.veth`, docs/kernel.md "The veth data path"). Needs netem for any link with a
-delay; the TUN path (``backend = "kernel"``) needs nothing of the kind.
+(:mod:`ccfair.backends.kernel.veth`, docs/kernel.md "The veth data path"). Needs netem for
+any link with a delay; the TUN path (``backend = "kernel"``) needs nothing of the kind.
 
 Example:
     >>> BACKEND.name, BACKEND.real_time, BACKEND.identity(force_bpf=True)
@@ -12,9 +12,14 @@ Example:
 from __future__ import annotations
 
 import functools
+import os
+import shutil
+import subprocess
 from typing import Any
 
 from ccfair.backends.kernel import KernelBackend
+from ccfair.backends.kernel.host import KernelError, missing_capabilities
+from ccfair.backends.kernel.veth import check_scenario
 
 
 @functools.cache
@@ -26,12 +31,7 @@ def netem_available() -> bool:
         >>> isinstance(netem_available(), bool)  # doctest: +SKIP
         True
     """
-    import os
-    import subprocess
-
-    from ccfair import kernel
-
-    if kernel.missing_capabilities():
+    if missing_capabilities():
         return False
     name = f"ccf-{os.getpid() & 0xFFFFFFFF:08x}-0-netemprobe"
     if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
@@ -65,21 +65,16 @@ class VethBackend(KernelBackend):
         force_bpf: bool = False,
         engine_spec: dict[str, Any] | None = None,
     ) -> None:
-        """The kernel backend's checks, then :func:`ccfair.veth.check_scenario`."""
-        from ccfair import veth
-
+        """The kernel backend's checks, then
+        :func:`ccfair.backends.kernel.veth.check_scenario`."""
         super().check(resolved, force_bpf=force_bpf)
-        veth.check_scenario(resolved, netem=netem_available(), engine_spec=engine_spec)
+        check_scenario(resolved, netem=netem_available(), engine_spec=engine_spec)
 
     def preflight(self) -> None:
         """The kernel backend's, and tc (iproute2) on PATH."""
-        import shutil
-
-        from ccfair import kernel
-
         super().preflight()
         if shutil.which("tc") is None:
-            raise kernel.KernelError("the veth data path needs iproute2's `tc`; it is not on PATH")
+            raise KernelError("the veth data path needs iproute2's `tc`; it is not on PATH")
 
     def identity(self, force_bpf: bool = False) -> str:
         """A run over veth pairs is another point than the TUN path's run of the same spec."""

@@ -38,8 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from ccfair.backends.kernel.host import KernelError, safe_name
 from ccfair.errors import SpecError
-from ccfair.kernel import KernelError, _safe
 
 __all__ = ["NETEM_MISSING", "VethPlan", "check_scenario", "device_name", "plan", "setup"]
 
@@ -207,14 +209,15 @@ def _qdiscs(dev: str, link: Mapping[str, Any], loss: float) -> list[str]:
 
 def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> VethPlan:
     """The namespaces, devices, addresses, routes and qdiscs of ``spec``. ``hosts`` are the
-    TUN path's host entries (:func:`ccfair.kernel._plan`); each gets its first link's device
-    as ``dev``, and routers get namespaces ``ccf-<tag>-<i>-<node>`` after the hosts'."""
+    TUN path's host entries (:func:`ccfair.backends.kernel.run._plan`); each gets its first
+    link's device as ``dev``, and routers get namespaces ``ccf-<tag>-<i>-<node>`` after the
+    hosts'."""
     node_netns = {h["node"]: h["netns"] for h in hosts}
     routers = []
     for node, name in enumerate(spec["nodes"]):
         if node not in node_netns:
             i = len(node_netns)
-            node_netns[node] = f"ccf-{tag}-{i}-{_safe(name)}"
+            node_netns[node] = f"ccf-{tag}-{i}-{safe_name(name)}"
             routers.append(node_netns[node])
     p = VethPlan(netns=node_netns, routers=routers)
     for ns in node_netns.values():
@@ -282,8 +285,8 @@ def _run(argv: list[str], script: str | None = None) -> None:
 
 def setup(p: VethPlan) -> None:
     """Create what ``p`` describes; the namespaces of the hosts and routers exist already
-    (the caller creates and removes them, :func:`ccfair.kernel.run_kernel`). Devices live in
-    those namespaces and vanish with them."""
+    (the caller creates and removes them, :func:`ccfair.backends.kernel.run.run_kernel`).
+    Devices live in those namespaces and vanish with them."""
     for dev_a, ns_a, dev_b, ns_b in p.pairs:
         _run(
             [
@@ -364,7 +367,6 @@ def fill_link_summary(
     what the qdiscs counted over the whole run (:func:`qdisc_counts`). netem counts its
     random losses among its drops, so ``drop_random_pkts`` stays 0 and ``drop_queue_pkts``
     holds both."""
-    import numpy as np
 
     def u64(values: list[int]) -> tuple[str, bytes]:
         return ("u64", np.asarray(values, dtype="<u8").tobytes())

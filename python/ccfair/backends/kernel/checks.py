@@ -1,0 +1,227 @@
+"""The kernel backend's scenario checks, before anything starts: which program runs each
+flow's algorithm (this kernel's module or ccfair's BPF program), and the TCP options Linux
+can set per namespace or per route.
+
+Example:
+    >>> flow_program("copa", {}, ["reno", "cubic", "bbr"])
+    'bpf'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ccfair import _core
+from ccfair.algorithms import algorithms
+from ccfair.backends.kernel.host import (
+    BPF_ALGORITHMS,
+    LINUX_NAME,
+    KernelError,
+    available_ccas,
+    bpf_unavailable,
+    kernel_hz,
+)
+from ccfair.errors import SpecError, show
+
+__all__ = [
+    "ROUTE_OPTIONS",
+    "SYSCTL_OPTIONS",
+    "check_scenario",
+    "flow_program",
+    "socket_buffers",
+    "tcp_defaults",
+]
+
+#: TCP options the kernel backend can apply, and how: (where, sysctl or route attribute,
+#: value mapping). "sender" = the namespace of the flow's source, "both" = both endpoints.
+SYSCTL_OPTIONS: dict[str, tuple[str, str, Any]] = {
+    "sack": ("both", "net/ipv4/tcp_sack", lambda v: "1" if v else "0"),
+    "frto": ("sender", "net/ipv4/tcp_frto", lambda v: "2" if v else "0"),
+    "reordering": ("sender", "net/ipv4/tcp_reordering", str),
+    "min_rtt_wlen_s": ("sender", "net/ipv4/tcp_min_rtt_wlen", str),
+    "pacing_ss_ratio": ("sender", "net/ipv4/tcp_pacing_ss_ratio", str),
+    "pacing_ca_ratio": ("sender", "net/ipv4/tcp_pacing_ca_ratio", str),
+    # Documentation/networking/ip-sysctl.rst: tcp_early_retrans 3 enables TLP, 0 disables;
+    # tcp_recovery bit 0x1 is RACK.
+    "tlp": ("sender", "net/ipv4/tcp_early_retrans", lambda v: "3" if v else "0"),
+    "rack": ("sender", "net/ipv4/tcp_recovery", lambda v: "1" if v else "0"),
+}
+
+
+ROUTE_OPTIONS: dict[str, tuple[str, Any]] = {
+    "init_cwnd": ("initcwnd", str),
+    "rto_min_ms": ("rto_min", lambda v: f"{v}ms"),
+}
+
+
+def tcp_defaults() -> dict[str, Any]:
+    return json.loads(_core.normalize_tcp("{}"))
+
+
+def _cca_defaults(name: str) -> dict[str, Any]:
+    return algorithms()[name].defaults()
+
+
+def flow_program(
+    cca: str, params: Mapping[str, Any], offered: list[str], *, force_bpf: bool = False
+) -> str:
+    """How the kernel backend runs a flow's algorithm: ``"kernel"`` (this kernel's own
+    module, unmodified), ``"bpf"`` (ccfair's BPF program: the algorithm is modified, or the
+    kernel lacks it, or ``force_bpf``), or ``"none"`` (neither can).
+
+    Example:
+        >>> flow_program("copa", {}, ["reno", "cubic", "bbr"])
+        'bpf'
+        >>> flow_program("bbr", {}, ["reno", "cubic", "bbr"])
+        'kernel'
+        >>> flow_program("bbr", {"probe_rtt_ms": 100}, ["bbr"])
+        'bpf'
+    """
+    linux = LINUX_NAME.get(cca)
+    stock = all(_cca_defaults(cca).get(k) == v for k, v in params.items())
+    bpf = cca in BPF_ALGORITHMS
+    if linux is not None and linux in offered and stock and not (force_bpf and bpf):
+        return "kernel"
+    return "bpf" if bpf else "none"
+
+
+def check_scenario(
+    resolved: Any, *, offered: list[str] | None = None, force_bpf: bool = False
+) -> None:
+    """Raise :class:`SpecError` if the kernel backend cannot run ``resolved`` as written:
+    an algorithm neither this kernel nor ccfair's BPF programs offer, a modification of an
+    algorithm without a BPF program (non-default ``cca_params`` of reno or cubic), or a TCP
+    option Linux offers no per-namespace setting for; :class:`KernelError` if a flow needs
+    a BPF program and this machine cannot run one (saying what is missing).
+    ``force_bpf`` runs every algorithm that has a BPF program with it, also unmodified
+    (to compare the program with the kernel's module).
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> check_scenario(dumbbell(1, "cubic").resolve(), offered=["reno"])
+        Traceback (most recent call last):
+        ...
+        ccfair.errors.SpecError: flows[0].cca: "cubic" is not available on the kernel \
+backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
+    """
+    offered = available_ccas() if offered is None else offered
+    offers = (
+        f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'} "
+        f"(and ccfair's BPF programs: {', '.join(BPF_ALGORITHMS)})"
+    )
+    profile = resolved.normalized.get("profile")
+    if profile is not None:
+        raise SpecError(
+            "profile",
+            profile,
+            "is a simulator model for now: the kernel backend's hosts are Linux (its own "
+            'GSO skbs, tcp.tso must stay "off") and its links ccfair\'s forwarder; set '
+            'tcp.rmem = "linux" and the links\' queue = "netem" for what it can do (issue 14)',
+        )
+    tcp = _TcpCheck(resolved)
+    needs_bpf = []
+    for i, f in enumerate(resolved.engine_spec["flows"]):
+        if _check_flow_cca(i, f, offered, offers, force_bpf) == "bpf":
+            needs_bpf.append(i)
+        tcp.check_flow(i, f)
+    if needs_bpf:
+        missing = bpf_unavailable()
+        if missing is not None:
+            i = needs_bpf[0]
+            raise KernelError(
+                f"flows[{i}] ({resolved.engine_spec['flows'][i]['cca']}) needs ccfair's BPF "
+                f"congestion control on the kernel backend, and {missing}"
+            )
+
+
+def _check_flow_cca(
+    i: int, f: dict[str, Any], offered: list[str], offers: str, force_bpf: bool
+) -> str:
+    """How flow ``i`` runs its algorithm here (:func:`flow_program`), or the
+    :class:`SpecError` of an algorithm or modification this machine cannot run."""
+    cca = f["cca"]
+    linux = LINUX_NAME.get(cca)
+    how = flow_program(cca, f["cca_params"], offered, force_bpf=force_bpf)
+    if how == "none" and (linux is None or linux not in offered):
+        raise SpecError(f"flows[{i}].cca", cca, f"is not available on the kernel backend; {offers}")
+    if how == "none":
+        defaults = _cca_defaults(cca)
+        for key, value in f["cca_params"].items():
+            if defaults.get(key) != value:
+                raise SpecError(
+                    f"flows[{i}].cca_params.{key}",
+                    value,
+                    f"is a modification of {cca} that Linux's {linux} does not have "
+                    f"(default {show(defaults.get(key))}); the kernel backend runs "
+                    f"modified algorithms only as ccfair's BPF programs "
+                    f"({', '.join(BPF_ALGORITHMS)})",
+                )
+    return how
+
+
+class _TcpCheck:
+    """The TCP options of a scenario's flows against what the kernel backend can set: per
+    namespace sysctls and per route options, one kernel per host (flows that share a host
+    must agree on its settings), HZ fixed by the running kernel."""
+
+    def __init__(self, resolved: Any) -> None:
+        self.spec = resolved.engine_spec
+        self.sc = resolved.scenario
+        self.tcp_defaults = tcp_defaults()
+        self.hz = kernel_hz()
+        self.rmem, _ = socket_buffers(resolved)
+        # (host, setting) -> (field that set it, value)
+        self.host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
+
+    def check_flow(self, i: int, f: dict[str, Any]) -> None:
+        sc = self.sc
+        explicit = {**sc.tcp, **sc.flows[i].tcp}
+        for key, value in f["tcp"].items():
+            where = "tcp" if key in sc.tcp and key not in sc.flows[i].tcp else f"flows[{i}].tcp"
+            if key == "hz":
+                if key in explicit and self.hz is not None and value != self.hz:
+                    raise SpecError(
+                        f"{where}.hz",
+                        value,
+                        f"differs from this kernel's HZ ({self.hz}); the kernel backend runs "
+                        "at the kernel's own HZ (leave hz out)",
+                    )
+            elif key in SYSCTL_OPTIONS or key in ROUTE_OPTIONS or key == "rmem":
+                self._check_host_setting(i, f, where, key, value)
+            elif value != self.tcp_defaults.get(key):
+                supported = ", ".join(sorted([*SYSCTL_OPTIONS, *ROUTE_OPTIONS]))
+                raise SpecError(
+                    f"{where}.{key}",
+                    value,
+                    f"cannot be applied on the kernel backend (Linux has no per-namespace "
+                    f"setting for it; default {show(self.tcp_defaults.get(key))}); "
+                    f"settable: {supported}",
+                )
+
+    def _check_host_setting(
+        self, i: int, f: dict[str, Any], where: str, key: str, value: Any
+    ) -> None:
+        both = key in SYSCTL_OPTIONS and SYSCTL_OPTIONS[key][0] == "both"
+        # tcp_rmem belongs to the receiving host; compared resolved ("fit" is per host).
+        nodes = (f["dst"],) if key == "rmem" else (f["src"], f["dst"]) if both else (f["src"],)
+        value = self.rmem[i] if key == "rmem" else value
+        for node in nodes:
+            seen = self.host_settings.setdefault((node, key), (f"{where}.{key}", value))
+            if seen[1] != value:
+                raise SpecError(
+                    f"{where}.{key}",
+                    value,
+                    f"differs from {seen[0]} = {show(seen[1])} on host "
+                    f"{show(self.spec['nodes'][node])}; flows that share a host share its "
+                    "kernel settings",
+                )
+
+
+def socket_buffers(resolved: Any) -> tuple[list[list[int]], list[int]]:
+    """Per flow its receiver's ``tcp_rmem`` (``tcp.rmem`` resolved), per node the socket
+    buffer maximum no flow of the node's can fill; the simulator uses the same values
+    (``RunSpec::rmem_bytes`` in crates/ccfair-sim/src/spec.rs)."""
+    rmem, fit = _core.socket_buffers(json.dumps(resolved.engine_spec))
+    return [list(r) for r in rmem], list(fit)
