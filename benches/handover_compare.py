@@ -31,10 +31,10 @@ from tree_args import count_error, tree_error
 def child(case: str, repeat: int) -> None:
     from ccfair import _core
     from ccfair.bench import scenario_for
-    from ccfair.results import build_result
+    from ccfair.results.run import build_result
 
     try:
-        from ccfair.tables import build_tables
+        from ccfair.store.tables import build_tables
     except ImportError:  # the tree before the Arrow path
         build_tables = None
     resolved = scenario_for(case, "60s").resolve()

@@ -20,8 +20,9 @@ import ccfair
 import numpy as np
 import pandas as pd
 from ccfair.errors import ResultsError
-from ccfair.results import check_schema, finished_run_ids, load
+from ccfair.results.run import load
 from ccfair.spec.identity import run_id_of
+from ccfair.store.directory import check_schema, finished_run_ids
 
 POINTS = {
     "bbr alone, 2 BDP": dict(n=1, ccas="bbr", alpha=2.0),

@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from ccfair.errors import SpecError
 from ccfair.executor import run_sweep
-from ccfair.results import TABLES, finished_run_ids
 from ccfair.spec.sweep import Sweep
+from ccfair.store.directory import finished_run_ids
+from ccfair.store.schema import TABLES
 
 SPEC = """\
 name = "on-dask"

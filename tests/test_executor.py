@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from ccfair.errors import SpecError
-from ccfair.executor import read_sweep_record, run_sweep, verify_run
-from ccfair.results import TABLES, ResultsError, finished_run_ids
+from ccfair.errors import ResultsError, SpecError
+from ccfair.executor import run_sweep
 from ccfair.spec.sweep import Sweep
+from ccfair.store.directory import finished_run_ids
+from ccfair.store.read import verify_run
+from ccfair.store.schema import TABLES
+from ccfair.store.sweep_record import read_sweep_record
 
 # Provenance that legitimately differs between two executions of the same run.
 VOLATILE = ["started_at", "wall_time_s"]
@@ -397,7 +400,7 @@ def test_workers_end_with_a_killed_sweep(tmp_path):
     proc.kill()
     proc.wait()
 
-    from ccfair.results import _alive  # running, not a zombie
+    from ccfair.store.files import _alive  # running, not a zombie
 
     deadline = time.monotonic() + 10
     while any(_alive(int(c)) for c in children):
@@ -526,7 +529,7 @@ def test_an_interrupt_as_the_last_run_ends_leaves_a_complete_sweep():
 def test_a_killed_writer_not_yet_reaped_counts_as_gone():
     # A resume right after a kill kept the dead worker's temporaries: os.kill(pid, 0)
     # succeeds on a zombie.
-    from ccfair.results import _alive
+    from ccfair.store.files import _alive
 
     child = subprocess.Popen(["sleep", "100"])
     assert _alive(child.pid)

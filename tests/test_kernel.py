@@ -21,7 +21,6 @@ from pathlib import Path
 import ccfair
 import numpy as np
 import pytest
-from ccfair import schema
 from ccfair.backends.kernel import checks as kernel_checks
 from ccfair.backends.kernel import host as kernel_host
 from ccfair.backends.kernel import machine as kernel_machine
@@ -29,6 +28,7 @@ from ccfair.backends.kernel import run as kernel_run
 from ccfair.backends.kernel import selfcheck as kernel_selfcheck
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario
+from ccfair.store import schema
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Child processes import the package under test, whatever else is installed.

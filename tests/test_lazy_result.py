@@ -1,5 +1,5 @@
 """``ccfair.run`` returns its tables as Arrow tables and converts each to pandas when first
-read (ccfair.results.RunResult): the run imports no pandas, and what users get (frames,
+read (ccfair.results.run.RunResult): the run imports no pandas, and what users get (frames,
 files, ``save`` after changes) is what it always was."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from ccfair.api import run_tables
-from ccfair.results import MARKER_TABLE, TABLES, RunResult
+from ccfair.results.run import RunResult
+from ccfair.store import schema
+from ccfair.store.schema import MARKER_TABLE, TABLES
 
 ALL_TABLES = (MARKER_TABLE, *TABLES)
 HEAVY = ("pandas", "pyarrow.compute", "matplotlib", "scipy")
@@ -57,7 +59,7 @@ def test_a_fresh_process_runs_and_saves_without_importing_pandas(tmp_path):
     assert out["reliable"] is True and out["name"] == "dumbbell"
     # The first read converts the table (and imports pandas): the columns of the schema.
     assert "pandas" in out["after_flows"]
-    assert out["columns"] == [c["name"] for c in ccfair.schema.columns("flows")]
+    assert out["columns"] == [c["name"] for c in schema.columns("flows")]
     assert out["trace_rows"] > 0
     assert len(pq.read_table(tmp_path / "flows").column("flow_name")) == 2
 
@@ -74,7 +76,7 @@ def test_frames_are_what_reading_the_saved_files_gives(tmp_path):
         saved = pd.read_parquet(tmp_path / table / f"{r.run_id}.parquet")
         frame = getattr(r, table)
         pd.testing.assert_frame_equal(frame, saved, check_exact=True)
-        assert list(frame.columns) == [c["name"] for c in ccfair.schema.columns(table)]
+        assert list(frame.columns) == [c["name"] for c in schema.columns(table)]
         assert isinstance(frame.index, pd.RangeIndex)
     assert r.flows is r.flows  # converted once, then the same frame
 

@@ -19,10 +19,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from ccfair import _core, backends, schema
+from ccfair import _core, backends
 from ccfair.api import _with_trace
-from ccfair.results import build_result
-from ccfair.tables import WRITE_ORDER, build_tables, runs_row, shares
+from ccfair.results.run import build_result
+from ccfair.store import schema
+from ccfair.store.tables import WRITE_ORDER, build_tables, runs_row, shares
 
 # --------------------------------------------------------------------------------------------
 # The pandas route before the Arrow path (python/ccfair/results.py at 1ef47a8)
@@ -260,9 +261,9 @@ def test_a_column_the_schema_lacks_is_a_backend_bug(tmp_path):
 def test_docstring_examples_run():
     import doctest
 
-    import ccfair.tables
+    import ccfair.store.tables
 
-    result = doctest.testmod(ccfair.tables, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(ccfair.store.tables, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 5
 
 
@@ -307,7 +308,7 @@ def test_a_sweep_worker_writes_what_run_and_save_write_without_a_dataframe(tmp_p
 def test_each_kind_of_engine_column_converts_as_pandas_did(kind, data, dtype):
     # Edge values: u64 beyond int64 (wraps, as astype did), -0.0, inf, subnormals, a missing
     # text; compared with the pandas route through Arrow, as the files hold them.
-    from ccfair.tables import engine_column
+    from ccfair.store.tables import engine_column
 
     frame = _conform_one(pd.DataFrame({"c": _column(kind, data)}), dtype)
     want = pa.Table.from_pandas(frame, preserve_index=False).column("c").combine_chunks()
@@ -332,7 +333,7 @@ def _conform_one(frame: pd.DataFrame, dtype: str) -> pd.DataFrame:
 def test_text_built_from_buffers_is_what_pa_array_builds(values):
     # ccfair.tables assembles string arrays from their buffers (pa.array imports pandas);
     # they must be the arrays pa.array makes, nulls and multi-byte characters included.
-    from ccfair.tables import strings
+    from ccfair.store.tables import strings
 
     got = strings(values)
     got.validate(full=True)
@@ -341,7 +342,7 @@ def test_text_built_from_buffers_is_what_pa_array_builds(values):
 
 
 def test_labels_decode_codes_and_refuse_a_code_without_a_name():
-    from ccfair.tables import labels
+    from ccfair.store.tables import labels
 
     names = ["bottleneck", "a", "é1"]
     codes = np.array([2, 0, 1, 0, 2], dtype="<u4")
@@ -370,7 +371,7 @@ def test_labels_decode_codes_and_refuse_a_code_without_a_name():
     ],
 )
 def test_a_runs_value_is_what_pa_array_makes(dtype, value):
-    from ccfair.tables import _one_value
+    from ccfair.store.tables import _one_value
 
     arrow_type = {"int64": pa.int64(), "float64": pa.float64()}.get(dtype)
     arrow_type = arrow_type or {"string": pa.string(), "bool": pa.bool_()}[dtype]
@@ -381,7 +382,7 @@ def test_a_runs_value_is_what_pa_array_makes(dtype, value):
 
 
 def test_a_runs_int_refuses_a_float():
-    from ccfair.tables import _one_value
+    from ccfair.store.tables import _one_value
 
     with pytest.raises(TypeError):
         _one_value("int64", 1.5)

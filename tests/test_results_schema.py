@@ -14,10 +14,11 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from ccfair import schema
 from ccfair.errors import ResultsError
 from ccfair.metrics import Results
-from ccfair.results import TABLES, load_table
+from ccfair.store import schema
+from ccfair.store.read import load_table
+from ccfair.store.schema import TABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL_TABLES = (*TABLES, "runs")

@@ -13,9 +13,8 @@ from pathlib import Path
 import ccfair
 import pytest
 from ccfair import _core
-from ccfair.errors import CcfairError, LimitError, RunError, SpecError, show
+from ccfair.errors import CcfairError, LimitError, ResultsError, RunError, SpecError, show
 from ccfair.limits import Limits, estimate
-from ccfair.results import ResultsError
 from ccfair.spec.sweep import Sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -351,21 +350,21 @@ def test_a_single_run_is_not_saved_into_a_sweeps_directory(tmp_path):
 
 
 def test_a_save_that_fails_midway_leaves_no_table_of_the_run(tmp_path, monkeypatch):
-    from ccfair import results
+    from ccfair.store import directory
 
     result = ccfair.run(ccfair.dumbbell(2, "reno", duration="1s"))
-    real = results._write_parquet
+    real = directory._write_parquet
 
     def failing(arrow, tmp):
         if "links" in str(tmp.parent.name):
             raise OSError(28, "No space left on device")
         real(arrow, tmp)
 
-    monkeypatch.setattr(results, "_write_parquet", failing)
+    monkeypatch.setattr(directory, "_write_parquet", failing)
     with pytest.raises(ResultsError, match="No space left on device"):
         result.save(tmp_path)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
-    monkeypatch.setattr(results, "_write_parquet", real)
+    monkeypatch.setattr(directory, "_write_parquet", real)
     result.save(tmp_path)
     assert len([p for p in tmp_path.rglob("*.parquet")]) == 5
 

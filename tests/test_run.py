@@ -11,7 +11,7 @@ import ccfair
 import pandas as pd
 import pytest
 from ccfair.backends.kernel import checks as kernel_checks
-from ccfair.results import finished_run_ids
+from ccfair.store.directory import finished_run_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +164,7 @@ def test_save_and_load_round_trip(tmp_path):
 
 
 def test_load_rejects_a_directory_without_runs(tmp_path):
-    with pytest.raises(ccfair.results.ResultsError, match="no finished runs"):
+    with pytest.raises(ccfair.errors.ResultsError, match="no finished runs"):
         ccfair.load(tmp_path)
 
 
@@ -225,7 +225,11 @@ def test_cli_check_reports_buffers_in_packets_and_bdp():
     [
         "ccfair",
         "ccfair.api",
-        "ccfair.results",
+        "ccfair.results.run",
+        "ccfair.store.directory",
+        "ccfair.store.files",
+        "ccfair.store.read",
+        "ccfair.store.sweep_record",
         "ccfair.spec.sweep",
         "ccfair.spec.grid",
         "ccfair.spec.identity",

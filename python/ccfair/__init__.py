@@ -18,15 +18,17 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core
 
 if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
+    from ccfair.analysis.stats import jain_index  # noqa: F401
     from ccfair.api import run  # noqa: F401
     from ccfair.errors import CcfairError, LimitError, RunError, SpecError  # noqa: F401
     from ccfair.executor import run_sweep  # noqa: F401
     from ccfair.limits import Limits  # noqa: F401
     from ccfair.metrics import Results  # noqa: F401
-    from ccfair.results import RunResult, jain_index, load, load_table  # noqa: F401
+    from ccfair.results.run import RunResult, load  # noqa: F401
     from ccfair.spec.scenario import Scenario  # noqa: F401
     from ccfair.spec.shapes import default_scenario, dumbbell, parking_lot  # noqa: F401
     from ccfair.spec.sweep import Sweep  # noqa: F401
+    from ccfair.store.read import load_table  # noqa: F401
 
 __version__ = _core.__version__
 
@@ -37,15 +39,15 @@ _LAZY = {
     "Limits": "ccfair.limits",
     "Results": "ccfair.metrics",
     "RunError": "ccfair.errors",
-    "RunResult": "ccfair.results",
+    "RunResult": "ccfair.results.run",
     "Scenario": "ccfair.spec.scenario",
     "SpecError": "ccfair.errors",
     "Sweep": "ccfair.spec.sweep",
     "default_scenario": "ccfair.spec.shapes",
     "dumbbell": "ccfair.spec.shapes",
-    "jain_index": "ccfair.results",
-    "load": "ccfair.results",
-    "load_table": "ccfair.results",
+    "jain_index": "ccfair.analysis.stats",
+    "load": "ccfair.results.run",
+    "load_table": "ccfair.store.read",
     "parking_lot": "ccfair.spec.shapes",
     "run": "ccfair.api",
     "run_sweep": "ccfair.executor",

@@ -19,8 +19,8 @@ from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.spec.scenario import Scenario, as_scenario
 
 if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
-    from ccfair.results import RunResult
-    from ccfair.tables import RunTables
+    from ccfair.results.run import RunResult
+    from ccfair.store.tables import RunTables
 
 
 @contextlib.contextmanager
@@ -88,7 +88,7 @@ def run(
         >>> list(r.flows["flow_name"])
         ['flow1', 'flow2']
     """
-    from ccfair.results import build_result
+    from ccfair.results.run import build_result
 
     resolved, raw, record = _execute(scenario, backend, trace, force_bpf, limits)
     with _gc_paused():
@@ -103,7 +103,7 @@ def run_tables(
     limits: Limits | dict[str, Any] | None = None,
 ) -> RunTables:
     """Run one scenario as :func:`run` does and return its tables as Arrow tables in the
-    schema's exact form, ready to be written (:meth:`ccfair.tables.RunTables.write_tables`)
+    schema's exact form, ready to be written (:meth:`ccfair.store.tables.RunTables.write_tables`)
     or sent as Parquet bytes: a sweep's worker, which only saves a run, creates no pandas
     DataFrame on the way (benches/README.md, "After the engine", has the costs). The files
     are those ``run(...).save(...)`` writes. ``trace`` is not offered: traces are not saved.
@@ -114,7 +114,7 @@ def run_tables(
         >>> t.tables["flows"].column("flow_name").to_pylist()
         ['flow1', 'flow2']
     """
-    from ccfair.tables import build_tables
+    from ccfair.store.tables import build_tables
 
     resolved, raw, record = _execute(scenario, backend, (), force_bpf, limits)
     with _gc_paused():

@@ -130,8 +130,8 @@ def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, 
     import tempfile
     from pathlib import Path
 
-    from ccfair.results import build_result
-    from ccfair.tables import build_tables
+    from ccfair.results.run import build_result
+    from ccfair.store.tables import build_tables
 
     facts = {"run_id": "0123456789abcdef", "backend": "sim", "started_at": ""}
     facts["wall_time_s"] = engine_s
@@ -330,7 +330,7 @@ def sweep_main(names: list[str], quick: bool = False, workers: int | None = None
             outcome = run_sweep(
                 sweep, os.path.join(tmp, "r"), workers=workers, progress=False, log=lambda m: None
             )
-            from ccfair.results import load_table
+            from ccfair.store.read import load_table
 
             runs = load_table(os.path.join(tmp, "r"), "runs")
         sim_s = float(runs["duration_s"].sum())
@@ -405,7 +405,7 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
             n_figs = len(
                 [f for f in os.listdir(os.path.join(tmp, "figures")) if f.endswith(".png")]
             )
-            from ccfair.results import finished_run_ids
+            from ccfair.store.directory import finished_run_ids
 
             n_runs = len(finished_run_ids(results_dir))
         print(

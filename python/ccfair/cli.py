@@ -69,7 +69,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         b.warn_if_busy()
     out = None if args.no_save else args.out
     if out is not None:
-        from ccfair.results import check_run_dir
+        from ccfair.store.directory import check_run_dir
 
         # Before the run: a directory that cannot take it fails now, not after a long run.
         check_run_dir(out, extra=("trace",) if args.trace else ())
@@ -85,7 +85,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     result = run(sc, backend=backend, trace=args.trace or (), limits=_limits_of(args))
     if out is not None:
-        from ccfair.results import write_file_atomic
+        from ccfair.store.directory import write_file_atomic
 
         result.save(out)
         if result.trace is not None:
@@ -324,7 +324,7 @@ def _sweep_exit(outcome: object) -> int:
 
 def _default_out(name: str) -> str:
     """results/<name>, kept apart from the table folders ``ccfair run`` writes in results/."""
-    from ccfair.results import MARKER_TABLE, TABLES
+    from ccfair.store.schema import MARKER_TABLE, TABLES
 
     clash = name in (*TABLES, MARKER_TABLE, "figures")
     return f"results/sweep-{name}" if clash else f"results/{name}"
@@ -435,7 +435,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from ccfair import plots
     from ccfair.metrics import Results
-    from ccfair.results import table_folder
+    from ccfair.store.directory import table_folder
 
     res = Results(args.results)
     ids = res.run_ids if args.all else args.run_ids

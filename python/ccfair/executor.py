@@ -16,7 +16,7 @@ after abandoned workers and warns after parallel runs that exceeded their latene
 (:func:`warn_lateness`); a backend's ``interruptible`` and ``stop_all`` stop runs in threads.
 
 The results directory of a sweep holds ``sweep.json`` (the spec, its hash and every point with
-its run id) next to the per-run Parquet tables of :mod:`ccfair.results`. Running a sweep:
+its run id) next to the per-run Parquet tables of :mod:`ccfair.store.directory`. Running a sweep:
 
 1. expands and validates every point (nothing runs if one is invalid);
 2. takes a lock on the directory (a second sweep into it is refused while the first runs);
@@ -35,12 +35,10 @@ real-time backend) that run and save a run each.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import math
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -51,7 +49,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,38 +56,24 @@ import pyarrow.parquet as pq
 
 from ccfair import _core, backends
 from ccfair.backends.base import Backend
-from ccfair.errors import RunError, SpecError, show
+from ccfair.errors import RunError, SpecError
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
-from ccfair.results import (
-    MARKER_TABLE,
-    RUN_ID,
-    SWEEP_FILE,
-    TABLES,
-    ResultsError,
+from ccfair.spec.sweep import Point, Sweep
+from ccfair.store.directory import (
     check_schema,
     check_table_folders,
-    columns_problem,
+    claim,
     finished_run_ids,
-    make_dir,
-    remove_stale_temporaries,
+    lock,
+    remove_run,
     table_folder,
-    temporary_path,
-    write_file_atomic,
+    write_run_bytes,
 )
-from ccfair.spec.sweep import Point, Sweep
+from ccfair.store.files import remove_stale_temporaries
+from ccfair.store.read import verify_run
+from ccfair.store.schema import MARKER_TABLE, WRITE_ORDER
 
-__all__ = [
-    "SWEEP_FILE",
-    "SweepOutcome",
-    "read_sweep_record",
-    "run_in_threads",
-    "run_sweep",
-    "verify_run",
-    "warn_lateness",
-]
-
-#: The format of the sweep's record (SWEEP_FILE, ccfair.results).
-_FORMAT = 1
+__all__ = ["SweepOutcome", "run_in_threads", "run_sweep", "warn_lateness"]
 
 
 @dataclass
@@ -144,241 +127,6 @@ class SweepOutcome:
             + (f", {len(self.flagged)} kept flagged" if self.flagged else "")
             + f"); {state}; {self.wall_s:.1f} s wall; results in {self.results_dir}"
         )
-
-
-# --------------------------------------------------------------------------------------------
-# The results directory
-
-
-def read_sweep_record(results_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The ``sweep.json`` record of a results directory, or None if there is none.
-
-    Raises :class:`ResultsError` if it exists but cannot be read.
-
-    Example:
-        >>> read_sweep_record("results/harada-dumbbell")["hash"]  # doctest: +SKIP
-        '2ab3890c117b3164'
-    """
-    path = Path(results_dir) / SWEEP_FILE
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        problem = record_problem(record)
-        if problem is not None:
-            raise ValueError(problem)
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: cannot be read as a sweep record ({exc})") from None
-    return record
-
-
-_LABEL = bool | int | float | str
-
-
-def record_problem(record: Any) -> str | None:
-    """What is wrong with a sweep record (the JSON of ``sweep.json``, as
-    :func:`_sweep_record` writes it), or None: its shape, and that every point names a
-    run id and takes a labelled value of each axis (damage a reader would otherwise hit
-    deep inside pandas).
-
-    Example:
-        >>> record_problem({"hash": "x"})
-        'points: missing'
-    """
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    for key, kind, what in (
-        ("points", list, "a list"),
-        ("hash", str, "a string"),
-        ("name", str, "a string"),
-        ("sweep", dict, "an object"),
-        ("axes", dict, "an object"),
-        ("run_ids", list, "a list"),
-        ("n_points", int, "an integer"),
-    ):
-        if key not in record:
-            return f"{key}: missing"
-        if not isinstance(record[key], kind) or isinstance(record[key], bool):
-            return f"{key}: is not {what}"
-    if record.get("format") != _FORMAT:
-        return f"format: {show(record.get('format'))} is not this ccfair's ({_FORMAT})"
-    axes = record["axes"]
-    for key, labels in axes.items():
-        if not isinstance(labels, list) or not all(isinstance(v, _LABEL) for v in labels):
-            return f"axes.{key}: is not a list of labels"
-    points = record["points"]
-    if record["n_points"] != len(points):
-        return f"n_points: {record['n_points']} for {len(points)} points"
-    for i, p in enumerate(points):
-        where = f"points[{i}]"
-        if not isinstance(p, dict):
-            return f"{where}: is not an object"
-        if not (isinstance(p.get("run_id"), str) and RUN_ID.fullmatch(p["run_id"])):
-            return f"{where}.run_id: is not a run id"
-        for key in ("index", "rep", "seed"):
-            if not isinstance(p.get(key), int) or isinstance(p.get(key), bool):
-                return f"{where}.{key}: is not an integer"
-        baseline = p.get("baseline")
-        if baseline is not None and not isinstance(baseline, str):
-            return f"{where}.baseline: is neither null nor an algorithm"
-        params = p.get("params")
-        if not isinstance(params, dict) or set(params) != set(axes):
-            return f"{where}.params: does not give a value of each axis ({', '.join(axes)})"
-        for key, label in params.items():
-            if not isinstance(label, _LABEL):
-                return f"{where}.params.{key}: is not a label"
-            if baseline is None and label not in axes[key]:
-                return f"{where}.params.{key}: {show(label)} is not a label of the axis"
-    if record["run_ids"] != list(dict.fromkeys(p["run_id"] for p in points)):
-        return "run_ids: are not the points' run ids"
-    return None
-
-
-def _sweep_record(sweep: Sweep, points: list[Point]) -> dict[str, Any]:
-    return {
-        "format": _FORMAT,
-        "name": sweep.name,
-        "hash": sweep.spec_hash(),
-        "sweep": sweep.to_dict(),
-        "axes": sweep.axis_labels(),
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "ccfair_version": _core.__version__,
-        "git_revision": _core.__git_revision__,
-        "n_points": len(points),
-        "run_ids": list(dict.fromkeys(p.run_id for p in points)),
-        "points": [p.record() for p in points],
-    }
-
-
-def _write_bytes_atomic(path: Path, data: bytes, *, in_table: bool = True) -> None:
-    if in_table:
-        write_file_atomic(path, lambda tmp: tmp.write_bytes(data))
-        return
-    # sweep.json, at the top of the directory.
-    tmp = temporary_path(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ResultsError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-
-
-def _claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
-    """Write ``sweep.json`` or check that the directory belongs to this sweep."""
-    record = read_sweep_record(root)
-    mine = sweep.spec_hash()
-    if record is not None:
-        if record["hash"] != mine:
-            raise ResultsError(
-                f"{root}: holds results of sweep {record.get('name')!r} (hash {record['hash']}, "
-                f"{len(record.get('run_ids', []))} runs), not of this sweep {sweep.name!r} "
-                f"(hash {mine}); use another --out directory or delete that one"
-            )
-        now = list(dict.fromkeys(p.run_id for p in points))
-        if record["run_ids"] != now:
-            # The same sweep file, other scenarios: this ccfair resolves them differently
-            # (a builder's default, a TCP default), so its runs would sit next to the
-            # record's, unlabelled, and both would count as the sweep.
-            changed = len(set(now) - set(record["run_ids"]))
-            raise ResultsError(
-                f"{root}: holds sweep {record.get('name')!r} as ccfair "
-                f"{record.get('git_revision', '?')} resolved it; this ccfair makes {changed} of "
-                f"its {len(now)} runs different scenarios (run ids), so its runs cannot be "
-                "mixed with those: use another --out directory"
-            )
-        return
-    foreign = finished_run_ids(root)
-    if foreign:
-        raise ResultsError(
-            f"{root}: holds {len(foreign)} runs that are not from a sweep (no {SWEEP_FILE}); "
-            "use another --out directory"
-        )
-    make_dir(root)
-    blob = json.dumps(_sweep_record(sweep, points), indent=1, sort_keys=False)
-    _write_bytes_atomic(root / SWEEP_FILE, blob.encode(), in_table=False)
-
-
-#: The sweep's lock file in its results directory; named like ccfair's temporaries, so
-#: that it does not take a name a user's file may have.
-LOCK_NAME = ".ccfair-lock"
-_LOCK_CONTENT = re.compile(r"(pid \d+)?")
-
-
-@contextmanager
-def _lock(root: Path) -> Iterator[None]:
-    make_dir(root)
-    path = root / LOCK_NAME
-    try:
-        # O_NOFOLLOW: a symbolic link in its place is refused, never written through.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot be opened ({exc.strerror or exc})") from None
-    fh = os.fdopen(fd, "r+")
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise ResultsError(
-                f"{root}: another sweep is writing into this directory ({holder}); "
-                "wait for it or use another --out directory"
-            ) from None
-        fh.seek(0)
-        found = fh.read(64)
-        if not _LOCK_CONTENT.fullmatch(found.strip()):
-            # Not a lock ccfair wrote (those hold "pid N" or nothing): never overwrite it.
-            raise ResultsError(f"{path}: is not ccfair's lock file; move it away")
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}")
-        fh.flush()
-        yield
-    finally:
-        fh.close()
-
-
-def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
-    """Check a finished run's files; returns None if sound, else what is wrong (one line).
-
-    Reads each table's Parquet footer (which a truncated or overwritten file lacks) and the
-    ``runs`` row, which must name this run.
-
-    Example:
-        >>> verify_run("results/harada-dumbbell", "2bb67167608fdd8d")  # doctest: +SKIP
-        'flows/2bb67167608fdd8d.parquet is missing'
-    """
-    root = Path(results_dir)
-    for table in (*TABLES, MARKER_TABLE):
-        path = root / table / f"{run_id}.parquet"
-        if not path.exists():
-            return f"{table}/{run_id}.parquet is missing"
-        try:
-            meta = pq.read_metadata(path)
-        except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
-            return f"{table}/{run_id}.parquet is not readable Parquet ({exc})"
-        columns = columns_problem(meta.schema.to_arrow_schema(), table)
-        if columns is not None:
-            return f"{table}/{run_id}.parquet {columns}"
-        if table == MARKER_TABLE:
-            try:
-                rid = pq.read_table(path, columns=["run_id"]).column(0).to_pylist()
-            except Exception as exc:  # noqa: BLE001
-                return f"{table}/{run_id}.parquet cannot be read ({exc})"
-            if meta.num_rows != 1 or rid != [run_id]:
-                return f"{table}/{run_id}.parquet does not describe run {run_id}"
-    return None
-
-
-def _remove_run(root: Path, run_id: str) -> None:
-    # The marker first: from here on the run does not count as finished.
-    for table in (MARKER_TABLE, *TABLES):
-        path = root / table / f"{run_id}.parquet"
-        path.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,11 +247,6 @@ def _worker_versions() -> dict[str, str]:
     return {"version": _core.__version__, "git_revision": _core.__git_revision__}
 
 
-def _save_bytes(root: Path, run_id: str, tables: dict[str, bytes]) -> None:
-    for table in (*TABLES, MARKER_TABLE):  # the marker last
-        _write_bytes_atomic(root / table / f"{run_id}.parquet", tables[table])
-
-
 # --------------------------------------------------------------------------------------------
 # Progress
 
@@ -618,7 +361,7 @@ def run_sweep(
     # Connect before touching the results directory: a wrong address changes nothing.
     client = _connect(cluster, connect_timeout) if cluster else None
     try:
-        with _lock(root):
+        with lock(root):
             outcome = _run_locked(
                 sweep, root, points, specs, workers, client, progress, say, lim, retries
             )
@@ -670,9 +413,9 @@ def _run_locked(
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
     check_schema(root)  # runs of another schema version cannot be mixed with these
-    check_table_folders(root, (*TABLES, MARKER_TABLE))  # before the claim: nothing written
-    _claim(root, sweep, points)
-    for table in (*TABLES, MARKER_TABLE):
+    check_table_folders(root, WRITE_ORDER)  # before the claim: nothing written
+    claim(root, sweep, points)
+    for table in WRITE_ORDER:
         table_folder(root, table)
     remove_stale_temporaries(root)
     finished = set(finished_run_ids(root))
@@ -681,7 +424,7 @@ def _run_locked(
         problem = verify_run(root, rid)
         if problem is not None:
             say(f"run {rid}: damaged ({problem}); it will be computed again")
-            _remove_run(root, rid)
+            remove_run(root, rid)
             finished.discard(rid)
             recomputed.append(rid)
     missing = [rid for rid in specs if rid not in finished]
@@ -1126,7 +869,7 @@ def _run_dask(
                     outcome.failed[rid] = _one_line(exc)
                     say(f"run {rid} failed: {outcome.failed[rid]}")
                 else:
-                    _save_bytes(root, rid, res["tables"])
+                    write_run_bytes(root, rid, res["tables"])
                     outcome.executed.append(rid)
                     _note_attempts(outcome, res, say)
                 bar.update()

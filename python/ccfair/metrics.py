@@ -31,18 +31,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair.errors import SpecError
-from ccfair.results import (
-    MARKER_TABLE,
-    TABLES,
-    ResultsError,
-    check_versions,
-    finished_run_ids,
-    load_table,
-    looked_up,
-    read_tables,
-)
+from ccfair.errors import ResultsError, SpecError
 from ccfair.spec.topology import PACKET_BYTES
+from ccfair.store.directory import check_versions, finished_run_ids
+from ccfair.store.files import looked_up
+from ccfair.store.read import load_table, read_tables
+from ccfair.store.schema import MARKER_TABLE, TABLES
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = [
@@ -240,7 +234,7 @@ class Results:
     """
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
-        from ccfair.executor import read_sweep_record
+        from ccfair.store.sweep_record import read_sweep_record
 
         self.root = looked_up(Path(results_dir))
         if self.root.exists() and not self.root.is_dir():
@@ -323,7 +317,7 @@ class Results:
 
     def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
         """The time series tables of one run (``timeseries``, ``links``)."""
-        from ccfair.results import read_run_table
+        from ccfair.store.read import read_run_table
 
         return {
             t: read_run_table(self.root / t / f"{run_id}.parquet") for t in ("timeseries", "links")

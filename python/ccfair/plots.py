@@ -41,8 +41,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ccfair.analysis.stats import jain_index
 from ccfair.metrics import Results, bottlenecks, bounds_of, clipped_interval
-from ccfair.results import jain_index, make_dir, replace_via_temporary
+from ccfair.store.files import make_dir, replace_via_temporary
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = [
@@ -303,7 +304,7 @@ def save(
         if ext not in options:
             raise ValueError(f"formats: {ext!r} is not png, svg or pdf")
         path = out / f"{name}.{ext}"
-        # The figures use constrained layout; the temporary is ccfair-named (results.py).
+        # The figures use constrained layout; the temporary is ccfair-named (store/files.py).
         replace_via_temporary(
             path, lambda tmp, ext=ext, kwargs=options[ext]: fig.savefig(tmp, format=ext, **kwargs)
         )

@@ -32,12 +32,8 @@ from ccfair import backends, plots
 from ccfair.algorithms import algorithm
 from ccfair.errors import ResultsError, show
 from ccfair.metrics import Results, bounds_of, clipped_interval
-from ccfair.results import (
-    make_dir,
-    remove_stale_temporaries,
-    replace_via_temporary,
-    table_folder,
-)
+from ccfair.store.directory import table_folder
+from ccfair.store.files import make_dir, remove_stale_temporaries, replace_via_temporary
 
 __all__ = ["fmt_interval", "fmt_number", "make_figures", "save_figures", "write_report"]
 

@@ -41,9 +41,10 @@ from ccfair.api import run
 from ccfair.errors import SpecError
 from ccfair.executor import run_in_threads
 from ccfair.metrics import ci95
-from ccfair.results import RunResult, finished_run_ids, load
+from ccfair.results.run import RunResult, load
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario, as_scenario
+from ccfair.store.directory import finished_run_ids
 
 __all__ = [
     "Validation",

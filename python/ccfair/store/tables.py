@@ -3,9 +3,10 @@
 The engine hands over each table as columns of raw little-endian bytes (numbers) and
 categorical codes (names, states); :func:`build_tables` turns them, plus the names, spec
 and provenance Python adds, into one ``pyarrow.Table`` per results table with the schema's
-exact columns, order and types (:func:`ccfair.schema.arrow_schema`) and no pandas
+exact columns, order and types (:func:`ccfair.store.schema.arrow_schema`) and no pandas
 metadata: what a sweep writes as Parquet, without creating a pandas DataFrame on the way.
-:func:`ccfair.results.build_result` converts the same tables to pandas for ``ccfair.run``.
+:func:`ccfair.results.run.build_result` makes the same tables the
+:class:`~ccfair.results.run.RunResult` of ``ccfair.run`` (pandas frames when read).
 
 Values are those the pandas route has always written: a float NaN is stored as a null
 (pandas' missing value, which ``pandas.read_parquet`` reads back as NaN), a u64 column is
@@ -32,22 +33,25 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from ccfair import _core, schema
+from ccfair import _core
 from ccfair.backends.base import provenance
+from ccfair.store import schema
+from ccfair.store.directory import parquet_bytes_of, write_arrow_tables
+from ccfair.store.schema import WRITE_ORDER
 
-#: The results tables, ``runs`` last (its file marks a finished run).
-WRITE_ORDER = ("flows", "timeseries", "links", "link_summary", "runs")
+if TYPE_CHECKING:  # a frame is converted where one is given; pandas is not imported here
+    import pandas as pd
 
 
 @dataclass
 class RunTables:
     """The tables of one run as Arrow tables in the schema's exact form (a sweep's worker
-    writes these; :class:`ccfair.results.RunResult` is the pandas form).
+    writes these; :class:`ccfair.results.run.RunResult` is the pandas form).
 
     Attributes:
         run_id: content hash of the normalised spec and backend.
@@ -69,13 +73,11 @@ class RunTables:
 
     def write_tables(self, root: Path) -> None:
         """Write the tables into the results directory ``root`` as
-        :meth:`ccfair.results.RunResult.write_tables` does (same files, ``runs`` last).
+        :meth:`ccfair.results.run.RunResult.write_tables` does (same files, ``runs`` last).
 
         Example:
             >>> t.write_tables(Path("results"))  # doctest: +SKIP
         """
-        from ccfair.results import write_arrow_tables
-
         write_arrow_tables(root, self.run_id, self.tables)
 
     def parquet_bytes(self) -> dict[str, bytes]:
@@ -85,8 +87,6 @@ class RunTables:
             >>> sorted(t.parquet_bytes())  # doctest: +SKIP
             ['flows', 'link_summary', 'links', 'runs', 'timeseries']
         """
-        from ccfair.results import parquet_bytes_of
-
         return {table: parquet_bytes_of(self.tables[table]) for table in WRITE_ORDER}
 
 
@@ -212,7 +212,7 @@ def _repeat(text: str, n: int) -> Any:
 
 def _table(table: str, columns: dict[str, Any]) -> Any:
     """``columns`` as the Arrow table of ``table``: the schema's columns in its order, each
-    cast to its type where it differs (as :func:`ccfair.results.conform` casts a frame).
+    cast to its type where it differs (as :func:`conform` casts a frame).
 
     A missing or unexpected column is a bug in a backend, not a user error: it raises
     ``RuntimeError`` naming the columns.
@@ -257,7 +257,7 @@ def build_tables(
     facts: dict[str, str] | None = None,
 ) -> RunTables:
     """The engine's column dict as the run's Arrow tables (the arguments are those of
-    :func:`ccfair.results.build_result`, which converts these tables to pandas).
+    :func:`ccfair.results.run.build_result`, which converts these tables to pandas).
 
     Example:
         >>> import json
@@ -486,3 +486,68 @@ def selfcheck_columns(selfcheck: dict[str, Any] | None, flags: list[str]) -> dic
         }
     )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# pandas frames as the schema's Arrow tables (a result's tables changed after the run)
+
+
+_DTYPES = {"int64": "int64", "float64": "float64", "string": "str", "bool": bool}
+
+
+#: The name pandas gives each of those types once cast.
+_DTYPE_NAMES = {"int64": "int64", "float64": "float64", "string": "str", "bool": "bool"}
+
+
+def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
+    """``frame`` with exactly the schema's columns of ``table``, in its order and types.
+
+    A missing or unexpected column is a bug in a backend, not a user error: it raises
+    ``RuntimeError`` naming the columns.
+    """
+    cols = schema.columns(table)
+    expected = [c["name"] for c in cols]
+    missing = [c for c in expected if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in expected]
+    if missing or extra:
+        raise RuntimeError(
+            f"{table}: columns differ from the schema: missing {missing}, extra {extra}"
+        )
+    out = frame if list(frame.columns) == expected else frame[expected]
+    # Cast only what differs: a column already of its type is taken as it is (a cast would
+    # copy it for nothing, at about a millisecond per column; the result is the same). A
+    # string column the engine's tables bring as Python objects is cast, which is how a
+    # missing value becomes the text the schema has always written for it.
+    dtypes = out.dtypes
+    casts = {
+        c["name"]: _DTYPES[c["dtype"]]
+        for c in cols
+        if str(dtypes[c["name"]]) != _DTYPE_NAMES[c["dtype"]]
+    }
+    return out.astype(casts) if casts else out
+
+
+def arrow_table(frame: pd.DataFrame, table: str) -> Any:
+    """``frame`` as an Arrow table with the schema's exact columns and types of ``table`` and
+    no pandas metadata: a plain read of the table's folder then returns every column of every
+    run (docs/results.md, "One schema, plain reads").
+
+    Column by column rather than ``pa.Table.from_pandas``: the same table (a NaN stored as
+    null) in about half the time, above all because a float column's nulls come from numpy's
+    NaN mask (:func:`floats`) instead of pandas' conversion.
+
+    Example:
+        >>> import pandas as pd
+        >>> arrow_table(pd.DataFrame({"x": [1.0]}), "flows")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        RuntimeError: flows: columns differ from the schema: missing ['run_id', ...], extra ['x']
+    """
+    frame = conform(frame, table)
+    target = schema.arrow_schema(table)
+    arrays = [
+        floats(frame[f.name].to_numpy())
+        if pa.types.is_float64(f.type)
+        else pa.array(frame[f.name], type=f.type, from_pandas=True)
+        for f in target
+    ]
+    return pa.Table.from_arrays(arrays, schema=target)

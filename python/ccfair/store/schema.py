@@ -1,17 +1,19 @@
-"""The results schema, as the Rust core defines it (crates/ccfair-sim/src/schema.rs).
+"""The results schema, as the Rust core defines it (crates/ccfair-sim/src/schema.rs), and the
+one list of a results directory's tables.
 
 Every column of every results table, with its storage type, who fills it (``engine``: the
 recorder of either backend; ``python``: names, spec and provenance added here) and what it
-means. :mod:`ccfair.results` conforms every table to it before writing, so every run's
+means. :mod:`ccfair.store.tables` builds every table in it before writing, so every run's
 file of a table has the same columns in the same order and a plain
 ``pandas.read_parquet("DIR/timeseries")`` returns every column of every run.
 
 Example:
-    >>> from ccfair import schema
-    >>> [c["name"] for c in schema.columns("links")][:4]
+    >>> [c["name"] for c in columns("links")][:4]
     ['run_id', 'link_name', 't_ns', 't_s']
-    >>> schema.VERSION >= 2
+    >>> VERSION >= 2
     True
+    >>> WRITE_ORDER
+    ('flows', 'timeseries', 'links', 'link_summary', 'runs')
 """
 
 from __future__ import annotations
@@ -26,8 +28,14 @@ _SCHEMA: dict[str, Any] = json.loads(_core.schema())
 
 #: Version written into ``runs.schema_version``; bumped when a column changes.
 VERSION: int = _SCHEMA["version"]
-#: Tables of a results directory (``runs`` last: its file marks a finished run).
-TABLES: tuple[str, ...] = tuple(_SCHEMA["tables"])
+#: The tables of a run besides the marker, in the order a run's files are written.
+TABLES: tuple[str, ...] = ("flows", "timeseries", "links", "link_summary")
+#: The table whose file marks a finished run: written last, removed first.
+MARKER_TABLE = "runs"
+#: Every table of a results directory, in the order a run's files are written.
+WRITE_ORDER: tuple[str, ...] = (*TABLES, MARKER_TABLE)
+if set(WRITE_ORDER) != set(_SCHEMA["tables"]):  # pragma: no cover - a schema.rs change
+    raise RuntimeError(f"the tables {WRITE_ORDER} are not the schema's {sorted(_SCHEMA['tables'])}")
 
 
 def columns(table: str) -> list[dict[str, str]]:

@@ -1,0 +1,7 @@
+"""The numbers over results: statistics over repetitions (Student t intervals, Welch), Jain's
+index and the metrics' ranges (:mod:`~ccfair.analysis.stats`).
+
+Plain functions of numbers, tables and normalised specs: this package imports no results
+object, only the spec and the base modules below it, so that the figures and the result
+objects above both use it.
+"""
