@@ -89,7 +89,7 @@ def figure(study: Path, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-    from ccfair.plots import cca_color
+    from ccfair.present.style import cca_color
 
     runs = pd.read_csv(study / "validate_runs.csv")
     main = runs[runs["flow"] == "main"]

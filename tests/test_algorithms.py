@@ -15,9 +15,11 @@ from pathlib import Path
 import ccfair
 import ccfair.algorithms as algorithms_module
 import pytest
-from ccfair import _core, models, plots
+from ccfair import _core
 from ccfair.algorithms import algorithm, algorithms, format_markdown, format_table, names
+from ccfair.analysis import models
 from ccfair.backends.kernel import host as kernel_host
+from ccfair.present.style import CCA_COLORS, cca_color
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,12 +112,12 @@ def test_a_new_loss_based_algorithm_enters_the_model_table(monkeypatch):
 
 
 def test_every_algorithm_has_its_own_colour_in_every_order():
-    colours = [plots.cca_color(n) for n in names()]
+    colours = [cca_color(n) for n in names()]
     assert len(set(colours)) == len(colours)
     # A name the registry lacks (results of another version) gets a colour that does not
     # depend on which figure met it first.
-    assert plots.cca_color("vegas") == plots.cca_color("vegas")
-    assert plots.cca_color("vegas") not in plots.CCA_COLORS.values()
+    assert cca_color("vegas") == cca_color("vegas")
+    assert cca_color("vegas") not in CCA_COLORS.values()
 
 
 def test_ccas_prints_a_table_with_units_defaults_and_meanings():

@@ -8,13 +8,16 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import numpy as np
 import pytest
-from ccfair import plots
 from ccfair.executor import run_sweep
-from ccfair.metrics import Results
+from ccfair.present.curves import dots, metric_vs_buffer, throughput_vs_buffer
+from ccfair.present.heatmaps import heatmaps
+from ccfair.present.style import CCA_COLORS, save
+from ccfair.present.timeseries import _smooth, jain_over_time, jain_series, timeseries
+from ccfair.results.directory import Results
 from ccfair.spec.sweep import Sweep
 from matplotlib.collections import PolyCollection
 
-CCA_RGB = {mcolors.to_hex(c) for c in plots.CCA_COLORS.values()}
+CCA_RGB = {mcolors.to_hex(c) for c in CCA_COLORS.values()}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +70,7 @@ def _colour(line) -> str:
 def test_time_series_tell_flows_of_one_algorithm_apart(res):
     pts = res.points()
     rid = pts[(pts["ccas"] == "bbr-bbr") & (pts["rep"] == 0)].iloc[0]["run_id"]
-    fig = plots.timeseries(res, rid)
+    fig = timeseries(res, rid)
     goodput_ax = fig.axes[0]
     flows = [ln for ln in goodput_ax.get_lines() if ln.get_label().startswith("flow")]
     assert [ln.get_label() for ln in flows] == ["flow1 (bbr)", "flow2 (bbr)"]
@@ -96,25 +99,25 @@ def test_time_series_tell_flows_of_one_algorithm_apart(res):
 
 def test_raw_goodput_on_request_is_the_samples(res):
     rid = res.run_ids[0]
-    raw = plots.timeseries(res, rid, smooth_s=0)
+    raw = timeseries(res, rid, smooth_s=0)
     ts = res.run_tables(rid)["timeseries"]
     name = raw.axes[0].get_lines()[0].get_label().split(" ")[0]
     samples = ts[ts["flow_name"] == name].sort_values("t_s")["goodput_mbps"].to_numpy()
     assert np.array_equal(raw.axes[0].get_lines()[0].get_ydata(), samples)
     assert "per 100 ms sample" in raw.axes[0].get_ylabel()
-    smooth = plots.timeseries(res, rid)
+    smooth = timeseries(res, rid)
     y = smooth.axes[0].get_lines()[0].get_ydata()
-    assert np.allclose(y, plots._smooth(samples, 10))
+    assert np.allclose(y, _smooth(samples, 10))
     assert not np.array_equal(y, samples)
 
 
 def test_curves_over_the_buffer_draw_every_repetition_and_clip_their_bands(res):
-    ((name, fig),) = plots.throughput_vs_buffer(res, panels=["ccas"])
+    ((name, fig),) = throughput_vs_buffer(res, panels=["ccas"])
     ax = fig.axes[0]
-    means = [ln for ln in ax.get_lines() if ln.get_label() in plots.CCA_COLORS]
+    means = [ln for ln in ax.get_lines() if ln.get_label() in CCA_COLORS]
     assert means
     for ln in means:
-        assert _colour(ln) == mcolors.to_hex(plots.CCA_COLORS[ln.get_label()])
+        assert _colour(ln) == mcolors.to_hex(CCA_COLORS[ln.get_label()])
     dots = [c for c in ax.collections if c.__class__.__name__ == "PathCollection"]
     # bbr-bbr panel: one algorithm, 2 buffers x 2 repetitions.
     assert sum(len(c.get_offsets()) for c in dots) == 4
@@ -130,7 +133,7 @@ def test_curves_over_the_buffer_draw_every_repetition_and_clip_their_bands(res):
 
 
 def test_metric_curves_use_greys_not_algorithm_colours_and_stay_in_0_1(res):
-    ((name, fig),) = plots.metric_vs_buffer(res, metric="jain_index", lines="ccas")
+    ((name, fig),) = metric_vs_buffer(res, metric="jain_index", lines="ccas")
     ax = fig.axes[0]
     for ln in ax.get_lines():
         assert _colour(ln) not in CCA_RGB
@@ -142,7 +145,7 @@ def test_metric_curves_use_greys_not_algorithm_colours_and_stay_in_0_1(res):
 
 
 def test_heatmap_cells_are_the_mean_goodput_with_the_range_of_repetitions(res):
-    (name, fig), *_ = plots.heatmaps(res, x="ccas", y="alpha")
+    (name, fig), *_ = heatmaps(res, x="ccas", y="alpha")
     flows = res.flows()
     ax = fig.axes[0]
     panel = ax.get_title().split(" ")[0]
@@ -157,7 +160,7 @@ def test_heatmap_cells_are_the_mean_goodput_with_the_range_of_repetitions(res):
 
 
 def test_dots_show_each_repetition_and_the_mean(res):
-    ((name, fig),) = plots.dots(res, value="per_flow_mbps", x="alpha", hue="cca", panels=["ccas"])
+    ((name, fig),) = dots(res, value="per_flow_mbps", x="alpha", hue="cca", panels=["ccas"])
     ccas = res.ccas()
     ax = next(a for a in fig.axes if a.get_title() == "cubic-bbr")
     for cca in ("bbr", "cubic"):
@@ -167,7 +170,7 @@ def test_dots_show_each_repetition_and_the_mean(res):
         expected = sorted(values.groupby("alpha")["per_flow_mbps"].mean())
         assert shown == pytest.approx(expected)
         colours = {mcolors.to_hex(c.get_facecolor()[0]) for c in filled}
-        assert colours == {mcolors.to_hex(plots.CCA_COLORS[cca])}
+        assert colours == {mcolors.to_hex(CCA_COLORS[cca])}
     for ax in fig.axes:
         if ax.get_visible():
             _labels_have_units_or_are_unitless(ax, unitless=("buffer",))
@@ -177,12 +180,12 @@ def test_dots_show_each_repetition_and_the_mean(res):
 def test_jain_over_time_is_jain_of_windowed_goodput(res):
     rid = res.run_ids[0]
     ts = res.run_tables(rid)["timeseries"]
-    t, jain = plots.jain_series(ts, 1.0)
+    t, jain = jain_series(ts, 1.0)
     assert len(t) == 4 and (jain <= 1 + 1e-12).all() and (jain > 0).all()
     wide = ts.pivot_table(index="t_s", columns="flow_name", values="goodput_mbps")
     first = wide[wide.index <= 1.0 + 1e-9].mean()
     assert jain[0] == pytest.approx(first.sum() ** 2 / (len(first) * (first**2).sum()))
-    fig = plots.jain_over_time(res, [("a", rid)])
+    fig = jain_over_time(res, [("a", rid)])
     assert fig.axes[0].get_ylim() == (0, 1.03)
     _legends_outside_every_axes(fig)
 
@@ -203,12 +206,12 @@ def test_save_writes_png_svg_and_pdf_byte_for_byte(res, tmp_path):
     files = []
     for i in range(2):
         fresh = Results(res.root)
-        (name, fig), *_ = plots.heatmaps(fresh, x="ccas", y="alpha")
-        files.append(plots.save(fig, tmp_path / str(i), name))
+        (name, fig), *_ = heatmaps(fresh, x="ccas", y="alpha")
+        files.append(save(fig, tmp_path / str(i), name))
     assert [p.suffix for p in files[0]] == [".png", ".svg", ".pdf"]
     assert files[0][0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert files[0][2].read_bytes()[:5] == b"%PDF-"
     for a, b in zip(*files, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     with pytest.raises(ValueError, match="formats"):
-        plots.save(fig, tmp_path, "x", formats=["jpg"])
+        save(fig, tmp_path, "x", formats=["jpg"])

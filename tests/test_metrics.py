@@ -11,10 +11,12 @@ import ccfair
 import numpy as np
 import pandas as pd
 import pytest
+from ccfair.analysis.models import model_table, ware_full_share, ware_p, ware_simple_share
+from ccfair.analysis.stats import ci95, summarize, t_quantile
 from ccfair.executor import run_sweep
-from ccfair.metrics import Results, bottlenecks, ci95, summarize, t_quantile
-from ccfair.models import model_table, ware_full_share, ware_p, ware_simple_share
+from ccfair.results.directory import Results
 from ccfair.spec.sweep import Sweep
+from ccfair.spec.topology import bottlenecks
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +207,7 @@ def test_metrics_cli_prints_and_exports(res, tmp_path):
 
 def test_moving_average_does_not_sag_at_the_ends():
     import numpy as np
-    from ccfair.plots import _smooth
+    from ccfair.present.timeseries import _smooth
 
     flat = np.full(20, 40.0)
     assert np.allclose(_smooth(flat, 5), 40.0)

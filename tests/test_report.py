@@ -200,14 +200,15 @@ def test_the_chromium_check_catches_a_broken_figure_and_a_console_error(harada, 
 
 
 def test_figures_are_reproducible_byte_for_byte(harada, tmp_path):
-    from ccfair import plots
-    from ccfair.metrics import Results
+    from ccfair.present.heatmaps import heatmaps
+    from ccfair.present.style import save
+    from ccfair.results.directory import Results
 
     files = []
     for i in range(2):
         res = Results(harada)  # read afresh
-        (name, fig), *_ = plots.heatmaps(res, x="delay", y="alpha", by="ccas")
-        files.append(plots.save(fig, tmp_path / str(i), name))
+        (name, fig), *_ = heatmaps(res, x="delay", y="alpha", by="ccas")
+        files.append(save(fig, tmp_path / str(i), name))
     for a, b in zip(*files, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     for path in files[0]:  # PNG, SVG and PDF as the report's

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from ccfair.errors import ResultsError
-from ccfair.metrics import Results
+from ccfair.results.directory import Results
 from ccfair.store import schema
 from ccfair.store.read import load_table
 from ccfair.store.schema import TABLES

@@ -687,7 +687,7 @@ def test_run_many_refuses_more_jobs_than_the_machine_runs_usefully():
 def test_a_damaged_sweep_record_is_one_error_naming_the_damage(tmp_path, damage, message):
     # Valid JSON of the wrong shape failed deep in pandas ("internal error: TypeError").
     from ccfair.executor import run_sweep
-    from ccfair.metrics import Results
+    from ccfair.results.directory import Results
 
     sweep = Sweep.from_dict(
         {

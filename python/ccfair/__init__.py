@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and reade
     from ccfair.errors import CcfairError, LimitError, RunError, SpecError  # noqa: F401
     from ccfair.executor import run_sweep  # noqa: F401
     from ccfair.limits import Limits  # noqa: F401
-    from ccfair.metrics import Results  # noqa: F401
+    from ccfair.results.directory import Results  # noqa: F401
     from ccfair.results.run import RunResult, load  # noqa: F401
     from ccfair.spec.scenario import Scenario  # noqa: F401
     from ccfair.spec.shapes import default_scenario, dumbbell, parking_lot  # noqa: F401
@@ -37,7 +37,7 @@ _LAZY = {
     "CcfairError": "ccfair.errors",
     "LimitError": "ccfair.errors",
     "Limits": "ccfair.limits",
-    "Results": "ccfair.metrics",
+    "Results": "ccfair.results.directory",
     "RunError": "ccfair.errors",
     "RunResult": "ccfair.results.run",
     "Scenario": "ccfair.spec.scenario",

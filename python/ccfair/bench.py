@@ -451,7 +451,7 @@ def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
         (f"ccfair check {os.path.basename(scenario)}", [py, "-m", "ccfair", "check", scenario]),
     ):
         print(f"{label:34s} {_median_wall(cmd):13.3f}")
-    from ccfair.metrics import Results
+    from ccfair.results.directory import Results
 
     with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
         out = os.path.join(tmp, "r")

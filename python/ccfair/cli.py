@@ -433,8 +433,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from ccfair import plots
-    from ccfair.metrics import Results
+    from ccfair.present.style import save
+    from ccfair.present.timeseries import timeseries
+    from ccfair.results.directory import Results
     from ccfair.store.directory import table_folder
 
     res = Results(args.results)
@@ -464,12 +465,12 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             row = pts.loc[rid]
             label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
         try:
-            fig = plots.timeseries(
+            fig = timeseries(
                 res, rid, title=label, flows=args.flows, window=window, smooth_s=args.smooth
             )
         except ValueError as exc:  # a flow or window that does not fit the run
             raise SpecError("plot", None, str(exc), with_value=False) from None
-        paths = plots.save(fig, out, f"timeseries-{rid}", formats=args.format)
+        paths = save(fig, out, f"timeseries-{rid}", formats=args.format)
         if not args.quiet:
             print(f"[{i}/{len(ids)}] {', '.join(str(p) for p in paths)}", flush=True)
     return 0
@@ -506,7 +507,7 @@ def _parse_window(text: str | None) -> tuple[float, float] | None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ccfair.metrics import Results
+    from ccfair.results.directory import Results
 
     a, b = Results(args.a), Results(args.b)
     try:
@@ -544,8 +545,8 @@ def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
 def _cmd_metrics(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from ccfair.metrics import Results
-    from ccfair.models import model_table
+    from ccfair.analysis.models import model_table
+    from ccfair.results.directory import Results
 
     res = Results(args.results)
     if args.table == "points":

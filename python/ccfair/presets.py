@@ -27,8 +27,12 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ccfair import plots
-from ccfair.metrics import Results
+from ccfair.present.curves import dots, flow_distribution, metric_vs_buffer, throughput_vs_buffer
+from ccfair.present.heatmaps import heatmaps, parking_lot_groups
+from ccfair.present.model import model_vs_measured
+from ccfair.present.style import SMOOTH_S, axis_name, point_label, slug, varying_keys
+from ccfair.present.timeseries import jain_over_time, timeseries, timeseries_rows
+from ccfair.results.directory import Results
 
 __all__ = ["PRESETS", "Preset", "SetupRow", "get"]
 
@@ -217,22 +221,22 @@ def _select(res: Results, prefer: dict[str, Any]) -> pd.DataFrame:
 
 def _label(res: Results, row: Any, keys: list[str] | None = None) -> str:
     keys = keys if keys is not None else res.grid_keys
-    return ", ".join(plots.point_label(k, row[k]) for k in keys)
+    return ", ".join(point_label(k, row[k]) for k in keys)
 
 
 def _timeseries_figs(res: Results, rows: pd.DataFrame, caption: str) -> FigureList:
     figs = []
     for _, row in rows.iterrows():
-        label = _label(res, row, plots.varying_keys(res))
-        fig = plots.timeseries(res, row["run_id"], title=label)
-        figs.append((f"timeseries-{plots.slug(label)}", f"{caption} ({label}).", fig))
+        label = _label(res, row, varying_keys(res))
+        fig = timeseries(res, row["run_id"], title=label)
+        figs.append((f"timeseries-{slug(label)}", f"{caption} ({label}).", fig))
     return figs
 
 
 def _model(res: Results, by: str | None) -> FigureList:
-    from ccfair.models import model_table
+    from ccfair.analysis.models import model_table
 
-    fig = plots.model_vs_measured(model_table(res), by=by)
+    fig = model_vs_measured(model_table(res), by=by)
     if fig is None:
         return []
     return [
@@ -248,11 +252,11 @@ def _model(res: Results, by: str | None) -> FigureList:
 
 
 def _heatmaps(res: Results, caption: str, **kw: Any) -> FigureList:
-    return [(name, caption, fig) for name, fig in plots.heatmaps(res, **kw)]
+    return [(name, caption, fig) for name, fig in heatmaps(res, **kw)]
 
 
 _SMOOTH = (
-    f"goodput is a {plots.SMOOTH_S:g} s moving average of the sampled goodput "
+    f"goodput is a {SMOOTH_S:g} s moving average of the sampled goodput "
     "(ccfair plot --smooth 0 draws the raw samples)"
 )
 
@@ -280,7 +284,7 @@ def _harada_dumbbell_figures(res: Results) -> FigureList:
             "interval (band, clipped to [0, 1]).",
             f,
         )
-        for n, f in plots.metric_vs_buffer(res, metric="jain_index", lines="delay", panels=["ccas"])
+        for n, f in metric_vs_buffer(res, metric="jain_index", lines="delay", panels=["ccas"])
     ]
     picks = _select(res, {"delay": "18ms", "alpha": 2})
     figs += _jain_over_time(res, picks, "ccas")
@@ -292,13 +296,13 @@ def _jain_over_time(res: Results, picks: pd.DataFrame, by: str) -> FigureList:
     runs = [(str(row[by]), row["run_id"]) for _, row in picks.iterrows()]
     if not runs:
         return []
-    where = _label(res, picks.iloc[0], [k for k in plots.varying_keys(res) if k != by])
-    fig = plots.jain_over_time(res, runs, title=where)
+    where = _label(res, picks.iloc[0], [k for k in varying_keys(res) if k != by])
+    fig = jain_over_time(res, runs, title=where)
     return [
         (
             "jain-over-time",
             f"Jain index of the flows' goodput over time, each flow's goodput averaged over "
-            f"{plots.SMOOTH_S:g} s windows; one line per {plots.axis_name(by)} "
+            f"{SMOOTH_S:g} s windows; one line per {axis_name(by)} "
             f"(repetition 0; {where}).",
             fig,
         )
@@ -394,7 +398,7 @@ def _parking_figures(res: Results) -> FigureList:
         x="delay",
         y="alpha",
         by="ccas",
-        flow_group=plots.parking_lot_groups if ten else (lambda n: n),
+        flow_group=parking_lot_groups if ten else (lambda n: n),
     )
     figs += [
         (
@@ -403,7 +407,7 @@ def _parking_figures(res: Results) -> FigureList:
             "panel per [main, cross] assignment: mean, repetitions (dots), 95% interval.",
             f,
         )
-        for n, f in plots.metric_vs_buffer(res, metric="jain_index", lines="delay", panels=["ccas"])
+        for n, f in metric_vs_buffer(res, metric="jain_index", lines="delay", panels=["ccas"])
     ]
     pts = _select(res, {"delay": "18ms", "alpha": 2})
     mains = list(dict.fromkeys(str(c).split("-")[0] for c in pts["ccas"]))
@@ -419,9 +423,7 @@ def _parking_figures(res: Results) -> FigureList:
                 f"goodput-over-time-main-{main}",
                 f"Goodput over time of the {main} main flow and of each cross flow, one row per "
                 f"cross-flow algorithm (repetition 0; {where}); {_SMOOTH}.",
-                plots.timeseries_rows(
-                    res, runs, what="goodput", title=f"main flow {main}, {where}"
-                ),
+                timeseries_rows(res, runs, what="goodput", title=f"main flow {main}, {where}"),
             )
         )
     figs += _jain_over_time(res, pts, "ccas")
@@ -516,7 +518,7 @@ def _ogino_figures(res: Results) -> FigureList:
             "(dots), 95% interval (band); dashed: the fair share 50 Mbit/s / 2n.",
             f,
         )
-        for n, f in plots.throughput_vs_buffer(res, x="alpha", panels=["ccas", "per_cca"])
+        for n, f in throughput_vs_buffer(res, x="alpha", panels=["ccas", "per_cca"])
     ]
     figs += [
         (
@@ -526,7 +528,7 @@ def _ogino_figures(res: Results) -> FigureList:
             "dropped, the buffer never filled and any larger buffer is the same network.",
             f,
         )
-        for n, f in plots.metric_vs_buffer(
+        for n, f in metric_vs_buffer(
             res, metric="queue_p99_bdp", lines="per_cca", panels=["ccas"], diagonal=True
         )
     ]
@@ -640,7 +642,7 @@ def _ogawa_figures(res: Results) -> FigureList:
             "one panel per RTT spread and BBR variant: mean, repetitions (dots), 95% interval.",
             f,
         )
-        for n, f in plots.metric_vs_buffer(res, metric="jain_index", lines="n_flows", panels=panels)
+        for n, f in metric_vs_buffer(res, metric="jain_index", lines="n_flows", panels=panels)
     ]
     figs += [
         (
@@ -650,7 +652,7 @@ def _ogawa_figures(res: Results) -> FigureList:
             "flow (flow 1 has the shortest RTT); the box spans the middle half of the flows.",
             f,
         )
-        for n, f in plots.flow_distribution(
+        for n, f in flow_distribution(
             res, x="alpha", panels=["rtt_ratio", "n_flows"], hue="params.bbr"
         )
     ]
@@ -660,7 +662,7 @@ def _ogawa_figures(res: Results) -> FigureList:
             "Bottleneck utilisation against the buffer, as above.",
             f,
         )
-        for n, f in plots.metric_vs_buffer(
+        for n, f in metric_vs_buffer(
             res,
             metric="utilisation_frac",
             lines="n_flows",
@@ -778,7 +780,7 @@ def _katsumata_figures(res: Results) -> FigureList:
             "mean a marker with its 95% interval.",
             f,
         )
-        for n, f in plots.dots(
+        for n, f in dots(
             res,
             value="per_flow_mbps",
             x="params.bbr",
@@ -794,7 +796,7 @@ def _katsumata_figures(res: Results) -> FigureList:
             "buffer: repetitions (dots), mean and 95% interval (clipped to [0.5, 1]).",
             f,
         )
-        for n, f in plots.dots(
+        for n, f in dots(
             res,
             value="jain_index",
             x="params.bbr",
@@ -827,14 +829,14 @@ def _katsumata_over_time(res: Results, alpha: Any, at: pd.DataFrame) -> FigureLi
     figs: FigureList = []
     where = f"buffer {alpha} x BDP"
     duel, alone = runs_of("bbr-vs-cubic"), runs_of("bbr-alone")
-    a = plots.slug(alpha)
+    a = slug(alpha)
     if duel:
         figs.append(
             (
                 f"goodput-over-time-bbr-vs-cubic-alpha-{a}",
                 f"Goodput over time of the BBR and the CUBIC flow, one row per BBR variant "
                 f"(repetition 0, {where}); {_SMOOTH}.",
-                plots.timeseries_rows(res, duel, what="goodput", title=where),
+                timeseries_rows(res, duel, what="goodput", title=where),
             )
         )
         figs.append(
@@ -843,7 +845,7 @@ def _katsumata_over_time(res: Results, alpha: Any, at: pd.DataFrame) -> FigureLi
                 f"Smoothed RTT of both flows (thick; BBR solid, CUBIC dashed) and BBR's "
                 f"RTprop estimate (thin) over time, one row per BBR variant (repetition 0, "
                 f"{where}); dotted: the base RTT.",
-                plots.timeseries_rows(res, duel, what="rtt", title=where),
+                timeseries_rows(res, duel, what="rtt", title=where),
             )
         )
     if alone:
@@ -852,7 +854,7 @@ def _katsumata_over_time(res: Results, alpha: Any, at: pd.DataFrame) -> FigureLi
                 f"goodput-over-time-bbr-alone-alpha-{a}",
                 f"Goodput over time of a single BBR flow, one row per variant (repetition 0, "
                 f"{where}); {_SMOOTH}.",
-                plots.timeseries_rows(res, alone, what="goodput", title=where),
+                timeseries_rows(res, alone, what="goodput", title=where),
             )
         )
     return figs

@@ -28,10 +28,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ccfair import backends, plots
+from ccfair import backends
 from ccfair.algorithms import algorithm
+from ccfair.analysis.stats import bounds_of, clipped_interval
 from ccfair.errors import ResultsError, show
-from ccfair.metrics import Results, bounds_of, clipped_interval
+from ccfair.present.curves import throughput_vs_buffer
+from ccfair.present.heatmaps import heatmaps
+from ccfair.present.model import model_vs_measured
+from ccfair.present.style import SMOOTH_S, point_label, save, varying_keys
+from ccfair.present.timeseries import timeseries
+from ccfair.results.directory import Results
 from ccfair.store.directory import table_folder
 from ccfair.store.files import make_dir, remove_stale_temporaries, replace_via_temporary
 
@@ -232,7 +238,7 @@ def _split_tables(
     parts = []
     for value in dict.fromkeys(frame[key]):
         part = frame[frame[key] == value]
-        parts.append(f"<h3>{_esc(plots.point_label(key, value))}</h3>")
+        parts.append(f"<h3>{_esc(point_label(key, value))}</h3>")
         parts.append(render(part, rest))
     return "".join(parts)
 
@@ -270,10 +276,10 @@ def _throughput_delay_figure(res: Results) -> tuple[str, str, Any]:
 
 
 def _generic_figures(res: Results) -> Figures:
-    from ccfair.models import model_table
+    from ccfair.analysis.models import model_table
 
     figs: Figures = []
-    axes = plots.varying_keys(res) if res.axes else []
+    axes = varying_keys(res) if res.axes else []
     group = "ccas" if "ccas" in axes else None
     numericish = [k for k in axes if k not in ("ccas",) and not k.startswith("params.")]
     if len(numericish) >= 2:
@@ -282,7 +288,7 @@ def _generic_figures(res: Results) -> Figures:
             x, y = "delay", "alpha"
         figs += [
             (n, f"Mean goodput per flow (Mbit/s) over {x} and {y}; darker = higher.", f)
-            for n, f in plots.heatmaps(res, x=x, y=y, by=group)
+            for n, f in heatmaps(res, x=x, y=y, by=group)
         ]
     if "alpha" in axes:
         others = [k for k in axes if k != "alpha"][:2]
@@ -293,22 +299,21 @@ def _generic_figures(res: Results) -> Figures:
                 "(dots), 95% interval (band).",
                 f,
             )
-            for n, f in plots.throughput_vs_buffer(res, x="alpha", panels=others)
+            for n, f in throughput_vs_buffer(res, x="alpha", panels=others)
         ]
-    fig = plots.model_vs_measured(model_table(res), by=group)
+    fig = model_vs_measured(model_table(res), by=group)
     if fig is not None:
         figs.append(("model-vs-measured", "Measured BBR share vs Ware et al. (IMC 2019).", fig))
     pts = res.points()
     pts = pts[(pts["rep"] == 0) & pts["baseline"].isna()]
     for rid in list(dict.fromkeys(pts["run_id"]))[:3]:
         row = pts[pts["run_id"] == rid].iloc[0]
-        label = ", ".join(plots.point_label(k, row[k]) for k in axes) or f"run {rid}"
+        label = ", ".join(point_label(k, row[k]) for k in axes) or f"run {rid}"
         figs.append(
             (
                 f"timeseries-{rid}",
-                f"Time series of one run ({label}); goodput is a {plots.SMOOTH_S:g} s moving "
-                "average.",
-                plots.timeseries(res, rid, title=label),
+                f"Time series of one run ({label}); goodput is a {SMOOTH_S:g} s moving average.",
+                timeseries(res, rid, title=label),
             )
         )
     return figs
@@ -321,7 +326,7 @@ _PENDING: Figures = []
 def _save_one(args: tuple[int, str]) -> list[Path]:
     i, out = args
     name, _, fig = _PENDING[i]
-    return plots.save(fig, out, name)
+    return save(fig, out, name)
 
 
 def save_figures(
@@ -344,7 +349,7 @@ def save_figures(
     if jobs <= 1 or len(figures) <= 1 or "fork" not in mp.get_all_start_methods():
         paths = []
         for i, (name, _, fig) in enumerate(figures, 1):
-            paths.append(plots.save(fig, out, name))
+            paths.append(save(fig, out, name))
             say(f"report: figure {i}/{len(figures)} {name}")
         return paths
     _PENDING = figures
@@ -674,9 +679,9 @@ class _Metrics:
 
 
 def _metrics(res: Results) -> _Metrics:
-    from ccfair.models import model_table
+    from ccfair.analysis.models import model_table
 
-    labels = plots.varying_keys(res) if res.grid_keys else ["scenario", "backend"]
+    labels = varying_keys(res) if res.grid_keys else ["scenario", "backend"]
     runs = res.runs()
     runs = (
         runs.assign(overflowed=(runs["drop_queue_pkts"] > 0).astype(float))
@@ -972,7 +977,7 @@ def _n_reps(reps: pd.Series) -> str:
 def _headline_numbers(res: Results, point_runs: pd.DataFrame) -> list[str]:
     """One line per headline metric: its range over the grid points and where."""
     out = []
-    keys = [k for k in plots.varying_keys(res) if k in point_runs.columns] if res.grid_keys else []
+    keys = [k for k in varying_keys(res) if k in point_runs.columns] if res.grid_keys else []
     grid = (
         point_runs[point_runs["baseline"] == ""] if "baseline" in point_runs.columns else point_runs
     )
@@ -987,7 +992,7 @@ def _headline_numbers(res: Results, point_runs: pd.DataFrame) -> list[str]:
         hi = rows.loc[rows[col].idxmax()]
 
         def where(row: Any) -> str:
-            return ", ".join(plots.point_label(k, row[k]) for k in keys) or "the only point"
+            return ", ".join(point_label(k, row[k]) for k in keys) or "the only point"
 
         out.append(
             f"{_esc(what)} per point (mean over repetitions): from "
@@ -1045,10 +1050,10 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
     """What the checks found: buffers that never filled, runs that ended identical and why."""
     out = []
     grid = runs[runs["baseline"].isna()]
-    keys = [k for k in plots.varying_keys(res) if k in grid.columns] if res.grid_keys else []
+    keys = [k for k in varying_keys(res) if k in grid.columns] if res.grid_keys else []
 
     def where(row: Any) -> str:
-        return ", ".join(plots.point_label(k, row[k]) for k in keys)
+        return ", ".join(point_label(k, row[k]) for k in keys)
 
     if "drop_queue_pkts" in grid.columns and "alpha" in res.axes and keys:
         never = [

@@ -26,6 +26,7 @@ import numpy as np
 from ccfair import backends
 from ccfair.analysis.stats import jain_index
 from ccfair.errors import ResultsError
+from ccfair.present.views import RunPlots, run_html
 from ccfair.store.directory import (
     check_schema,
     finished_run_ids,
@@ -221,9 +222,7 @@ class RunResult:
     @property
     def plot(self) -> Any:
         """Figures of this run: ``r.plot.timeseries()``, ``r.plot.delay()`` (matplotlib
-        Figures; see :class:`ccfair.plots.RunPlots`)."""
-        from ccfair.plots import RunPlots
-
+        Figures; see :class:`ccfair.present.views.RunPlots`)."""
         return RunPlots(self)
 
     def __repr__(self) -> str:
@@ -237,8 +236,6 @@ class RunResult:
         )
 
     def _repr_html_(self) -> str:
-        from ccfair.present import run_html
-
         return run_html(self)
 
     def summary(self) -> pd.DataFrame:

@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
+
+from ccfair.units import parse_rate
 
 __all__ = [
     "PACKET_BYTES",
@@ -178,3 +181,28 @@ def buffer_packets(alpha: float, bdp: Fraction) -> int:
         83
     """
     return max(1, math.floor(Fraction(alpha) * bdp + Fraction(1, 2)))
+
+
+def bottlenecks(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """(link name, direction) of the bottleneck(s) of a normalised spec: on each flow's data
+    path, the link direction(s) of the lowest rate.
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> bottlenecks(dumbbell(2, "reno").resolve().normalized)
+        [('bottleneck', 'ab')]
+    """
+    by_pair: dict[tuple[str, str], tuple[str, str, int]] = {}
+    for link in spec["links"]:
+        a, b = link["between"]
+        rate = parse_rate(link["rate"]) or 0
+        by_pair[(a, b)] = (link["name"], "ab", rate)
+        by_pair[(b, a)] = (link["name"], "ba", rate)
+    out: list[tuple[str, str]] = []
+    for flow in spec["flows"]:
+        hops = [by_pair[(u, v)] for u, v in zip(flow["path"], flow["path"][1:], strict=False)]
+        low = min(h[2] for h in hops)
+        for name, direction, rate in hops:
+            if rate == low and (name, direction) not in out:
+                out.append((name, direction))
+    return out

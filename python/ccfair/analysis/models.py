@@ -30,15 +30,18 @@ queue (throughput share = queue share), stock BBRv1 (no RTprop modification).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ccfair.algorithms import loss_based
-from ccfair.metrics import Results, bottlenecks
-from ccfair.spec.topology import PACKET_BYTES
+from ccfair.spec.topology import PACKET_BYTES, bottlenecks
 from ccfair.units import parse_duration, parse_rate
+
+if TYPE_CHECKING:  # a table is made of a results directory; pandas is imported there
+    import pandas as pd
+
+    from ccfair.results.directory import Results
 
 __all__ = ["LOSS_BASED", "model_table", "ware_full_share", "ware_p", "ware_simple_share"]
 
@@ -142,8 +145,11 @@ def model_table(results: Results) -> pd.DataFrame:
     ``ware_full``. Empty if no point has BBR against loss-based flows.
 
     Example:
+        >>> from ccfair.results.directory import Results
         >>> model_table(Results("results/harada-dumbbell")).ware_full  # doctest: +SKIP
     """
+    import pandas as pd
+
     specs = results.specs()
     flows = results.table("flows")
     goodput = flows.groupby("run_id")["goodput_mbps"].sum()

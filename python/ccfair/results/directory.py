@@ -1,4 +1,6 @@
-"""Metrics over a results directory: per flow, per algorithm, per run and per grid point.
+"""A results directory as a whole: its finished runs with their grid points, and the metric
+tables over them (per flow, per algorithm, per run and per grid point; harm; two directories
+compared).
 
 Definitions (docs/experiments.md, "Metrics"; docs/reference.md 8.4):
 
@@ -15,207 +17,34 @@ Definitions (docs/experiments.md, "Metrics"; docs/reference.md 8.4):
   algorithms, against the *baseline* run (the same scenario with every flow running A):
   goodput harm = (baseline - with) / baseline, delay harm = (with - baseline) / with;
   computed wherever the sweep includes the baseline run;
-- mean and 95% confidence interval over repetitions: Student t, half-width
-  t(0.975, n-1) x s / sqrt(n).
+- mean and 95% confidence interval over repetitions: Student t (:mod:`ccfair.analysis.stats`).
+
+Example:
+    >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
+    >>> res.point_summary(res.runs(), ["jain_index"]).head()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ccfair.analysis.stats import ci95, summarize, welch_ci95
 from ccfair.errors import ResultsError, SpecError
-from ccfair.spec.topology import PACKET_BYTES
+from ccfair.present.views import ResultsPlots, results_html
+from ccfair.spec.topology import PACKET_BYTES, bottlenecks
 from ccfair.store.directory import check_versions, finished_run_ids
 from ccfair.store.files import looked_up
-from ccfair.store.read import load_table, read_tables
+from ccfair.store.read import load_table, read_run_table, read_tables
 from ccfair.store.schema import MARKER_TABLE, TABLES
-from ccfair.units import parse_duration, parse_rate
+from ccfair.store.sweep_record import read_sweep_record
 
-__all__ = [
-    "Results",
-    "bottlenecks",
-    "bounds_of",
-    "ci95",
-    "clipped_interval",
-    "summarize",
-    "t_quantile",
-    "welch_ci95",
-]
-
-
-# --------------------------------------------------------------------------------------------
-# Statistics
-
-
-def _t_pdf(x: float, df: int) -> float:
-    c = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
-    return math.exp(c - (df + 1) / 2 * math.log1p(x * x / df))
-
-
-def _t_cdf_above_half(x: float, df: int, steps: int = 4000) -> float:
-    # Composite Simpson's rule of the density on [0, x]; the density is smooth there.
-    h = x / steps
-    total = _t_pdf(0.0, df) + _t_pdf(x, df)
-    for i in range(1, steps):
-        total += (4 if i % 2 else 2) * _t_pdf(i * h, df)
-    return 0.5 + total * h / 3
-
-
-@cache
-def t_quantile(p: float, df: int) -> float:
-    """Quantile of Student's t distribution with ``df`` degrees of freedom, for p >= 0.5.
-
-    Computed by bisection on the numerically integrated density (no SciPy needed).
-
-    Example:
-        >>> round(t_quantile(0.975, 1), 3), round(t_quantile(0.975, 10), 3)
-        (12.706, 2.228)
-    """
-    if not 0.5 <= p < 1 or df < 1:
-        raise ValueError(f"t_quantile: need 0.5 <= p < 1 and df >= 1 (got p={p}, df={df})")
-    lo, hi = 0.0, 1.0
-    while _t_cdf_above_half(hi, df) < p:
-        hi *= 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if _t_cdf_above_half(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def ci95(values: Any) -> float:
-    """Half-width of the 95% confidence interval of the mean (NaN for fewer than 2 values).
-
-    Example:
-        >>> round(ci95([1.0, 2.0, 3.0]), 3)
-        2.484
-    """
-    x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
-    n = len(x)
-    if n < 2:
-        return float("nan")
-    return t_quantile(0.975, n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
-
-
-def bounds_of(column: str) -> tuple[float | None, float | None]:
-    """The physical range of a metric, (lower, upper); None where it is unbounded.
-
-    Jain's index and fractions lie in [0, 1] (harm, a relative loss, only below 1); rates,
-    delays, packet counts and BDP multiples are not negative. A confidence interval is never
-    drawn or printed beyond these (a t interval of 2 runs easily is).
-
-    Example:
-        >>> bounds_of("jain_index"), bounds_of("harm_goodput_frac"), bounds_of("goodput_mbps")
-        ((0.0, 1.0), (None, 1.0), (0.0, None))
-    """
-    if column == "jain_index":
-        return (0.0, 1.0)
-    if column.startswith("harm_"):
-        return (None, 1.0)
-    if column.endswith("_frac"):
-        return (0.0, 1.0)
-    if column.endswith(("_mbps", "_ms", "_pkts", "_bdp", "_count", "_bytes", "_s")):
-        return (0.0, None)
-    return (None, None)
-
-
-def clipped_interval(
-    mean: float, half_width: float, bounds: tuple[float | None, float | None]
-) -> tuple[float, float]:
-    """The interval mean ± half_width clipped to ``bounds`` (NaN, NaN without a half-width).
-
-    Example:
-        >>> clipped_interval(0.99, 0.07, (0.0, 1.0))
-        (0.92, 1.0)
-    """
-    if not (math.isfinite(mean) and math.isfinite(half_width)):
-        return (float("nan"), float("nan"))
-    lo, hi = mean - half_width, mean + half_width
-    if bounds[0] is not None:
-        lo = max(lo, bounds[0])
-    if bounds[1] is not None:
-        hi = min(hi, bounds[1])
-    return (round(lo, 12), round(hi, 12))
-
-
-def summarize(
-    frame: pd.DataFrame, by: list[str], values: list[str], *, sort: bool = False
-) -> pd.DataFrame:
-    """Mean, 95% CI half-width (``<col>_ci95``) and count (``n``) of ``values`` per group.
-
-    Example:
-        >>> df = pd.DataFrame({"k": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]})
-        >>> summarize(df, ["k"], ["x"]).to_dict("records")[0]["x"]
-        2.0
-    """
-    if frame.empty:
-        return pd.DataFrame(columns=[*by, "n", *[c for v in values for c in (v, f"{v}_ci95")]])
-    # Vectorised (a report summarises thousands of runs): group statistics in one pass,
-    # labels taken from each group's first row so that they stay as written (2, not 2.0).
-    data = frame.reset_index(drop=True)
-    clean = {
-        f"_v{i}": pd.to_numeric(data[col], errors="coerce")
-        .astype(float)
-        .replace([np.inf, -np.inf], np.nan)
-        for i, col in enumerate(values)
-    }
-    data = data.assign(_row=np.arange(len(data)), **clean)
-    groups = data.groupby(by, sort=sort, dropna=False, observed=True)
-    out = data.loc[groups["_row"].first().to_numpy(), by].reset_index(drop=True)
-    out["n"] = groups.size().to_numpy()
-    stats = groups[list(clean)].agg(["mean", "std", "count"])
-    for i, col in enumerate(values):
-        mean = stats[(f"_v{i}", "mean")].to_numpy(dtype=float)
-        std = stats[(f"_v{i}", "std")].to_numpy(dtype=float)
-        count = stats[(f"_v{i}", "count")].to_numpy()
-        t = np.array([t_quantile(0.975, int(c) - 1) if c >= 2 else np.nan for c in count])
-        out[col] = mean
-        out[f"{col}_ci95"] = t * std / np.sqrt(np.maximum(count, 1))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Bottlenecks
-
-
-def bottlenecks(spec: dict[str, Any]) -> list[tuple[str, str]]:
-    """(link name, direction) of the bottleneck(s) of a normalised spec: on each flow's data
-    path, the link direction(s) of the lowest rate.
-
-    Example:
-        >>> import ccfair
-        >>> bottlenecks(ccfair.dumbbell(2, "reno").resolve().normalized)
-        [('bottleneck', 'ab')]
-    """
-    by_pair: dict[tuple[str, str], tuple[str, str, int]] = {}
-    for link in spec["links"]:
-        a, b = link["between"]
-        rate = parse_rate(link["rate"]) or 0
-        by_pair[(a, b)] = (link["name"], "ab", rate)
-        by_pair[(b, a)] = (link["name"], "ba", rate)
-    out: list[tuple[str, str]] = []
-    for flow in spec["flows"]:
-        hops = [by_pair[(u, v)] for u, v in zip(flow["path"], flow["path"][1:], strict=False)]
-        low = min(h[2] for h in hops)
-        for name, direction, rate in hops:
-            if rate == low and (name, direction) not in out:
-                out.append((name, direction))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# A results directory
+__all__ = ["Results"]
 
 
 class Results:
@@ -234,8 +63,6 @@ class Results:
     """
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
-        from ccfair.store.sweep_record import read_sweep_record
-
         self.root = looked_up(Path(results_dir))
         if self.root.exists() and not self.root.is_dir():
             raise ResultsError(f"{self.root}: is a file, not a results directory")
@@ -289,17 +116,13 @@ class Results:
         )
 
     def _repr_html_(self) -> str:
-        from ccfair.present import results_html
-
         return results_html(self)
 
     @property
     def plot(self) -> Any:
         """Figures of this directory: ``res.plot.heatmap(x=..., y=...)``,
         ``res.plot.throughput_delay()``, ``res.plot.timeseries(run_id)``,
-        ``res.plot.metric("jain_index")`` (see :class:`ccfair.plots.ResultsPlots`)."""
-        from ccfair.plots import ResultsPlots
-
+        ``res.plot.metric("jain_index")`` (see :class:`ccfair.present.views.ResultsPlots`)."""
         return ResultsPlots(self)
 
     # ---- raw tables -------------------------------------------------------------------
@@ -317,8 +140,6 @@ class Results:
 
     def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
         """The time series tables of one run (``timeseries``, ``links``)."""
-        from ccfair.store.read import read_run_table
-
         return {
             t: read_run_table(self.root / t / f"{run_id}.parquet") for t in ("timeseries", "links")
         }
@@ -740,26 +561,6 @@ class Results:
         return out
 
 
-def welch_ci95(a: Any, b: Any) -> float:
-    """Half-width of the 95% confidence interval of mean(b) - mean(a) (Welch's t, unequal
-    variances); NaN unless both sides have 2 or more values.
-
-    Example:
-        >>> round(welch_ci95([1.0, 2.0, 3.0], [2.0, 3.0, 4.0]), 3)
-        2.267
-    """
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
-    if len(a) < 2 or len(b) < 2:
-        return float("nan")
-    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
-    se2 = va + vb
-    if se2 == 0:
-        return 0.0
-    df = se2 * se2 / (va * va / (len(a) - 1) + vb * vb / (len(b) - 1))
-    return t_quantile(0.975, max(1, int(df))) * math.sqrt(se2)
-
-
 _HARM_COLUMNS = [
     "run_id",
     "baseline_run_id",
@@ -772,14 +573,3 @@ _HARM_COLUMNS = [
     "baseline_rtt_ms",
     "harm_rtt_frac",
 ]
-
-
-def seconds_of(label: Any) -> float:
-    """A duration label (``"18ms"`` or a number of seconds) in seconds, NaN if it is none.
-
-    Example:
-        >>> seconds_of("18ms")
-        0.018
-    """
-    ns = parse_duration(label)
-    return float("nan") if ns is None else ns / 1e9
