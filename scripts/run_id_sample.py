@@ -15,7 +15,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-from ccfair.api import run
+from ccfair.execution.runs import run
 from ccfair.presets import PRESETS
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario

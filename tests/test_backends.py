@@ -13,10 +13,11 @@ from typing import Any
 import ccfair
 import ccfair.backends as backends
 import pytest
-from ccfair import api, executor
 from ccfair.backends.base import CAPABILITIES, Backend, BackendRun
 from ccfair.backends.sim import BACKEND as SIM
 from ccfair.errors import SpecError
+from ccfair.execution.runs import run_many
+from ccfair.execution.threads import run_in_threads
 from ccfair.spec import parts
 from ccfair.spec.identity import run_id_of
 
@@ -96,7 +97,7 @@ def test_the_cli_offers_the_registered_backends():
     ("call", "path", "closest"),
     [
         (lambda: ccfair.run(_sc(), backend="kernal"), "backend", "kernel"),
-        (lambda: api.run_many([_sc()], backend="simm"), "backend", "sim"),
+        (lambda: run_many([_sc()], backend="simm"), "backend", "sim"),
         (
             lambda: ccfair.Scenario.from_dict({**_sc().to_dict(), "backend": "sin"}),
             "backend",
@@ -158,7 +159,7 @@ def test_a_third_backend_runs_through_the_same_entry_points(echo):
 
 
 def test_run_many_checks_every_scenario_on_its_backend_before_running(echo):
-    out = api.run_many([_sc(), _sc(seed=2)], backend="echo")
+    out = run_many([_sc(), _sc(seed=2)], backend="echo")
     assert [r.runs.iloc[0]["backend"] for r in out] == ["echo", "echo"]
     assert echo.calls == ["check", "preflight", "check", "preflight"]
 
@@ -166,7 +167,7 @@ def test_run_many_checks_every_scenario_on_its_backend_before_running(echo):
 def test_a_failing_run_stops_the_backends_runs_and_propagates(echo):
     echo.fail = True
     with pytest.raises(RuntimeError, match="echo failed"):
-        api.run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2)
+        run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2)
     assert "stop_all" in echo.calls
 
 
@@ -174,20 +175,18 @@ def test_parallel_real_time_runs_that_were_late_are_reported(echo):
     echo.real_time = True
     echo.late = True
     said: list[str] = []
-    api.run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2, warn=said.append)
+    run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2, warn=said.append)
     assert len(said) == 1 and said[0].startswith("2 of 2 echo runs with 2 parallel jobs")
     # The same runs on a backend that is not real time: nothing to say.
     echo.real_time = False
     said.clear()
-    api.run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2, warn=said.append)
+    run_many([_sc(), _sc(seed=2)], backend="echo", jobs=2, warn=said.append)
     assert said == []
 
 
 def test_run_in_threads_keeps_the_order_and_reports_each_result():
     seen: list[tuple[int, int]] = []
-    out = executor.run_in_threads(
-        5, lambda i: i * 10, jobs=3, on_result=lambda i, r: seen.append((i, r))
-    )
+    out = run_in_threads(5, lambda i: i * 10, jobs=3, on_result=lambda i, r: seen.append((i, r)))
     assert out == [0, 10, 20, 30, 40]
     assert sorted(seen) == [(i, 10 * i) for i in range(5)]
 

@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 from ccfair.errors import SpecError
-from ccfair.executor import run_sweep
+from ccfair.execution.sweeps import run_sweep
 from ccfair.spec.sweep import Sweep
 from ccfair.store.directory import finished_run_ids
 from ccfair.store.schema import TABLES
@@ -154,7 +154,7 @@ def test_an_unreachable_scheduler_is_a_clear_error_and_writes_nothing(tmp_path):
 
 
 def test_dask_worker_helper_returns_parquet_bytes_of_every_table():
-    from ccfair.executor import run_to_bytes
+    from ccfair.execution.workers import run_to_bytes
 
     p = Sweep.from_toml_str(SPEC).expand()[0]
     res = run_to_bytes(p.run_id, p.scenario.to_dict(), "sim")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from ccfair.errors import ResultsError, SpecError
-from ccfair.executor import run_sweep
+from ccfair.execution.sweeps import run_sweep
 from ccfair.spec.sweep import Sweep
 from ccfair.store.directory import finished_run_ids
 from ccfair.store.read import verify_run
@@ -443,15 +443,15 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
 
 
 def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, dict]:
-    """Make ``ccfair.api.run_tables`` (what a sweep's worker runs) return one real simulator
+    """Make ``run_tables`` (what a sweep's worker runs) return one real simulator
     run, marked reliable or flagged as ``reliable`` lists them (one attempt each), and record
     the attempts made."""
     import ccfair
-    import ccfair.api
     import pyarrow as pa
+    from ccfair.execution import workers
 
     sc = ccfair.dumbbell(1, "reno", duration="1s", sample_interval="100ms")
-    real_run_tables = ccfair.api.run_tables
+    real_run_tables = workers.run_tables
     rid = real_run_tables(sc).run_id
     made: list[bool] = []
 
@@ -468,7 +468,7 @@ def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, di
         t.tables["runs"] = runs
         return t
 
-    monkeypatch.setattr(ccfair.api, "run_tables", fake_run_tables)
+    monkeypatch.setattr(workers, "run_tables", fake_run_tables)
     return made, rid, sc.to_dict()
 
 
@@ -479,7 +479,7 @@ def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, di
 def test_a_flagged_kernel_run_is_run_again_and_only_the_kept_attempt_is_written(
     monkeypatch, tmp_path, retries, attempts, kept_reliable
 ):
-    from ccfair.executor import run_and_save
+    from ccfair.execution.workers import run_and_save
 
     made, rid, spec = _attempts_of(monkeypatch, [False, False, True])
     reply = run_and_save(rid, spec, "kernel", str(tmp_path), None, retries)
@@ -490,7 +490,7 @@ def test_a_flagged_kernel_run_is_run_again_and_only_the_kept_attempt_is_written(
 
 
 def test_the_simulator_is_never_run_again(monkeypatch, tmp_path):
-    from ccfair.executor import run_and_save
+    from ccfair.execution.workers import run_and_save
 
     made, rid, spec = _attempts_of(monkeypatch, [False, True])  # "flagged" but not checked
     reply = run_and_save(rid, spec, "sim", str(tmp_path), None, 2)
@@ -506,7 +506,7 @@ def test_sweep_retries_must_be_a_count(tmp_path, bad):
 
 
 def test_the_summary_counts_reruns_and_runs_kept_flagged():
-    from ccfair.executor import SweepOutcome
+    from ccfair.execution.outcome import SweepOutcome
 
     out = SweepOutcome(Path("r"), total=3, already=0, executed=["a", "b", "c"])
     out.reruns, out.flagged = 4, ["c"]
@@ -516,7 +516,7 @@ def test_the_summary_counts_reruns_and_runs_kept_flagged():
 def test_an_interrupt_as_the_last_run_ends_leaves_a_complete_sweep():
     # It printed "12 of 12 runs finished ...; incomplete" and exit status 130.
     from ccfair.cli import _sweep_exit
-    from ccfair.executor import SweepOutcome
+    from ccfair.execution.outcome import SweepOutcome
 
     done = SweepOutcome(Path("r"), total=2, already=1, executed=["a"], interrupted=True)
     assert done.complete and "; complete;" in done.summary()

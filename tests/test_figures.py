@@ -8,7 +8,7 @@ from __future__ import annotations
 import matplotlib.colors as mcolors
 import numpy as np
 import pytest
-from ccfair.executor import run_sweep
+from ccfair.execution.sweeps import run_sweep
 from ccfair.present.curves import dots, metric_vs_buffer, throughput_vs_buffer
 from ccfair.present.heatmaps import heatmaps
 from ccfair.present.style import CCA_COLORS, save

@@ -665,7 +665,7 @@ def test_cleanup_spares_a_run_that_starts_while_it_looks(tmp_path, monkeypatch):
 
 @pytest.mark.kernel
 def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backend):
-    from ccfair.api import run_many
+    from ccfair.execution.runs import run_many
 
     scs = [one_link("3s", cca="cubic"), one_link("3s", cca="bbr")]
     warnings: list[str] = []
@@ -694,7 +694,7 @@ def test_parallel_kernel_runs_warn_exactly_when_lateness_is_flagged(kernel_backe
 
 @pytest.mark.kernel
 def test_a_kernel_sweep_runs_one_point_at_a_time_by_default(kernel_backend, tmp_path):
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.spec.sweep import Sweep
 
     sw = Sweep.from_dict(

@@ -14,7 +14,7 @@ import ccfair
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from ccfair.api import run_tables
+from ccfair.execution.runs import run_tables
 from ccfair.results.run import RunResult
 from ccfair.store import schema
 from ccfair.store.schema import MARKER_TABLE, TABLES
@@ -38,7 +38,7 @@ out["after_save"] = loaded()
 out["columns"] = list(r.flows.columns)
 out["after_flows"] = loaded()
 out["trace_rows"] = len(r.trace)
-from ccfair.api import run_tables
+from ccfair.execution.runs import run_tables
 run_tables(sc)
 print(json.dumps(out))
 """

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from ccfair.analysis.models import model_table, ware_full_share, ware_p, ware_simple_share
 from ccfair.analysis.stats import ci95, summarize, t_quantile
-from ccfair.executor import run_sweep
+from ccfair.execution.sweeps import run_sweep
 from ccfair.results.directory import Results
 from ccfair.spec.sweep import Sweep
 from ccfair.spec.topology import bottlenecks

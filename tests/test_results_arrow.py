@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from ccfair import _core, backends
-from ccfair.api import _with_trace
+from ccfair.execution.runs import _with_trace
 from ccfair.results.run import build_result
 from ccfair.store import schema
 from ccfair.store.tables import WRITE_ORDER, build_tables, runs_row, shares
@@ -268,7 +268,7 @@ def test_docstring_examples_run():
 
 
 def test_a_sweep_worker_writes_what_run_and_save_write_without_a_dataframe(tmp_path, monkeypatch):
-    from ccfair.executor import run_and_save, run_to_bytes
+    from ccfair.execution.workers import run_and_save, run_to_bytes
 
     sc = ccfair.parking_lot(2, "bbr", "cubic", delay="5ms", duration="2s")
     reference = ccfair.run(sc)

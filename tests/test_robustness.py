@@ -339,7 +339,7 @@ def test_a_run_directory_is_checked_before_the_run_and_nothing_is_half_written(t
 
 
 def test_a_single_run_is_not_saved_into_a_sweeps_directory(tmp_path):
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
 
     run_sweep(_tiny_sweep(), tmp_path, progress=False, log=lambda m: None)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
@@ -664,7 +664,7 @@ def test_run_sweep_arguments_are_checked_before_anything_runs(tmp_path, call, me
 
 
 def test_run_many_refuses_more_jobs_than_the_machine_runs_usefully():
-    from ccfair.api import run_many
+    from ccfair.execution.runs import run_many
 
     with pytest.raises(SpecError, match="jobs: 1000000 is more parallel runs"):
         run_many([ccfair.dumbbell(1, "reno", duration="1s")], jobs=10**6)
@@ -686,7 +686,7 @@ def test_run_many_refuses_more_jobs_than_the_machine_runs_usefully():
 )
 def test_a_damaged_sweep_record_is_one_error_naming_the_damage(tmp_path, damage, message):
     # Valid JSON of the wrong shape failed deep in pandas ("internal error: TypeError").
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.results.directory import Results
 
     sweep = Sweep.from_dict(

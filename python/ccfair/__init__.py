@@ -19,9 +19,9 @@ from ccfair import _core
 
 if TYPE_CHECKING:  # what the lazy names resolve to, for type checkers and readers
     from ccfair.analysis.stats import jain_index  # noqa: F401
-    from ccfair.api import run  # noqa: F401
     from ccfair.errors import CcfairError, LimitError, RunError, SpecError  # noqa: F401
-    from ccfair.executor import run_sweep  # noqa: F401
+    from ccfair.execution.runs import run  # noqa: F401
+    from ccfair.execution.sweeps import run_sweep  # noqa: F401
     from ccfair.limits import Limits  # noqa: F401
     from ccfair.results.directory import Results  # noqa: F401
     from ccfair.results.run import RunResult, load  # noqa: F401
@@ -49,8 +49,8 @@ _LAZY = {
     "load": "ccfair.results.run",
     "load_table": "ccfair.store.read",
     "parking_lot": "ccfair.spec.shapes",
-    "run": "ccfair.api",
-    "run_sweep": "ccfair.executor",
+    "run": "ccfair.execution.runs",
+    "run_sweep": "ccfair.execution.sweeps",
 }
 
 __all__ = sorted(_LAZY)

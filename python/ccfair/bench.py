@@ -316,7 +316,7 @@ def sweep_main(names: list[str], quick: bool = False, workers: int | None = None
     import os
     import tempfile
 
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.presets import PRESETS
 
     unknown = [n for n in names if n not in PRESETS]
@@ -357,7 +357,7 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
     import os
     import tempfile
 
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.presets import PRESETS
     from ccfair.report import write_report
     from ccfair.spec.sweep import Sweep
@@ -439,7 +439,7 @@ def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
     import os
     import tempfile
 
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.presets import PRESETS
     from ccfair.report import make_figures, save_figures
 

@@ -40,7 +40,7 @@ def _backend_names() -> list[str]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ccfair.api import run
+    from ccfair.execution.runs import run
     from ccfair.spec.scenario import as_scenario
     from ccfair.spec.shapes import default_scenario
 
@@ -341,7 +341,7 @@ def _with_backend(sweep: Any, backend: str | None) -> Any:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.spec.sweep import Sweep
 
     sweep = _with_backend(Sweep.from_toml(args.spec), args.backend)
@@ -375,7 +375,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from ccfair.executor import run_sweep
+    from ccfair.execution.sweeps import run_sweep
     from ccfair.presets import PRESETS, count_runs, get
     from ccfair.report import write_report
 

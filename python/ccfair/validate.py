@@ -38,9 +38,9 @@ import pandas as pd
 
 from ccfair import backends
 from ccfair.analysis.stats import ci95
-from ccfair.api import run
 from ccfair.errors import SpecError
-from ccfair.executor import run_in_threads
+from ccfair.execution.runs import run
+from ccfair.execution.threads import run_in_threads
 from ccfair.results.run import RunResult, load
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario, as_scenario

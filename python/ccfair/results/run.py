@@ -169,13 +169,13 @@ class RunResult:
 
     @classmethod
     def from_tables(cls, tables: RunTables) -> RunResult:
-        """The result of a run's Arrow tables (:func:`ccfair.api.run_tables`), each
+        """The result of a run's Arrow tables (:func:`ccfair.execution.runs.run_tables`), each
         converted to pandas the first time it is read. Saved before, the tables are written
         as they are: the files :meth:`ccfair.store.tables.RunTables.write_tables` writes.
 
         Example:
             >>> import ccfair
-            >>> from ccfair.api import run_tables
+            >>> from ccfair.execution.runs import run_tables
             >>> r = RunResult.from_tables(run_tables(ccfair.dumbbell(1, "reno", duration="1s")))
             >>> r.flows["flow_name"].tolist(), r.trace
             (['flow1'], None)

@@ -1,4 +1,12 @@
-"""Running scenarios: the one entry point shared by the CLI and Python users."""
+"""Running scenarios: one run (:func:`run`), and a few in threads (:func:`run_many`); the
+entry point shared by the CLI and Python users.
+
+Example:
+    >>> import ccfair
+    >>> r = run(ccfair.dumbbell(2, "reno", duration="2s"))
+    >>> r.flows["flow_name"].tolist()
+    ['flow1', 'flow2']
+"""
 
 from __future__ import annotations
 
@@ -9,18 +17,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ccfair import backends
 from ccfair import limits as _limits
 from ccfair.backends.base import Backend
 from ccfair.errors import SpecError
+from ccfair.execution.threads import run_in_threads, warn_lateness
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
+from ccfair.results.run import RunResult, build_result
 from ccfair.spec.scenario import Scenario, as_scenario
+from ccfair.store.tables import RunTables, build_tables
 
-if TYPE_CHECKING:  # pandas loads only when a run returns tables, not for `ccfair check`
-    from ccfair.results.run import RunResult
-    from ccfair.store.tables import RunTables
+__all__ = ["run", "run_many", "run_tables"]
 
 
 @contextlib.contextmanager
@@ -88,8 +97,6 @@ def run(
         >>> list(r.flows["flow_name"])
         ['flow1', 'flow2']
     """
-    from ccfair.results.run import build_result
-
     resolved, raw, record = _execute(scenario, backend, trace, force_bpf, limits)
     with _gc_paused():
         return build_result(resolved, raw, **record)
@@ -114,8 +121,6 @@ def run_tables(
         >>> t.tables["flows"].column("flow_name").to_pylist()
         ['flow1', 'flow2']
     """
-    from ccfair.store.tables import build_tables
-
     resolved, raw, record = _execute(scenario, backend, (), force_bpf, limits)
     with _gc_paused():
         return build_tables(resolved, raw, **record)
@@ -198,8 +203,6 @@ def run_many(
     Example:
         >>> rs = run_many([ccfair.dumbbell(1, "reno", duration="2s")] * 2)  # doctest: +SKIP
     """
-    from ccfair.executor import run_in_threads, warn_lateness
-
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise SpecError("jobs", jobs, "is not a positive integer number of parallel runs")
     if jobs > most_parallel():
