@@ -10,11 +10,29 @@ import subprocess
 import sys
 
 import pytest
-from ccfair.presets import PRESETS, REPETITIONS
+from ccfair.errors import SpecError
+from ccfair.presets import PRESETS
+from ccfair.presets.base import REPETITIONS
+from ccfair.spec.sweep import PRESET_NAMES, Sweep
 
 
 def cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ccfair", *args], capture_output=True, text=True)
+
+
+def test_a_sweep_may_name_exactly_the_presets():
+    """The spec sits below the presets, so a sweep checks its ``preset`` against a list of
+    names of its own: the list must be the presets, in their order (the error lists them)."""
+    assert PRESET_NAMES == tuple(PRESETS)
+    for name in PRESETS:
+        sw = Sweep.from_dict(
+            {"base": {"builder": "dumbbell"}, "grid": {"alpha": [1]}, "preset": name}
+        )
+        assert sw.preset == name
+    with pytest.raises(SpecError, match=r'preset: "harada-dumbel" is not a preset; did you mean'):
+        Sweep.from_dict(
+            {"base": {"builder": "dumbbell"}, "grid": {"alpha": [1]}, "preset": "harada-dumbel"}
+        )
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

@@ -12,8 +12,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from ccfair import report
-from ccfair.presets import PRESETS, REPETITIONS, count_runs
+from ccfair.presets import PRESETS, count_runs
+from ccfair.presets.base import REPETITIONS
+from ccfair.report import setup as report_setup
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -318,8 +319,8 @@ def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
 
 def test_the_setup_names_every_testbed_profile_the_runs_used():
     specs = [{"profile": "mininet-netem"}, {}, {"profile": "linux-stock"}, {}]
-    assert report._testbed_profiles(specs) == ["mininet-netem", "ideal", "linux-stock"]
-    assert report._testbed_profiles([]) == []
+    assert report_setup._testbed_profiles(specs) == ["mininet-netem", "ideal", "linux-stock"]
+    assert report_setup._testbed_profiles([]) == []
 
 
 def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tmp_path):

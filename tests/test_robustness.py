@@ -565,7 +565,7 @@ def test_report_and_plot_outputs_are_checked_before_drawing(tmp_path):
     assert {p.name: p.read_bytes() for p in (tmp_path / "elsewhere").iterdir()} == before
     assert (tmp_path / "file.txt").read_text() == "mine"
     # The Python call's own folder argument: empty, a file, not a path.
-    from ccfair.report import write_report
+    from ccfair.report.page import write_report
 
     for figures_dir, message in (
         ("", 'figures_dir: "" is not a directory path'),

@@ -11,7 +11,11 @@ from pathlib import Path
 import ccfair
 import pandas as pd
 import pytest
-from ccfair import validate as val
+from ccfair.validate import compare as val_compare
+from ccfair.validate import figures as val_figures
+from ccfair.validate import markdown as val_markdown
+from ccfair.validate import points as val_points
+from ccfair.validate import study as val
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Child processes import the package under test, whatever else is installed.
@@ -21,7 +25,7 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
 def test_compare_of_identical_runs_has_no_difference():
     sc = ccfair.dumbbell(2, ["cubic", "reno"], bottleneck_delay="8ms", duration="3s")
     a = ccfair.run(sc)
-    flows = val.compare("p", a, a)
+    flows = val_compare.compare("p", a, a)
     assert list(flows["flow"]) == ["flow1", "flow2"]
     assert (flows["goodput_diff_mbps"] == 0).all() and (flows["share_diff"] == 0).all()
     assert flows["goodput_sim_mbps"].sum() == pytest.approx(a.flows["goodput_mbps"].sum())
@@ -35,7 +39,7 @@ def test_compare_reports_kernel_minus_simulator():
     other.flows.loc[other.flows["flow_name"] == "flow1", "goodput_mbps"] += 10
     total = other.flows["goodput_mbps"].sum()
     other.flows["share_frac"] = other.flows["goodput_mbps"] / total
-    f1 = val.compare("p", sim, other).set_index("flow").loc["flow1"]
+    f1 = val_compare.compare("p", sim, other).set_index("flow").loc["flow1"]
     assert f1["goodput_diff_mbps"] == pytest.approx(10.0)
     assert f1["share_diff"] == pytest.approx(f1["share_kernel"] - f1["share_sim"])
     assert f1["share_diff"] > 0
@@ -62,16 +66,16 @@ def _runs(shares_sim, shares_kernel, point="p", pair="a vs b"):
 
 def test_points_get_means_intervals_and_overlap_over_repetitions():
     # Same means, spread over three repetitions: intervals overlap; far apart: they do not.
-    close = val.summarize_points(_runs([0.40, 0.50, 0.60], [0.42, 0.52, 0.62])).iloc[0]
+    close = val_compare.summarize_points(_runs([0.40, 0.50, 0.60], [0.42, 0.52, 0.62])).iloc[0]
     assert close["share_diff"] == pytest.approx(0.02)
     # t(0.975, 2) = 4.303; sd = 0.1; half-width = 4.303 * 0.1 / sqrt(3)
     assert close["share_sim_ci"] == pytest.approx(4.303 * 0.1 / 3**0.5, rel=1e-3)
     assert close["ci_overlap"] and close["n_kernel"] == 3 and close["param_alpha"] == "2"
     assert close["goodput_ratio"] == pytest.approx(1.2)
-    far = val.summarize_points(_runs([0.30, 0.31], [0.60, 0.61])).iloc[0]
+    far = val_compare.summarize_points(_runs([0.30, 0.31], [0.60, 0.61])).iloc[0]
     assert not far["ci_overlap"] and far["share_diff"] == pytest.approx(0.30)
     # One repetition: no interval (NaN), overlap only if equal.
-    one = val.summarize_points(_runs([0.5], [0.5])).iloc[0]
+    one = val_compare.summarize_points(_runs([0.5], [0.5])).iloc[0]
     assert one["share_sim_ci"] != one["share_sim_ci"] and one["ci_overlap"]
 
 
@@ -83,7 +87,7 @@ def test_summary_per_pair_takes_each_points_largest_flow_difference():
             _runs([0.5, 0.5], [0.51, 0.51], point="q1", pair="c vs d"),
         ]
     )
-    summary = val.summarize_pairs(val.summarize_points(runs)).set_index("pair")
+    summary = val_compare.summarize_pairs(val_compare.summarize_points(runs)).set_index("pair")
     assert summary.loc["a vs b", "points"] == 2
     assert summary.loc["a vs b", "median_abs_diff_pp"] == pytest.approx(7.0)
     assert summary.loc["a vs b", "max_abs_diff_pp"] == pytest.approx(12.0)
@@ -97,54 +101,66 @@ def test_flagged_kernel_runs_are_counted_but_not_averaged():
     runs.loc[1, "kernel_reliable"] = False  # the 0.90 run had a stalled forwarder
     lone = _runs([0.5], [0.10], point="p2")
     lone["kernel_reliable"] = False
-    points = val.summarize_points(pd.concat([runs, lone], ignore_index=True)).set_index("point")
+    points = val_compare.summarize_points(pd.concat([runs, lone], ignore_index=True)).set_index(
+        "point"
+    )
     assert points.loc["p1", "n_kernel"] == 1 and points.loc["p1", "kernel_unreliable"] == 1
     assert points.loc["p1", "share_diff"] == pytest.approx(0.02)
     assert points.loc["p2", "n_kernel"] == 0 and pd.isna(points.loc["p2", "share_diff"])
-    summary = val.summarize_pairs(points.reset_index()).set_index("pair")
+    summary = val_compare.summarize_pairs(points.reset_index()).set_index("pair")
     assert summary.loc["all", "points"] == 1 and summary.loc["all", "no_reliable_kernel"] == 1
     assert summary.loc["all", "max_abs_diff_pp"] == pytest.approx(2.0)
     runs_all = pd.concat([runs, lone], ignore_index=True)
     runs_all["kernel_flags"] = ""
-    v = val.Validation(runs=runs_all, points=points.reset_index(), summary=summary.reset_index())
-    report = val.report_section(v, {"kernel": "test"})
+    v = val_compare.Validation(
+        runs=runs_all, points=points.reset_index(), summary=summary.reset_index()
+    )
+    report = val_markdown.report_section(v, {"kernel": "test"})
     assert "no reliable run" in report and "1 points had no reliable kernel run" in report
     # The flagged runs are shown beside the simulator, apart from the result: p1's 0.90 run
     # (+40 pp) and p2's lone 0.10 (-40 pp).
     flagged = report.split("The flagged kernel runs beside the simulator")[1]
     assert "over 2 points, median |difference| 40.00 pp, largest 40.00 pp" in flagged
-    fp = val.flagged_points(runs_all).set_index("point")
+    fp = val_compare.flagged_points(runs_all).set_index("point")
     assert fp.loc["p1", "kernel_flagged_%"] == "90.0" and fp.loc["p1", "kernel_reliable_%"] == 52.0
     assert fp.loc["p2", "diff_flagged_pp"] == pytest.approx(-40.0)
     assert pd.isna(fp.loc["p2", "kernel_reliable_%"])
     everything_checked = runs.assign(kernel_reliable=True, kernel_flags="")
-    v_ok = val.Validation(
+    v_ok = val_compare.Validation(
         runs=everything_checked, points=points.reset_index(), summary=summary.reset_index()
     )
-    assert "flagged kernel runs beside" not in val.report_section(v_ok, {"kernel": "test"})
+    assert "flagged kernel runs beside" not in val_markdown.report_section(v_ok, {"kernel": "test"})
 
 
 def test_pairs_come_from_the_ccas_axis_or_the_flows():
     sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
-    assert val.pair_of(val.VPoint("x", {"ccas": "reno,bbr"}, 0, sc)) == "reno vs bbr"
+    assert val_points.pair_of(val_points.VPoint("x", {"ccas": "reno,bbr"}, 0, sc)) == "reno vs bbr"
     lot = ccfair.parking_lot(2, "bbr", "cubic", duration="2s")
-    assert val.pair_of(val.VPoint("x", {}, 0, lot)) == "bbr vs cubic"
+    assert val_points.pair_of(val_points.VPoint("x", {}, 0, lot)) == "bbr vs cubic"
     # A named value of the axis (copa.toml's `copa-vs-cubic = ["copa", "cubic"]`) is no list
     # of algorithms: the flows say what ran.
     named = ccfair.dumbbell(2, ["copa", "cubic"], duration="2s")
-    assert val.pair_of(val.VPoint("x", {"ccas": "copa-vs-cubic"}, 0, named)) == "copa vs cubic"
+    assert (
+        val_points.pair_of(val_points.VPoint("x", {"ccas": "copa-vs-cubic"}, 0, named))
+        == "copa vs cubic"
+    )
     alone = ccfair.dumbbell(4, "copa", duration="2s")
-    assert val.pair_of(val.VPoint("x", {"ccas": "copa-alone"}, 0, alone)) == "copa alone"
+    assert (
+        val_points.pair_of(val_points.VPoint("x", {"ccas": "copa-alone"}, 0, alone)) == "copa alone"
+    )
     same = ccfair.dumbbell(2, "cubic", duration="2s")
-    assert val.pair_of(val.VPoint("x", {"ccas": "cubic-cubic"}, 0, same)) == "cubic vs cubic"
+    assert (
+        val_points.pair_of(val_points.VPoint("x", {"ccas": "cubic-cubic"}, 0, same))
+        == "cubic vs cubic"
+    )
 
 
 def test_the_simulator_runs_at_the_kernels_hz_unless_the_scenario_sets_it():
     sc = ccfair.dumbbell(1, "cubic", duration="2s")
-    assert val.sim_variant(sc, 250).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 250
+    assert val_points.sim_variant(sc, 250).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 250
     own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"hz": 100})
-    assert val.sim_variant(own, 250).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 100
-    assert val.sim_variant(sc, None) is sc
+    assert val_points.sim_variant(own, 250).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 100
+    assert val_points.sim_variant(sc, None) is sc
 
 
 def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
@@ -157,20 +173,21 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
             }
         )
     )
-    table = val.measured_host_latency(tmp_path / "hl.json")
+    table = val_points.measured_host_latency(tmp_path / "hl.json")
     assert table == {"measured": measured}
     sim_tcp = {"host_latency": table, "tso": "linux"}
     sc = ccfair.dumbbell(1, "cubic", duration="2s")
-    tcp = val.sim_variant(sc, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
+    tcp = val_points.sim_variant(sc, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
     assert tcp["host_latency"] == table and tcp["hz"] == 250 and tcp["tso"] == "linux"
-    assert val.sim_tcp_label(sim_tcp) == "host_latency = measured, tso = linux"
+    assert val_points.sim_tcp_label(sim_tcp) == "host_latency = measured, tso = linux"
     # An hz given for the simulator's side wins over the kernel's.
     assert (
-        val.sim_variant(sc, 250, {"hz": 100}).resolve().engine_spec["flows"][0]["tcp"]["hz"] == 100
+        val_points.sim_variant(sc, 250, {"hz": 100}).resolve().engine_spec["flows"][0]["tcp"]["hz"]
+        == 100
     )
     # A scenario's own setting wins.
     own = ccfair.dumbbell(1, "cubic", duration="2s", tcp={"host_latency": "none"})
-    tcp = val.sim_variant(own, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
+    tcp = val_points.sim_variant(own, 250, sim_tcp).resolve().engine_spec["flows"][0]["tcp"]
     assert tcp["host_latency"] == "none"
     (tmp_path / "bad.json").write_text('{"receiver_turnaround_us": [1]}')
     (tmp_path / "list.json").write_text("[1, 2, 3]")
@@ -179,7 +196,7 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
     )
     for bad in ("bad.json", "missing.json", "list.json", "nested.json", "."):
         with pytest.raises(ccfair.SpecError, match="host_latency.*measure_host_latency"):
-            val.measured_host_latency(tmp_path / bad)
+            val_points.measured_host_latency(tmp_path / bad)
     # An option the engine refuses stops the study before anything runs.
     short = {"host_latency": {"measured": {"receiver_us": [1.0] * 3, "sender_us": [1.0] * 17}}}
     for bad_tcp, says in (
@@ -217,14 +234,14 @@ def test_cli_sim_tcp_options_parse_as_toml_values():
 def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
     a = tmp_path / "a.toml"
     a.write_text(ccfair.dumbbell(1, "reno", duration="2s", name="one").to_toml())
-    labels = [label for label, _ in val.expand_inputs([a, a])]
+    labels = [label for label, _ in val_points.expand_inputs([a, a])]
     assert labels == ["one", "one#2"]
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(
         'name = "buf"\nrepetitions = 2\n[base]\nbuilder = "dumbbell"\nduration = "2s"\n'
         "[grid]\nalpha = [1, 4]\n"
     )
-    points = val.expand_inputs([sweep])
+    points = val_points.expand_inputs([sweep])
     assert [label for label, _ in points] == [
         "buf[alpha=1] r0",
         "buf[alpha=1] r1",
@@ -234,7 +251,7 @@ def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
     buffers = [sc.resolve().link("bottleneck").buffer_pkts for _, sc in points]
     assert buffers == [167, 167, 667, 667]  # 1 and 4 x 166.67 packets (D = 18 ms)
     # Repetitions are runs of one point; seeds differ.
-    vp = val.validation_points([sweep])
+    vp = val_points.validation_points([sweep])
     assert [(p.label, p.rep, p.params) for p in vp][:2] == [
         ("buf[alpha=1]", 0, {"alpha": "1"}),
         ("buf[alpha=1]", 1, {"alpha": "1"}),
@@ -243,15 +260,15 @@ def test_inputs_are_labelled_and_sweeps_expanded(tmp_path):
 
 
 def test_a_presets_grid_is_a_study():
-    quick = val.validation_points(preset="harada-dumbbell", quick=True)
+    quick = val_points.validation_points(preset="harada-dumbbell", quick=True)
     # 3 pairs x 2 delays x 2 buffers, 2 repetitions each.
-    assert len(quick) == 24 and {val.pair_of(p) for p in quick} == {
+    assert len(quick) == 24 and {val_points.pair_of(p) for p in quick} == {
         "reno vs bbr",
         "cubic vs bbr",
         "reno vs cubic",
     }
     with pytest.raises(ccfair.SpecError, match="nope"):
-        val.validation_points(preset="nope")
+        val_points.validation_points(preset="nope")
 
 
 def test_validate_rejects_what_the_kernel_lacks_before_running(tmp_path):
@@ -325,7 +342,8 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
         "ccfair.backends.kernel.machine",
         "ccfair.backends.kernel.run",
         "ccfair.backends.kernel.selfcheck",
-        "ccfair.validate",
+        "ccfair.validate.points",
+        "ccfair.validate.compare",
     ],
 )
 def test_docstring_examples_run(module, monkeypatch, tmp_path):
@@ -352,7 +370,7 @@ class _Flagged:
 @pytest.mark.parametrize("rerun", [True, False])
 def test_a_finished_flagged_kernel_run_is_rerun_unless_kept(monkeypatch, tmp_path, rerun):
     sc = ccfair.dumbbell(2, ["reno", "bbr"], duration="2s")
-    point = val.VPoint("p", {}, 0, sc)
+    point = val_points.VPoint("p", {}, 0, sc)
     calls = []
     monkeypatch.setattr(val, "_cached", lambda results, rid: _Flagged())
     monkeypatch.setattr(val, "_slim", lambda r: r)
@@ -370,7 +388,7 @@ def test_rerun_flagged_must_be_true_or_false(bad):
 def test_finished_only_compares_the_finished_points_and_starts_no_kernel_run(monkeypatch, tmp_path):
     scs = [ccfair.dumbbell(2, ["reno", "cubic"], duration="2s", seed=s) for s in (1, 2)]
     # The kernel side holds the first scenario's run only (a simulator run stands in for it).
-    kernel_sc = val._kernel_variant(scs[0])
+    kernel_sc = val_points.kernel_variant(scs[0])
     rid = val.run_id_of(kernel_sc.resolve().normalized, "kernel")
     stand_in = ccfair.run(kernel_sc, backend="sim")  # not a real kernel run
     monkeypatch.setattr(val, "finished_run_ids", lambda results: {rid})
@@ -411,7 +429,7 @@ def test_every_validation_study_expands_and_its_header_counts_its_runs(study):
     # which is what a user plans machine time by: it must stay true as the grid changes.
     import re
 
-    points = val.validation_points([study])
+    points = val_points.validation_points([study])
     assert points and len({(p.label, p.rep) for p in points}) == len(points)
     said = re.search(r"(\d+) kernel runs", study.read_text())
     assert said is not None, f"{study.name}: the header does not say how many kernel runs"
@@ -421,7 +439,7 @@ def test_every_validation_study_expands_and_its_header_counts_its_runs(study):
 def test_the_agreement_figure_shows_flagged_runs_apart(tmp_path):
     runs = _runs([0.5, 0.5], [0.52, 0.90], point="p1")
     runs.loc[1, "kernel_reliable"] = False
-    points = val.summarize_points(runs)
-    fig = val.agreement_figure(points, tmp_path / "a.png", val.flagged_points(runs))
-    empty = val.agreement_figure(points, tmp_path / "b.png", None)
+    points = val_compare.summarize_points(runs)
+    fig = val_figures.agreement_figure(points, tmp_path / "a.png", val_compare.flagged_points(runs))
+    empty = val_figures.agreement_figure(points, tmp_path / "b.png", None)
     assert fig.stat().st_size > empty.stat().st_size > 0  # the hollow markers are drawn

@@ -23,11 +23,26 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from ccfair import _core
+from ccfair.execution.sweeps import run_sweep
+from ccfair.presets import PRESETS
+from ccfair.report.figures import make_figures, save_figures
+from ccfair.report.page import write_report
+from ccfair.results.directory import Results
+from ccfair.results.run import build_result
+from ccfair.spec.shapes import dumbbell, parking_lot
+from ccfair.spec.sweep import Sweep
+from ccfair.store.directory import finished_run_ids
+from ccfair.store.read import load_table
+from ccfair.store.tables import build_tables
 
 
 @dataclass(frozen=True)
@@ -72,8 +87,6 @@ CASES = [
 
 def scenario_for(name: str, duration: str) -> Any:
     """The scenario of a benchmark case."""
-    from ccfair.spec.shapes import dumbbell, parking_lot
-
     if name == "dumbbell-cubic":
         return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
     alphas = {"dumbbell-bbr-vs-cubic": 2.0, "dumbbell-bbr-vs-cubic-a0.5": 0.5}
@@ -90,7 +103,6 @@ def scenario_for(name: str, duration: str) -> Any:
 
 
 def _child(name: str, duration: str, handover: bool = True) -> None:
-    from ccfair import _core
 
     resolved = scenario_for(name, duration).resolve()
     spec = resolved.engine_json
@@ -126,12 +138,7 @@ def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, 
     (``build_tables(...).write_tables``: no pandas). Each file is written as a sweep writes
     it (Parquet, fsync, rename). Medians of :data:`HANDOVER_REPEAT`, the two ways alternated
     so that a busy moment of the machine falls on both."""
-    import statistics
-    import tempfile
     from pathlib import Path
-
-    from ccfair.results.run import build_result
-    from ccfair.store.tables import build_tables
 
     facts = {"run_id": "0123456789abcdef", "backend": "sim", "started_at": ""}
     facts["wall_time_s"] = engine_s
@@ -172,8 +179,6 @@ ENGINE_FUNCTION = "*Simulation::run_bounded*"
 def instructions_per_hop(name: str, duration: str = INSTRUCTIONS_DURATION) -> float | None:
     """Instructions the engine executes per packet-hop on a case (callgrind, counting only
     inside the engine's run), or None without valgrind."""
-    import tempfile
-
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         return None
@@ -207,8 +212,6 @@ def instructions_per_hop(name: str, duration: str = INSTRUCTIONS_DURATION) -> fl
 def git_revision() -> str | None:
     """The commit the simulator was built from (embedded by crates/ccfair-py/build.rs, with
     ``-dirty`` for uncommitted changes), else that of the checkout this module runs from."""
-    from ccfair import _core
-
     if _core.__git_revision__ != "unknown":
         return _core.__git_revision__
     try:
@@ -228,8 +231,6 @@ def build_kind() -> str:
     """Which build of the simulator is installed: ``"pgo"`` (scripts/install_pgo.sh) or
     ``"plain"`` (``pip install .``). Results are the same; wall times and instruction
     counts are not, so the benchmark and its history say which one they measured."""
-    from ccfair import _core
-
     return "pgo" if _core.BUILD_PGO else "plain"
 
 
@@ -313,12 +314,6 @@ SWEEP_TARGETS_S = {"harada-dumbbell": 60.0, "harada-10hop": 900.0}
 def sweep_main(names: list[str], quick: bool = False, workers: int | None = None) -> int:
     """Run presets' sweeps from scratch in a temporary directory and report their wall time
     next to the targets; returns an exit status."""
-    import os
-    import tempfile
-
-    from ccfair.execution.sweeps import run_sweep
-    from ccfair.presets import PRESETS
-
     unknown = [n for n in names if n not in PRESETS]
     if unknown:
         print(f"error: --sweep: unknown {unknown}; presets: {list(PRESETS)}")
@@ -330,7 +325,6 @@ def sweep_main(names: list[str], quick: bool = False, workers: int | None = None
             outcome = run_sweep(
                 sweep, os.path.join(tmp, "r"), workers=workers, progress=False, log=lambda m: None
             )
-            from ccfair.store.read import load_table
 
             runs = load_table(os.path.join(tmp, "r"), "runs")
         sim_s = float(runs["duration_s"].sum())
@@ -354,14 +348,6 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
     with ``quick``) is first run with 5 s runs into a temporary directory (as many runs and
     points as the real sweep, shorter time series). Prints the time of each step; returns
     an exit status."""
-    import os
-    import tempfile
-
-    from ccfair.execution.sweeps import run_sweep
-    from ccfair.presets import PRESETS
-    from ccfair.report import write_report
-    from ccfair.spec.sweep import Sweep
-
     for target in targets:
         if not os.path.isdir(target) and target not in PRESETS:
             print(
@@ -405,7 +391,6 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
             n_figs = len(
                 [f for f in os.listdir(os.path.join(tmp, "figures")) if f.endswith(".png")]
             )
-            from ccfair.store.directory import finished_run_ids
 
             n_runs = len(finished_run_ids(results_dir))
         print(
@@ -436,13 +421,6 @@ def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
     """Front-end speed: the start of ``import ccfair``, ``ccfair --help`` and ``ccfair check``
     (median wall time of 5 fresh processes), then a preset's quick sweep against the time to
     draw its report's figures; returns an exit status."""
-    import os
-    import tempfile
-
-    from ccfair.execution.sweeps import run_sweep
-    from ccfair.presets import PRESETS
-    from ccfair.report import make_figures, save_figures
-
     py = sys.executable
     print(f"{'start-up':34s} {'median wall s':>13s}")
     for label, cmd in (
@@ -451,7 +429,6 @@ def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
         (f"ccfair check {os.path.basename(scenario)}", [py, "-m", "ccfair", "check", scenario]),
     ):
         print(f"{label:34s} {_median_wall(cmd):13.3f}")
-    from ccfair.results.directory import Results
 
     with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
         out = os.path.join(tmp, "r")

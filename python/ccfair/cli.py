@@ -211,7 +211,8 @@ def _sim_tcp_option(item: str) -> tuple[str, Any]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from ccfair.validate import measured_host_latency, validate
+    from ccfair.validate.points import measured_host_latency
+    from ccfair.validate.study import validate
 
     sim_tcp = dict(_sim_tcp_option(item) for item in args.sim_tcp)
     if args.host_latency:
@@ -377,7 +378,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from ccfair.execution.sweeps import run_sweep
     from ccfair.presets import PRESETS, count_runs, get
-    from ccfair.report import write_report
+    from ccfair.report.page import write_report
 
     if args.list or args.name is None:
         if not args.list:
@@ -425,7 +426,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ccfair.report import write_report
+    from ccfair.report.page import write_report
 
     path = write_report(args.results, args.out, log=(lambda msg: None) if args.quiet else None)
     print(path)

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ccfair import _core
-from ccfair.errors import SpecError, show
+from ccfair.errors import LimitError, SpecError, show
 from ccfair.units import SIZE_HINT, parse_size
 
 __all__ = [
@@ -252,8 +252,6 @@ def check_runs(n_runs: int, limits: Limits, what: str) -> None:
         ccfair.errors.LimitError: grid: the sweep has 10 runs, above the run limit of 5; ...
     """
     if n_runs > limits.runs:
-        from ccfair.errors import LimitError
-
         raise LimitError(
             what,
             f"the sweep has {show(n_runs) if n_runs < 10**30 else 'over 1e30'} runs, "

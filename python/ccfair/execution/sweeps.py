@@ -4,7 +4,7 @@ Three placements share one set of rules, which come from the backends' capabilit
 (:mod:`ccfair.backends`) rather than their names:
 
 - :func:`run_in_threads`: threads of this process, results kept in memory
-  (:func:`ccfair.execution.runs.run_many`, :func:`ccfair.validate.validate`);
+  (:func:`ccfair.execution.runs.run_many`, :func:`ccfair.validate.study.validate`);
 - local worker processes (crash isolation: a run that kills its process fails alone), each
   running and saving a run (:func:`run_sweep`);
 - a Dask cluster (``cluster="tcp://HOST:PORT"``), whose workers return the Parquet bytes that

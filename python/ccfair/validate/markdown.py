@@ -1,0 +1,137 @@
+"""The study's report section (Markdown): the targets, the summary per algorithm pair, the
+points beyond the targets, flagged kernel runs and the figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ccfair.validate.compare import TARGET_MAX_PP, TARGET_MEDIAN_PP, Validation, flagged_points, pm
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            cells.append(f"{v:.3g}" if isinstance(v, float) else str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _flagged_section(fp: pd.DataFrame) -> list[str]:
+    """The flagged kernel runs beside the simulator, as report lines (none without any)."""
+    if fp.empty:
+        return []
+    worst = fp.assign(a=fp["diff_flagged_pp"].abs()).groupby("point", sort=False)["a"].max()
+    return [
+        "### The flagged kernel runs beside the simulator (not counted above)",
+        "",
+        "Not a fidelity result: these runs failed their self-checks, so Linux ran over a "
+        "network that was not the one specified. They show whether a conclusion could hinge on "
+        f"them: over {len(worst)} points, median |difference| {worst.median():.2f} pp, largest "
+        f"{worst.max():.2f} pp (the flagged runs' mean minus the simulator's).",
+        "",
+        _md_table(fp),
+        "",
+    ]
+
+
+def report_section(v: Validation, env: dict[str, Any], command: str | None = None) -> str:
+    """The Markdown report section: summary per pair against the targets, the per-point
+    table, flagged kernel runs and the figures.
+
+    Example:
+        >>> print(report_section(v, {"kernel": "6.18"}))  # doctest: +SKIP
+    """
+    p = v.points
+    params = [c for c in p.columns if c.startswith("param_")]
+    per_point = pd.DataFrame({"pair": p["pair"]})
+    for c in params:
+        per_point[c.removeprefix("param_")] = p[c]
+    per_point["flow"] = p["flow"]
+    per_point["cca"] = p["cca"]
+    per_point["n"] = p["n_kernel"]
+    per_point["sim share %"] = pm(p["share_sim_mean"], p["share_sim_ci"])
+    per_point["Linux share %"] = pm(p["share_kernel_mean"], p["share_kernel_ci"])
+    per_point["diff pp"] = (100 * p["share_diff"]).round(1)
+    per_point["CIs overlap"] = p["ci_overlap"].map({True: "yes", False: "no"})
+    per_point["sim Mbit/s"] = p["goodput_sim_mbps"].round(2)
+    per_point["Linux Mbit/s"] = p["goodput_kernel_mbps"].round(2)
+    missing = p["share_kernel_mean"].isna()
+    for col, text in (
+        ("Linux share %", "no reliable run"),
+        ("diff pp", ""),
+        ("CIs overlap", "n/a"),
+        ("Linux Mbit/s", ""),
+    ):
+        per_point[col] = per_point[col].astype(object).where(~missing, text)
+    if not params:
+        per_point.insert(1, "point", p["point"])
+    s = v.summary
+    overall = s[s["pair"] == "all"].iloc[0]
+    verdict = (
+        "met"
+        if overall["median_abs_diff_pp"] <= TARGET_MEDIAN_PP
+        and overall["max_abs_diff_pp"] <= TARGET_MAX_PP
+        else "not met"
+    )
+    linux = (
+        "real Linux TCP in network namespaces over veth pairs with tc qdiscs"
+        if str(env.get("Linux runs", "")).startswith("veth")
+        else "real Linux TCP in network namespaces behind the same link model"
+    )
+    parts = [
+        "## Fidelity: simulator vs Linux (`ccfair validate`)",
+        "",
+        f"Each point ran on the simulator and on the kernel backend ({linux}), with its "
+        "repetitions (seeds). A flow's share "
+        "is its goodput over the total; differences are Linux minus simulator, in percentage "
+        "points (pp), of the means over the repetitions; intervals are 95% Student-t "
+        "confidence intervals over the repetitions.",
+        "",
+    ]
+    if command:
+        parts += [f"Command: `{command}`", ""]
+    parts += [
+        "Environment: " + ", ".join(f"{k} {val}" for k, val in env.items()),
+        "",
+        "### Summary per algorithm pair",
+        "",
+        f"Targets: median |difference| <= {TARGET_MEDIAN_PP:g} pp and largest <= "
+        f"{TARGET_MAX_PP:g} pp over reliable runs: **{verdict}** (median "
+        f"{overall['median_abs_diff_pp']:.2f} pp, largest {overall['max_abs_diff_pp']:.2f} pp, "
+        f"over {overall['points']} points"
+        + (
+            f"; {overall['no_reliable_kernel']} points had no reliable kernel run and are left out"
+            if overall["no_reliable_kernel"]
+            else ""
+        )
+        + ").",
+        "",
+        _md_table(s),
+        "",
+        "### Every point",
+        "",
+        _md_table(per_point),
+        "",
+    ]
+    bad = v.runs[~v.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
+    if len(bad):
+        parts += ["### Kernel runs outside their self-check bounds (after retries)", ""]
+        parts += [f"- {r['point']} r{r['rep']}: {r['kernel_flags']}" for _, r in bad.iterrows()]
+        parts.append("")
+        parts += _flagged_section(flagged_points(v.runs))
+    if v.figures:
+        parts += ["### Figures", ""]
+        base = v.out or Path(".")
+        for fig in v.figures:
+            rel = fig.relative_to(base) if fig.is_relative_to(base) else fig
+            parts.append(f"![{fig.stem}]({rel})")
+        parts.append("")
+    return "\n".join(parts)
