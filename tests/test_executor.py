@@ -515,7 +515,7 @@ def test_the_summary_counts_reruns_and_runs_kept_flagged():
 
 def test_an_interrupt_as_the_last_run_ends_leaves_a_complete_sweep():
     # It printed "12 of 12 runs finished ...; incomplete" and exit status 130.
-    from ccfair.cli import _sweep_exit
+    from ccfair.cli.sweep import _sweep_exit
     from ccfair.execution.outcome import SweepOutcome
 
     done = SweepOutcome(Path("r"), total=2, already=1, executed=["a"], interrupted=True)

@@ -220,7 +220,7 @@ def test_the_simulator_takes_the_testbeds_measured_host_latency(tmp_path):
 
 
 def test_cli_sim_tcp_options_parse_as_toml_values():
-    from ccfair.cli import _sim_tcp_option
+    from ccfair.cli.study import _sim_tcp_option
 
     assert _sim_tcp_option("tso=linux") == ("tso", "linux")
     assert _sim_tcp_option('tso="linux"') == ("tso", "linux")

@@ -1,0 +1,166 @@
+"""``ccfair report``, ``plot``, ``compare`` and ``metrics``: a results directory read back."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from ccfair.analysis.models import model_table
+from ccfair.cli.common import fail
+from ccfair.errors import ResultsError, SpecError
+from ccfair.present.style import save
+from ccfair.present.timeseries import timeseries
+from ccfair.report.page import write_report
+from ccfair.results.directory import Results
+from ccfair.store.directory import table_folder
+from ccfair.units import parse_duration
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = write_report(args.results, args.out, log=(lambda msg: None) if args.quiet else None)
+    print(path)
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    res = Results(args.results)
+    ids = res.run_ids if args.all else args.run_ids
+    if not ids and len(res.run_ids) == 1:
+        ids = res.run_ids  # a directory of one run needs no run id
+    if not ids:
+        print(
+            f"error: plot: {res.root} holds {len(res.run_ids)} runs; give RUN_ID... or --all",
+            file=sys.stderr,
+        )
+        return 2
+    unknown = [r for r in ids if r not in set(res.run_ids)]
+    if unknown:
+        raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
+    window = _parse_window(args.window)
+    if not (args.smooth >= 0 and math.isfinite(args.smooth)):
+        raise SpecError("--smooth", args.smooth, "is not a window of 0 or more seconds")
+    if args.out is not None and not args.out.strip():
+        raise SpecError("--out", args.out, "is not a directory path")
+    # The default folder is the results directory's own: a link there is refused.
+    out = Path(args.out) if args.out is not None else table_folder(res.root, "figures")
+    pts = res.points().drop_duplicates("run_id").set_index("run_id")
+    for i, rid in enumerate(ids, 1):
+        label = None
+        if rid in pts.index and res.grid_keys:
+            row = pts.loc[rid]
+            label = ", ".join(f"{k}={row[k]}" for k in res.grid_keys) + f", rep {row['rep']}"
+        try:
+            fig = timeseries(
+                res, rid, title=label, flows=args.flows, window=window, smooth_s=args.smooth
+            )
+        except ValueError as exc:  # a flow or window that does not fit the run
+            raise SpecError("plot", None, str(exc), with_value=False) from None
+        paths = save(fig, out, f"timeseries-{rid}", formats=args.format)
+        if not args.quiet:
+            print(f"[{i}/{len(ids)}] {', '.join(str(p) for p in paths)}", flush=True)
+    return 0
+
+
+def _parse_window(text: str | None) -> tuple[float, float] | None:
+    """``--window START:END`` in seconds (either may be a duration like ``2s``)."""
+    if text is None:
+        return None
+
+    def seconds(part: str) -> float:
+        try:
+            return float(part)
+        except ValueError:
+            ns = parse_duration(part.strip())
+            if ns is None:
+                raise SpecError(
+                    "--window", text, "is not START:END in seconds, e.g. 5:20"
+                ) from None
+            return ns / 1e9
+
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise SpecError("--window", text, "is not START:END in seconds, e.g. 5:20")
+    lo, hi = seconds(parts[0]), seconds(parts[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise SpecError("--window", text, "is not a window of finite times, e.g. 5:20")
+    if not lo < hi:
+        raise SpecError("--window", text, "start is not before end")
+    return lo, hi
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    a, b = Results(args.a), Results(args.b)
+    try:
+        frame = a.compare(b, values=args.metric)
+    except SpecError as exc:  # name the option, not the Python argument
+        raise SpecError("--metric", exc.value, exc.message, with_value=False) from None
+    if frame.empty:  # one error line, exit 2, like every failure (module docstring)
+        return fail(f"compare: {a.root} and {b.root} share no grid point or scenario")
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+        print(f"{len(frame)} rows -> {args.csv}")
+        return 0
+    print(f"A = {a.root} ({len(a.run_ids)} runs), B = {b.root} ({len(b.run_ids)} runs)")
+    print("diff = B - A; diff_ci95: Welch 95% interval half-width; * where it excludes 0")
+    shown = frame.assign(significant=frame["significant"].map({True: "*", False: ""}))
+    with pd.option_context("display.max_rows", None, "display.width", 200):
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    res = Results(args.results)
+    if args.table == "points":
+        frame = res.points()
+    elif args.table == "flows":
+        frame = res.flows()
+        if not args.per_run:
+            frame = res.point_summary(
+                frame, ["goodput_mbps", "share_frac", "rtt_p95_ms"], ["flow_name", "cca"]
+            )
+    elif args.table == "ccas":
+        frame = res.ccas()
+        if not args.per_run:
+            frame = res.point_summary(
+                frame, ["per_flow_mbps", "share_frac", "rtt_mean_ms"], ["cca"]
+            )
+    elif args.table == "harm":
+        frame = res.harm()
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(
+                frame, ["harm_goodput_frac", "harm_rtt_frac"], ["incumbent", "contender"]
+            )
+    elif args.table == "model":
+        frame = model_table(res)
+        if not args.per_run and not frame.empty:
+            frame = res.point_summary(frame, ["measured", "ware_simple", "ware_full", "x_bdp"])
+    else:
+        frame = res.runs()
+        if not args.per_run:
+            values = [
+                "goodput_mbps",
+                "jain_index",
+                *[c for c in frame.columns if c.endswith("_share_frac")],
+                "utilisation_frac",
+                "loss_frac",
+                "qdelay_mean_ms",
+            ]
+            frame = res.point_summary(frame, values)
+    missing = res.incomplete()
+    if missing is not None:  # on stderr, once the table is made: CSV and JSON stay as asked
+        print(f"warning: {missing}", file=sys.stderr)
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+        print(f"{len(frame)} rows -> {args.csv}")
+    elif args.json:
+        print(frame.to_json(orient="records"))
+    else:
+        with pd.option_context(
+            "display.max_rows", None, "display.max_columns", None, "display.width", 200
+        ):
+            print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
