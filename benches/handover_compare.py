@@ -31,11 +31,14 @@ from tree_args import count_error, tree_error
 def child(case: str, repeat: int) -> None:
     from ccfair import _core
     from ccfair.bench import scenario_for
-    from ccfair.results.run import build_result
 
     try:
-        from ccfair.store.tables import build_tables
-    except ImportError:  # the tree before the Arrow path
+        from ccfair.results.run import build_result
+    except ImportError:  # a tree before the layered package
+        from ccfair.results import build_result
+    try:  # a tree with a type of its own for a worker's Arrow tables (RunTables)
+        from ccfair.tables import build_tables
+    except ImportError:  # before the Arrow path, or one result type: a worker's is a RunResult
         build_tables = None
     resolved = scenario_for(case, "60s").resolve()
     t0 = time.perf_counter()

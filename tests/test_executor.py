@@ -443,32 +443,33 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
 
 
 def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, dict]:
-    """Make ``run_tables`` (what a sweep's worker runs) return one real simulator
-    run, marked reliable or flagged as ``reliable`` lists them (one attempt each), and record
-    the attempts made."""
+    """Make ``run`` (what a sweep's worker runs) return one real simulator run, marked
+    reliable or flagged as ``reliable`` lists them (one attempt each), and record the
+    attempts made."""
     import ccfair
     import pyarrow as pa
     from ccfair.execution import workers
+    from ccfair.results.run import RunResult
 
     sc = ccfair.dumbbell(1, "reno", duration="1s", sample_interval="100ms")
-    real_run_tables = workers.run_tables
-    rid = real_run_tables(sc).run_id
+    real_run = workers.run
+    rid = real_run(sc).run_id
     made: list[bool] = []
 
-    def fake_run_tables(scenario, **kw):
+    def fake_run(scenario, **kw):
         ok = reliable[len(made)]
         made.append(ok)
-        t = real_run_tables(scenario)
-        runs = t.tables["runs"]
+        t = real_run(scenario)
+        tables = t.arrow_tables()
+        runs = tables["runs"]
         for name, value in (("reliable", ok), ("selfcheck_flags", "" if ok else "forwarder stall")):
             i = runs.schema.get_field_index(name)
             runs = runs.set_column(
                 i, runs.schema.field(i), pa.array([value], runs.schema.field(i).type)
             )
-        t.tables["runs"] = runs
-        return t
+        return RunResult.from_tables(t.run_id, {**tables, "runs": runs})
 
-    monkeypatch.setattr(workers, "run_tables", fake_run_tables)
+    monkeypatch.setattr(workers, "run", fake_run)
     return made, rid, sc.to_dict()
 
 

@@ -14,7 +14,6 @@ import ccfair
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from ccfair.execution.runs import run_tables
 from ccfair.results.run import RunResult
 from ccfair.store import schema
 from ccfair.store.schema import MARKER_TABLE, TABLES
@@ -38,8 +37,6 @@ out["after_save"] = loaded()
 out["columns"] = list(r.flows.columns)
 out["after_flows"] = loaded()
 out["trace_rows"] = len(r.trace)
-from ccfair.execution.runs import run_tables
-run_tables(sc)
 print(json.dumps(out))
 """
 
@@ -84,7 +81,7 @@ def test_frames_are_what_reading_the_saved_files_gives(tmp_path):
 def test_frames_are_those_run_returned_before_the_tables_were_lazy():
     # The construction before: every table converted with Arrow's to_pandas() in run().
     sc = ccfair.dumbbell(2, ["bbr", "cubic"], buffer_bdp=0.5, duration="2s")
-    r, eager = ccfair.run(sc), run_tables(sc).tables
+    r, eager = ccfair.run(sc), ccfair.run(sc).arrow_tables()
     for table in ALL_TABLES:
         want = eager[table].to_pandas()
         if table == MARKER_TABLE:  # when and how long the run took differ
@@ -182,13 +179,14 @@ def test_a_deleted_table_is_gone():
 
 
 def test_from_tables_needs_every_table():
-    t = run_tables(ccfair.dumbbell(1, "reno", duration="1s"))
-    r = RunResult.from_tables(t)
-    assert r.run_id == t.run_id and r.trace is None
+    ran = ccfair.run(ccfair.dumbbell(1, "reno", duration="1s"))
+    tables = ran.arrow_tables()
+    r = RunResult.from_tables(ran.run_id, tables)
+    assert r.run_id == ran.run_id and r.trace is None
     assert r.flows["flow_name"].tolist() == ["flow1"]
-    del t.tables["links"]
+    del tables["links"]
     with pytest.raises(ValueError, match="no links table"):
-        RunResult.from_tables(t)
+        RunResult.from_tables(ran.run_id, tables)
 
 
 def test_a_trace_is_built_when_read():

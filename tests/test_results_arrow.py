@@ -1,5 +1,5 @@
 """The sweep path writes a run's tables from the engine's columns straight to Arrow and
-Parquet (ccfair.tables); its files must be those the pandas route wrote: the same Arrow
+Parquet (ccfair.store.tables); its files must be those the pandas route wrote: the same Arrow
 schema (field order, types, nullability, no pandas metadata), the same values (NaN stored
 as null, as pandas stored it), the same row order, the same bytes.
 
@@ -23,7 +23,9 @@ from ccfair import _core, backends
 from ccfair.execution.runs import _with_trace
 from ccfair.results.run import build_result
 from ccfair.store import schema
-from ccfair.store.tables import WRITE_ORDER, build_tables, runs_row, shares
+from ccfair.store.directory import write_arrow_tables
+from ccfair.store.schema import WRITE_ORDER
+from ccfair.store.tables import build_tables, runs_row, shares
 
 # --------------------------------------------------------------------------------------------
 # The pandas route before the Arrow path (python/ccfair/results.py at 1ef47a8)
@@ -93,7 +95,7 @@ def _legacy_frames(resolved: Any, raw: dict[str, Any], **kw: Any) -> dict[str, p
     ls["buffer_bdp"] = [
         np.nan if info[i].buffer_bdp is None else info[i].buffer_bdp for i in ls["link"]
     ]
-    # The runs row's contents did not change (its builder moved to ccfair.tables as it was).
+    # The runs row's contents did not change (its builder moved to ccfair.store.tables as it was).
     row = runs_row(resolved, raw, **({"identity": None} | kw))
     frames = {"flows": flows, "timeseries": ts, "links": links, "link_summary": ls}
     frames["runs"] = pd.DataFrame([row])
@@ -124,16 +126,16 @@ def _run_raw(sc: Any, trace: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
 def _assert_same_files(
     tmp_path: Path, resolved: Any, raw: dict[str, Any], **extra: Any
 ) -> dict[str, pa.Table]:
-    """Write one run's raw columns the old pandas way, the sweep's Arrow way and the
-    interactive way (RunResult); every file must read back equal and be the same bytes."""
+    """Write one run's raw columns the old pandas way, the store's Arrow way and a
+    RunResult's way; every file must read back equal and be the same bytes."""
     kw = dict(run_id=RUN_ID, backend="sim", started_at="2026-01-01T00:00:00+00:00")
     kw |= dict(wall_time_s=0.123456789, facts=FACTS, selfcheck=None, flags=None) | extra
     _legacy_write(_legacy_frames(resolved, raw, **kw), tmp_path / "pandas", RUN_ID)
     arrow = build_tables(resolved, raw, **kw)
-    arrow.write_tables(tmp_path / "arrow")
+    write_arrow_tables(tmp_path / "arrow", RUN_ID, arrow)
     interactive = build_result(resolved, raw, **kw)
     interactive.write_tables(tmp_path / "interactive")
-    sent = arrow.parquet_bytes()
+    sent = interactive.parquet_bytes()
     out = {}
     for table in WRITE_ORDER:
         ref = tmp_path / "pandas" / table / f"{RUN_ID}.parquet"
@@ -331,7 +333,7 @@ def _conform_one(frame: pd.DataFrame, dtype: str) -> pd.DataFrame:
     [[], ["a"], ["", "é", None, "flow10", "x" * 300], [None, None]],
 )
 def test_text_built_from_buffers_is_what_pa_array_builds(values):
-    # ccfair.tables assembles string arrays from their buffers (pa.array imports pandas);
+    # ccfair.store.tables assembles string arrays from their buffers (pa.array imports pandas);
     # they must be the arrays pa.array makes, nulls and multi-byte characters included.
     from ccfair.store.tables import strings
 

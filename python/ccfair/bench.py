@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ccfair import _core
@@ -42,7 +43,6 @@ from ccfair.spec.shapes import dumbbell, parking_lot
 from ccfair.spec.sweep import Sweep
 from ccfair.store.directory import finished_run_ids
 from ccfair.store.read import load_table
-from ccfair.store.tables import build_tables
 
 
 @dataclass(frozen=True)
@@ -135,11 +135,9 @@ def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, 
     to pandas only when a table is read, which this does not) and saved (``RunResult.save``:
     the unread Arrow tables to Parquet), and a sweep's worker
     (``run_and_save``), the columns built as Arrow tables and written
-    (``build_tables(...).write_tables``: no pandas). Each file is written as a sweep writes
-    it (Parquet, fsync, rename). Medians of :data:`HANDOVER_REPEAT`, the two ways alternated
-    so that a busy moment of the machine falls on both."""
-    from pathlib import Path
-
+    (``build_result(...).write_tables``: no frame read, no pandas). Each file is written as
+    a sweep writes it (Parquet, fsync, rename). Medians of :data:`HANDOVER_REPEAT`, the two
+    ways alternated so that a busy moment of the machine falls on both."""
     facts = {"run_id": "0123456789abcdef", "backend": "sim", "started_at": ""}
     facts["wall_time_s"] = engine_s
     times: dict[str, list[float]] = {"build_s": [], "save_s": [], "sweep_s": []}
@@ -150,7 +148,7 @@ def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, 
             t1 = time.perf_counter()
             result.save(Path(tmp, "interactive"))
             t2 = time.perf_counter()
-            build_tables(resolved, raw, **facts).write_tables(Path(tmp, "sweep"))
+            build_result(resolved, raw, **facts).write_tables(Path(tmp, "sweep"))
             t3 = time.perf_counter()
         if i:
             times["build_s"].append(t1 - t0)
@@ -296,8 +294,8 @@ def main(
     print(
         "    after/eng: ccfair.run's tables built (build_result) and saved (RunResult.save), "
         "over the engine's wall time;\n    sweep/eng: a sweep worker's, the engine's columns "
-        "written as Parquet through Arrow only (build_tables + write_tables); medians of "
-        f"{HANDOVER_REPEAT}"
+        "written as Parquet through Arrow only (build_result + write_tables, no frame read); "
+        f"medians of {HANDOVER_REPEAT}"
     )
     if instructions:
         print(f"    instr/hop: callgrind, {INSTRUCTIONS_DURATION} simulated, engine run only")

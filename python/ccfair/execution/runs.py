@@ -27,9 +27,8 @@ from ccfair.execution.threads import run_in_threads, warn_lateness
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.results.run import RunResult, build_result
 from ccfair.spec.scenario import Scenario, as_scenario
-from ccfair.store.tables import RunTables, build_tables
 
-__all__ = ["run", "run_many", "run_tables"]
+__all__ = ["run", "run_many"]
 
 
 @contextlib.contextmanager
@@ -91,6 +90,11 @@ def run(
     no progress) or that fails inside the engine raises :class:`ccfair.errors.RunError`
     naming the run.
 
+    The result holds the run's tables as Arrow tables in the schema's exact form; each
+    becomes a pandas frame the first time it is read (:class:`~ccfair.results.run.RunResult`),
+    so that a caller that only saves or sends the run, as a sweep's worker does, creates no
+    DataFrame on the way (benches/README.md, "After the engine", has the costs).
+
     Example:
         >>> import ccfair
         >>> r = ccfair.run(ccfair.dumbbell(2, "reno", duration="5s"))
@@ -100,30 +104,6 @@ def run(
     resolved, raw, record = _execute(scenario, backend, trace, force_bpf, limits)
     with _gc_paused():
         return build_result(resolved, raw, **record)
-
-
-def run_tables(
-    scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
-    *,
-    backend: str | None = None,
-    force_bpf: bool = False,
-    limits: Limits | dict[str, Any] | None = None,
-) -> RunTables:
-    """Run one scenario as :func:`run` does and return its tables as Arrow tables in the
-    schema's exact form, ready to be written (:meth:`ccfair.store.tables.RunTables.write_tables`)
-    or sent as Parquet bytes: a sweep's worker, which only saves a run, creates no pandas
-    DataFrame on the way (benches/README.md, "After the engine", has the costs). The files
-    are those ``run(...).save(...)`` writes. ``trace`` is not offered: traces are not saved.
-
-    Example:
-        >>> import ccfair
-        >>> t = run_tables(ccfair.dumbbell(2, "reno", duration="2s"))
-        >>> t.tables["flows"].column("flow_name").to_pylist()
-        ['flow1', 'flow2']
-    """
-    resolved, raw, record = _execute(scenario, backend, (), force_bpf, limits)
-    with _gc_paused():
-        return build_tables(resolved, raw, **record)
 
 
 def _execute(

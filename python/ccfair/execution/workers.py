@@ -26,7 +26,8 @@ from typing import Any
 
 from ccfair import backends
 from ccfair.execution.outcome import Progress, SweepOutcome, note_attempts, one_line
-from ccfair.execution.runs import run_tables
+from ccfair.execution.runs import run
+from ccfair.results.run import RunResult
 from ccfair.spec.scenario import Scenario
 
 __all__ = ["die_with_parent", "run_and_save", "run_to_bytes"]
@@ -59,19 +60,19 @@ def _compute(
     backend: str,
     limits: dict[str, int] | None = None,
     retries: int = 0,
-) -> tuple[Any, int]:
+) -> tuple[RunResult, int]:
     """Run one point: ``(result, attempts)``. A run of a self-checked backend (the kernel's)
     that its self-checks flag is run again, up to ``retries`` times, and only the attempt
     kept is ever written: a reliable one, else the last. Nothing of a flagged attempt reaches
     the results directory, so two attempts' tables can never mix.
 
-    The result is the run's Arrow tables (:func:`ccfair.execution.runs.run_tables`): a worker only
-    writes or sends them, so it builds no pandas DataFrame (the files are the same)."""
+    The result's tables are the run's Arrow tables (:func:`ccfair.execution.runs.run`): a
+    worker only writes or sends them, so it builds no pandas DataFrame."""
     checked = backends.has(backend, "self_checked")
     attempts = 0
     while True:
         attempts += 1
-        result = run_tables(Scenario.from_dict(spec), backend=backend, limits=limits)
+        result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
         if result.run_id != run_id:
             raise RuntimeError(
                 f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,6 @@ from ccfair.store.tables import arrow_table, build_tables, labels
 if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
     import pandas as pd
 
-    from ccfair.store.tables import RunTables
 
 __all__ = ["RunResult", "build_result", "load"]
 
@@ -168,22 +167,22 @@ class RunResult:
     trace: pd.DataFrame | None = _Table(default=None)  # type: ignore[assignment]
 
     @classmethod
-    def from_tables(cls, tables: RunTables) -> RunResult:
-        """The result of a run's Arrow tables (:func:`ccfair.execution.runs.run_tables`), each
-        converted to pandas the first time it is read. Saved before, the tables are written
-        as they are: the files :meth:`ccfair.store.tables.RunTables.write_tables` writes.
+    def from_tables(cls, run_id: str, tables: Mapping[str, Any]) -> RunResult:
+        """The result of run ``run_id`` from its Arrow tables in the schema's exact form
+        (:func:`ccfair.store.tables.build_tables`, :meth:`arrow_tables`), each converted to
+        pandas the first time it is read. Saved before, the tables are written as they are.
 
         Example:
             >>> import ccfair
-            >>> from ccfair.execution.runs import run_tables
-            >>> r = RunResult.from_tables(run_tables(ccfair.dumbbell(1, "reno", duration="1s")))
+            >>> r0 = ccfair.run(ccfair.dumbbell(1, "reno", duration="1s"))
+            >>> r = RunResult.from_tables(r0.run_id, r0.arrow_tables())
             >>> r.flows["flow_name"].tolist(), r.trace
             (['flow1'], None)
         """
-        missing = [t for t in (MARKER_TABLE, *TABLES) if t not in tables.tables]
+        missing = [t for t in (MARKER_TABLE, *TABLES) if t not in tables]
         if missing:
-            raise ValueError(f"run {tables.run_id}: no {', '.join(missing)} table")
-        return cls._lazy(tables.run_id, dict(tables.tables))
+            raise ValueError(f"run {run_id}: no {', '.join(missing)} table")
+        return cls._lazy(run_id, dict(tables))
 
     @classmethod
     def _lazy(cls, run_id: str, sources: dict[str, Any]) -> RunResult:
@@ -335,17 +334,24 @@ class RunResult:
         last, each in the schema's exact columns and types, through ccfair-named
         temporaries. Unlike :meth:`save` it does not check the directory's schema version:
         for a writer that checked it once (a sweep, under the directory's lock)."""
-        write_arrow_tables(root, self.run_id, self._arrow_tables())
+        write_arrow_tables(root, self.run_id, self.arrow_tables())
 
     def parquet_bytes(self) -> dict[str, bytes]:
         """Each table as the bytes of the Parquet file :meth:`write_tables` would write (a
         cluster worker sends these; the sweep's process writes them)."""
-        return {table: parquet_bytes_of(arrow) for table, arrow in self._arrow_tables().items()}
+        return {table: parquet_bytes_of(arrow) for table, arrow in self.arrow_tables().items()}
 
-    def _arrow_tables(self) -> dict[str, Any]:
-        # A table never read is the run's Arrow table as built (already in the schema's
-        # exact form); one that was read, or given as a frame, is converted from the frame
-        # as it is now (a caller may have changed it since the run).
+    def arrow_tables(self) -> dict[str, Any]:
+        """Each table (not the trace) as the Arrow table :meth:`write_tables` writes: one
+        never read as a frame as the run built it (no pandas is imported), one that was read,
+        or given as a frame, converted from the frame as it is now (a caller may have changed
+        it since the run).
+
+        Example:
+            >>> import ccfair
+            >>> list(ccfair.run(ccfair.dumbbell(1, "reno", duration="1s")).arrow_tables())
+            ['flows', 'timeseries', 'links', 'link_summary', 'runs']
+        """
         sources = self.__dict__.get("_sources", {})
         out = {}
         for table in WRITE_ORDER:
@@ -428,7 +434,7 @@ def build_result(
         flags=flags,
         identity=identity,
         facts=facts,
-    ).tables
+    )
     sources: dict[str, Any] = dict(tables)
     if "trace" in raw:
         names = [f.name for f in resolved.flows]

@@ -140,11 +140,11 @@ def prepare_run_dir(results_dir: str | os.PathLike[str], extra: Sequence[str] = 
 
 def write_arrow_tables(root: Path, run_id: str, tables: dict[str, Any]) -> None:
     """Write one run's Arrow tables (the schema's exact form: :func:`arrow_table`,
-    :func:`ccfair.tables.build_tables`) into the results directory ``root``, each through
+    :func:`ccfair.store.tables.build_tables`) into the results directory ``root``, each through
     a ccfair-named temporary, the ``runs`` file last.
 
     Example:
-        >>> write_arrow_tables(Path("results"), t.run_id, t.tables)  # doctest: +SKIP
+        >>> write_arrow_tables(Path("results"), r.run_id, r.arrow_tables())  # doctest: +SKIP
     """
     created: list[Path] = []
     try:

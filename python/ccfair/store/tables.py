@@ -4,9 +4,9 @@ The engine hands over each table as columns of raw little-endian bytes (numbers)
 categorical codes (names, states); :func:`build_tables` turns them, plus the names, spec
 and provenance Python adds, into one ``pyarrow.Table`` per results table with the schema's
 exact columns, order and types (:func:`ccfair.store.schema.arrow_schema`) and no pandas
-metadata: what a sweep writes as Parquet, without creating a pandas DataFrame on the way.
-:func:`ccfair.results.run.build_result` makes the same tables the
-:class:`~ccfair.results.run.RunResult` of ``ccfair.run`` (pandas frames when read).
+metadata: what is written as Parquet, without creating a pandas DataFrame on the way.
+:func:`ccfair.results.run.build_result` makes them the :class:`~ccfair.results.run.RunResult`
+of a run, whose frames are converted from them when first read.
 
 Values are those the pandas route has always written: a float NaN is stored as a null
 (pandas' missing value, which ``pandas.read_parquet`` reads back as NaN), a u64 column is
@@ -22,7 +22,7 @@ Example:
     >>> raw = _core.run(json.dumps(resolved.engine_spec))
     >>> t = build_tables(resolved, raw, run_id="0" * 16, backend="sim", started_at="",
     ...                  wall_time_s=0.1)
-    >>> t.tables["flows"].column("flow_name").to_pylist()
+    >>> t["flows"].column("flow_name").to_pylist()
     ['flow1', 'flow2']
 """
 
@@ -31,8 +31,6 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,53 +39,9 @@ import pyarrow as pa
 from ccfair import _core
 from ccfair.backends.base import provenance
 from ccfair.store import schema
-from ccfair.store.directory import parquet_bytes_of, write_arrow_tables
-from ccfair.store.schema import WRITE_ORDER
 
 if TYPE_CHECKING:  # a frame is converted where one is given; pandas is not imported here
     import pandas as pd
-
-
-@dataclass
-class RunTables:
-    """The tables of one run as Arrow tables in the schema's exact form (a sweep's worker
-    writes these; :class:`ccfair.results.run.RunResult` is the pandas form).
-
-    Attributes:
-        run_id: content hash of the normalised spec and backend.
-        tables: table name (``runs``, ``flows``, ``timeseries``, ``links``,
-            ``link_summary``) to ``pyarrow.Table``.
-
-    Example:
-        >>> t.reliable, t.tables["runs"].num_rows  # doctest: +SKIP
-        (True, 1)
-    """
-
-    run_id: str
-    tables: dict[str, Any]
-
-    @property
-    def reliable(self) -> bool:
-        """False when a kernel run exceeded a self-check bound (``runs.reliable``)."""
-        return bool(self.tables["runs"].column("reliable")[0].as_py())
-
-    def write_tables(self, root: Path) -> None:
-        """Write the tables into the results directory ``root`` as
-        :meth:`ccfair.results.run.RunResult.write_tables` does (same files, ``runs`` last).
-
-        Example:
-            >>> t.write_tables(Path("results"))  # doctest: +SKIP
-        """
-        write_arrow_tables(root, self.run_id, self.tables)
-
-    def parquet_bytes(self) -> dict[str, bytes]:
-        """Each table as the bytes of the Parquet file :meth:`write_tables` writes.
-
-        Example:
-            >>> sorted(t.parquet_bytes())  # doctest: +SKIP
-            ['flows', 'link_summary', 'links', 'runs', 'timeseries']
-        """
-        return {table: parquet_bytes_of(self.tables[table]) for table in WRITE_ORDER}
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,7 +209,7 @@ def build_tables(
     flags: list[str] | None = None,
     identity: str | None = None,
     facts: dict[str, str] | None = None,
-) -> RunTables:
+) -> dict[str, Any]:
     """The engine's column dict as the run's Arrow tables (the arguments are those of
     :func:`ccfair.results.run.build_result`, which converts these tables to pandas).
 
@@ -267,7 +221,7 @@ def build_tables(
         >>> raw = _core.run(json.dumps(resolved.engine_spec))
         >>> t = build_tables(resolved, raw, run_id="0" * 16, backend="sim", started_at="",
         ...                  wall_time_s=0.1)
-        >>> t.tables["links"].schema == schema.arrow_schema("links"), t.reliable
+        >>> t["links"].schema == schema.arrow_schema("links"), t["runs"]["reliable"][0].as_py()
         (True, True)
     """
     facts = provenance() if facts is None else facts
@@ -292,7 +246,7 @@ def build_tables(
         "link_summary": _link_summary(resolved, raw["link_summary"], run_id, lnames),
         "runs": _runs(runs),
     }
-    return RunTables(run_id=run_id, tables=tables)
+    return tables
 
 
 def _named(
