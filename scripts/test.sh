@@ -36,6 +36,9 @@ cargo test --workspace --exclude ccfair-py --quiet
 step "Python: lints and tests"
 python3 -m ruff check python tests
 python3 -m ruff format --check python tests
+# Imports only go down (docs/architecture.md): import-linter's contracts in pyproject.toml.
+python3 -c 'import sys; from importlinter.cli import lint_imports_command as lint; sys.exit(lint())' \
+    --no-logo --no-cache
 # -rs lists every skipped test with its reason (e.g. the kernel backend without root).
 python3 -m pytest -q -rs
 # The examples in the docstrings of the public API are tests too (those marked +SKIP need

@@ -1,4 +1,4 @@
-"""What the commands share: the limits of the ``--max-*`` options and the one error line.
+"""The one error line every failure of the ``ccfair`` command prints.
 
 Example:
     >>> fail("x: is wrong")
@@ -7,27 +7,11 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from ccfair.errors import SpecError, shorten
-from ccfair.limits import Limits
+from ccfair.errors import shorten
 
-__all__ = ["fail", "limits_of"]
-
-
-def limits_of(args: argparse.Namespace) -> Limits:
-    """The :class:`ccfair.Limits` of the --max-* options (defaults for those not given)."""
-    given = {
-        name: getattr(args, f"max_{name}", None)
-        for name in ("memory", "events", "runs")
-        if getattr(args, f"max_{name}", None) is not None
-    }
-    try:
-        return Limits(**given)
-    except SpecError as exc:
-        name = exc.path.split(".", 1)[-1]
-        raise SpecError(f"--max-{name}", exc.value, exc.message, with_value=False) from None
+__all__ = ["fail"]
 
 
 def fail(message: str) -> int:

@@ -9,7 +9,7 @@ import dataclasses
 import json
 
 from ccfair import algorithms as algorithm_registry
-from ccfair.cli.common import limits_of
+from ccfair.cli.options import limits_of
 from ccfair.errors import SpecError
 from ccfair.limits import check, estimate
 from ccfair.spec import builders as builder_registry

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ccfair import backends
 from ccfair.backends.kernel.host import KernelError, cleanup, missing_capabilities
-from ccfair.cli.common import limits_of
+from ccfair.cli.options import limits_of
 from ccfair.execution.runs import run
 from ccfair.spec.scenario import Scenario, as_scenario
 from ccfair.spec.shapes import default_scenario

@@ -9,7 +9,7 @@ import dataclasses
 import sys
 from typing import Any
 
-from ccfair.cli.common import limits_of
+from ccfair.cli.options import limits_of
 from ccfair.errors import SpecError
 from ccfair.execution.sweeps import run_sweep
 from ccfair.limits import estimate_sweep
