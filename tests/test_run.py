@@ -282,8 +282,8 @@ def test_a_trace_follows_every_packet_of_the_chosen_flows():
 
 def test_a_run_leaves_the_cycle_collector_as_it_found_it(monkeypatch):
     """`ccfair.run` turns Python's cycle collector off while it resolves the spec and builds
-    the tables (api.py, `_gc_paused`), and back on after, also when the spec is refused; a
-    collector the caller turned off stays off."""
+    the tables (execution/runs.py, `_gc_paused`), and back on after, also when the spec is
+    refused; a collector the caller turned off stays off."""
     import gc
 
     seen = []

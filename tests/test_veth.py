@@ -1,4 +1,4 @@
-"""The kernel backend's veth data path (python/ccfair/veth.py, docs/kernel.md).
+"""The kernel backend's veth data path (python/ccfair/backends/kernel/veth.py, docs/kernel.md).
 
 The plan (namespaces, devices, routes, qdiscs) is tested without root. Runs are marked
 ``kernel``: they need root and network namespaces, like the TUN path's. Links with a delay,

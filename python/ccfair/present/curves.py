@@ -167,7 +167,7 @@ def metric_vs_buffer(
 ) -> list[tuple[str, Figure]]:
     """A run metric (e.g. ``jain_index``, ``utilisation_frac``) against the buffer axis,
     one line per value of ``lines`` (greys, markers and line styles), each repetition a dot,
-    95% bands clipped to the metric's range (:func:`ccfair.metrics.bounds_of`), one panel per
+    95% bands clipped to the metric's range (:func:`ccfair.analysis.stats.bounds_of`), one panel per
     ``panels`` combination. ``diagonal`` draws y = x (e.g. a queue against its buffer)."""
     runs = results.runs()
     runs = runs[runs["baseline"].isna()]

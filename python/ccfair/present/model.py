@@ -35,7 +35,7 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
     N-flow prediction with the identity line; right, share against the buffer in BDPs (X)
     with both model curves. Each run is a small hollow marker, each point's mean a filled
     one; colour and marker: the loss-based algorithm BBR competes with (when ``by`` is the
-    ``ccas`` key), else greys. ``model`` is :func:`ccfair.models.model_table`."""
+    ``ccas`` key), else greys. ``model`` is :func:`ccfair.analysis.models.model_table`."""
     if model.empty:
         return None
     fig = new_figure(figsize=(10, 4.4), layout="constrained")

@@ -348,7 +348,7 @@ class Results:
         def dumps(x: Any) -> str:
             return json.dumps(x, sort_keys=True, separators=(",", ":"))
 
-        # The baseline of a run for algorithm A (ccfair.sweep.baseline_spec) is the same
+        # The baseline of a run for algorithm A (ccfair.spec.grid.baseline_spec) is the same
         # normalised spec with every flow running A with the (already normalised) parameters
         # of the run's first A flow. So runs are indexed by their spec without the flows'
         # algorithms ("skeleton") and by what each flow runs: finding a baseline is a lookup,
