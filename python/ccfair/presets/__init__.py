@@ -15,8 +15,8 @@ The presets are registered here (:data:`PRESETS`), each built by its study's mod
 :mod:`~ccfair.presets.katsumata`) from :mod:`~ccfair.presets.base`. A sweep names its preset
 by name (``preset = "..."``); the names a sweep may give are
 :data:`ccfair.spec.sweep.PRESET_NAMES` (the spec sits below the presets), which a test keeps
-equal to :data:`PRESETS`. Presets may import execution's layers below them (results,
-figures, the spec); the report, the studies and the CLI above use them.
+equal to :data:`PRESETS`. Presets may import every layer below them (execution, results,
+figures, analysis, the spec); the report, the studies and the CLI above use them.
 
 Example:
     >>> p = get("katsumata-rtprop")

@@ -12,5 +12,6 @@ The page (:mod:`~ccfair.report.page`) is made of sections (:mod:`~ccfair.report.
 the setup table (:mod:`~ccfair.report.setup`), figures (:mod:`~ccfair.report.figures`) and
 HTML helpers (:mod:`~ccfair.report.html`). The report draws a preset's figures and prints its
 setup table when the directory holds a preset's sweep, so it sits above
-:mod:`ccfair.presets`; the studies and the CLI above use it.
+:mod:`ccfair.presets`: it may import the presets and every layer below them (results,
+figures, analysis, the store, the spec); the studies and the CLI above use it.
 """
