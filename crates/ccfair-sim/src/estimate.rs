@@ -647,6 +647,7 @@ mod tests {
                 loss_ab: 0.0,
                 loss_ba: 0.0,
                 queue: Default::default(),
+                qdisc: serde_json::Value::Null,
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),

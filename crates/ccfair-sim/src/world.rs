@@ -730,14 +730,14 @@ impl Simulation {
     pub fn conservation(&self) -> Vec<([u64; 4], [u64; 4])> {
         let mut in_net = vec![(0u64, 0u64); self.flows.len()];
         for c in &self.channels {
-            for &r in c.held_packets() {
+            c.for_each_held(|&r| {
                 let p = self.packets.get(r);
                 match p.kind {
                     Kind::Data => in_net[p.flow as usize].0 += 1,
                     Kind::Ack => in_net[p.flow as usize].1 += 1,
                     Kind::Syn | Kind::SynAck | Kind::HandshakeAck => {}
                 }
-            }
+            });
         }
         let mut dropped_ahead = vec![(0u64, 0u64); self.flows.len()];
         for &(t, flow, kind) in self.drops_ahead.iter() {
@@ -1086,6 +1086,7 @@ mod tests {
                 loss_ab: 0.0,
                 loss_ba: 0.0,
                 queue: Default::default(),
+                qdisc: serde_json::Value::Null,
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),

@@ -1,0 +1,332 @@
+//! A channel whose queue is a queue discipline (`qdisc/`): served packet by packet.
+//!
+//! A drop-tail channel knows a packet's departure when it accepts it. A queue discipline
+//! decides when the serialiser asks for a packet: CoDel and fq_codel drop at dequeue,
+//! fq_codel picks which flow sends. So this channel works as a Linux device with its root
+//! qdisc: an arriving packet is enqueued (the discipline may drop or mark it), and whenever
+//! the serialiser is free it dequeues the next packet and serialises it; an empty dequeue
+//! leaves it idle until the next arrival. A packet that meets an empty queue and an idle
+//! serialiser skips CoDel and fq_codel altogether (`TCQ_F_CAN_BYPASS` in `__dev_xmit_skb`).
+//!
+//! Time: the channel processes its own moments in time order (serialiser free, the
+//! discipline's timer, packets arriving) up to the time it is asked about (`serve_until`),
+//! departures first at equal times, as the drop-tail channel's rule for simultaneous
+//! events. So a decision depends on the channel's state at that moment, never on the order
+//! in which the engine ran simultaneous events. The engine must wake the channel when a
+//! dequeue is due and packets wait (an event per departure under load), and when a packet
+//! offered ahead of time arrives (a host's packets enter their first link after the host's
+//! turnaround): the channel says when (`Service::wake`). The timers of PIE and adaptive RED
+//! need no event: their effect is computed when the channel next serves, in order.
+//!
+//! What the discipline drops or marks is reported through its sink (`qdisc::Sink`) for the
+//! engine to take (`Channel::qdisc_take`). A packet lost on the wire at random (the link's
+//! loss probability) is lost after its serialisation, as on a drop-tail channel.
+
+use std::collections::VecDeque;
+
+use super::{Channel, ChannelCounters, OnWire};
+use crate::qdisc::{Fate, Qdisc, QdiscConfig, Queued, Sink};
+use crate::sojourn::SojournHistogram;
+
+/// A packet offered before it reaches the channel.
+#[derive(Clone, Copy, Debug)]
+struct Inbound<P> {
+    t_ns: u64,
+    pkt: P,
+    key: u32,
+}
+
+/// What the engine must schedule after a call: the arrival of the first packet put into
+/// an empty pipe, and a wake-up of the channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Service {
+    pub arrival: Option<u64>,
+    pub wake: Option<u64>,
+}
+
+/// Running totals of the packets the serialiser took (their counts as of departure are
+/// these minus the packet in service).
+#[derive(Clone, Copy, Debug, Default)]
+struct Totals {
+    arrivals: u64,
+    tx_pkts: u64,
+    tx_bytes: u64,
+    sojourn_ns_sum: u64,
+}
+
+/// The state of a channel served through a queue discipline.
+pub struct Serve<P> {
+    qdisc: Qdisc<P>,
+    inbox: VecDeque<Inbound<P>>,
+    busy: bool,
+    /// When the packet in service finishes serialising (when `busy`).
+    busy_until: u64,
+    /// Bytes and sojourn of the packet in service.
+    in_service: (u32, u64),
+    /// The time the channel has been served up to.
+    served_to: u64,
+    sink: Sink<P>,
+    totals: Totals,
+    sojourn: SojournHistogram,
+    /// The first packet put into an empty pipe since the last report.
+    arrival_pending: Option<u64>,
+    /// The time of the wake-up the engine has scheduled (`u64::MAX`: none).
+    wake_scheduled: u64,
+}
+
+impl<P: OnWire> Serve<P> {
+    /// The earliest moment the engine must wake the channel for: a dequeue while packets
+    /// wait, or a packet offered ahead arriving.
+    fn next_wake(&self) -> u64 {
+        let dequeue = if self.busy && !self.qdisc.is_empty() {
+            self.busy_until
+        } else {
+            u64::MAX
+        };
+        dequeue.min(self.inbox.front().map_or(u64::MAX, |i| i.t_ns))
+    }
+}
+
+impl<P: OnWire> Channel<P> {
+    /// Serve this channel through the queue discipline `config` (channel creation; its
+    /// timers count from `origin_ns`), with `rng` for its random draws (PIE, RED, the
+    /// fq_codel hash key), counting sojourn percentiles over `(start_ns, end_ns]`.
+    pub fn set_qdisc(
+        &mut self,
+        config: &QdiscConfig,
+        rng: ccfair_cc::rng::Rng,
+        origin_ns: u64,
+        window: (u64, u64),
+    ) {
+        debug_assert!(self.queue.is_qdisc() && !self.fed_ahead);
+        self.serve = Some(Box::new(Serve {
+            qdisc: Qdisc::new(config, self.buffer_pkts, self.rate_bps, origin_ns, rng),
+            inbox: VecDeque::new(),
+            busy: false,
+            busy_until: 0,
+            in_service: (0, 0),
+            served_to: 0,
+            sink: Sink::default(),
+            totals: Totals::default(),
+            sojourn: SojournHistogram::with_window(window.0, window.1),
+            arrival_pending: None,
+            wake_scheduled: u64::MAX,
+        }));
+    }
+
+    /// Count sojourn percentiles over `(start_ns, end_ns]` (the kernel backend knows its
+    /// window once the run starts). Forgets what was counted.
+    pub fn set_sojourn_window(&mut self, start_ns: u64, end_ns: u64) {
+        if let Some(s) = self.serve.as_mut() {
+            s.sojourn = SojournHistogram::with_window(start_ns, end_ns);
+        }
+    }
+
+    /// Report acceptances and marks too (traced runs).
+    pub fn trace_qdisc(&mut self) {
+        if let Some(s) = self.serve.as_mut() {
+            s.sink.traced = true;
+        }
+    }
+
+    /// Whether this channel runs a queue discipline.
+    #[inline(always)]
+    pub fn has_qdisc(&self) -> bool {
+        self.queue.is_qdisc()
+    }
+
+    /// Offer a packet that reaches the channel at `t_ns` (`now_ns` or later), of the flow
+    /// and direction `key`, at the engine's time `now_ns`.
+    pub fn qdisc_offer(&mut self, now_ns: u64, t_ns: u64, pkt: P, key: u32) -> Service {
+        let mut s = self
+            .serve
+            .take()
+            .expect("a channel with a queue discipline");
+        if t_ns > now_ns {
+            // After the others offered for the same time (a host's packets in order).
+            let at = s.inbox.partition_point(|i| i.t_ns <= t_ns);
+            s.inbox.insert(at, Inbound { t_ns, pkt, key });
+        } else {
+            self.serve_until(&mut s, now_ns);
+            self.arrive(&mut s, now_ns, pkt, key);
+        }
+        let service = Self::report(&mut s);
+        self.serve = Some(s);
+        service
+    }
+
+    /// Bring the channel up to `now_ns` (a wake-up, a sample, the measurement window).
+    pub fn qdisc_serve(&mut self, now_ns: u64) -> Service {
+        let mut s = self
+            .serve
+            .take()
+            .expect("a channel with a queue discipline");
+        if s.wake_scheduled <= now_ns {
+            // That wake-up is now (or runs later at this same time, finding nothing to do).
+            s.wake_scheduled = u64::MAX;
+        }
+        self.serve_until(&mut s, now_ns);
+        let service = Self::report(&mut s);
+        self.serve = Some(s);
+        service
+    }
+
+    /// The next packet the discipline dropped (the engine frees it), or, traced, accepted
+    /// or marked, with the time.
+    pub fn qdisc_take(&mut self) -> Option<(u64, P, Fate)> {
+        self.serve.as_mut()?.sink.take()
+    }
+
+    fn report(s: &mut Serve<P>) -> Service {
+        let next = s.next_wake();
+        let wake = if next < s.wake_scheduled {
+            s.wake_scheduled = next;
+            Some(next)
+        } else {
+            None
+        };
+        Service {
+            arrival: s.arrival_pending.take(),
+            wake,
+        }
+    }
+
+    /// Process the channel's moments up to `now_ns`, in time order: a departure (the
+    /// serialiser asks for the next packet) before the discipline's timer before arrivals.
+    fn serve_until(&mut self, s: &mut Serve<P>, now_ns: u64) {
+        loop {
+            let free = if s.busy { s.busy_until } else { u64::MAX };
+            let timer = s.qdisc.next_timer_ns();
+            let inbound = s.inbox.front().map_or(u64::MAX, |i| i.t_ns);
+            let t = free.min(timer).min(inbound);
+            if t > now_ns {
+                break;
+            }
+            if t == free {
+                s.busy = false;
+                self.dequeue(s, t);
+            } else if t == timer {
+                s.qdisc.on_timer();
+            } else {
+                let i = s.inbox.pop_front().expect("an inbound packet");
+                self.arrive(s, i.t_ns, i.pkt, i.key);
+            }
+        }
+        s.served_to = s.served_to.max(now_ns);
+    }
+
+    /// A packet reaches the channel at `t_ns`.
+    fn arrive(&mut self, s: &mut Serve<P>, t_ns: u64, pkt: P, key: u32) {
+        s.totals.arrivals += 1;
+        if !s.busy && s.qdisc.is_empty() && s.qdisc.can_bypass() {
+            s.sink.enqueued(t_ns, pkt);
+            self.transmit(
+                s,
+                t_ns,
+                Queued {
+                    pkt,
+                    enqueue_ns: t_ns,
+                },
+            );
+            return;
+        }
+        s.qdisc.enqueue(t_ns, pkt, key, &mut s.sink);
+        if !s.busy {
+            self.dequeue(s, t_ns);
+        }
+    }
+
+    /// The serialiser is free at `t_ns`: the next packet, if any, starts.
+    fn dequeue(&mut self, s: &mut Serve<P>, t_ns: u64) {
+        if let Some(item) = s.qdisc.dequeue(t_ns, &mut s.sink) {
+            self.transmit(s, t_ns, item);
+        }
+    }
+
+    /// Serialise `item` from `t_ns`; then it propagates, or is lost on the wire.
+    fn transmit(&mut self, s: &mut Serve<P>, t_ns: u64, item: Queued<P>) {
+        let bytes = item.pkt.wire_bytes();
+        if self.last_size.0 != bytes {
+            self.last_size = (bytes, self.serialisation_ns(bytes));
+        }
+        let departure = t_ns + self.last_size.1;
+        let sojourn = departure - item.enqueue_ns;
+        s.busy = true;
+        s.busy_until = departure;
+        s.in_service = (bytes, sojourn);
+        s.totals.tx_pkts += 1;
+        s.totals.tx_bytes += bytes as u64;
+        s.totals.sojourn_ns_sum += sojourn;
+        s.sojourn.record(departure, sojourn);
+        if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
+            s.sink
+                .drop(departure, item.pkt, crate::qdisc::DropCause::Random);
+            return;
+        }
+        if let Some(at) = self.into_pipe(departure + self.delay_ns, item.pkt) {
+            s.arrival_pending.get_or_insert(at);
+        }
+    }
+
+    /// Counters as of the last time the channel was served.
+    pub(super) fn qdisc_counters(&self, s: &Serve<P>) -> ChannelCounters {
+        let in_service = |v: u64| if s.busy { v } else { 0 };
+        let c = s.sink.counts;
+        let fq = s.qdisc.fq_stats().unwrap_or_default();
+        ChannelCounters {
+            arrivals: s.totals.arrivals,
+            drops_queue: c.drops_overlimit,
+            drops_random: c.drops_random,
+            drops_aqm: c.drops_aqm,
+            marks_aqm: c.marks_aqm,
+            marks_ce_threshold: c.marks_ce_threshold,
+            fq_new_flows: fq.new_flow_count,
+            fq_drops_overmemory: fq.drop_overmemory,
+            tx_pkts: s.totals.tx_pkts - in_service(1),
+            tx_bytes: s.totals.tx_bytes - in_service(s.in_service.0 as u64),
+            sojourn_ns_sum: s.totals.sojourn_ns_sum - in_service(s.in_service.1),
+        }
+    }
+
+    /// Packets waiting and in service.
+    pub(super) fn qdisc_occupancy(s: &Serve<P>) -> (usize, u64) {
+        let (pkts, bytes) = if s.busy {
+            (1, s.in_service.0 as u64)
+        } else {
+            (0, 0)
+        };
+        (s.qdisc.len() + pkts, s.qdisc.backlog_bytes() + bytes)
+    }
+
+    /// The sojourn times' 50th, 95th and 99th percentiles over the window, in ms (NaN
+    /// without a queue discipline or without packets).
+    pub fn sojourn_percentiles_ms(&self) -> [f64; 3] {
+        match &self.serve {
+            Some(s) => [50.0, 95.0, 99.0].map(|q| s.sojourn.percentile_ns(q) / 1e6),
+            None => [f64::NAN; 3],
+        }
+    }
+
+    /// fq_codel's queue for a flow and direction (`None` for other queues).
+    pub fn fq_queue_of(&self, key: u32) -> Option<usize> {
+        match &self.serve.as_ref()?.qdisc {
+            Qdisc::FqCodel(q) => Some(q.queue_of(key)),
+            _ => None,
+        }
+    }
+
+    /// Packets held besides the pipe: offered ahead, waiting, and the one in service when
+    /// it is not in the pipe yet (never: it enters the pipe as it starts).
+    pub(super) fn qdisc_for_each(s: &Serve<P>, f: &mut dyn FnMut(&P)) {
+        for i in &s.inbox {
+            f(&i.pkt);
+        }
+        s.qdisc.for_each(f);
+    }
+
+    pub(super) fn qdisc_reserved_bytes(s: &Serve<P>) -> u64 {
+        s.qdisc.reserved_bytes()
+            + s.sojourn.reserved_bytes()
+            + (s.inbox.capacity() * std::mem::size_of::<Inbound<P>>()) as u64
+    }
+}
