@@ -12,8 +12,14 @@
 //! This is the Mahimahi idea (one emulator process per link) generalised to any topology
 //! with one event heap for all hops.
 //!
-//! Model time is `CLOCK_MONOTONIC` in ns. A channel fixes a packet's departure when it
-//! accepts it, so the only packet events are arrivals at the far end of a channel. Events run
+//! A link with a queue discipline (`queue` = codel, fq_codel, pie, red) runs the
+//! simulator's own (`ccfair_sim::qdisc`, through `Channel::qdisc_offer`): the forwarder
+//! wakes it when a dequeue is due, frees what it drops, and sets CE in the IP header of a
+//! packet it marked (checksum updated, `ipv4::set_ce`) as the packet leaves the last link.
+//!
+//! Model time is `CLOCK_MONOTONIC` in ns. A drop-tail channel fixes a packet's departure
+//! when it accepts it, so its only packet events are arrivals at the far end of a channel;
+//! a channel with a queue discipline adds a wake-up per departure while packets wait. Events run
 //! in time order and never early; the difference between the wall clock and an event's
 //! scheduled time is its lateness, which the forwarder records (`lateness`) as its main
 //! self-check.
@@ -25,11 +31,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ccfair_sim::event::{Event, EventQueue};
-use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
+use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire, Service};
+use ccfair_sim::packet::Ecn;
+use ccfair_sim::qdisc::{DropCause, Fate};
 use ccfair_sim::record::{self, LinkSamples};
 use ccfair_sim::table::Table;
 use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
-use ccfair_sim::world::build_channels;
+use ccfair_sim::world::{build_channels_at, flow_key};
 use serde::Serialize;
 
 use crate::config::{EmuConfig, SETUP_DISTURBED};
@@ -115,11 +123,22 @@ struct Pkt {
     /// ACKs and SYN-ACK: the receive window advertised, bytes (for traces).
     window_bytes: u32,
     bytes: u32,
+    /// The IP header's ECN field; CE once a queue discipline marked it (written into the
+    /// header as the packet leaves the last link).
+    ecn: Ecn,
 }
 
 impl OnWire for Pkt {
     fn wire_bytes(&self) -> u32 {
         self.bytes
+    }
+
+    fn ecn(&self) -> Ecn {
+        self.ecn
+    }
+
+    fn write_ecn(&mut self, ecn: Ecn) {
+        self.ecn = ecn;
     }
 }
 
@@ -280,12 +299,16 @@ impl Forwarder {
     /// of `cfg.hosts[i]`.
     pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
         let spec = &cfg.spec;
-        let mut channels: Vec<Channel<Pkt>> = build_channels(spec);
+        // Queue disciplines' timers count from now (the qdisc is created with the links).
+        let mut channels: Vec<Channel<Pkt>> = build_channels_at(spec, sys::monotonic_ns());
         // The real-time path allocates no queue room while packets flow (as before the
         // simulator's channels stopped reserving their buffers).
         for ch in &mut channels {
             let room = ch.buffer_pkts.min(4096) as usize;
             ch.reserve(room);
+        }
+        if !spec.trace_flows.is_empty() {
+            channels.iter_mut().for_each(Channel::trace_qdisc);
         }
         let host_index = |node: usize| cfg.hosts.iter().position(|h| h.node == node);
         let mut routes = Vec::new();
@@ -426,6 +449,9 @@ impl Forwarder {
         self.queue
             .push(t0 + self.measure_start_ns, Event::MeasureStart);
         self.queue.push(t0 + self.measure_end_ns, Event::MeasureEnd);
+        for c in &mut self.channels {
+            c.set_sojourn_window(t0 + self.measure_start_ns, t0 + self.measure_end_ns);
+        }
         self.last_counters = self.counters_at(t0);
         self.measure_start_counters = self.last_counters.clone();
     }
@@ -475,6 +501,10 @@ impl Forwarder {
                     }
                     self.account_rate(ch as usize, t, now, pkt.bytes);
                     self.advance(t, now, pkt);
+                }
+                Event::ChannelWake(ch) => {
+                    let service = self.channels[ch as usize].qdisc_serve(t);
+                    self.after_qdisc(ch as usize, service);
                 }
                 Event::Sample => self.sample(t),
                 Event::MeasureStart => self.measure_start_counters = self.counters_at(t),
@@ -557,6 +587,10 @@ impl Forwarder {
         };
         let slot = pkt.slot as usize;
         let len = self.lens[slot] as usize;
+        if pkt.ecn == Ecn::Ce {
+            // A queue marked it (a packet sent as CE stays as it is).
+            ipv4::set_ce(&mut self.slots[slot][..len]);
+        }
         match sys::write_packet(self.tuns[host], &self.slots[slot][..len]) {
             Ok(()) => {
                 if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
@@ -584,6 +618,12 @@ impl Forwarder {
     }
 
     fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
+        if self.channels[ch].has_qdisc() {
+            let key = flow_key(pkt.flow as usize, pkt.ack);
+            let service = self.channels[ch].qdisc_offer(t, t, pkt, key);
+            self.after_qdisc(ch, service);
+            return;
+        }
         let outcome = self.channels[ch].enqueue(t, pkt);
         if self.trace.is_some() {
             let event = match outcome {
@@ -605,6 +645,31 @@ impl Forwarder {
                 self.drop_pkt(p);
             }
             Enqueued::BufferFull(p) => self.drop_pkt(p),
+        }
+    }
+
+    /// Schedule what a queue discipline asks for and free what it dropped.
+    fn after_qdisc(&mut self, ch: usize, service: Service) {
+        if let Some(at) = service.arrival {
+            self.queue.push(at, Event::ChannelArrival(ch as u32));
+        }
+        if let Some(at) = service.wake {
+            self.queue.push(at, Event::ChannelWake(ch as u32));
+        }
+        while let Some((t, pkt, fate)) = self.channels[ch].qdisc_take() {
+            if self.trace.is_some() {
+                let event = match fate {
+                    Fate::Enqueued => TraceEvent::Enqueue,
+                    Fate::Dropped(DropCause::Overlimit) => TraceEvent::DropQueue,
+                    Fate::Dropped(DropCause::Aqm) => TraceEvent::DropAqm,
+                    Fate::Dropped(DropCause::Random) => TraceEvent::DropWire,
+                    Fate::Marked(_) => TraceEvent::MarkCe,
+                };
+                self.trace_row(t, ch, &pkt, event);
+            }
+            if let Fate::Dropped(_) = fate {
+                self.drop_pkt(pkt);
+            }
         }
     }
 
@@ -736,6 +801,7 @@ impl Forwarder {
             seq_bytes,
             window_bytes,
             bytes: n as u32,
+            ecn: h.ecn,
         };
         self.offer(t, ch, pkt);
     }
@@ -802,15 +868,21 @@ impl Forwarder {
         // Packets still held by channels (queued, in service or propagating), per flow.
         let mut in_network = vec![(0u64, 0u64); self.routes.len()];
         for c in &self.channels {
-            for p in c.held_packets() {
+            c.for_each_held(|p| {
                 if p.ack {
                     in_network[p.flow as usize].1 += 1;
                 } else if p.payload {
                     in_network[p.flow as usize].0 += 1;
                 }
-            }
+            });
         }
 
+        // Packets serialised on links with a queue discipline (counted where they leave it,
+        // not where they are offered).
+        for c in self.channels.iter_mut().filter(|c| c.has_qdisc()) {
+            c.advance(u64::MAX);
+            self.stats.packet_hops += c.counters().tx_pkts;
+        }
         let link_summary = self.link_summary();
         ForwarderReport {
             links: std::mem::take(&mut self.series).into_table(),
@@ -829,8 +901,14 @@ impl Forwarder {
             Some(e) => e,
             None => self.counters_at(self.end_time().unwrap_or(0)),
         };
-        let mut rows =
-            record::link_summaries(&self.spec, &self.measure_start_counters, &end, &self.series);
+        let extras = record::link_extras(&self.spec, &self.channels);
+        let mut rows = record::link_summaries(
+            &self.spec,
+            &self.measure_start_counters,
+            &end,
+            &self.series,
+            &extras,
+        );
         for (row, rate) in rows.iter_mut().zip(&self.stats.rates) {
             row.achieved_rate_mbps = rate.achieved_bps / 1e6;
             row.busy_s = rate.busy_s;

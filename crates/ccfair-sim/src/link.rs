@@ -276,6 +276,9 @@ impl<P: OnWire> Channel<P> {
     /// that many allocates nothing (the kernel backend's real-time forwarder).
     pub fn reserve(&mut self, packets: usize) {
         self.backlog.reserve(packets);
+        if let Some(s) = self.serve.as_mut() {
+            s.reserve(packets);
+        }
     }
 
     /// Let the engine offer packets ahead of time (`enqueue_ahead`). A drop-tail channel
@@ -314,6 +317,10 @@ impl<P: OnWire> Channel<P> {
     /// the question if its arrival was announced before `scheduled_ns` (the engine would
     /// have run that arrival first); what reaches it later has not.
     pub fn advance_for(&mut self, now: u64, scheduled_ns: u64) {
+        if self.serve.is_some() {
+            self.qdisc_view(now);
+            return;
+        }
         self.retire(now);
         if self.fed_ahead {
             self.told_ahead = self.told_ahead(now, scheduled_ns);

@@ -113,6 +113,30 @@ impl Queue {
 }
 
 impl LinkSpec {
+    /// The most packets the link's buffer can hold (not counting the one in service): its
+    /// `buffer_pkts`, or for RED, whose limit is in bytes, that limit in the smallest
+    /// packets (bare ACKs). For the resource estimate.
+    pub fn held_pkts_bound(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::Red(p))) => {
+                let limit = p
+                    .limit_bytes
+                    .map_or(self.buffer_pkts as u64 * 1500, u64::from);
+                (self.buffer_pkts as u64).max(limit.div_ceil(ACK_BYTES as u64))
+            }
+            _ => self.buffer_pkts as u64,
+        }
+    }
+
+    /// Bytes a channel's queue discipline takes before any packet (fq_codel's flow table:
+    /// about 56 B per flow queue).
+    pub fn qdisc_table_bytes(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::FqCodel(p))) => p.flows as u64 * 56,
+            _ => 0,
+        }
+    }
+
     /// The link's queue discipline with its parameters (`None` for drop-tail and netem).
     pub fn qdisc_config(&self) -> Result<Option<crate::qdisc::QdiscConfig>, ParamError> {
         let config = crate::qdisc::QdiscConfig::parse(self.queue, &self.qdisc)?;

@@ -11,8 +11,9 @@ use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::fifo::Fifo;
 use crate::host::{FlowHosts, Side};
-use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire};
+use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire, Service};
 use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
+use crate::qdisc::{DropCause, Fate};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::{Queue, RunSpec};
 use crate::table::Table;
@@ -24,6 +25,9 @@ use crate::trace::{Trace, TraceEvent, TraceRow};
 /// kernel backend's forwarder draws a channel's random losses from the same stream).
 pub const STREAM_FLOW: u64 = 1;
 pub const STREAM_CHANNEL: u64 = 2;
+/// The stream of a link direction's queue discipline: (seed, STREAM_QDISC, link,
+/// direction), for PIE's and RED's draws and fq_codel's hash key.
+pub const STREAM_QDISC: u64 = 5;
 const NOT_SCHEDULED: u64 = u64::MAX;
 /// Events at one instant after which the progress guard stops a run. Far above any real
 /// burst (every flow of the largest allowed spec starting at once, each with its window).
@@ -131,6 +135,9 @@ pub struct Simulation {
     /// `ROUTE_FED` if fed ahead of time and each route closed by `ROUTE_END`: a packet's next
     /// channel is the next entry (a packet keeps its place in `Packet::hop`).
     routes: Vec<u32>,
+    /// Per entry of `routes`: the flow and direction of the route (`flow_key`), which a
+    /// queue discipline classifies by (fq_codel).
+    route_keys: Vec<u32>,
     /// Drops decided ahead of their time on fed-ahead channels, oldest first: (input time,
     /// flow, kind). Until then the packet counts as in the network (`conservation`).
     drops_ahead: Fifo<(u64, u32, Kind)>,
@@ -165,6 +172,7 @@ impl Simulation {
             feed_ahead(&spec, &mut channels);
         }
         let mut routes = Vec::new();
+        let mut route_keys = Vec::new();
         let starts = spec.flow_starts_ns();
         let rmem = spec.rmem_bytes();
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -184,7 +192,7 @@ impl Simulation {
                     },
                     rmem[i],
                 ),
-                route_start: [&f.path, &f.ack_path].map(|path| {
+                route_start: [(&f.path, false), (&f.ack_path, true)].map(|(path, ack)| {
                     let start = routes.len() as u32;
                     for &c in path {
                         let fed = if channels[c].is_fed_ahead() {
@@ -195,6 +203,7 @@ impl Simulation {
                         routes.push(c as u32 | fed);
                     }
                     routes.push(ROUTE_END);
+                    route_keys.resize(routes.len(), flow_key(i, ack));
                     start
                 }),
                 start_ns: starts[i],
@@ -211,6 +220,9 @@ impl Simulation {
             });
         }
         let trace = Trace::new(spec.flows.len(), &spec.trace_flows);
+        if trace.is_some() {
+            channels.iter_mut().for_each(Channel::trace_qdisc);
+        }
         let n_ch = channels.len();
         // One sample per interval (spec validation: 0 < interval <= duration).
         let samples = (spec.duration_ns / spec.sample_interval_ns) as usize;
@@ -234,6 +246,7 @@ impl Simulation {
             metric_buf: Vec::with_capacity(16),
             trace,
             routes,
+            route_keys,
             drops_ahead: Fifo::new(),
             prefetch_channels: n_ch * std::mem::size_of::<Channel<PacketRef>>()
                 > CHANNEL_PREFETCH_ABOVE_BYTES,
@@ -327,6 +340,10 @@ impl Simulation {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::ChannelArrival(_) => unreachable!("handled by channel_arrival"),
+            Event::ChannelWake(ch) => {
+                let service = self.channels[ch as usize].qdisc_serve(self.now);
+                self.after_qdisc(ch, service);
+            }
             Event::FlowStart(f) => {
                 let now = self.now;
                 let flow = &mut self.flows[f as usize];
@@ -402,7 +419,14 @@ impl Simulation {
             let hand_on = next != ROUTE_END && next & ROUTE_FED != 0;
             let channel = &mut self.channels[ch as usize];
             let through = match (hand_on, channel.is_fed_ahead()) {
-                (false, false) => break channel.enqueue(ahead.input_ns, r),
+                (false, false) => {
+                    if channel.has_qdisc() {
+                        // Served by its queue discipline (never fed ahead, nor feeding).
+                        self.offer_qdisc(ch, ahead.input_ns, r);
+                        return;
+                    }
+                    break channel.enqueue(ahead.input_ns, r);
+                }
                 (false, true) => match channel.enqueue_ahead(now, ahead, r) {
                     Ok(a) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
                     Err(refused) => break refused,
@@ -442,6 +466,43 @@ impl Simulation {
                     }
                     self.drops_ahead.push_back((ahead.input_ns, p.flow, p.kind));
                 }
+                self.count_drop(&p);
+            }
+        }
+    }
+
+    /// Offer a packet reaching channel `ch` (with a queue discipline) at `t`.
+    #[inline(never)]
+    fn offer_qdisc(&mut self, ch: u32, t: u64, r: PacketRef) {
+        let key = self.route_keys[r.hop as usize];
+        let service = self.channels[ch as usize].qdisc_offer(self.now, t, r, key);
+        self.after_qdisc(ch, service);
+    }
+
+    /// Schedule what channel `ch`'s queue discipline asks for, and free the packets it
+    /// dropped (tracing what it did with the traced flows' packets).
+    #[inline(never)]
+    fn after_qdisc(&mut self, ch: u32, service: Service) {
+        if let Some(t) = service.arrival {
+            self.queue.push(t, Event::ChannelArrival(ch));
+        }
+        if let Some(t) = service.wake {
+            self.queue.push(t, Event::ChannelWake(ch));
+        }
+        while let Some((t, r, fate)) = self.channels[ch as usize].qdisc_take() {
+            if self.trace.is_some() {
+                let event = match fate {
+                    Fate::Enqueued => TraceEvent::Enqueue,
+                    Fate::Dropped(DropCause::Overlimit) => TraceEvent::DropQueue,
+                    Fate::Dropped(DropCause::Aqm) => TraceEvent::DropAqm,
+                    Fate::Dropped(DropCause::Random) => TraceEvent::DropWire,
+                    Fate::Marked(_) => TraceEvent::MarkCe,
+                };
+                let pkt = *self.packets.get(r);
+                self.trace_row(t, ch, r.hop, &pkt, event);
+            }
+            if let Fate::Dropped(_) = fate {
+                let p = self.packets.remove(r);
                 self.count_drop(&p);
             }
         }
@@ -506,8 +567,9 @@ impl Simulation {
             self.forward(self.now, next);
             return;
         }
-        // At its end host: the host reads it in its slot, which is then free again.
-        let pkt = self.packets.get(r);
+        // At its end host: the host reads it in its slot (with a queue's CE mark), which
+        // is then free again.
+        let pkt = self.packets.get_marked(r);
         let f = pkt.flow;
         let side = if pkt.kind.is_forward() {
             Side::Receiver
@@ -824,11 +886,13 @@ impl Simulation {
                 buf
             })
             .collect();
+        let extras = record::link_extras(&self.spec, &self.channels);
         let link_rows = record::link_summaries(
             &self.spec,
             &self.measure_start_counters,
             &end_counters,
             &self.lseries,
+            &extras,
         );
         RunResult {
             flows: record::flows_table(&rows, None, &counters),
@@ -953,16 +1017,69 @@ pub struct ConnectionColumns {
 /// random-loss stream (seed, STREAM_CHANNEL, link, direction). Both backends build their
 /// links here, so the same seed gives the same losses.
 pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
+    build_channels_at(spec, 0)
+}
+
+/// `build_channels` for links created at `origin_ns` (the kernel backend's clock): the
+/// time the queue disciplines' timers count from.
+pub fn build_channels_at<P: OnWire>(spec: &RunSpec, origin_ns: u64) -> Vec<Channel<P>> {
     let mut channels = Vec::with_capacity(spec.links.len() * 2);
+    let window = (spec.measure_start_ns, spec.measure_end_ns);
     for (i, l) in spec.links.iter().enumerate() {
+        let qdisc = l
+            .qdisc_config()
+            .expect("the link's queue discipline is checked with the spec");
         for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
             let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
             let mut channel = Channel::new(l.rate_bps, l.delay_ns, l.buffer_pkts, loss, seed);
             channel.queue = l.queue;
+            if let Some(config) = &qdisc {
+                let seed = derive_seed(spec.seed, &[STREAM_QDISC, i as u64, dir]);
+                channel.set_qdisc(config, ccfair_cc::rng::Rng::new(seed), origin_ns, window);
+            }
             channels.push(channel);
         }
     }
     channels
+}
+
+/// The key a queue discipline classifies a packet of flow `flow` by: 2 x flow, plus 1 on
+/// the ACK path (as a 5-tuple differs between a connection's two directions).
+pub fn flow_key(flow: usize, ack_path: bool) -> u32 {
+    2 * flow as u32 + ack_path as u32
+}
+
+/// Per channel, for fq_codel: how many of the flow directions crossing it share their
+/// queue with another (NaN for other queues). Both backends report it.
+pub fn fq_shared_flows<P: OnWire>(spec: &RunSpec, channels: &[Channel<P>]) -> Vec<f64> {
+    let mut keys: Vec<Vec<u32>> = vec![Vec::new(); channels.len()];
+    for (i, f) in spec.flows.iter().enumerate() {
+        for (path, ack) in [(&f.path, false), (&f.ack_path, true)] {
+            for &c in path {
+                if c < keys.len() && channels[c].fq_queue_of(0).is_some() {
+                    keys[c].push(flow_key(i, ack));
+                }
+            }
+        }
+    }
+    channels
+        .iter()
+        .zip(keys)
+        .map(|(ch, mut keys)| {
+            if ch.fq_queue_of(0).is_none() {
+                return f64::NAN;
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            let mut queues: Vec<usize> = keys.iter().filter_map(|&k| ch.fq_queue_of(k)).collect();
+            queues.sort_unstable();
+            let shared = |j: usize| {
+                (j > 0 && queues[j - 1] == queues[j])
+                    || (j + 1 < queues.len() && queues[j + 1] == queues[j])
+            };
+            (0..queues.len()).filter(|&j| shared(j)).count() as f64
+        })
+        .collect()
 }
 
 /// Which channels the engine feeds ahead of time (`Channel::feed_ahead`).

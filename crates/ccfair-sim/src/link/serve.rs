@@ -65,6 +65,9 @@ pub struct Serve<P> {
     in_service: (u32, u64),
     /// The time the channel has been served up to.
     served_to: u64,
+    /// The time its counters describe (`advance_for`): a packet whose serialisation ended
+    /// by then has left, even if the dequeue that follows is still to run at that instant.
+    view_ns: u64,
     sink: Sink<P>,
     totals: Totals,
     sojourn: SojournHistogram,
@@ -75,6 +78,11 @@ pub struct Serve<P> {
 }
 
 impl<P: OnWire> Serve<P> {
+    /// Room for `packets` waiting.
+    pub(super) fn reserve(&mut self, packets: usize) {
+        self.qdisc.reserve(packets);
+    }
+
     /// The earliest moment the engine must wake the channel for: a dequeue while packets
     /// wait, or a packet offered ahead arriving.
     fn next_wake(&self) -> u64 {
@@ -106,6 +114,7 @@ impl<P: OnWire> Channel<P> {
             busy_until: 0,
             in_service: (0, 0),
             served_to: 0,
+            view_ns: 0,
             sink: Sink::default(),
             totals: Totals::default(),
             sojourn: SojournHistogram::with_window(window.0, window.1),
@@ -155,7 +164,7 @@ impl<P: OnWire> Channel<P> {
         service
     }
 
-    /// Bring the channel up to `now_ns` (a wake-up, a sample, the measurement window).
+    /// Bring the channel up to `now_ns` (a wake-up the channel asked for).
     pub fn qdisc_serve(&mut self, now_ns: u64) -> Service {
         let mut s = self
             .serve
@@ -268,9 +277,23 @@ impl<P: OnWire> Channel<P> {
         }
     }
 
-    /// Counters as of the last time the channel was served.
+    /// The counters describe the channel at `now_ns` (read-only: a question does not serve
+    /// the channel, so that what is asked when changes no result).
+    pub(super) fn qdisc_view(&mut self, now_ns: u64) {
+        if let Some(s) = self.serve.as_mut() {
+            s.view_ns = now_ns;
+        }
+    }
+
+    /// Whether a packet is being serialised at the time the counters describe.
+    fn serialising(s: &Serve<P>) -> bool {
+        s.busy && s.busy_until > s.view_ns
+    }
+
+    /// Counters as of `view_ns`.
     pub(super) fn qdisc_counters(&self, s: &Serve<P>) -> ChannelCounters {
-        let in_service = |v: u64| if s.busy { v } else { 0 };
+        let serialising = Self::serialising(s);
+        let in_service = |v: u64| if serialising { v } else { 0 };
         let c = s.sink.counts;
         let fq = s.qdisc.fq_stats().unwrap_or_default();
         ChannelCounters {
@@ -288,9 +311,9 @@ impl<P: OnWire> Channel<P> {
         }
     }
 
-    /// Packets waiting and in service.
+    /// Packets waiting and in service as of `view_ns`.
     pub(super) fn qdisc_occupancy(s: &Serve<P>) -> (usize, u64) {
-        let (pkts, bytes) = if s.busy {
+        let (pkts, bytes) = if Self::serialising(s) {
             (1, s.in_service.0 as u64)
         } else {
             (0, 0)
@@ -328,5 +351,208 @@ impl<P: OnWire> Channel<P> {
         s.qdisc.reserved_bytes()
             + s.sojourn.reserved_bytes()
             + (s.inbox.capacity() * std::mem::size_of::<Inbound<P>>()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK};
+    use crate::qdisc::params::{CodelParams, PieParams};
+    use crate::qdisc::DropCause;
+    use crate::spec::Queue;
+    use ccfair_cc::rng::Rng;
+
+    fn pkt(seq: u64, ecn: Ecn) -> Packet {
+        Packet {
+            flow: 0,
+            kind: Kind::Data,
+            wire_bytes: 1500,
+            seq,
+            payload_bytes: 1448,
+            tsval: 0,
+            tsecr: 0,
+            n_sack: 0,
+            ecn,
+            tcp_flags: TcpFlags::NONE,
+            window_bytes: 0,
+            sack: NO_SACK,
+        }
+    }
+
+    /// 12 Mbit/s (1 ms per packet), 5 ms delay, a queue discipline of `buffer` packets.
+    fn channel(queue: Queue, config: QdiscConfig, buffer: u32) -> Channel<Packet> {
+        let mut ch = Channel::new(12_000_000, 5_000_000, buffer, 0.0, 1);
+        ch.queue = queue;
+        ch.set_qdisc(&config, Rng::new(2), 0, (0, u64::MAX));
+        ch
+    }
+
+    /// Drives a channel as the engine does: offers packets at their times, runs the
+    /// wake-ups and arrivals it asks for in time order, and collects what arrives and what
+    /// is dropped.
+    struct Driver {
+        ch: Channel<Packet>,
+        wakes: Vec<u64>,
+        next_arrival: Option<u64>,
+        arrived: Vec<(u64, Packet)>,
+        dropped: Vec<(u64, Packet, DropCause)>,
+    }
+
+    impl Driver {
+        fn new(ch: Channel<Packet>) -> Self {
+            Driver {
+                ch,
+                wakes: Vec::new(),
+                next_arrival: None,
+                arrived: Vec::new(),
+                dropped: Vec::new(),
+            }
+        }
+
+        fn absorb(&mut self, s: Service) {
+            if let Some(t) = s.arrival {
+                assert!(
+                    self.next_arrival.is_none(),
+                    "an arrival while the pipe was busy"
+                );
+                self.next_arrival = Some(t);
+            }
+            if let Some(t) = s.wake {
+                self.wakes.push(t);
+            }
+            while let Some((t, p, fate)) = self.ch.qdisc_take() {
+                if let Fate::Dropped(cause) = fate {
+                    self.dropped.push((t, p, cause));
+                }
+            }
+        }
+
+        /// Run the channel's events up to `t` (wake-ups before arrivals at equal times).
+        fn run_until(&mut self, t: u64) {
+            loop {
+                let wake = self.wakes.iter().copied().filter(|&w| w <= t).min();
+                let arrival = self.next_arrival.filter(|&a| a <= t);
+                match (wake, arrival) {
+                    (Some(w), a) if a.is_none_or(|a| w <= a) => {
+                        self.wakes.retain(|&x| x != w);
+                        let s = self.ch.qdisc_serve(w);
+                        self.absorb(s);
+                    }
+                    (_, Some(a)) => {
+                        let (p, next) = self.ch.arrival();
+                        self.arrived.push((a, p));
+                        self.next_arrival = next;
+                    }
+                    _ => break,
+                }
+            }
+        }
+
+        fn offer(&mut self, now: u64, t: u64, p: Packet) {
+            self.run_until(now);
+            let s = self.ch.qdisc_offer(now, t, p, 0);
+            self.absorb(s);
+        }
+    }
+
+    /// A burst into an idle CoDel channel: the first packet bypasses the qdisc and leaves
+    /// at once, the others one serialisation time apart; every packet reaches the far end
+    /// serialisation + delay after it started, in order; counters and occupancy as of
+    /// any instant count the packet in service.
+    #[test]
+    fn a_burst_leaves_back_to_back() {
+        let mut d = Driver::new(channel(
+            Queue::Codel,
+            QdiscConfig::Codel(CodelParams::default()),
+            100,
+        ));
+        for k in 0..10 {
+            d.offer(0, 0, pkt(k, Ecn::NotEct));
+        }
+        d.ch.advance(500_000);
+        assert_eq!(d.ch.occupancy_pkts(), 10);
+        assert_eq!(d.ch.counters().tx_pkts, 0);
+        d.run_until(1_000_000);
+        d.ch.advance(1_000_000);
+        assert_eq!(d.ch.counters().tx_pkts, 1);
+        assert_eq!(d.ch.occupancy_pkts(), 9);
+        d.run_until(100_000_000);
+        let times: Vec<u64> = d.arrived.iter().map(|&(t, _)| t).collect();
+        let expected: Vec<u64> = (1..=10).map(|k| k * 1_000_000 + 5_000_000).collect();
+        assert_eq!(times, expected);
+        assert!(d.arrived.iter().map(|(_, p)| p.seq).eq(0..10));
+        d.ch.advance(100_000_000);
+        let c = d.ch.counters();
+        assert_eq!((c.arrivals, c.tx_pkts, c.tx_bytes), (10, 10, 15_000));
+        // Sojourn: the k-th waited k ms and took 1 ms: sum of (k + 1) ms.
+        assert_eq!(c.sojourn_ns_sum, (1..=10).sum::<u64>() * 1_000_000);
+        assert_eq!(d.ch.occupancy_pkts(), 0);
+    }
+
+    /// Packets offered ahead of their arrival (a host's turnaround) enter at their time,
+    /// in time order even when offered out of order, and the channel asks to be woken then.
+    #[test]
+    fn packets_offered_ahead_enter_at_their_time() {
+        let mut d = Driver::new(channel(
+            Queue::Pie,
+            QdiscConfig::Pie(PieParams::default()),
+            100,
+        ));
+        d.offer(0, 3_000_000, pkt(1, Ecn::NotEct));
+        d.offer(0, 2_000_000, pkt(0, Ecn::NotEct));
+        d.offer(0, 3_000_000, pkt(2, Ecn::NotEct));
+        assert_eq!(d.wakes, vec![3_000_000, 2_000_000]);
+        d.ch.advance(1_000_000);
+        assert_eq!(d.ch.counters().arrivals, 0);
+        d.run_until(50_000_000);
+        let got: Vec<(u64, u64)> = d.arrived.iter().map(|&(t, p)| (t, p.seq)).collect();
+        assert_eq!(got, vec![(8_000_000, 0), (9_000_000, 1), (10_000_000, 2)]);
+    }
+
+    /// With ECN on, CoDel marks ECN-capable packets instead of dropping them: under a
+    /// standing overload, ECT(0) packets reach the far end CE and none is dropped by the
+    /// AQM, while Not-ECT packets are dropped; the counters say which.
+    #[test]
+    fn ecn_capable_packets_arrive_marked() {
+        let params = CodelParams {
+            ecn: true,
+            ..CodelParams::default()
+        };
+        let mut d = Driver::new(channel(Queue::Codel, QdiscConfig::Codel(params), 10_000));
+        // 1.5 packets per ms for 3 s, alternately ECT(0) and Not-ECT.
+        let mut t = 0;
+        let mut k = 0;
+        while t < 3_000_000_000 {
+            let ecn = if k % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+            d.offer(t, t, pkt(k, ecn));
+            t += 666_667;
+            k += 1;
+        }
+        d.run_until(u64::MAX / 2);
+        let marked = d.arrived.iter().filter(|(_, p)| p.ecn == Ecn::Ce).count() as u64;
+        assert!(marked > 20, "{marked} marked");
+        assert!(d
+            .arrived
+            .iter()
+            .all(|(_, p)| p.ecn != Ecn::NotEct || p.seq % 2 == 1));
+        let aqm_drops: Vec<&Packet> = d
+            .dropped
+            .iter()
+            .filter(|(_, _, c)| *c == DropCause::Aqm)
+            .map(|(_, p, _)| p)
+            .collect();
+        assert!(!aqm_drops.is_empty());
+        assert!(aqm_drops.iter().all(|p| p.ecn == Ecn::NotEct));
+        d.ch.advance(u64::MAX / 2);
+        let c = d.ch.counters();
+        assert_eq!(c.marks_aqm, marked);
+        assert_eq!(c.drops_aqm, aqm_drops.len() as u64);
+        assert_eq!(c.arrivals, k);
+        assert_eq!(c.tx_pkts, d.arrived.len() as u64);
+        assert_eq!(c.arrivals, c.tx_pkts + c.drops_aqm + c.drops_queue);
+        // The sojourn percentiles cover every packet serialised.
+        let [p50, p95, p99] = d.ch.sojourn_percentiles_ms();
+        assert!(p50 > 1.0 && p50 <= p95 && p95 <= p99, "{p50} {p95} {p99}");
     }
 }

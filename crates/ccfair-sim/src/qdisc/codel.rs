@@ -304,6 +304,10 @@ impl<P: OnWire> Codel<P> {
         self.queue.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
@@ -314,6 +318,10 @@ impl<P: OnWire> Codel<P> {
 
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
+    }
+
+    pub fn reserve(&mut self, packets: usize) {
+        self.queue.reserve(packets);
     }
 
     /// The CoDel state (tests).
@@ -361,7 +369,7 @@ mod tests {
         // (0xffff0000 / 2) x (3 - 2 x 0xfffe0001 / 2^32) / 2^16, truncated at each step.
         let invsqrt = 0xffff_0000u64;
         let invsqrt2 = (invsqrt * invsqrt) >> 32;
-        let expected = ((((3u64 << 32) - 2 * invsqrt2) >> 2) * invsqrt >> 31) >> 16;
+        let expected = (((((3u64 << 32) - 2 * invsqrt2) >> 2) * invsqrt) >> 31) >> 16;
         assert_eq!(v.rec_inv_sqrt as u64, expected);
         assert!(
             (0x7ffd..=0x8002).contains(&v.rec_inv_sqrt),
@@ -510,7 +518,11 @@ mod tests {
         let mut n = 0u64;
         while t < 3_000_000_000 {
             while t_in <= t {
-                let ecn = if n % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                let ecn = if n.is_multiple_of(2) {
+                    Ecn::Ect0
+                } else {
+                    Ecn::NotEct
+                };
                 q.enqueue(t_in, pkt(1500, ecn), &mut sink);
                 t_in += service_ns / 2;
                 n += 1;

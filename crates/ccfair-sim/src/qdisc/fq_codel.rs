@@ -295,6 +295,10 @@ impl<P: OnWire> FqCodel<P> {
         self.qlen as usize
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.backlog
     }
@@ -317,6 +321,10 @@ impl<P: OnWire> FqCodel<P> {
                 at = node.next;
             }
         }
+    }
+
+    pub fn reserve(&mut self, packets: usize) {
+        self.nodes.reserve(packets);
     }
 
     pub fn reserved_bytes(&self) -> u64 {

@@ -22,6 +22,8 @@ pub mod params;
 pub mod pie;
 pub mod red;
 
+use std::collections::VecDeque;
+
 use ccfair_cc::rng::Rng;
 
 use crate::fifo::Fifo;
@@ -270,6 +272,17 @@ impl<P: OnWire> Qdisc<P> {
         }
     }
 
+    /// Room for `packets` queued packets, so that queueing up to that many allocates
+    /// nothing (the kernel backend's real-time forwarder).
+    pub fn reserve(&mut self, packets: usize) {
+        match self {
+            Qdisc::Codel(q) => q.reserve(packets),
+            Qdisc::FqCodel(q) => q.reserve(packets),
+            Qdisc::Pie(q) => q.reserve(packets),
+            Qdisc::Red(q) => q.reserve(packets),
+        }
+    }
+
     /// Bytes the discipline holds (its tables and the slots of what it ever held at once).
     pub fn reserved_bytes(&self) -> u64 {
         match self {
@@ -284,16 +297,20 @@ impl<P: OnWire> Qdisc<P> {
 /// A FIFO of queued packets with its byte count: the queue of `codel`, `pie` and `red`
 /// (`sch->q` with `sch->qstats.backlog`).
 pub(crate) struct PacketFifo<P> {
-    packets: Fifo<Queued<P>>,
+    packets: VecDeque<Queued<P>>,
     bytes: u64,
 }
 
 impl<P: OnWire> PacketFifo<P> {
     pub(crate) fn new() -> Self {
         PacketFifo {
-            packets: Fifo::new(),
+            packets: VecDeque::new(),
             bytes: 0,
         }
+    }
+
+    pub(crate) fn reserve(&mut self, packets: usize) {
+        self.packets.reserve(packets);
     }
 
     #[inline]

@@ -359,6 +359,10 @@ impl<P: OnWire> Pie<P> {
         self.queue.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
@@ -369,6 +373,10 @@ impl<P: OnWire> Pie<P> {
 
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
+    }
+
+    pub fn reserve(&mut self, packets: usize) {
+        self.queue.reserve(packets);
     }
 
     /// The PIE state (tests, diagnostics).

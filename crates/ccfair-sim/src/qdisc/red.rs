@@ -28,7 +28,7 @@ const TC_TICK_IN_USEC: f64 = 1000.0 / 64.0;
 /// Adaptive RED updates every HZ / 2 jiffies.
 const ADAPT_INTERVAL_NS: u64 = 500_000_000;
 /// Adaptive RED's bounds and step on max_P, a Q0.32 fraction (`RED_ONE_PERCENT`).
-const RED_ONE_PERCENT: u32 = ((1u64 << 32) + 50) as u32 / 100;
+const RED_ONE_PERCENT: u32 = (((1u64 << 32) + 50) / 100) as u32;
 const MAX_P_MIN: u32 = RED_ONE_PERCENT;
 const MAX_P_MAX: u32 = 50 * RED_ONE_PERCENT;
 
@@ -384,7 +384,7 @@ impl<P: OnWire> Red<P> {
     /// Adaptive RED's update (`red_adaptative_algo`), every 500 ms.
     pub fn on_timer(&mut self) {
         let now = self.next_timer_ns;
-        self.next_timer_ns += ADAPT_INTERVAL_NS;
+        self.next_timer_ns = self.next_timer_ns.saturating_add(ADAPT_INTERVAL_NS);
         if !self.adaptive {
             return;
         }
@@ -407,6 +407,10 @@ impl<P: OnWire> Red<P> {
         self.queue.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
@@ -417,6 +421,10 @@ impl<P: OnWire> Red<P> {
 
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
+    }
+
+    pub fn reserve(&mut self, packets: usize) {
+        self.queue.reserve(packets);
     }
 
     pub fn vars(&self) -> &RedVars {
@@ -575,5 +583,49 @@ mod tests {
             action(&c, &mut v, c.qth_min - 1, &mut draw),
             Action::DontMark
         );
+    }
+
+    /// Adaptive RED (every 500 ms): above the target range max_P grows by min(1%,
+    /// max_P / 4) while at most 50%; below it shrinks to 9/10 while at least 1%; the
+    /// divisor of the draw follows (DIV_ROUND_CLOSEST).
+    #[test]
+    fn adaptive_red_moves_max_p_toward_the_target() {
+        let mut p = params(400_000, 30_000, 90_000);
+        p.adaptive = true;
+        p.probability = 0.02;
+        let c = p.consts(100, 10_000_000).unwrap();
+        let mut q: Red<crate::packet::PacketRef> = Red::new(&p, c, 0, Rng::new(1));
+        assert_eq!(q.next_timer_ns(), 500_000_000);
+        assert_eq!(RED_ONE_PERCENT, 42_949_673);
+        // Average above target_max (30000 + 3 x 12000 = 66000 B).
+        q.vars.idle_since_ns = None;
+        q.vars.qavg = 80_000 << q.consts.wlog;
+        let before = q.consts.max_p;
+        q.on_timer();
+        assert_eq!(q.consts.max_p, before + (before / 4).min(RED_ONE_PERCENT));
+        assert_eq!(
+            q.consts.max_p_delta,
+            (q.consts.max_p + 30_000) / 60_000,
+            "DIV_ROUND_CLOSEST(max_P, 60000)"
+        );
+        assert_eq!(q.next_timer_ns(), 1_000_000_000);
+        // Below target_min (30000 + 2 x 12000 = 54000 B).
+        q.vars.qavg = 40_000 << q.consts.wlog;
+        let before = q.consts.max_p;
+        q.on_timer();
+        assert_eq!(q.consts.max_p, before / 10 * 9);
+        // Not adaptive: no change.
+        let mut fixed: Red<crate::packet::PacketRef> =
+            Red::new(&params(400_000, 30_000, 90_000), c_of(), 0, Rng::new(1));
+        assert_eq!(fixed.next_timer_ns(), u64::MAX);
+        let before = fixed.consts.max_p;
+        fixed.on_timer();
+        assert_eq!(fixed.consts.max_p, before);
+    }
+
+    fn c_of() -> RedConsts {
+        params(400_000, 30_000, 90_000)
+            .consts(100, 10_000_000)
+            .unwrap()
     }
 }
