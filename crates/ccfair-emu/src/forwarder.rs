@@ -133,12 +133,8 @@ impl OnWire for Pkt {
         self.bytes
     }
 
-    fn ecn(&self) -> Ecn {
-        self.ecn
-    }
-
-    fn write_ecn(&mut self, ecn: Ecn) {
-        self.ecn = ecn;
+    fn mark_ce(&mut self) {
+        self.ecn = Ecn::Ce;
     }
 }
 
@@ -620,14 +616,14 @@ impl Forwarder {
     fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
         if self.channels[ch].has_qdisc() {
             let key = flow_key(pkt.flow as usize, pkt.ack);
-            let service = self.channels[ch].qdisc_offer(t, t, pkt, key);
+            let service = self.channels[ch].qdisc_offer(t, t, pkt, key, pkt.ecn);
             self.after_qdisc(ch, service);
             return;
         }
         let outcome = self.channels[ch].enqueue(t, pkt);
         if self.trace.is_some() {
             let event = match outcome {
-                Enqueued::Accepted(_) => TraceEvent::Enqueue,
+                Enqueued::Accepted(_) | Enqueued::Qdisc(_) => TraceEvent::Enqueue,
                 Enqueued::BufferFull(_) => TraceEvent::DropQueue,
                 Enqueued::LostOnWire(_) => TraceEvent::DropWire,
             };
@@ -645,6 +641,7 @@ impl Forwarder {
                 self.drop_pkt(p);
             }
             Enqueued::BufferFull(p) => self.drop_pkt(p),
+            Enqueued::Qdisc(_) => unreachable!("offered to the queue discipline above"),
         }
     }
 

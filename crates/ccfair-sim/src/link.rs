@@ -29,7 +29,7 @@ use ccfair_cc::rng::Rng;
 pub use serve::Service;
 
 use crate::fifo::Fifo;
-use crate::packet::{Ecn, Packet, PacketRef};
+use crate::packet::{Packet, PacketRef};
 use crate::spec::Queue;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -60,27 +60,11 @@ pub trait OnWire: Copy {
     /// Bytes on the wire (IP packet size).
     fn wire_bytes(&self) -> u32;
 
-    /// The IP header's ECN field.
-    fn ecn(&self) -> Ecn;
-
-    /// Set CE on an ECN-capable packet, as a queue discipline marks instead of dropping:
-    /// Linux's `INET_ECN_set_ce` (include/net/inet_ecn.h). ECT(0) and ECT(1) become CE;
-    /// a packet already CE stays so and counts as marked; a Not-ECT packet is left alone
-    /// and `false` says so (the queue drops it instead).
+    /// A queue discipline marked the packet CE (`qdisc::Queued::set_ce`). The simulator's
+    /// references leave it to the engine, which marks the packet in its slab when the
+    /// discipline reports the mark; a packet that carries its own header copies it here.
     #[inline]
-    fn set_ce(&mut self) -> bool {
-        match self.ecn() {
-            Ecn::NotEct => false,
-            Ecn::Ce => true,
-            Ecn::Ect0 | Ecn::Ect1 => {
-                self.write_ecn(Ecn::Ce);
-                true
-            }
-        }
-    }
-
-    /// Replace the ECN field (`set_ce` is the only writer).
-    fn write_ecn(&mut self, ecn: Ecn);
+    fn mark_ce(&mut self) {}
 }
 
 impl OnWire for Packet {
@@ -88,26 +72,14 @@ impl OnWire for Packet {
         self.wire_bytes
     }
 
-    fn ecn(&self) -> Ecn {
-        self.ecn
-    }
-
-    fn write_ecn(&mut self, ecn: Ecn) {
-        self.ecn = ecn;
+    fn mark_ce(&mut self) {
+        self.ecn = crate::packet::Ecn::Ce;
     }
 }
 
 impl OnWire for PacketRef {
     fn wire_bytes(&self) -> u32 {
         self.wire_bytes
-    }
-
-    fn ecn(&self) -> Ecn {
-        self.ecn
-    }
-
-    fn write_ecn(&mut self, ecn: Ecn) {
-        self.ecn = ecn;
     }
 }
 
@@ -154,6 +126,9 @@ pub enum Enqueued<P = Packet> {
     BufferFull(P),
     /// Accepted and serialised, then lost on the wire (random loss).
     LostOnWire(P),
+    /// Not taken: the channel runs a queue discipline, which takes its packets through
+    /// `qdisc_offer` (tested where the netem queue is, so the drop-tail path pays nothing).
+    Qdisc(P),
 }
 
 /// One direction of a link.
@@ -317,7 +292,7 @@ impl<P: OnWire> Channel<P> {
     /// the question if its arrival was announced before `scheduled_ns` (the engine would
     /// have run that arrival first); what reaches it later has not.
     pub fn advance_for(&mut self, now: u64, scheduled_ns: u64) {
-        if self.serve.is_some() {
+        if self.queue.is_qdisc() {
             self.qdisc_view(now);
             return;
         }
@@ -393,22 +368,23 @@ impl<P: OnWire> Channel<P> {
     /// Packets in the buffer at the last `advance` (a queue discipline: when last served),
     /// counting the one in service.
     pub fn occupancy_pkts(&self) -> usize {
-        if let Some(s) = self.serve.as_deref() {
+        if let Some(s) = self.qdisc_state() {
             return Self::qdisc_occupancy(s).0;
         }
         self.backlog.len() - self.told_ahead.packets as usize
     }
 
     pub fn occupancy_bytes(&self) -> u64 {
-        if let Some(s) = self.serve.as_deref() {
+        if let Some(s) = self.qdisc_state() {
             return Self::qdisc_occupancy(s).1;
         }
         self.accepted_bytes - self.departed_bytes - self.told_ahead.bytes
     }
 
     /// Counters as of the last `advance` (a queue discipline: when last served).
+    #[inline]
     pub fn counters(&self) -> ChannelCounters {
-        if let Some(s) = self.serve.as_deref() {
+        if let Some(s) = self.qdisc_state() {
             return self.qdisc_counters(s);
         }
         let told = &self.told_ahead;
@@ -443,10 +419,9 @@ impl<P: OnWire> Channel<P> {
         let held = if self.queue == Queue::Droptail {
             self.backlog.len()
         } else {
-            debug_assert!(
-                self.queue == Queue::Netem,
-                "a queue discipline takes its packets through qdisc_offer"
-            );
+            if self.queue != Queue::Netem {
+                return Err(Enqueued::Qdisc(pkt));
+            }
             // netem_enqueue: random loss first, then the limit.
             if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
                 self.drops_random += 1;

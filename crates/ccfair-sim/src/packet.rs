@@ -214,11 +214,6 @@ impl Packet {
 /// size on the wire (all a channel needs to know) and where it is on its route (all the
 /// engine needs to know to pass it on, so that a packet crossing a switch is not read
 /// from its slot: at many flows that read missed the cache on most hops).
-///
-/// It also carries the IP header's ECN field: a queue discipline that marks a packet CE
-/// (`qdisc/`) marks the reference it holds, and the engine writes the mark into the packet
-/// where its end host reads it (`PacketSlab::get_marked`). 16 bytes, as 12 were with
-/// padding in the channels' rings (`(u64, PacketRef)`: 24 bytes either way).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRef {
     pub slot: u32,
@@ -227,8 +222,6 @@ pub struct PacketRef {
     /// `Simulation::routes`, which holds every flow's data path and ACK path), so the next
     /// channel is the next entry.
     pub hop: u32,
-    /// The IP header's ECN field as the packet now carries it (CE once a queue marked it).
-    pub ecn: Ecn,
 }
 
 /// Above this many slots (1 MiB of packets), the engine prefetches a packet's slot before
@@ -273,19 +266,7 @@ impl PacketSlab {
             slot,
             wire_bytes,
             hop,
-            ecn: pkt.ecn,
         }
-    }
-
-    /// The packet of `r` with the ECN field its reference carries: a queue that marked
-    /// the packet CE on its way marked the reference (`PacketRef::ecn`).
-    #[inline(always)]
-    pub fn get_marked(&mut self, r: PacketRef) -> &Packet {
-        let pkt = &mut self.slots[r.slot as usize].0;
-        if pkt.ecn != r.ecn {
-            pkt.ecn = r.ecn;
-        }
-        pkt
     }
 
     pub fn get(&self, r: PacketRef) -> &Packet {
@@ -418,21 +399,6 @@ mod tests {
         );
     }
 
-    /// A mark on the reference reaches the packet where its end host reads it.
-    #[test]
-    fn a_ce_mark_on_the_reference_reaches_the_packet() {
-        let mut slab = PacketSlab::default();
-        let mut p = pkt(5);
-        p.ecn = Ecn::Ect0;
-        let mut r = slab.insert(&p, 0);
-        assert_eq!(r.ecn, Ecn::Ect0);
-        assert_eq!(slab.get_marked(r).ecn, Ecn::Ect0);
-        r.ecn = Ecn::Ce;
-        assert_eq!(slab.get_marked(r).ecn, Ecn::Ce);
-        assert_eq!(slab.get(r).ecn, Ecn::Ce);
-        assert_eq!(std::mem::size_of::<PacketRef>(), 16);
-    }
-
     #[test]
     fn every_packet_is_one_cache_line_in_the_slab() {
         let mut slab = PacketSlab::default();
@@ -450,7 +416,6 @@ mod tests {
         let mut slab = PacketSlab::default();
         let a = slab.insert(&pkt(1), 0);
         let b = slab.insert(&pkt(2), 7);
-        assert_eq!(a.ecn, Ecn::NotEct);
         assert_eq!((a.slot, b.slot, a.wire_bytes, b.hop), (0, 1, 1500, 7));
         slab.get_mut(b).tsval = 3;
         assert_eq!(slab.remove(a).seq, 1);

@@ -555,6 +555,7 @@ pub fn link_summary_table(rows: &[LinkSummary]) -> Table {
 
 /// A link direction's sample at `t_ns` from its channel and its counters now and at the
 /// previous sample `dt_ns` earlier. Both backends sample their channels here.
+#[inline]
 pub fn link_sample<P: OnWire>(
     t_ns: u64,
     ch: usize,

@@ -12,7 +12,7 @@ use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::fifo::Fifo;
 use crate::host::{FlowHosts, Side};
 use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire, Service};
-use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
+use crate::packet::{Ecn, Kind, Packet, PacketRef, PacketSlab};
 use crate::qdisc::{DropCause, Fate};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::{Queue, RunSpec};
@@ -419,14 +419,7 @@ impl Simulation {
             let hand_on = next != ROUTE_END && next & ROUTE_FED != 0;
             let channel = &mut self.channels[ch as usize];
             let through = match (hand_on, channel.is_fed_ahead()) {
-                (false, false) => {
-                    if channel.has_qdisc() {
-                        // Served by its queue discipline (never fed ahead, nor feeding).
-                        self.offer_qdisc(ch, ahead.input_ns, r);
-                        return;
-                    }
-                    break channel.enqueue(ahead.input_ns, r);
-                }
+                (false, false) => break channel.enqueue(ahead.input_ns, r),
                 (false, true) => match channel.enqueue_ahead(now, ahead, r) {
                     Ok(a) => break Enqueued::Accepted(channel.into_pipe(a.input_ns, r)),
                     Err(refused) => break refused,
@@ -445,17 +438,13 @@ impl Simulation {
             }
         };
         if self.trace.is_some() {
-            let event = match outcome {
-                Enqueued::Accepted(_) => TraceEvent::Enqueue,
-                Enqueued::BufferFull(_) => TraceEvent::DropQueue,
-                Enqueued::LostOnWire(_) => TraceEvent::DropWire,
-            };
-            let pkt = *self.packets.get(r);
-            self.trace_row(ahead.input_ns, ch, r.hop, &pkt, event);
+            self.trace_offer(ahead.input_ns, ch, r, &outcome);
         }
         match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
+            // Served by its queue discipline (never fed ahead, nor feeding one).
+            Enqueued::Qdisc(r) => self.offer_qdisc(ch, ahead.input_ns, r),
             Enqueued::BufferFull(r) | Enqueued::LostOnWire(r) => {
                 let p = self.packets.remove(r);
                 if self.channels[ch as usize].is_fed_ahead() {
@@ -471,16 +460,31 @@ impl Simulation {
         }
     }
 
+    /// The trace row of a packet offered to channel `ch` at `t` (a queue discipline traces
+    /// its own decisions, `after_qdisc`). Out of the event loop: traces are rare.
+    #[inline(never)]
+    fn trace_offer(&mut self, t: u64, ch: u32, r: PacketRef, outcome: &Enqueued<PacketRef>) {
+        let event = match outcome {
+            Enqueued::Accepted(_) => TraceEvent::Enqueue,
+            Enqueued::BufferFull(_) => TraceEvent::DropQueue,
+            Enqueued::LostOnWire(_) => TraceEvent::DropWire,
+            Enqueued::Qdisc(_) => return,
+        };
+        let pkt = *self.packets.get(r);
+        self.trace_row(t, ch, r.hop, &pkt, event);
+    }
+
     /// Offer a packet reaching channel `ch` (with a queue discipline) at `t`.
     #[inline(never)]
     fn offer_qdisc(&mut self, ch: u32, t: u64, r: PacketRef) {
         let key = self.route_keys[r.hop as usize];
-        let service = self.channels[ch as usize].qdisc_offer(self.now, t, r, key);
+        let ecn = self.packets.get(r).ecn;
+        let service = self.channels[ch as usize].qdisc_offer(self.now, t, r, key, ecn);
         self.after_qdisc(ch, service);
     }
 
-    /// Schedule what channel `ch`'s queue discipline asks for, and free the packets it
-    /// dropped (tracing what it did with the traced flows' packets).
+    /// Schedule what channel `ch`'s queue discipline asks for, free the packets it dropped
+    /// and mark CE those it marked (tracing what it did with the traced flows' packets).
     #[inline(never)]
     fn after_qdisc(&mut self, ch: u32, service: Service) {
         if let Some(t) = service.arrival {
@@ -501,9 +505,14 @@ impl Simulation {
                 let pkt = *self.packets.get(r);
                 self.trace_row(t, ch, r.hop, &pkt, event);
             }
-            if let Fate::Dropped(_) = fate {
-                let p = self.packets.remove(r);
-                self.count_drop(&p);
+            match fate {
+                Fate::Dropped(_) => {
+                    let p = self.packets.remove(r);
+                    self.count_drop(&p);
+                }
+                // The mark reaches the packet where its end host will read it.
+                Fate::Marked(_) => self.packets.get_mut(r).ecn = Ecn::Ce,
+                Fate::Enqueued => {}
             }
         }
     }
@@ -567,9 +576,8 @@ impl Simulation {
             self.forward(self.now, next);
             return;
         }
-        // At its end host: the host reads it in its slot (with a queue's CE mark), which
-        // is then free again.
-        let pkt = self.packets.get_marked(r);
+        // At its end host: the host reads it in its slot, which is then free again.
+        let pkt = self.packets.get(r);
         let f = pkt.flow;
         let side = if pkt.kind.is_forward() {
             Side::Receiver

@@ -25,6 +25,7 @@
 use std::collections::VecDeque;
 
 use super::{Channel, ChannelCounters, OnWire};
+use crate::packet::Ecn;
 use crate::qdisc::{Fate, Qdisc, QdiscConfig, Queued, Sink};
 use crate::sojourn::SojournHistogram;
 
@@ -34,6 +35,7 @@ struct Inbound<P> {
     t_ns: u64,
     pkt: P,
     key: u32,
+    ecn: Ecn,
 }
 
 /// What the engine must schedule after a call: the arrival of the first packet put into
@@ -144,9 +146,19 @@ impl<P: OnWire> Channel<P> {
         self.queue.is_qdisc()
     }
 
+    /// The queue discipline's state, if the channel runs one.
+    #[inline]
+    pub(super) fn qdisc_state(&self) -> Option<&Serve<P>> {
+        if self.queue.is_qdisc() {
+            self.serve.as_deref()
+        } else {
+            None
+        }
+    }
+
     /// Offer a packet that reaches the channel at `t_ns` (`now_ns` or later), of the flow
-    /// and direction `key`, at the engine's time `now_ns`.
-    pub fn qdisc_offer(&mut self, now_ns: u64, t_ns: u64, pkt: P, key: u32) -> Service {
+    /// and direction `key`, with the ECN field `ecn`, at the engine's time `now_ns`.
+    pub fn qdisc_offer(&mut self, now_ns: u64, t_ns: u64, pkt: P, key: u32, ecn: Ecn) -> Service {
         let mut s = self
             .serve
             .take()
@@ -154,10 +166,16 @@ impl<P: OnWire> Channel<P> {
         if t_ns > now_ns {
             // After the others offered for the same time (a host's packets in order).
             let at = s.inbox.partition_point(|i| i.t_ns <= t_ns);
-            s.inbox.insert(at, Inbound { t_ns, pkt, key });
+            let inbound = Inbound {
+                t_ns,
+                pkt,
+                key,
+                ecn,
+            };
+            s.inbox.insert(at, inbound);
         } else {
             self.serve_until(&mut s, now_ns);
-            self.arrive(&mut s, now_ns, pkt, key);
+            self.arrive(&mut s, now_ns, pkt, key, ecn);
         }
         let service = Self::report(&mut s);
         self.serve = Some(s);
@@ -218,28 +236,26 @@ impl<P: OnWire> Channel<P> {
                 s.qdisc.on_timer();
             } else {
                 let i = s.inbox.pop_front().expect("an inbound packet");
-                self.arrive(s, i.t_ns, i.pkt, i.key);
+                self.arrive(s, i.t_ns, i.pkt, i.key, i.ecn);
             }
         }
         s.served_to = s.served_to.max(now_ns);
     }
 
     /// A packet reaches the channel at `t_ns`.
-    fn arrive(&mut self, s: &mut Serve<P>, t_ns: u64, pkt: P, key: u32) {
+    fn arrive(&mut self, s: &mut Serve<P>, t_ns: u64, pkt: P, key: u32, ecn: Ecn) {
         s.totals.arrivals += 1;
+        let item = Queued {
+            pkt,
+            enqueue_ns: t_ns,
+            ecn,
+        };
         if !s.busy && s.qdisc.is_empty() && s.qdisc.can_bypass() {
             s.sink.enqueued(t_ns, pkt);
-            self.transmit(
-                s,
-                t_ns,
-                Queued {
-                    pkt,
-                    enqueue_ns: t_ns,
-                },
-            );
+            self.transmit(s, t_ns, item);
             return;
         }
-        s.qdisc.enqueue(t_ns, pkt, key, &mut s.sink);
+        s.qdisc.enqueue(item, key, &mut s.sink);
         if !s.busy {
             self.dequeue(s, t_ns);
         }
@@ -451,7 +467,7 @@ mod tests {
 
         fn offer(&mut self, now: u64, t: u64, p: Packet) {
             self.run_until(now);
-            let s = self.ch.qdisc_offer(now, t, p, 0);
+            let s = self.ch.qdisc_offer(now, t, p, 0, p.ecn);
             self.absorb(s);
         }
     }

@@ -181,7 +181,7 @@ pub fn dequeue<P: OnWire, Q: CodelQueue<P>>(
                     vars.count = vars.count.wrapping_add(1);
                     newton_step(vars);
                     let head = item.as_mut().expect("a packet while dropping");
-                    if c.ecn && head.pkt.set_ce() {
+                    if c.ecn && head.set_ce() {
                         sink.mark(now_ns, head.pkt, MarkCause::Aqm);
                         vars.drop_next = control_law(vars.drop_next, c.interval, vars.rec_inv_sqrt);
                         break 'end;
@@ -198,7 +198,7 @@ pub fn dequeue<P: OnWire, Q: CodelQueue<P>>(
             }
         } else if drop {
             let head = item.as_mut().expect("a packet to drop");
-            if c.ecn && head.pkt.set_ce() {
+            if c.ecn && head.set_ce() {
                 sink.mark(now_ns, head.pkt, MarkCause::Aqm);
             } else {
                 sink.drop(now_ns, head.pkt, DropCause::Aqm);
@@ -227,7 +227,7 @@ pub fn dequeue<P: OnWire, Q: CodelQueue<P>>(
         }
     }
     if let Some(head) = item.as_mut() {
-        if after(vars.ldelay, c.ce_threshold) && head.pkt.set_ce() {
+        if after(vars.ldelay, c.ce_threshold) && head.set_ce() {
             sink.mark(now_ns, head.pkt, MarkCause::CeThreshold);
         }
     }
@@ -276,15 +276,12 @@ impl<P: OnWire> Codel<P> {
 
     /// `codel_qdisc_enqueue`: below the limit the packet is queued with its time, else
     /// dropped (`drop_overlimit`).
-    pub fn enqueue(&mut self, now_ns: u64, pkt: P, sink: &mut Sink<P>) {
+    pub fn enqueue(&mut self, item: Queued<P>, sink: &mut Sink<P>) {
         if self.queue.len() < self.limit as usize {
-            self.queue.push(Queued {
-                pkt,
-                enqueue_ns: now_ns,
-            });
-            sink.enqueued(now_ns, pkt);
+            self.queue.push(item);
+            sink.enqueued(item.enqueue_ns, item.pkt);
         } else {
-            sink.drop(now_ns, pkt, DropCause::Overlimit);
+            sink.drop(item.enqueue_ns, item.pkt, DropCause::Overlimit);
         }
     }
 
@@ -333,6 +330,14 @@ impl<P: OnWire> Codel<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(t: u64, p: Packet) -> Queued<Packet> {
+        Queued {
+            pkt: p,
+            enqueue_ns: t,
+            ecn: p.ecn,
+        }
+    }
     use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK};
     use crate::qdisc::{DropCause, Fate};
 
@@ -424,7 +429,7 @@ mod tests {
         let mut t_out = 0u64;
         while t_out < 20_000_000_000 {
             while t_in <= t_out {
-                q.enqueue(t_in, pkt(1500, Ecn::NotEct), &mut sink);
+                q.enqueue(at(t_in, pkt(1500, Ecn::NotEct)), &mut sink);
                 t_in += service_ns / 2;
             }
             let got = q.dequeue(t_out, &mut sink);
@@ -471,7 +476,7 @@ mod tests {
         // Overload for 3 s: CoDel drops a few hundred times.
         while t < 3_000_000_000 {
             while t_in <= t {
-                q.enqueue(t_in, pkt(1500, Ecn::NotEct), &mut sink);
+                q.enqueue(at(t_in, pkt(1500, Ecn::NotEct)), &mut sink);
                 t_in += service_ns / 2;
             }
             q.dequeue(t, &mut sink);
@@ -492,7 +497,7 @@ mod tests {
         t = restart;
         while !q.vars().dropping {
             while t_in <= t {
-                q.enqueue(t_in, pkt(1500, Ecn::NotEct), &mut sink);
+                q.enqueue(at(t_in, pkt(1500, Ecn::NotEct)), &mut sink);
                 t_in += service_ns / 2;
             }
             q.dequeue(t, &mut sink);
@@ -523,7 +528,7 @@ mod tests {
                 } else {
                     Ecn::NotEct
                 };
-                q.enqueue(t_in, pkt(1500, ecn), &mut sink);
+                q.enqueue(at(t_in, pkt(1500, ecn)), &mut sink);
                 t_in += service_ns / 2;
                 n += 1;
             }
@@ -565,7 +570,7 @@ mod tests {
         let mut sink = Sink::default();
         for (k, wait_us) in [1000u64, 2100, 1900, 4000].iter().enumerate() {
             let t0 = k as u64 * 10_000_000;
-            q.enqueue(t0, pkt(1500, Ecn::Ect1), &mut sink);
+            q.enqueue(at(t0, pkt(1500, Ecn::Ect1)), &mut sink);
             let item = q.dequeue(t0 + wait_us * 1_000, &mut sink).unwrap();
             let expect = if *wait_us > 2000 { Ecn::Ce } else { Ecn::Ect1 };
             assert_eq!(item.pkt.ecn, expect, "waited {wait_us} us");

@@ -132,17 +132,12 @@ impl<P: OnWire> FqCodel<P> {
     }
 
     /// `fq_codel_enqueue`.
-    pub fn enqueue(&mut self, now_ns: u64, pkt: P, key: u32, sink: &mut Sink<P>) {
+    pub fn enqueue(&mut self, item: Queued<P>, key: u32, sink: &mut Sink<P>) {
         let idx = self.queue_of(key);
-        let len = pkt.wire_bytes();
-        self.push(
-            idx,
-            Queued {
-                pkt,
-                enqueue_ns: now_ns,
-            },
-        );
-        sink.enqueued(now_ns, pkt);
+        let len = item.pkt.wire_bytes();
+        let now_ns = item.enqueue_ns;
+        self.push(idx, item);
+        sink.enqueued(now_ns, item.pkt);
         self.backlogs[idx] += len;
         self.backlog += len as u64;
         let flow = &mut self.flows[idx];
@@ -360,6 +355,14 @@ impl<P: OnWire> CodelQueue<P> for FlowQueue<'_, P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(t: u64, p: Packet) -> Queued<Packet> {
+        Queued {
+            pkt: p,
+            enqueue_ns: t,
+            ecn: p.ecn,
+        }
+    }
     use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK};
     use crate::qdisc::Fate;
 
@@ -410,7 +413,7 @@ mod tests {
         let sizes = [1500u32, 500, 64];
         for (f, &size) in sizes.iter().enumerate() {
             for _ in 0..(2_000_000 / size) {
-                q.enqueue(0, pkt(f as u32, size), 2 * f as u32, &mut sink);
+                q.enqueue(at(0, pkt(f as u32, size)), 2 * f as u32, &mut sink);
             }
         }
         let mut bytes = [0u64; 3];
@@ -437,22 +440,22 @@ mod tests {
         let mut q = per_flow(10_000);
         let mut sink = Sink::default();
         for _ in 0..100 {
-            q.enqueue(0, pkt(0, 1500), 0, &mut sink);
-            q.enqueue(0, pkt(1, 1500), 2, &mut sink);
+            q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
+            q.enqueue(at(0, pkt(1, 1500)), 2, &mut sink);
         }
         // Both flows used their first quantum and sit in the old list.
         for _ in 0..10 {
             q.dequeue(0, &mut sink).unwrap();
         }
         assert_eq!(q.stats().new_flow_count, 2);
-        q.enqueue(0, pkt(2, 100), 4, &mut sink);
+        q.enqueue(at(0, pkt(2, 100)), 4, &mut sink);
         assert_eq!(q.stats().new_flow_count, 3);
         let next = q.dequeue(0, &mut sink).unwrap();
         assert_eq!(next.pkt.flow, 2, "the new flow's packet leaves first");
         // Emptied, it moves to the old flows (which are not empty) and is not new again
         // when its next packet comes while it is still listed.
         q.dequeue(0, &mut sink).unwrap();
-        q.enqueue(0, pkt(2, 100), 4, &mut sink);
+        q.enqueue(at(0, pkt(2, 100)), 4, &mut sink);
         assert_eq!(q.stats().new_flow_count, 3);
     }
 
@@ -464,16 +467,16 @@ mod tests {
         let mut q = per_flow(200);
         let mut sink = Sink::default();
         for _ in 0..40 {
-            q.enqueue(0, pkt(0, 1500), 0, &mut sink);
+            q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
         }
         for _ in 0..160 {
-            q.enqueue(0, pkt(1, 1500), 2, &mut sink);
+            q.enqueue(at(0, pkt(1, 1500)), 2, &mut sink);
         }
         assert_eq!(q.len(), 200);
         assert_eq!(sink.counts.drops_overlimit, 0);
         // One more packet (of the small flow): flow 1 holds 240 kB; half is 80 packets, so
         // the batch of 64 ends it.
-        q.enqueue(0, pkt(0, 1500), 0, &mut sink);
+        q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
         assert_eq!(sink.counts.drops_overlimit, 64);
         assert_eq!(q.len(), 201 - 64);
         let mut dropped_flows = Vec::new();
@@ -491,9 +494,9 @@ mod tests {
         };
         let mut q: FqCodel<Packet> = FqCodel::new(&p, 10, 0);
         for _ in 0..10 {
-            q.enqueue(0, pkt(0, 1500), 0, &mut sink);
+            q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
         }
-        q.enqueue(0, pkt(1, 1500), 2, &mut sink);
+        q.enqueue(at(0, pkt(1, 1500)), 2, &mut sink);
         // Flow 0: 15000 B, half is 7500 B: 5 packets.
         assert_eq!(q.len(), 11 - 5);
     }
@@ -510,11 +513,11 @@ mod tests {
         let mut q: FqCodel<Packet> = FqCodel::new(&p, 10_240, 0);
         let mut sink = Sink::default();
         for _ in 0..10 {
-            q.enqueue(0, pkt(0, 1500), 0, &mut sink);
+            q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
         }
         assert_eq!(sink.counts.drops_overlimit, 0);
         assert_eq!(q.memory_usage(), 23_040);
-        q.enqueue(0, pkt(0, 1500), 0, &mut sink);
+        q.enqueue(at(0, pkt(0, 1500)), 0, &mut sink);
         assert_eq!(sink.counts.drops_overlimit, 6); // half of 16500 B: 6 packets
         assert_eq!(q.stats().drop_overmemory, 6);
         assert_eq!(q.memory_usage(), 5 * 2304);
@@ -557,9 +560,9 @@ mod tests {
         while t < 3_000_000_000 {
             while t_in <= t {
                 // Flow 0 sends at the full rate, flow 1 at a tenth of it.
-                q.enqueue(t_in, pkt(0, 1500), 0, &mut sink);
+                q.enqueue(at(t_in, pkt(0, 1500)), 0, &mut sink);
                 if (t_in / service_ns) % 10 == 0 {
-                    q.enqueue(t_in, pkt(1, 1500), 2, &mut sink);
+                    q.enqueue(at(t_in, pkt(1, 1500)), 2, &mut sink);
                 }
                 t_in += service_ns;
             }

@@ -28,14 +28,35 @@ use ccfair_cc::rng::Rng;
 
 use crate::fifo::Fifo;
 use crate::link::OnWire;
+use crate::packet::Ecn;
 
 pub use params::QdiscConfig;
 
-/// A packet held by a queue discipline, with the time it entered.
+/// A packet held by a queue discipline, with the time it entered and its ECN field.
 #[derive(Clone, Copy, Debug)]
 pub struct Queued<P> {
     pub pkt: P,
     pub enqueue_ns: u64,
+    pub ecn: Ecn,
+}
+
+impl<P: OnWire> Queued<P> {
+    /// Set CE if the packet is ECN-capable, as a queue discipline marks instead of
+    /// dropping: Linux's `INET_ECN_set_ce` (include/net/inet_ecn.h). ECT(0) and ECT(1)
+    /// become CE; a packet already CE stays so and counts as marked; a Not-ECT packet is
+    /// left alone and `false` says so (the discipline drops it instead).
+    #[inline]
+    pub fn set_ce(&mut self) -> bool {
+        match self.ecn {
+            Ecn::NotEct => false,
+            Ecn::Ce => true,
+            Ecn::Ect0 | Ecn::Ect1 => {
+                self.ecn = Ecn::Ce;
+                self.pkt.mark_ce();
+                true
+            }
+        }
+    }
 }
 
 /// Why a packet was dropped.
@@ -66,7 +87,7 @@ pub enum Fate {
     /// Entered the queue (reported only when traced).
     Enqueued,
     Dropped(DropCause),
-    /// Marked CE and kept (reported only when traced).
+    /// Marked CE and kept.
     Marked(MarkCause),
 }
 
@@ -81,7 +102,8 @@ pub struct FateCounts {
 }
 
 /// Where a queue discipline reports what it did: every drop (the engine must free the
-/// packet), and, when the channel is traced, every acceptance and mark; with counts.
+/// packet) and mark (the engine marks the packet), and, when the channel is traced, every
+/// acceptance; with counts.
 pub struct Sink<P> {
     events: Fifo<(u64, P, Fate)>,
     /// Report acceptances and marks too (a traced run).
@@ -114,9 +136,7 @@ impl<P: Copy> Sink<P> {
             MarkCause::Aqm => self.counts.marks_aqm += 1,
             MarkCause::CeThreshold => self.counts.marks_ce_threshold += 1,
         }
-        if self.traced {
-            self.events.push_back((t_ns, pkt, Fate::Marked(cause)));
-        }
+        self.events.push_back((t_ns, pkt, Fate::Marked(cause)));
     }
 
     pub fn enqueued(&mut self, t_ns: u64, pkt: P) {
@@ -180,15 +200,15 @@ impl<P: OnWire> Qdisc<P> {
         }
     }
 
-    /// Offer a packet arriving at `now_ns`; `key` identifies its flow and direction (fq_codel
-    /// hashes it). Drops and marks go to `sink`.
+    /// Offer a packet arriving at `item.enqueue_ns`; `key` identifies its flow and
+    /// direction (fq_codel hashes it). Drops and marks go to `sink`.
     #[inline]
-    pub fn enqueue(&mut self, now_ns: u64, pkt: P, key: u32, sink: &mut Sink<P>) {
+    pub fn enqueue(&mut self, item: Queued<P>, key: u32, sink: &mut Sink<P>) {
         match self {
-            Qdisc::Codel(q) => q.enqueue(now_ns, pkt, sink),
-            Qdisc::FqCodel(q) => q.enqueue(now_ns, pkt, key, sink),
-            Qdisc::Pie(q) => q.enqueue(now_ns, pkt, sink),
-            Qdisc::Red(q) => q.enqueue(now_ns, pkt, sink),
+            Qdisc::Codel(q) => q.enqueue(item, sink),
+            Qdisc::FqCodel(q) => q.enqueue(item, key, sink),
+            Qdisc::Pie(q) => q.enqueue(item, sink),
+            Qdisc::Red(q) => q.enqueue(item, sink),
         }
     }
 

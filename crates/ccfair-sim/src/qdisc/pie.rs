@@ -297,7 +297,8 @@ impl<P: OnWire> Pie<P> {
 
     /// `pie_qdisc_enqueue`: over the limit a drop; else an early drop, or a mark instead
     /// for an ECN-capable packet while the probability is at most 10%.
-    pub fn enqueue(&mut self, now_ns: u64, mut pkt: P, sink: &mut Sink<P>) {
+    pub fn enqueue(&mut self, mut item: Queued<P>, sink: &mut Sink<P>) {
+        let now_ns = item.enqueue_ns;
         let cause = if self.queue.len() >= self.limit as usize {
             DropCause::Overlimit
         } else {
@@ -306,29 +307,26 @@ impl<P: OnWire> Pie<P> {
                 &self.consts,
                 &mut self.vars,
                 self.queue.bytes(),
-                pkt.wire_bytes(),
+                item.pkt.wire_bytes(),
                 || rng.next_u64(),
             );
             let enqueue = if !early {
                 true
-            } else if self.consts.ecn && self.vars.prob <= MAX_PROB / 10 && pkt.set_ce() {
-                sink.mark(now_ns, pkt, MarkCause::Aqm);
+            } else if self.consts.ecn && self.vars.prob <= MAX_PROB / 10 && item.set_ce() {
+                sink.mark(now_ns, item.pkt, MarkCause::Aqm);
                 true
             } else {
                 false
             };
             if enqueue {
-                self.queue.push(Queued {
-                    pkt,
-                    enqueue_ns: now_ns,
-                });
-                sink.enqueued(now_ns, pkt);
+                self.queue.push(item);
+                sink.enqueued(now_ns, item.pkt);
                 return;
             }
             DropCause::Aqm
         };
         self.vars.accu_prob = 0;
-        sink.drop(now_ns, pkt, cause);
+        sink.drop(now_ns, item.pkt, cause);
     }
 
     /// `pie_qdisc_dequeue`.

@@ -332,7 +332,8 @@ impl<P: OnWire> Red<P> {
     }
 
     /// `red_enqueue`.
-    pub fn enqueue(&mut self, now_ns: u64, mut pkt: P, sink: &mut Sink<P>) {
+    pub fn enqueue(&mut self, mut item: Queued<P>, sink: &mut Sink<P>) {
+        let now_ns = item.enqueue_ns;
         let c = &self.consts;
         self.vars.qavg = calc_qavg(c, &self.vars, self.queue.bytes(), now_ns);
         self.vars.idle_since_ns = None;
@@ -342,29 +343,26 @@ impl<P: OnWire> Red<P> {
         match action(c, &mut self.vars, qavg, &mut draw) {
             Action::DontMark => {}
             Action::ProbMark => {
-                if !self.ecn || !pkt.set_ce() {
-                    sink.drop(now_ns, pkt, DropCause::Aqm);
+                if !self.ecn || !item.set_ce() {
+                    sink.drop(now_ns, item.pkt, DropCause::Aqm);
                     return;
                 }
-                sink.mark(now_ns, pkt, MarkCause::Aqm);
+                sink.mark(now_ns, item.pkt, MarkCause::Aqm);
             }
             Action::HardMark => {
-                if self.harddrop || !self.ecn || !pkt.set_ce() {
-                    sink.drop(now_ns, pkt, DropCause::Aqm);
+                if self.harddrop || !self.ecn || !item.set_ce() {
+                    sink.drop(now_ns, item.pkt, DropCause::Aqm);
                     return;
                 }
-                sink.mark(now_ns, pkt, MarkCause::Aqm);
+                sink.mark(now_ns, item.pkt, MarkCause::Aqm);
             }
         }
         // The bfifo child (bfifo_enqueue): within the byte limit, or a drop (`pdrop`).
-        if self.queue.bytes() + pkt.wire_bytes() as u64 <= c.limit_bytes as u64 {
-            self.queue.push(Queued {
-                pkt,
-                enqueue_ns: now_ns,
-            });
-            sink.enqueued(now_ns, pkt);
+        if self.queue.bytes() + item.pkt.wire_bytes() as u64 <= c.limit_bytes as u64 {
+            self.queue.push(item);
+            sink.enqueued(now_ns, item.pkt);
         } else {
-            sink.drop(now_ns, pkt, DropCause::Overlimit);
+            sink.drop(now_ns, item.pkt, DropCause::Overlimit);
         }
     }
 
