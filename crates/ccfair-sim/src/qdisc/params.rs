@@ -319,6 +319,37 @@ pub fn normalize(queue: Queue, table: &Value) -> Result<Value, ParamError> {
     Ok(QdiscConfig::parse(queue, table)?.map_or(Value::Null, |c| c.to_table()))
 }
 
+/// `normalize` for a queue named as a spec names it (`"fq_codel"`); an unknown name is an
+/// error on the empty key, listing the queues there are.
+pub fn normalize_named(queue: &str, table: &Value) -> Result<Value, ParamError> {
+    let queue: Queue = serde_json::from_value(Value::String(queue.to_string())).map_err(|_| {
+        ParamError::new(
+            "",
+            format!("{queue:?} is not a queue; queues: droptail, netem, codel, fq_codel, pie, red"),
+        )
+    })?;
+    normalize(queue, table)
+}
+
+/// Every queue discipline's parameters with their kinds, units, docs and defaults, as JSON:
+/// `{"codel": {"params": [{name, kind, unit, doc}], "defaults": {...}}, ...}` (for
+/// `ccfair` to list and document them).
+pub fn metadata_json() -> String {
+    fn entry<P: ParamTable + Default + Serialize>() -> Value {
+        serde_json::json!({
+            "params": P::params(),
+            "defaults": serde_json::to_value(P::default()).expect("parameters serialise"),
+        })
+    }
+    serde_json::json!({
+        "codel": entry::<CodelParams>(),
+        "fq_codel": entry::<FqCodelParams>(),
+        "pie": entry::<PieParams>(),
+        "red": entry::<RedParams>(),
+    })
+    .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
