@@ -983,3 +983,139 @@ fn unwrap(last: u64, low: u32) -> u64 {
     let delta = low.wrapping_sub(last as u32) as i32 as i64;
     (last as i64 + delta).max(0) as u64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-node spec whose link a->b runs CoDel with ECN at 12 Mbit/s (1 ms per packet).
+    fn codel_spec() -> ccfair_sim::spec::RunSpec {
+        let json = serde_json::json!({
+            "duration_ns": 10_000_000_000u64, "seed": 3, "sample_interval_ns": 10_000_000,
+            "measure_start_ns": 0, "measure_end_ns": 10_000_000_000u64,
+            "nodes": ["a", "b"],
+            "links": [{"name": "l", "a": 0, "b": 1, "rate_bps": 12_000_000, "delay_ns": 1_000_000,
+                       "buffer_pkts": 10_000, "queue": "codel", "qdisc": {"ecn": true}}],
+            "flows": [{"name": "f", "src": 0, "dst": 1, "path": [0], "ack_path": [1],
+                       "cca": "cubic", "start_ns": 0}],
+        });
+        ccfair_sim::parse_spec(&json.to_string()).unwrap()
+    }
+
+    fn pkt(slot: u32, ecn: Ecn) -> Pkt {
+        Pkt {
+            slot,
+            flow: 0,
+            hop: 0,
+            ack: false,
+            payload: true,
+            syn: false,
+            seq_mark: 0,
+            kind: "data",
+            seq_bytes: 0,
+            window_bytes: 0,
+            bytes: 1500,
+            ecn,
+        }
+    }
+
+    /// The forwarder's packets through the simulator's CoDel, as `offer` and `run_due`
+    /// drive it: under a standing overload the ECN-capable ones leave marked CE (the mark
+    /// the forwarder writes into the IP header as the packet leaves the last link) and the
+    /// Not-ECT ones are dropped; nothing else is lost.
+    #[test]
+    fn codel_marks_the_forwarders_packets() {
+        let spec = codel_spec();
+        let mut channels: Vec<Channel<Pkt>> = build_channels_at(&spec, 5_000_000_000);
+        let ch = &mut channels[0];
+        assert!(ch.has_qdisc());
+        let t0 = 5_000_000_000u64;
+        let mut wakes: Vec<u64> = Vec::new();
+        let mut next_arrival: Option<u64> = None;
+        let (mut delivered, mut dropped) = (Vec::new(), Vec::new());
+        let absorb = |ch: &mut Channel<Pkt>,
+                          s: Service,
+                          wakes: &mut Vec<u64>,
+                          next: &mut Option<u64>,
+                          dropped: &mut Vec<Pkt>| {
+            if let Some(t) = s.arrival {
+                *next = Some(t);
+            }
+            wakes.extend(s.wake);
+            while let Some((_, p, fate)) = ch.qdisc_take() {
+                if let Fate::Dropped(_) = fate {
+                    dropped.push(p);
+                }
+            }
+        };
+        let run_until = |ch: &mut Channel<Pkt>,
+                             t: u64,
+                             wakes: &mut Vec<u64>,
+                             next: &mut Option<u64>,
+                             delivered: &mut Vec<Pkt>,
+                             dropped: &mut Vec<Pkt>| loop {
+            let w = wakes.iter().copied().filter(|&w| w <= t).min();
+            let a = next.filter(|&a| a <= t);
+            match (w, a) {
+                (Some(w), a) if a.is_none_or(|a| w <= a) => {
+                    wakes.retain(|&x| x != w);
+                    let s = ch.qdisc_serve(w);
+                    absorb(ch, s, wakes, next, dropped);
+                }
+                (_, Some(_)) => {
+                    let (p, n) = ch.arrival();
+                    delivered.push(p);
+                    *next = n;
+                }
+                _ => break,
+            }
+        };
+        // 1.5 packets per ms for 3 s, ECT(0) and Not-ECT alternately.
+        for k in 0..4500u32 {
+            let t = t0 + k as u64 * 666_667;
+            run_until(
+                ch,
+                t,
+                &mut wakes,
+                &mut next_arrival,
+                &mut delivered,
+                &mut dropped,
+            );
+            let ecn = if k % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+            let p = pkt(k, ecn);
+            let s = ch.qdisc_offer(t, t, p, flow_key(0, false), p.ecn);
+            absorb(ch, s, &mut wakes, &mut next_arrival, &mut dropped);
+        }
+        run_until(
+            ch,
+            u64::MAX / 2,
+            &mut wakes,
+            &mut next_arrival,
+            &mut delivered,
+            &mut dropped,
+        );
+        let marked = delivered.iter().filter(|p| p.ecn == Ecn::Ce).count();
+        assert!(marked > 10, "{marked} marked");
+        assert!(delivered
+            .iter()
+            .all(|p| p.ecn != Ecn::Ce || p.slot % 2 == 0));
+        assert!(!dropped.is_empty() && dropped.iter().all(|p| p.ecn == Ecn::NotEct));
+        assert_eq!(delivered.len() + dropped.len(), 4500);
+        // What the forwarder does with a marked packet's bytes at the last link.
+        let mut bytes = vec![0u8; 40];
+        bytes[0] = 0x45;
+        bytes[1] = 0x02;
+        bytes[2..4].copy_from_slice(&40u16.to_be_bytes());
+        bytes[8] = 64;
+        bytes[9] = ipv4::PROTO_TCP;
+        let c = ipv4::header_checksum(&bytes[..20]);
+        bytes[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(ipv4::set_ce(&mut bytes));
+        let h = ipv4::parse(&bytes).unwrap();
+        assert_eq!(h.ecn, Ecn::Ce);
+        assert_eq!(
+            u16::from_be_bytes([bytes[10], bytes[11]]),
+            ipv4::header_checksum(&bytes[..20])
+        );
+    }
+}
