@@ -18,9 +18,16 @@
 //! turnaround): the channel says when (`Service::wake`). The timers of PIE and adaptive RED
 //! need no event: their effect is computed when the channel next serves, in order.
 //!
+//! A question (a sample, the measurement window's counters) does not serve the channel: it
+//! reads the state as of its time (`qdisc_view`), so how often a run is sampled changes no
+//! result.
+//!
 //! What the discipline drops or marks is reported through its sink (`qdisc::Sink`) for the
-//! engine to take (`Channel::qdisc_take`). A packet lost on the wire at random (the link's
-//! loss probability) is lost after its serialisation, as on a drop-tail channel.
+//! engine to take (`Channel::qdisc_take`): it frees a dropped packet, and writes CE into a
+//! marked one (the simulator's channels carry references without the ECN field; the
+//! kernel backend's packets carry it, `OnWire::mark_ce`). A packet lost on the wire at
+//! random (the link's loss probability) is lost after its serialisation, as on a drop-tail
+//! channel.
 
 use std::collections::VecDeque;
 
