@@ -1034,10 +1034,10 @@ mod tests {
         let mut next_arrival: Option<u64> = None;
         let (mut delivered, mut dropped) = (Vec::new(), Vec::new());
         let absorb = |ch: &mut Channel<Pkt>,
-                          s: Service,
-                          wakes: &mut Vec<u64>,
-                          next: &mut Option<u64>,
-                          dropped: &mut Vec<Pkt>| {
+                      s: Service,
+                      wakes: &mut Vec<u64>,
+                      next: &mut Option<u64>,
+                      dropped: &mut Vec<Pkt>| {
             if let Some(t) = s.arrival {
                 *next = Some(t);
             }
@@ -1049,11 +1049,11 @@ mod tests {
             }
         };
         let run_until = |ch: &mut Channel<Pkt>,
-                             t: u64,
-                             wakes: &mut Vec<u64>,
-                             next: &mut Option<u64>,
-                             delivered: &mut Vec<Pkt>,
-                             dropped: &mut Vec<Pkt>| loop {
+                         t: u64,
+                         wakes: &mut Vec<u64>,
+                         next: &mut Option<u64>,
+                         delivered: &mut Vec<Pkt>,
+                         dropped: &mut Vec<Pkt>| loop {
             let w = wakes.iter().copied().filter(|&w| w <= t).min();
             let a = next.filter(|&a| a <= t);
             match (w, a) {

@@ -1191,6 +1191,7 @@ pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Ecn;
     use crate::spec::{FlowSpec, LinkSpec, TcpOptions};
 
     fn two_node_spec(rate_bps: u64, delay_ns: u64, duration_ns: u64) -> RunSpec {
@@ -1255,5 +1256,84 @@ mod tests {
             .run_bounded(100_000_000)
             .expect("finishes");
         assert!(r.stats.events > 0);
+    }
+
+    /// What the engine does with a queue discipline's reports: a packet it marks gets CE in
+    /// the packet slab (where its end host reads it), a packet it drops is freed and counted.
+    /// ECT(0) and Not-ECT packets overload a CoDel link with ECN on, driven as the event loop
+    /// drives it (the TCP ends are not involved: nothing in them sends ECT packets yet).
+    #[test]
+    fn a_queue_disciplines_marks_reach_the_packets() {
+        let mut spec = two_node_spec(12_000_000, 1_000_000, 10_000_000_000);
+        spec.links[0].queue = Queue::Codel;
+        spec.links[0].qdisc = serde_json::json!({"ecn": true});
+        spec.links[0].buffer_pkts = 10_000;
+        let mut sim = Simulation::new(spec).unwrap();
+        let template = Packet {
+            flow: 0,
+            kind: Kind::Data,
+            wire_bytes: 1500,
+            seq: 0,
+            payload_bytes: 1448,
+            tsval: 0,
+            tsecr: 0,
+            n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: crate::packet::TcpFlags::NONE,
+            window_bytes: 0,
+            sack: crate::packet::NO_SACK,
+        };
+        let first = sim.flows[0].route_start[0];
+        let mut delivered = Vec::new();
+        // Run the engine's channel events up to `t`, keeping what reaches the far end.
+        let run_until = |sim: &mut Simulation, t: u64, delivered: &mut Vec<PacketRef>| {
+            while let Some((at, ev)) = sim.queue.peek() {
+                if at > t {
+                    break;
+                }
+                sim.queue.pop();
+                sim.now = at;
+                match ev {
+                    Event::ChannelWake(ch) => {
+                        let s = sim.channels[ch as usize].qdisc_serve(at);
+                        sim.after_qdisc(ch, s);
+                    }
+                    Event::ChannelArrival(ch) => {
+                        let (r, next) = sim.channels[ch as usize].arrival();
+                        delivered.push(r);
+                        if let Some(n) = next {
+                            sim.queue.push(n, Event::ChannelArrival(ch));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        };
+        let n = 3000u64;
+        for k in 0..n {
+            let t = k * 666_667;
+            run_until(&mut sim, t, &mut delivered);
+            sim.now = t;
+            let pkt = Packet {
+                seq: k,
+                ecn: if k % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct },
+                ..template
+            };
+            let r = sim.packets.insert(&pkt, first);
+            sim.forward(t, r);
+        }
+        run_until(&mut sim, u64::MAX, &mut delivered);
+        let got: Vec<Packet> = delivered.iter().map(|&r| *sim.packets.get(r)).collect();
+        let marked = got.iter().filter(|p| p.ecn == Ecn::Ce).count() as u64;
+        assert!(marked > 10, "{marked} marked");
+        assert!(got.iter().all(|p| p.ecn != Ecn::Ce || p.seq % 2 == 0));
+        // Only Not-ECT packets were dropped, each freed and counted.
+        let dropped = sim.flows[0].data_dropped;
+        assert!(dropped > 0);
+        assert_eq!(got.len() as u64 + dropped, n);
+        assert_eq!(sim.packets.len(), got.len());
+        sim.channels[0].advance(u64::MAX);
+        let c = sim.channels[0].counters();
+        assert_eq!((c.marks_aqm, c.drops_aqm), (marked, dropped));
     }
 }
