@@ -492,7 +492,12 @@ fn veth_report(cfg: &EmuConfig, s_out: &[SenderOut], r_out: &[ReceiverOut]) -> F
         })
         .collect();
     let zeros = vec![ChannelCounters::default(); 2 * spec.links.len()];
-    let rows = record::link_summaries(spec, &zeros, &zeros, &LinkSamples::default());
+    let unknown = record::LinkExtras {
+        sojourn_ms: [f64::NAN; 3],
+        fq_shared_flows: f64::NAN,
+    };
+    let extras = vec![unknown; 2 * spec.links.len()];
+    let rows = record::link_summaries(spec, &zeros, &zeros, &LinkSamples::default(), &extras);
     ForwarderReport {
         links: LinkSamples::default().into_table(),
         trace: None,

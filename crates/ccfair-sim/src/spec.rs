@@ -52,15 +52,23 @@ pub struct LinkSpec {
     /// Bernoulli loss probability of the b->a channel.
     #[serde(default)]
     pub loss_ba: f64,
-    /// What the buffer counts (`netem.rs`): `droptail` (default: queued packets and the one
-    /// in service) or `netem` (also the packets in the delay line, as netem's `limit`).
+    /// The queue (`netem.rs`, `qdisc/`): `droptail` (default: a FIFO whose buffer counts the
+    /// queued packets and the one in service), `netem` (the buffer also counts the packets
+    /// in the delay line, as netem's `limit`), or a queue discipline as Linux's: `codel`,
+    /// `fq_codel`, `pie`, `red` (the buffer is its packet limit, the packet being
+    /// serialised not counted, as Linux's `qdisc_qlen`).
     #[serde(default, skip_serializing_if = "Queue::is_droptail")]
     pub queue: Queue,
+    /// The queue discipline's parameters (`qdisc::params`): a table of the options of the
+    /// discipline `queue` names, those left out at Linux's defaults; absent (null) for
+    /// drop-tail and netem, which take none.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub qdisc: Value,
 }
 
-/// What a channel's buffer counts (`LinkSpec::queue`).
+/// What a channel's queue is (`LinkSpec::queue`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Queue {
     /// A drop-tail FIFO in front of the serialiser (a `pfifo`, or a device's `txqueuelen`):
     /// at most `buffer_pkts` packets queued or in service.
@@ -69,11 +77,73 @@ pub enum Queue {
     /// netem holding both the delay and the queue: its `limit` counts every packet it
     /// holds, queued, in service or in the delay line (net/sched/sch_netem.c).
     Netem,
+    /// CoDel (net/sched/sch_codel.c).
+    Codel,
+    /// fq_codel (net/sched/sch_fq_codel.c).
+    FqCodel,
+    /// PIE (net/sched/sch_pie.c).
+    Pie,
+    /// RED (net/sched/sch_red.c).
+    Red,
 }
 
 impl Queue {
     pub fn is_droptail(&self) -> bool {
         *self == Queue::Droptail
+    }
+
+    /// A queue discipline that decides at its own time (`qdisc/`): the channel serves it
+    /// packet by packet (`link/serve.rs`) and is never fed ahead.
+    #[inline]
+    pub fn is_qdisc(self) -> bool {
+        !matches!(self, Queue::Droptail | Queue::Netem)
+    }
+
+    /// The name a spec uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Queue::Droptail => "droptail",
+            Queue::Netem => "netem",
+            Queue::Codel => "codel",
+            Queue::FqCodel => "fq_codel",
+            Queue::Pie => "pie",
+            Queue::Red => "red",
+        }
+    }
+}
+
+impl LinkSpec {
+    /// The most packets the link's buffer can hold (not counting the one in service): its
+    /// `buffer_pkts`, or for RED, whose limit is in bytes, that limit in the smallest
+    /// packets (bare ACKs). For the resource estimate.
+    pub fn held_pkts_bound(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::Red(p))) => {
+                let limit = p
+                    .limit_bytes
+                    .map_or(self.buffer_pkts as u64 * 1500, u64::from);
+                (self.buffer_pkts as u64).max(limit.div_ceil(ACK_BYTES as u64))
+            }
+            _ => self.buffer_pkts as u64,
+        }
+    }
+
+    /// Bytes a channel's queue discipline takes before any packet (fq_codel's flow table:
+    /// about 56 B per flow queue).
+    pub fn qdisc_table_bytes(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::FqCodel(p))) => p.flows as u64 * 56,
+            _ => 0,
+        }
+    }
+
+    /// The link's queue discipline with its parameters (`None` for drop-tail and netem).
+    pub fn qdisc_config(&self) -> Result<Option<crate::qdisc::QdiscConfig>, ParamError> {
+        let config = crate::qdisc::QdiscConfig::parse(self.queue, &self.qdisc)?;
+        if let Some(c) = &config {
+            c.check_link(self.buffer_pkts, self.rate_bps)?;
+        }
+        Ok(config)
     }
 }
 
@@ -510,6 +580,14 @@ impl RunSpec {
                 ));
             }
         }
+        l.qdisc_config().map_err(|e| {
+            let at = if e.key.is_empty() {
+                format!("links[{i}].qdisc")
+            } else {
+                format!("links[{i}].qdisc.{}", e.key)
+            };
+            SimError::spec(at, e.message)
+        })?;
         Ok(())
     }
 
