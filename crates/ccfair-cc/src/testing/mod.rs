@@ -78,6 +78,9 @@ pub struct Ack {
     /// Segments the sender's loss detection marks lost on this ACK (RACK's verdict);
     /// the ACK then enters Recovery, as `tcp_fastretrans_alert` does.
     pub lost: Vec<Range<u64>>,
+    /// The ACK carries ECE (an echo of a CE mark). It counts only when ECN was
+    /// negotiated (`tp.ecn_ok`), as `tcp_ecn_rcv_ecn_echo`.
+    pub ece: bool,
 }
 
 impl Ack {
@@ -98,6 +101,12 @@ impl Ack {
     /// Also mark `range` lost on this ACK (and so enter Recovery, if not in it).
     pub fn lose(mut self, range: Range<u64>) -> Self {
         self.lost.push(range);
+        self
+    }
+
+    /// Also echo a CE mark (ECE).
+    pub fn ece(mut self) -> Self {
+        self.ece = true;
         self
     }
 }
@@ -169,6 +178,8 @@ pub struct TestSender<C> {
     cwnd_usage_seq: u64,
     rate_delivered: u64,
     rate_interval_us: u64,
+    /// Window reductions that ECE started (`tcp_enter_cwr` from `tcp_try_to_open`).
+    pub ecn_reductions: u64,
 }
 
 impl TestSender<Box<dyn CongestionControl>> {
@@ -209,6 +220,7 @@ impl<C: CongestionControl> TestSender<C> {
             cwnd_usage_seq: 0,
             rate_delivered: 0,
             rate_interval_us: 0,
+            ecn_reductions: 0,
         };
         if !s.cc.has_cong_control() {
             s.set_pacing_rate();
@@ -466,18 +478,54 @@ impl<C: CongestionControl> TestSender<C> {
     /// `tcp_enter_recovery` (with `tcp_init_cwnd_reduction`): `ssthresh` saves what it
     /// needs, then `set_state(Recovery)`.
     pub fn enter_recovery(&mut self) {
+        self.enter_recovery_on(false);
+    }
+
+    /// `tcp_enter_recovery(sk, ece_ack)`: an ACK with ECE leaves no ssthresh to undo to.
+    pub(super) fn enter_recovery_on(&mut self, ece_ack: bool) {
         self.prior_ssthresh = 0;
         self.undo_marker = Some(self.tp.snd_una);
         if !self.tp.in_cwnd_reduction() {
-            self.prior_ssthresh = self.current_ssthresh();
-            self.high_seq = self.tp.snd_nxt;
-            self.tp.snd_cwnd_cnt = 0;
-            self.tp.prior_cwnd = self.tp.snd_cwnd;
-            self.prr_delivered = 0;
-            self.prr_out = 0;
-            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+            if !ece_ack {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
+            self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.tp.snd_nxt;
+        self.tp.snd_cwnd_cnt = 0;
+        self.tp.prior_cwnd = self.tp.snd_cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+    }
+
+    /// `tcp_enter_cwr`: the once-per-window reduction an ECE asks for (no undo), unless
+    /// one (CWR, Recovery or Loss) is under way.
+    pub fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if self.tp.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
+    }
+
+    /// The end of CWR as `tcp_fastretrans_alert` does it once something above `high_seq`
+    /// is ACKed: `tcp_end_cwnd_reduction` (cwnd = ssthresh and `CA_EVENT_COMPLETE_CWR`,
+    /// unless the module has `cong_control`), then `set_state(Open)`.
+    fn exit_cwr(&mut self) {
+        if !self.cc.has_cong_control() {
+            if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH {
+                self.tp.snd_cwnd = self.tp.snd_ssthresh;
+            }
+            self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+        }
+        self.set_ca_state(CaState::Open);
     }
 
     /// The end of Recovery as `tcp_fastretrans_alert` does it once `snd_una` passes
