@@ -172,6 +172,8 @@ impl Simulation {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
             let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
                 .map_err(|e| SimError::spec(format!("flows[{i}].cca"), e.to_string()))?;
+            // The receiver runs the flow's algorithm too: it matters when it needs ECN.
+            let needs_ecn = cc.needs_ecn();
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
                 receiver: Receiver::new(
@@ -183,6 +185,7 @@ impl Simulation {
                             + f.ack_path.iter().map(delay).sum::<u64>()
                     },
                     rmem[i],
+                    needs_ecn,
                 ),
                 route_start: [&f.path, &f.ack_path].map(|path| {
                     let start = routes.len() as u32;
