@@ -896,6 +896,10 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
+        ecn_negotiated: if f.sender.tp.ecn_ok { 1.0 } else { 0.0 },
+        ce_received_pkts: f.receiver.ce_received() as f64,
+        ece_received_pkts: s.ece_acks as f64,
+        ecn_reduction_count: s.ecn_reductions as f64,
     }
 }
 
