@@ -19,6 +19,7 @@ pub mod testing;
 pub mod bbr;
 pub mod copa;
 pub mod cubic;
+pub mod dctcp;
 pub mod reno;
 
 pub use registry::{

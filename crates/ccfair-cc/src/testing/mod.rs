@@ -180,6 +180,8 @@ pub struct TestSender<C> {
     rate_interval_us: u64,
     /// Window reductions that ECE started (`tcp_enter_cwr` from `tcp_try_to_open`).
     pub ecn_reductions: u64,
+    /// `TCP_ECN_QUEUE_CWR`: the next new segment carries CWR ([`TestSender::take_cwr`]).
+    ecn_queue_cwr: bool,
 }
 
 impl TestSender<Box<dyn CongestionControl>> {
@@ -221,6 +223,7 @@ impl<C: CongestionControl> TestSender<C> {
             rate_delivered: 0,
             rate_interval_us: 0,
             ecn_reductions: 0,
+            ecn_queue_cwr: false,
         };
         if !s.cc.has_cong_control() {
             s.set_pacing_rate();
@@ -392,6 +395,13 @@ impl<C: CongestionControl> TestSender<C> {
         first..self.tp.snd_nxt
     }
 
+    /// Whether the new segment about to go out carries CWR (`tcp_ecn_send`): once after
+    /// each window reduction with ECN on. The test's path calls it for the first segment
+    /// of what [`TestSender::send`] or [`TestSender::write_xmit`] returns.
+    pub fn take_cwr(&mut self) -> bool {
+        std::mem::take(&mut self.ecn_queue_cwr)
+    }
+
     /// Whether the pacer lets a packet leave now (`tp.wstamp_ns <= now` when paced).
     pub fn pacing_allows(&self) -> bool {
         !self.paced || self.tp.wstamp_ns <= self.tp.now_ns
@@ -502,6 +512,8 @@ impl<C: CongestionControl> TestSender<C> {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        // tcp_ecn_queue_cwr.
+        self.ecn_queue_cwr |= self.tp.ecn_ok;
     }
 
     /// `tcp_enter_cwr`: the once-per-window reduction an ECE asks for (no undo), unless
@@ -550,6 +562,8 @@ impl<C: CongestionControl> TestSender<C> {
             self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr.
+                self.ecn_queue_cwr = false;
             }
         }
         self.undo_marker = None;
@@ -578,6 +592,7 @@ impl<C: CongestionControl> TestSender<C> {
         self.tp.snd_cwnd_cnt = 0;
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.tp.snd_nxt;
+        self.ecn_queue_cwr |= self.tp.ecn_ok;
         self.retransmits += 1;
     }
 }
