@@ -406,6 +406,16 @@ impl<C: CongestionControl> TestSender<C> {
         }
     }
 
+    /// `tcp_rack_reo_timeout` when its losses start Recovery: `tcp_enter_recovery`, then
+    /// one PRR step as if a packet was delivered (`tcp_cwnd_reduction(sk, 1, 0, 0)`),
+    /// unless the module has `cong_control`.
+    pub fn enter_recovery_on_reo_timeout(&mut self) {
+        self.enter_recovery();
+        if !self.cc.has_cong_control() {
+            self.cwnd_reduction(1, 0, false);
+        }
+    }
+
     /// `tcp_cwnd_reduction` (PRR).
     fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, una_advanced: bool) {
         if newly_acked_sacked == 0 || self.tp.prior_cwnd == 0 {
