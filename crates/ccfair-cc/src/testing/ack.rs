@@ -463,7 +463,8 @@ impl<C: CongestionControl> TestSender<C> {
     /// One ACK whose rate sample the test wrote (`d.rs`): the socket's accounting of an
     /// ACK (`delivered`, `lost`, `delivered_mstamp`, `packets_out`, srtt and min RTT from
     /// `d.rtt_us`, the end of app-limited periods), `pkts_acked`, then `cong_control` or
-    /// `cong_avoid`, as [`TestSender::ack`] orders them (`in_ack_event` too, without ECE).
+    /// `cong_avoid`, as [`TestSender::ack`] orders them (`in_ack_event` too, with `d.ece`;
+    /// no state change: an ECE's CWR is [`TestSender::ack`]'s).
     /// The scoreboard is not used: tests at this level do not send segments.
     pub fn deliver(&mut self, d: Delivery) -> RateSample {
         self.cwnd_before_ack = self.tp.snd_cwnd;
@@ -486,7 +487,8 @@ impl<C: CongestionControl> TestSender<C> {
         if self.cc.has_pkts_acked() {
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
-        self.in_ack_event(d.acked > 0, d.acked == 0, false, d.acked as u64);
+        let ece = d.ece && self.tp.ecn_ok;
+        self.in_ack_event(d.acked > 0, d.acked == 0 || d.ece, ece, d.acked as u64);
         if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
             self.tp.app_limited = 0;
         }

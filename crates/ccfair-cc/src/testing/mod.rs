@@ -127,6 +127,8 @@ pub struct Delivery {
     /// `is_app_limited`, `is_retrans` and `is_ack_delayed`; the other fields are the
     /// substrate's.
     pub rs: RateSample,
+    /// The ACK carries ECE (counted when `tp.ecn_ok`: `delivered_ce`, `CA_ACK_ECE`).
+    pub ece: bool,
 }
 
 impl Default for Delivery {
@@ -137,6 +139,7 @@ impl Default for Delivery {
             rtt_us: -1,
             packets_out: None,
             rs: RateSample::default(),
+            ece: false,
         }
     }
 }
