@@ -58,7 +58,8 @@ pub struct Column {
 /// Bumped whenever a column is added, renamed, removed or changes meaning (every file of a
 /// table has exactly the schema's columns, so a plain read of a directory needs one
 /// version); recorded in every run (`runs.schema_version`) so that old directories are
-/// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`). 4: ECN's per-flow columns.
+/// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`). 4: ECN's per-flow columns and
+/// DCTCP's internals.
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// The tables of a results directory, in writing order (`runs` last: its file marks a
