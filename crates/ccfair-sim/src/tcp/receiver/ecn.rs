@@ -89,9 +89,17 @@ impl Receiver {
 
     /// What every data segment does first (`tcp_ecn_accept_cwr` from `tcp_ack`, before the
     /// segment is queued): CWR ends the echo of CE marks and is ACKed at once; and count a
-    /// CE mark.
-    #[inline]
+    /// CE mark. Per data segment: the test inline, the work out of line (the event loop's
+    /// code stays as it was without ECN).
+    #[inline(always)]
     pub(super) fn ecn_on_segment(&mut self, pkt: &Packet) {
+        if self.ecn.ok || pkt.ecn == Ecn::Ce {
+            self.ecn_accept_cwr(pkt);
+        }
+    }
+
+    #[inline(never)]
+    fn ecn_accept_cwr(&mut self, pkt: &Packet) {
         if pkt.ecn == Ecn::Ce {
             self.ecn.ce_received += 1;
         }
@@ -103,11 +111,15 @@ impl Receiver {
 
     /// `tcp_ecn_check_ce` of a data segment with ECN field `field`, queued in order or out
     /// of order; `out` takes DCTCP's ACK of the data before it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn ecn_check_ce(&mut self, now: u64, field: Ecn, out: &mut Vec<Packet>) {
-        if !self.ecn.ok {
-            return;
+        if self.ecn.ok {
+            self.ecn_check_ce_on(now, field, out);
         }
+    }
+
+    #[inline(never)]
+    fn ecn_check_ce_on(&mut self, now: u64, field: Ecn, out: &mut Vec<Packet>) {
         match field {
             Ecn::NotEct => {
                 // "If ECT is not set on a segment, and we already seen ECT on a previous
@@ -166,20 +178,16 @@ impl Receiver {
         self.compressed_ack = 0;
     }
 
-    /// An ACK's IP ECN field and TCP flags (`tcp_ecn_send` on a pure ACK).
-    #[inline]
-    pub(super) fn ecn_ack_fields(&self) -> (Ecn, TcpFlags) {
-        let e = &self.ecn;
-        if !e.ok {
-            return (Ecn::NotEct, TcpFlags::NONE);
+    /// An ACK's IP ECN field and TCP flags with ECN on (`tcp_ecn_send` on a pure ACK):
+    /// ECE while a CE mark waits for CWR, ECT(0) only for an algorithm that needs ECN.
+    #[inline(never)]
+    pub(super) fn ecn_ack_fields(&self, ack: &mut Packet) {
+        if self.ecn.needs_ecn {
+            ack.ecn = Ecn::Ect0;
         }
-        let field = if e.needs_ecn { Ecn::Ect0 } else { Ecn::NotEct };
-        let flags = if e.demand_cwr {
-            TcpFlags::ECE
-        } else {
-            TcpFlags::NONE
-        };
-        (field, flags)
+        if self.ecn.demand_cwr {
+            ack.tcp_flags = TcpFlags::ECE;
+        }
     }
 }
 

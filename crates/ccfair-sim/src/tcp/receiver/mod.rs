@@ -22,7 +22,7 @@
 mod ecn;
 
 use super::rcvbuf::RcvBuf;
-use crate::packet::{Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
+use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -601,6 +601,7 @@ impl Receiver {
 
     /// An ACK of `ack_seq` (`rcv_nxt` but for DCTCP's ACK of earlier data) with the window
     /// `tcp_select_window` offers from `window_now`, SACK blocks and ECN fields.
+    #[inline(always)]
     fn push_ack(&mut self, now: u64, ack_seq: u64, window_now: (u64, bool), out: &mut Vec<Packet>) {
         let (window, end_quick) = self.buf.select_window_from(
             self.rcv_wup * self.mss,
@@ -610,8 +611,8 @@ impl Receiver {
         if end_quick {
             self.quick = 0;
         }
-        let (ecn, tcp_flags) = self.ecn_ack_fields();
-        // The common ACK carries no SACK block: written in place; blocks are added after.
+        // The common ACK carries no SACK block nor ECN: written in place; blocks and ECN
+        // fields are added after.
         out.push(Packet {
             flow: self.flow,
             kind: Kind::Ack,
@@ -621,14 +622,18 @@ impl Receiver {
             tsval: Self::now_ticks(now),
             tsecr: self.ts_recent,
             n_sack: 0,
-            ecn,
-            tcp_flags,
+            ecn: Ecn::NotEct,
+            tcp_flags: TcpFlags::NONE,
             window_bytes: window as u32,
             sack: NO_SACK,
         });
         if self.dsack.is_some() || self.n_sacks > 0 {
             let ack = out.last_mut().expect("just pushed");
             self.add_sack_blocks(ack);
+        }
+        if self.ecn_ok() {
+            let ack = out.last_mut().expect("just pushed");
+            self.ecn_ack_fields(ack);
         }
         self.acks_sent += 1;
         // tcp_select_window: the window is offered from rcv_nxt.
@@ -659,7 +664,6 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::TcpFlags;
 
     fn data(seq: u64) -> Packet {
         Packet {

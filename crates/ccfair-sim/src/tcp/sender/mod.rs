@@ -535,7 +535,7 @@ impl Sender {
         let first_tx_mstamp_ns = self.first_tx_mstamp_ns;
         let is_app_limited = self.tp.app_limited != 0;
         let tsval = ticks(now);
-        let (ecn, mut tcp_flags) = self.ecn_send(fresh);
+        let first_packet = out.len();
         let mut payload = 0;
         for seq in first..first + n {
             if fresh {
@@ -575,13 +575,15 @@ impl Sender {
                 tsval,
                 tsecr: self.ts_recent,
                 n_sack: 0,
-                ecn,
-                tcp_flags,
+                ecn: Ecn::NotEct,
+                tcp_flags: TcpFlags::NONE,
                 window_bytes: 0,
                 sack: NO_SACK,
             });
-            // GSO puts an skb's CWR on its first segment only (tcp_gso_segment).
-            tcp_flags = TcpFlags::NONE;
+        }
+        // The ECN fields, out of the common path: without ECN they are what was written.
+        if self.tp.ecn_ok {
+            self.ecn_send(fresh, &mut out[first_packet..]);
         }
         // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
         self.data_segs_out += n;
@@ -593,29 +595,22 @@ impl Sender {
         }
     }
 
-    /// `tcp_ecn_send` for a data skb, new (`fresh`) or retransmitted: the IP ECN field and
-    /// the TCP flags of its first segment. With ECN on, new data is ECT(0) and the first new
-    /// skb after a window reduction carries CWR (`TCP_ECN_QUEUE_CWR`); retransmissions are
-    /// Not-ECT (`INET_ECN_dontxmit`) unless the algorithm needs ECN (DCTCP: everything
-    /// ECT). Without ECN, everything is Not-ECT.
-    fn ecn_send(&mut self, fresh: bool) -> (Ecn, TcpFlags) {
-        if !self.tp.ecn_ok {
-            return (Ecn::NotEct, TcpFlags::NONE);
+    /// `tcp_ecn_send` with ECN on, for the segments of a data skb, new (`fresh`) or
+    /// retransmitted: new data is ECT(0) and the first new skb after a window reduction
+    /// carries CWR on its first segment (`TCP_ECN_QUEUE_CWR`; GSO keeps it on the first,
+    /// `tcp_gso_segment`); retransmissions stay Not-ECT (`INET_ECN_dontxmit`) unless the
+    /// algorithm needs ECN (DCTCP: everything ECT). Without ECN, everything is Not-ECT.
+    #[inline(never)]
+    fn ecn_send(&mut self, fresh: bool, segments: &mut [Packet]) {
+        if !fresh && !self.cc_hooks.needs_ecn {
+            return;
         }
-        if !fresh {
-            let field = if self.cc_hooks.needs_ecn {
-                Ecn::Ect0
-            } else {
-                Ecn::NotEct
-            };
-            return (field, TcpFlags::NONE);
+        for p in segments.iter_mut() {
+            p.ecn = Ecn::Ect0;
         }
-        let flags = if std::mem::take(&mut self.ecn_queue_cwr) {
-            TcpFlags::CWR
-        } else {
-            TcpFlags::NONE
-        };
-        (Ecn::Ect0, flags)
+        if fresh && std::mem::take(&mut self.ecn_queue_cwr) {
+            segments[0].tcp_flags = TcpFlags::CWR;
+        }
     }
 
     /// Send new segments `snd_nxt..snd_nxt + n` as one skb (`tcp_transmit_skb`, then
@@ -878,10 +873,12 @@ impl Sender {
             }
             return;
         }
-        let slow_path = pkt.n_sack > 0
-            || pkt.tcp_flags != TcpFlags::NONE
-            || ack == prior_snd_una
-            || pkt.window_bytes as u64 != self.snd_wnd;
+        // Only a module with `in_ack_event` needs to know.
+        let slow_path = self.cc_hooks.in_ack_event
+            && (pkt.n_sack > 0
+                || pkt.tcp_flags != TcpFlags::NONE
+                || ack == prior_snd_una
+                || pkt.window_bytes as u64 != self.snd_wnd);
         self.update_window(ack, pkt.window_bytes as u64, &mut flag);
         let prior_fack = self.highest_sack_end.max(prior_snd_una);
         let prior_packets = self.tp.packets_out;
@@ -961,7 +958,15 @@ impl Sender {
     /// blocks, the ECE or CWR bit, a changed window, or no advance of `snd_una` (the
     /// timestamp checks of `tcp_rcv_established` are not modelled; no modelled algorithm
     /// reads `CA_ACK_SLOWPATH`).
+    #[inline(always)]
     fn in_ack_event(&mut self, slow_path: bool, prior_delivered: u64, flag: u32) {
+        if flag & FLAG_ECE != 0 || self.cc_hooks.in_ack_event {
+            self.in_ack_event_on(slow_path, prior_delivered, flag);
+        }
+    }
+
+    #[inline(never)]
+    fn in_ack_event_on(&mut self, slow_path: bool, prior_delivered: u64, flag: u32) {
         if flag & FLAG_ECE != 0 {
             self.tp.delivered_ce += self.tp.delivered - prior_delivered;
         }
