@@ -13,7 +13,6 @@
 //!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
 //! - The receive buffer and advertised window (`rcvbuf.rs`): while the window grows, every
 //!   segment asks for an immediate ACK; every ACK carries the window.
-//!
 //! - ECN (`ecn.rs`): the SYN-ACK's answer, the CE marks of data segments, ECE on every
 //!   ACK until a segment with CWR arrives, and DCTCP's per-segment echo.
 //!

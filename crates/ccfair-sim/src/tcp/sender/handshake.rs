@@ -17,6 +17,8 @@
 //!   during SYN_SENT, so Linux does not delay it to ride on data.
 //! - Linux also calls the algorithm's `pkts_acked` (and BBR's main routine) for the SYN's
 //!   ACK before `init`; `init` overwrites whatever they set, so they are not called here.
+//! - ECN is negotiated on the way (`tcp/ecn.rs`): the first SYN asks or not, retransmitted
+//!   SYNs stop asking with `tcp.ecn_fallback`, the SYN-ACK's ECE answers.
 //! - SYN retransmissions: the first `SYN_LINEAR_TIMEOUTS` + 1 timeouts last the initial RTO
 //!   (`tcp_syn_linear_timeouts`, Linux 6.5+), later ones double it; after `SYN_RETRIES`
 //!   retransmissions the connection attempt fails (`tcp_syn_retries`).

@@ -609,7 +609,9 @@ impl Sender {
             p.ecn = Ecn::Ect0;
         }
         if fresh && std::mem::take(&mut self.ecn_queue_cwr) {
-            segments[0].tcp_flags = TcpFlags::CWR;
+            if let Some(first) = segments.first_mut() {
+                first.tcp_flags = TcpFlags::CWR;
+            }
         }
     }
 
