@@ -5,7 +5,9 @@
 //!
 //! `--digest` also prints a digest of every result table (`Table::digest`) and the packet-hop
 //! count: engine work that must not change results is checked by comparing these before and
-//! after, without building the Python package (benches/README.md, "Bit-identical").
+//! after, without building the Python package (benches/README.md, "Bit-identical"). With
+//! `DIGEST_COLUMNS=1` in the environment it also prints each column's digest, so that a
+//! change that only adds columns can be checked column by column.
 //!
 //! The optional arguments raise the estimated-memory limit (default 2 GB) and the events
 //! limit (default 2e10), e.g. for the 1000- and 10,000-flow dumbbells of the scale curve
@@ -56,6 +58,14 @@ fn main() {
                 println!("digest packet_hops {}", r.stats.packet_hops);
                 for (name, table) in tables {
                     println!("digest {name} {:016x}", table.digest());
+                    if std::env::var_os("DIGEST_COLUMNS").is_some() {
+                        for (col, data) in &table.columns {
+                            let one = ccfair_sim::table::Table {
+                                columns: vec![(col.clone(), data.clone())],
+                            };
+                            println!("column {name}.{col} {:016x}", one.digest());
+                        }
+                    }
                 }
             }
             let g = r.flows.f64("goodput_mbps").unwrap();
