@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::params::{ParamDoc, ParamError, ParamTable};
-use crate::{bbr, copa, cubic, reno, CongestionControl};
+use crate::{bbr, copa, cubic, dctcp, reno, CongestionControl};
 
 /// Every algorithm, in the order of `ccfair ccas` and of the results schema's columns.
 /// Adding an algorithm: its module declares `pub const ALGORITHM`, and one line here.
@@ -24,6 +24,7 @@ pub const ALGORITHMS: &[Algorithm] = &[
     cubic::ALGORITHM,
     copa::ALGORITHM,
     bbr::ALGORITHM,
+    dctcp::ALGORITHM,
 ];
 
 /// How an algorithm decides how much to send (the usual families of the literature).
@@ -412,13 +413,13 @@ mod tests {
     #[test]
     fn internal_names_cover_every_algorithm_and_carry_their_prefix() {
         let (metrics, counters) = internal_names();
-        for prefix in ["cubic_", "bbr_", "copa_"] {
+        for prefix in ["cubic_", "bbr_", "copa_", "dctcp_"] {
             assert!(metrics.iter().any(|m| m.starts_with(prefix)), "{prefix}");
             assert!(counters.iter().any(|m| m.starts_with(prefix)), "{prefix}");
         }
         for name in metrics.iter().chain(&counters) {
             assert!(
-                ["cubic_", "bbr_", "copa_"]
+                ["cubic_", "bbr_", "copa_", "dctcp_"]
                     .iter()
                     .any(|p| name.starts_with(p)),
                 "{name}: an internal's name starts with its algorithm's"

@@ -428,6 +428,13 @@ fn copa_initial_value(params: Value) -> Result<Vec<u8>, String> {
     let p: CopaParams =
         serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
     let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
+    if r.ecn_response != ccfair_cc::copa::EcnResponse::None {
+        return Err(
+            "copa parameter ecn_response = \"loss\" is simulator-only: ccfair's BPF Copa \
+             ignores ECN (leave it at \"none\" on the kernel backend)"
+                .into(),
+        );
+    }
     let c = CopaParamsC {
         abi: ABI,
         competitive: u32::from(r.competitive),

@@ -627,6 +627,11 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
+        // ECN is not read from the hosts yet.
+        ecn_negotiated: f64::NAN,
+        ce_received_pkts: f64::NAN,
+        ece_received_pkts: f64::NAN,
+        ecn_reduction_count: f64::NAN,
     }
 }
 

@@ -60,7 +60,7 @@ pub struct Column {
 /// version); recorded in every run (`runs.schema_version`) so that old directories are
 /// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`). 4: queue disciplines
 /// (`links.mark_pkts`; `link_summary.queue`, sojourn percentiles, AQM drops and marks,
-/// fq_codel's statistics).
+/// fq_codel's statistics), ECN's per-flow columns and DCTCP's internals.
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// The tables of a results directory, in writing order (`runs` last: its file marks a

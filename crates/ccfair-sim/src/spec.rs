@@ -245,6 +245,18 @@ pub struct TcpOptions {
     /// is the connection's first sample (srtt, RTO, min RTT), as in Linux. `false` is an
     /// idealisation: data at the start with the initial window and no RTT sample.
     pub handshake: bool,
+    /// The sending host's `net.ipv4.tcp_ecn` (`tcp/ecn.rs`): 0 never uses ECN, 1 asks for
+    /// it on the SYN (and accepts it when asked), 2 (Linux's default) only accepts it when
+    /// the peer asks. An algorithm that needs ECN (DCTCP) asks whatever this says. Linux's
+    /// Accurate ECN values (3, 4, 5) are not modelled.
+    pub ecn: u8,
+    /// The receiving host's `net.ipv4.tcp_ecn`: 0 refuses ECN (unless the receiver's
+    /// algorithm needs it), 1 or 2 (default) accept it when the SYN asks.
+    pub ecn_receiver: u8,
+    /// The sending host's `net.ipv4.tcp_ecn_fallback` (default on): a retransmitted SYN no
+    /// longer asks for ECN (RFC 3168 section 6.1.1.1), so a path that drops ECN-setup SYNs
+    /// still connects, without ECN.
+    pub ecn_fallback: bool,
     /// The application's wake-up latency, from the flow's start to connect() and from the
     /// handshake's end to its first write (`host.rs`): `kernel` (measured on ccfair's kernel
     /// backend) or `none` (an idealisation: flows that start together start in lock-step).
@@ -321,6 +333,9 @@ impl Default for TcpOptions {
             tso_defer: true,
             rcv_truesize_bytes: 2304,
             handshake: true,
+            ecn: 2,
+            ecn_receiver: 2,
+            ecn_fallback: true,
             app_latency: crate::host::Latency::Kernel,
             host_latency: crate::host::Latency::Kernel,
         }
@@ -405,6 +420,29 @@ impl TcpOptions {
                     name,
                     format!("{v} is above the maximum {most}"),
                 ));
+            }
+        }
+        for (name, v) in [("ecn", self.ecn), ("ecn_receiver", self.ecn_receiver)] {
+            match v {
+                0..=2 => {}
+                3..=5 => {
+                    return Err(ParamError::new(
+                        name,
+                        format!(
+                            "{v} asks for Accurate ECN, which ccfair does not model; \
+                             0 (off), 1 (request and accept) or 2 (accept only)"
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(ParamError::new(
+                        name,
+                        format!(
+                            "{v} is not a net.ipv4.tcp_ecn value; 0 (off), 1 (request and \
+                             accept) or 2 (accept only)"
+                        ),
+                    ))
+                }
             }
         }
         if self.mss as u64 + DATA_HEADER_BYTES as u64 > 65_535 {

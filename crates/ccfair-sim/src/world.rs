@@ -180,6 +180,8 @@ impl Simulation {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
             let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
                 .map_err(|e| SimError::spec(format!("flows[{i}].cca"), e.to_string()))?;
+            // The receiver runs the flow's algorithm too: it matters when it needs ECN.
+            let needs_ecn = cc.needs_ecn();
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
                 receiver: Receiver::new(
@@ -191,6 +193,7 @@ impl Simulation {
                             + f.ack_path.iter().map(delay).sum::<u64>()
                     },
                     rmem[i],
+                    needs_ecn,
                 ),
                 route_start: [(&f.path, false), (&f.ack_path, true)].map(|(path, ack)| {
                     let start = routes.len() as u32;
@@ -965,6 +968,10 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
+        ecn_negotiated: if f.sender.tp.ecn_ok { 1.0 } else { 0.0 },
+        ce_received_pkts: f.receiver.ce_received() as f64,
+        ece_received_pkts: s.ece_acks as f64,
+        ecn_reduction_count: s.ecn_reductions as f64,
     }
 }
 

@@ -135,6 +135,7 @@ impl H {
                 is_ack_delayed: a.ack_delayed,
                 ..RateSample::default()
             },
+            ..Delivery::default()
         });
         let delivered = self.tp.delivered;
         self.hist.push((now, delivered));
