@@ -52,6 +52,9 @@ const FLAG_ACKED: u32 = FLAG_DATA_ACKED;
 const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
 const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
+/// Bytes of a data segment's TCP header with the timestamps option (20 + 12): what
+/// `skb->len` adds to the payload when the 4.x pacer charges an skb.
+const TCP_HEADER_BYTES: u64 = DATA_HEADER_BYTES as u64 - 20;
 /// `TCP_TIMEOUT_MIN_US`.
 const TIMEOUT_MIN_US: u64 = 2_000;
 /// `TCP_RACK_RECOVERY_THRESH`.
@@ -156,6 +159,8 @@ struct SenderOptions {
     tlp: bool,
     frto: bool,
     undo: bool,
+    /// `pacer = "linux-4.x"`: the 4.x per-skb pacing timer instead of EDT.
+    pacer_4x: bool,
 }
 
 impl SenderOptions {
@@ -170,6 +175,7 @@ impl SenderOptions {
             tlp: o.tlp,
             frto: o.frto,
             undo: o.undo,
+            pacer_4x: o.pacer == crate::spec::Pacer::Linux4x,
         }
     }
 }
@@ -473,6 +479,10 @@ impl Sender {
 
     /// `tcp_update_skb_after_send`: EDT pacing of the next packet.
     fn update_wstamp_after_send(&mut self, payload: u32) {
+        if self.opts.pacer_4x {
+            self.internal_pacing_4x(payload);
+            return;
+        }
         let prior = self.tp.wstamp_ns;
         self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
         let rate = self.tp.pacing_rate_bytes_per_sec;
@@ -482,6 +492,21 @@ impl Sender {
             let credit = self.tp.wstamp_ns - prior;
             len_ns -= (len_ns / 2).min(credit);
             self.tp.wstamp_ns += len_ns;
+        }
+    }
+
+    /// `tcp_internal_pacing` (Linux 4.13-4.19, `pacer = "linux-4.x"`): once an skb of
+    /// `payload` bytes leaves, an hrtimer of `skb->len` (the payload plus the TCP header,
+    /// "should account for header sizes as sch_fq does, but lets make things simple") at
+    /// the pacing rate holds the next one; no credit for a late send, no unpaced start.
+    #[inline(never)]
+    fn internal_pacing_4x(&mut self, payload: u32) {
+        let now = self.tp.now_ns;
+        self.tp.wstamp_ns = self.tp.wstamp_ns.max(now);
+        let rate = self.tp.pacing_rate_bytes_per_sec;
+        if self.paced && rate != 0 && rate != u64::MAX {
+            let len = payload as u64 + TCP_HEADER_BYTES;
+            self.tp.wstamp_ns = now + len * 1_000_000_000 / rate;
         }
     }
 
@@ -1194,3 +1219,7 @@ mod tests {
         assert!(err.to_string().contains("size_bytes"), "{err}");
     }
 }
+
+/// The 4.x pacer (`pacer = "linux-4.x"`).
+#[cfg(test)]
+mod pacer_4x_tests;
