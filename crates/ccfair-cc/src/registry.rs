@@ -365,6 +365,7 @@ mod tests {
             "hystart_ack_delta_us": 2000,
             "exact_cbrt": false,
             "gso_ack_delay": true,
+            "hystart_version": "linux-6.18",
         });
         assert_eq!(v, expected);
     }
