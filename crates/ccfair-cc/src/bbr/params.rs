@@ -111,26 +111,27 @@ crate::param_table! {
         /// An expired min-RTT filter takes no sample from a possibly delayed ACK
         /// (`!rs->is_ack_delayed`, 4.16+). `null`: true for 6.18.
         pub min_rtt_skip_delayed_ack: Option<bool> = None, unit "";
-        /// +2 packets of cwnd in the 1.25 phase of PROBE_BW (`bbr_quantization_budget`,
-        /// 4.20+, 5.4's form). `null`: true for 6.18.
+        /// +2 packets of cwnd in the 1.25 phase of PROBE_BW (`bbr_quantization_budget`: not in
+        /// 4.16, in 4.20; for `cycle_idx == 0` since 5.4). `null`: true for 6.18.
         pub probe_bw_plus_two: Option<bool> = None, unit "";
-        /// The PROBE_RTT cap of 4 packets applies on ACKs that acknowledge nothing too
-        /// (4.19+; 4.x `bbr_set_cwnd` returned first). `null`: true for 6.18.
+        /// The PROBE_RTT cap of 4 packets applies on ACKs that acknowledge nothing too (not in
+        /// 4.16, in 4.20; 4.x `bbr_set_cwnd` returned first). `null`: true for 6.18.
         pub probe_rtt_cap_zero_acked: Option<bool> = None, unit "";
         /// Leaving PROBE_RTT restores cwnd at once, and a restart from idle can end it
-        /// (`bbr_check_probe_rtt_done`, 4.20+); off: the 4.x `restore_cwnd` flag, applied by
-        /// the next ACK that acknowledges data. `null`: true for 6.18.
+        /// (`bbr_check_probe_rtt_done`: not in 4.16, in 4.20); off: the 4.x `restore_cwnd`
+        /// flag, applied by the next ACK that acknowledges data. `null`: true for 6.18.
         pub probe_rtt_restore_at_exit: Option<bool> = None, unit "";
-        /// A restart from idle ends only once an ACK delivers data (4.16+); off: on every
-        /// ACK (4.x). `null`: true for 6.18.
+        /// A restart from idle ends only once an ACK delivers data (in 4.16); off: on every
+        /// ACK (4.13, 4.15). `null`: true for 6.18.
         pub idle_restart_needs_delivery: Option<bool> = None, unit "";
         /// Leaving STARTUP sets ssthresh to the BDP plus the quantisation budget, and
-        /// entering recovery keeps it (4.20+); off: ssthresh stays infinite
-        /// (`TCP_INFINITE_SSTHRESH`, 4.x). `null`: true for 6.18.
+        /// entering recovery keeps it (not in 4.16, in 4.20); off: ssthresh stays infinite
+        /// (`bbr_ssthresh` returns `TCP_INFINITE_SSTHRESH`, 4.x). `null`: true for 6.18.
         pub ssthresh_at_drain: Option<bool> = None, unit "";
-        /// The gains follow the mode on every ACK (`bbr_update_gains`, 4.20+); off: they are
-        /// set when the mode or the gain-cycle phase changes (4.x), so that a policer rate
-        /// found in STARTUP or DRAIN keeps gain 1 until the next change. `null`: true for 6.18.
+        /// The gains follow the mode on every ACK (`bbr_update_gains`: not in 4.16, in 4.20);
+        /// off: they are set when the mode or the gain-cycle phase changes (4.x), so that a
+        /// policer rate found in STARTUP or DRAIN keeps gain 1 until the next change. `null`:
+        /// true for 6.18.
         pub gains_every_ack: Option<bool> = None, unit "";
         /// A spurious-recovery undo resets full-pipe detection and policer sampling
         /// (`bbr_undo_cwnd`, 4.15+). `null`: false for 4.13, true otherwise.
