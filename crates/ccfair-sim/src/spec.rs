@@ -181,6 +181,18 @@ pub struct TcpOptions {
     /// timer of skb->len, payload plus the 32-byte TCP header, at the pacing rate, started
     /// when the skb leaves; no credit, no unpaced start).
     pub pacer: Pacer,
+    /// Proportional rate reduction in recovery (`tcp_cwnd_reduction`) while in flight is
+    /// below ssthresh: `"linux-6.18"` (5.19+: `max(prr_delivered - prr_out, newly acked)`,
+    /// plus one when `snd_una` advanced and nothing was newly lost) or `"linux-4.x"` (that
+    /// bound plus one only when retransmitted data was acknowledged and no retransmission was
+    /// lost, else `newly acked`: conservation).
+    pub prr: Prr,
+    /// When a tail loss probe is scheduled and how long it waits (`tcp_schedule_loss_probe`):
+    /// `"linux-6.18"` (Open or CWR; 2 srtt + 2 ms, with one packet out 2 srtt + `rto_min`),
+    /// `"linux-4.15"` (Open only, and not while cwnd has room and data is waiting; 2 srtt + 2
+    /// jiffies, with one packet out + `rto_min`) or `"linux-4.13"` (as 4.15, but max(2 srtt,
+    /// 10 ms), with one packet out at least 1.5 srtt + 200 ms).
+    pub tlp_schedule: TlpSchedule,
     /// The receiver's window model (`tcp/rcvbuf.rs`): `"linux-6.18"` (the window is the
     /// buffer times the measured payload/truesize ratio, SYN-ACK window 64 KiB,
     /// `tcp_rcvbuf_grow` autotuning, min-seeking receiver RTT) or `"linux-4.x"`
@@ -301,6 +313,28 @@ pub enum Pacer {
     Linux4x,
 }
 
+/// PRR's rule below ssthresh (`TcpOptions::prr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Prr {
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
+/// The tail loss probe's schedule (`TcpOptions::tlp_schedule`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TlpSchedule {
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    #[serde(rename = "linux-4.15")]
+    Linux415,
+    #[serde(rename = "linux-4.13")]
+    Linux413,
+}
+
 /// The receiver's window model (`TcpOptions::rcv_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RcvWindow {
@@ -345,6 +379,8 @@ impl Default for TcpOptions {
             tso_defer: TsoDefer::Linux,
             tso_min_rtt_bonus: true,
             pacer: Pacer::Linux618,
+            prr: Prr::Linux618,
+            tlp_schedule: TlpSchedule::Linux618,
             rcv_window: RcvWindow::Linux618,
             sack_compression: true,
             ofo_quickack: false,

@@ -161,6 +161,9 @@ struct SenderOptions {
     undo: bool,
     /// `pacer = "linux-4.x"`: the 4.x per-skb pacing timer instead of EDT.
     pacer_4x: bool,
+    /// `prr = "linux-4.x"`.
+    prr_4x: bool,
+    tlp_schedule: crate::spec::TlpSchedule,
 }
 
 impl SenderOptions {
@@ -176,6 +179,8 @@ impl SenderOptions {
             frto: o.frto,
             undo: o.undo,
             pacer_4x: o.pacer == crate::spec::Pacer::Linux4x,
+            prr_4x: o.prr == crate::spec::Prr::Linux4x,
+            tlp_schedule: o.tlp_schedule,
         }
     }
 }
@@ -1223,3 +1228,7 @@ mod tests {
 /// The 4.x pacer (`pacer = "linux-4.x"`).
 #[cfg(test)]
 mod pacer_4x_tests;
+
+/// 4.x PRR and loss-probe schedules (`prr`, `tlp_schedule`).
+#[cfg(test)]
+mod loss_4x_tests;
