@@ -115,6 +115,13 @@ pub fn rmem_bytes(rmem: Rmem, fit_max_bytes: u64) -> [u64; 3] {
 pub struct RcvBuf {
     /// Linux 6.18's window model or 4.x's (module docs).
     model: RcvWindow,
+    /// 128 for 4.x, 0 for 6.18: `win` computes `(space x ratio + win_round) >> 8`, which
+    /// with 4.x's ratio of 128 (never measured) is its `space - (space >> 1)` (half, rounded
+    /// up) and with 0 is 6.18's `space x ratio >> 8`: no branch on the per-ACK path.
+    win_round: i64,
+    /// `!0` for 6.18, 0 for 4.x: `last_tsecr` keeps the echo already sampled in 6.18 only
+    /// (4.x samples every echo; `last_tsecr` then stays 0, which no echo equals).
+    tsecr_mask: u32,
     /// `tp->advmss` after the timestamps option (the MSS).
     advmss: u64,
     truesize: u64,
@@ -165,6 +172,8 @@ impl RcvBuf {
         };
         RcvBuf {
             model,
+            win_round: if model == RcvWindow::Linux4x { 128 } else { 0 },
+            tsecr_mask: if model == RcvWindow::Linux4x { 0 } else { !0 },
             advmss,
             truesize: truesize as u64,
             rmem_max: rmem[2],
@@ -253,13 +262,13 @@ impl RcvBuf {
         }
     }
 
-    /// `tcp_win_from_space` of the model.
+    /// `tcp_win_from_space` of the model: 6.18's, or 4.x's half rounded up (the ratio stays
+    /// at 128 = 50 %, and `win_round` rounds up).
     #[inline]
     fn win(&self, space: i64) -> i64 {
-        match self.model {
-            RcvWindow::Linux618 => win_from_space(self.scaling_ratio, space),
-            RcvWindow::Linux4x => win_from_space_4x(space),
-        }
+        let win = (space * self.scaling_ratio as i64 + self.win_round) >> RMEM_TO_WIN_SCALE;
+        debug_assert!(self.model == RcvWindow::Linux618 || win == win_from_space_4x(space));
+        win
     }
 
     fn full_space(&self) -> u64 {
@@ -273,37 +282,25 @@ impl RcvBuf {
 
     /// `tcp_rcv_rtt_measure_ts`: a data segment echoing one of our ACK timestamps; the
     /// sample is whole milliseconds and a zero delta gives none (6.15+).
+    ///
+    /// 4.x: every full segment echoing a timestamp is a sample (no test for an echo already
+    /// used: `tsecr_mask`), and 0 ms counts as 1 ms (4.15; 4.13 passed 0).
     pub fn rtt_sample_ts(&mut self, now_ticks: u32, tsecr: u32, len: u64) {
-        if self.model == RcvWindow::Linux4x {
-            self.rtt_sample_ts_4x(now_ticks, tsecr, len);
-            return;
-        }
         if tsecr == 0 || tsecr == self.last_tsecr {
             return;
         }
-        self.last_tsecr = tsecr;
+        self.last_tsecr = tsecr & self.tsecr_mask;
         if len < self.rcv_mss {
             return;
         }
-        let delta_ms = now_ticks.wrapping_sub(tsecr);
+        let mut delta_ms = now_ticks.wrapping_sub(tsecr);
         if delta_ms == 0 || delta_ms > 1 << 30 {
-            return;
+            if delta_ms != 0 || self.model == RcvWindow::Linux618 {
+                return;
+            }
+            delta_ms = 1;
         }
         self.rtt_update(delta_ms as u64 * 1_000, false);
-    }
-
-    /// 4.x `tcp_rcv_rtt_measure_ts`: every full segment echoing a timestamp is a sample
-    /// (no test for an echo already used), 0 ms counting as 1 ms (4.15; 4.13 passed 0).
-    #[inline(never)]
-    fn rtt_sample_ts_4x(&mut self, now_ticks: u32, tsecr: u32, len: u64) {
-        if tsecr == 0 || len < self.rcv_mss {
-            return;
-        }
-        let delta_ms = now_ticks.wrapping_sub(tsecr);
-        if delta_ms > 1 << 30 {
-            return; // an echo from the future: none in ccfair
-        }
-        self.rtt_update(delta_ms.max(1) as u64 * 1_000, false);
     }
 
     /// `tcp_rcv_rtt_update` (6.12+): a smaller sample is taken at once; a larger one moves
@@ -567,6 +564,8 @@ impl RcvBuf {
 
     /// `__tcp_select_window`: the window the free space allows now. Returns the window and
     /// whether quick-ACK mode must end (the buffer is more than half full).
+    // Per ACK: inlined (issue 16).
+    #[inline]
     pub fn select_window_now(&self) -> (u64, bool) {
         let mut free = self.tcp_space();
         let allowed = self.full_space() as i64;

@@ -159,8 +159,12 @@ struct SenderOptions {
     tlp: bool,
     frto: bool,
     undo: bool,
-    /// `pacer = "linux-4.x"`: the 4.x per-skb pacing timer instead of EDT.
-    pacer_4x: bool,
+    /// The pacer (`pacer`, `update_wstamp_after_send`): segments sent before it starts (6.18:
+    /// 10, as sch_fq's initial quantum; 4.x: 0), bytes charged per skb beyond its payload
+    /// (4.x: the 32-byte TCP header), and the mask of the credit for a late send (4.x: 0).
+    unpaced_segs: u64,
+    pace_header_bytes: u64,
+    pace_credit_mask: u64,
     /// `prr = "linux-4.x"`.
     prr_4x: bool,
     tlp_schedule: crate::spec::TlpSchedule,
@@ -178,7 +182,21 @@ impl SenderOptions {
             tlp: o.tlp,
             frto: o.frto,
             undo: o.undo,
-            pacer_4x: o.pacer == crate::spec::Pacer::Linux4x,
+            unpaced_segs: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                10
+            },
+            pace_header_bytes: if o.pacer == crate::spec::Pacer::Linux4x {
+                TCP_HEADER_BYTES
+            } else {
+                0
+            },
+            pace_credit_mask: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                u64::MAX
+            },
             prr_4x: o.prr == crate::spec::Prr::Linux4x,
             tlp_schedule: o.tlp_schedule,
         }
@@ -483,35 +501,28 @@ impl Sender {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing of the next packet.
+    ///
+    /// With `pacer = "linux-4.x"` the same arithmetic is 4.13/4.15's `tcp_internal_pacing`:
+    /// once an skb of `payload` bytes leaves, an hrtimer of `skb->len` (the payload plus the
+    /// TCP header: "should account for header sizes as sch_fq does, but lets make things
+    /// simple") at the pacing rate, from the moment it left (a paced skb leaves only once
+    /// `wstamp_ns` has passed), with no credit for a late send and no unpaced start
+    /// (`unpaced_segs` 0, `pace_header_bytes` 32, `pace_credit_mask` 0).
     fn update_wstamp_after_send(&mut self, payload: u32) {
-        if self.opts.pacer_4x {
-            self.internal_pacing_4x(payload);
-            return;
-        }
         let prior = self.tp.wstamp_ns;
         self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
         let rate = self.tp.pacing_rate_bytes_per_sec;
-        // Like sch_fq, the first 10 segments are not paced.
-        if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
-            let mut len_ns = payload as u64 * 1_000_000_000 / rate;
-            let credit = self.tp.wstamp_ns - prior;
+        // Like sch_fq, the first 10 segments are not paced (6.18).
+        if self.paced
+            && rate != 0
+            && rate != u64::MAX
+            && self.data_segs_out >= self.opts.unpaced_segs
+        {
+            let len = payload as u64 + self.opts.pace_header_bytes;
+            let mut len_ns = len * 1_000_000_000 / rate;
+            let credit = (self.tp.wstamp_ns - prior) & self.opts.pace_credit_mask;
             len_ns -= (len_ns / 2).min(credit);
             self.tp.wstamp_ns += len_ns;
-        }
-    }
-
-    /// `tcp_internal_pacing` (Linux 4.13-4.19, `pacer = "linux-4.x"`): once an skb of
-    /// `payload` bytes leaves, an hrtimer of `skb->len` (the payload plus the TCP header,
-    /// "should account for header sizes as sch_fq does, but lets make things simple") at
-    /// the pacing rate holds the next one; no credit for a late send, no unpaced start.
-    #[inline(never)]
-    fn internal_pacing_4x(&mut self, payload: u32) {
-        let now = self.tp.now_ns;
-        self.tp.wstamp_ns = self.tp.wstamp_ns.max(now);
-        let rate = self.tp.pacing_rate_bytes_per_sec;
-        if self.paced && rate != 0 && rate != u64::MAX {
-            let len = payload as u64 + TCP_HEADER_BYTES;
-            self.tp.wstamp_ns = now + len * 1_000_000_000 / rate;
         }
     }
 

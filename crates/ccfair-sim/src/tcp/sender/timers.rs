@@ -41,8 +41,9 @@ impl Sender {
     }
 
     /// `tcp_schedule_loss_probe`.
-    // Per ACK or send: inlined (issue 16, instructions per packet-hop).
-    #[inline]
+    // Per ACK or send: inlined (issue 16, instructions per packet-hop); the 4.x schedules
+    // stay out of line.
+    #[inline(always)]
     pub(super) fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
         if self.opts.tlp_schedule != crate::spec::TlpSchedule::Linux618 {
             return self.schedule_loss_probe_4x(advancing_rto);
@@ -81,6 +82,7 @@ impl Sender {
     /// (`TCP_TIMEOUT_MIN`) or + `TCP_RTO_MIN` with one packet out; 4.13: 2 srtt in jiffies,
     /// with one packet out at least 1.5 srtt + `TCP_DELACK_MAX` (200 ms), at least 10 ms, and
     /// always bounded by the RTO still to run (`tcp_rto_delta_us`).
+    #[cold]
     #[inline(never)]
     fn schedule_loss_probe_4x(&mut self, advancing_rto: bool) -> bool {
         use crate::spec::TlpSchedule;
