@@ -282,15 +282,15 @@ mod tests {
         assert_eq!(beta["default"], 717);
         assert_eq!(beta["unit"], "1/1024");
         assert_eq!(beta["kind"]["base"], "integer");
-        // Profile-dependent defaults are shown resolved.
+        // Version-dependent defaults are shown resolved.
         let bbr = by("bbr")["params"].as_array().unwrap().clone();
         let extra = bbr.iter().find(|p| p["name"] == "extra_acked").unwrap();
         assert_eq!(extra["default"], true);
         assert_eq!(extra["kind"]["nullable"], true);
-        let profile = bbr.iter().find(|p| p["name"] == "profile").unwrap();
+        let version = bbr.iter().find(|p| p["name"] == "version").unwrap();
         assert_eq!(
-            profile["kind"]["choices"],
-            json!(["linux-5.x", "linux-4.9"])
+            version["kind"]["choices"],
+            json!(["linux-6.18", "linux-4.15", "linux-4.13"])
         );
         assert!(by("bbr")["metrics"]
             .as_array()
@@ -366,6 +366,7 @@ mod tests {
             "hystart_ack_delta_us": 2000,
             "exact_cbrt": false,
             "gso_ack_delay": true,
+            "hystart_version": "linux-6.18",
         });
         assert_eq!(v, expected);
     }

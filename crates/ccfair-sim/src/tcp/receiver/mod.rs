@@ -8,7 +8,11 @@
 //!   timer (`tcp_send_delayed_ack`, `ato` from `tcp_event_data_recv`, 40 ms in bulk transfer).
 //! - An immediate ACK when in-order data empties the out-of-order queue (RFC 5681 4.2).
 //! - Out-of-order data: the first 3 ACKs for one `rcv_nxt` are immediate, later ones are
-//!   compressed (`tcp_comp_sack_delay_ns` 1 ms or 5% of the RTT, `tcp_comp_sack_nr` 44).
+//!   compressed (`tcp_comp_sack_delay_ns` 1 ms or 5% of the RTT, `tcp_comp_sack_nr` 44;
+//!   the timer's 100 µs slack, `tcp_comp_sack_slack_ns`, is not modelled: it fires at the
+//!   earliest). `tcp.sack_compression = false` (4.x): every one is ACKed at once.
+//! - `tcp.ofo_quickack = true` (4.x `tcp_data_queue`): out-of-order data enters quick-ACK
+//!   mode, and filling the last hole sets no `ICSK_ACK_NOW` (quick-ACK mode ACKs it).
 //! - SACK blocks in recency order (`tcp_sack_new_ofo_skb`, `tcp_sack_extend`), a D-SACK
 //!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
 //! - The receive buffer and advertised window (`rcvbuf.rs`): while the window grows, every
@@ -22,6 +26,8 @@ mod ecn;
 
 use super::rcvbuf::RcvBuf;
 use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
+#[cfg(test)]
+use crate::spec::RcvWindow;
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -80,6 +86,9 @@ pub struct Receiver {
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
     pub comp_sack_at: Option<u64>,
+    /// `tcp.sack_compression` and `tcp.ofo_quickack` (4.x: false, true).
+    sack_compression: bool,
+    ofo_quickack: bool,
     /// `tp->rx_opt.ts_recent`: TSval to echo.
     ts_recent: u32,
     /// Payload bytes per segment (`advmss`): positions in bytes are segments x mss.
@@ -143,9 +152,11 @@ impl Receiver {
             compressed_ack_rcv_nxt: u64::MAX,
             dup_ack_counter: 0,
             comp_sack_at: None,
+            sack_compression: opts.sack_compression,
+            ofo_quickack: opts.ofo_quickack,
             ts_recent: 0,
             mss: opts.mss as u64,
-            buf: RcvBuf::new(opts.mss, opts.rcv_truesize_bytes, rmem),
+            buf: RcvBuf::new(opts.rcv_window, opts.mss, opts.rcv_truesize_bytes, rmem),
             delivered_bytes: 0,
             data_pkts_received: 0,
             dup_pkts_received: 0,
@@ -279,6 +290,7 @@ impl Receiver {
             // Already queued out of order (tcp_data_queue_ofo, "All the bits are present"):
             // D-SACK, its SACK block moves first, and the ACK takes the out-of-order path.
             self.ecn_check_ce(now, pkt.ecn, out);
+            self.ofo_arrival_quickack();
             self.dup_pkts_received += 1;
             self.dsack = Some(SackBlock { start: seq, end });
             self.sack_new_ofo(seq, end);
@@ -309,7 +321,9 @@ impl Receiver {
             }
             // tcp_sack_remove: drop blocks now below rcv_nxt.
             self.remove_acked_sacks();
-            if had_ofo && self.ofo.is_empty() {
+            if had_ofo && self.ofo.is_empty() && !self.ofo_quickack {
+                // 4.18+ "SHOULD send immediate ACK, when gap in queue is filled" (4.x clears
+                // pingpong only: its quick-ACK mode sends that ACK).
                 self.ack_now = true;
             }
             // tcp_ack_snd_check -> __tcp_ack_snd_check(sk, 1): with holes left, an advance
@@ -318,6 +332,7 @@ impl Receiver {
             self.app_read(now, read, out);
         } else {
             self.ecn_check_ce(now, pkt.ecn, out);
+            self.ofo_arrival_quickack();
             // tcp_data_queue_ofo: dropped when the buffer is over-committed.
             if !self.buf.admit_out_of_order() {
                 return;
@@ -330,6 +345,15 @@ impl Receiver {
             self.buf.charge_out_of_order();
             self.buf.ofo_grow(self.ofo_span_bytes());
             self.ack_snd_check(now, out);
+        }
+    }
+
+    /// 4.x `tcp_data_queue` (`tcp.ofo_quickack`): a segment beyond `rcv_nxt` enters
+    /// quick-ACK mode before `tcp_data_queue_ofo` ("tcp: do not force quickack when
+    /// receiving out-of-order packets" removed it in 4.18).
+    fn ofo_arrival_quickack(&mut self) {
+        if self.ofo_quickack {
+            self.enter_quickack_mode(self.quickacks_max);
         }
     }
 
@@ -505,9 +529,11 @@ impl Receiver {
 
     /// `__tcp_ack_snd_check` with out-of-order data: the first `FASTRETRANS_THRESH` ACKs for
     /// one `rcv_nxt` leave at once, later ones wait for the SACK compression timer.
+    /// Without SACK compression (`tcp.sack_compression = false`, before 4.18) every such
+    /// ACK leaves at once (`ofo_possible && !RB_EMPTY_ROOT(&tp->out_of_order_queue)`).
     #[inline(never)]
     fn compress_sack_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
-        if self.compressed_ack >= COMP_SACK_NR {
+        if !self.sack_compression || self.compressed_ack >= COMP_SACK_NR {
             self.send_ack(now, out);
             return;
         }
@@ -947,3 +973,7 @@ mod tests {
         assert_eq!(r.quick, 0);
     }
 }
+
+/// The 4.x receiver options (`sack_compression`, `ofo_quickack`, `rcv_window`).
+#[cfg(test)]
+mod tests_4x;

@@ -57,6 +57,9 @@ const FLAG_ACKED: u32 = FLAG_DATA_ACKED;
 const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
 const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
+/// Bytes of a data segment's TCP header with the timestamps option (20 + 12): what
+/// `skb->len` adds to the payload when the 4.x pacer charges an skb.
+const TCP_HEADER_BYTES: u64 = DATA_HEADER_BYTES as u64 - 20;
 /// `TCP_TIMEOUT_MIN_US`.
 const TIMEOUT_MIN_US: u64 = 2_000;
 /// `TCP_RACK_RECOVERY_THRESH`.
@@ -167,6 +170,15 @@ struct SenderOptions {
     ecn: u8,
     ecn_receiver: u8,
     ecn_fallback: bool,
+    /// The pacer (`pacer`, `update_wstamp_after_send`): segments sent before it starts (6.18:
+    /// 10, as sch_fq's initial quantum; 4.x: 0), bytes charged per skb beyond its payload
+    /// (4.x: the 32-byte TCP header), and the mask of the credit for a late send (4.x: 0).
+    unpaced_segs: u64,
+    pace_header_bytes: u64,
+    pace_credit_mask: u64,
+    /// `prr = "linux-4.x"`.
+    prr_4x: bool,
+    tlp_schedule: crate::spec::TlpSchedule,
 }
 
 impl SenderOptions {
@@ -184,6 +196,23 @@ impl SenderOptions {
             ecn: o.ecn,
             ecn_receiver: o.ecn_receiver,
             ecn_fallback: o.ecn_fallback,
+            unpaced_segs: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                10
+            },
+            pace_header_bytes: if o.pacer == crate::spec::Pacer::Linux4x {
+                TCP_HEADER_BYTES
+            } else {
+                0
+            },
+            pace_credit_mask: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                u64::MAX
+            },
+            prr_4x: o.prr == crate::spec::Prr::Linux4x,
+            tlp_schedule: o.tlp_schedule,
         }
     }
 }
@@ -499,14 +528,26 @@ impl Sender {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing of the next packet.
+    ///
+    /// With `pacer = "linux-4.x"` the same arithmetic is 4.13/4.15's `tcp_internal_pacing`:
+    /// once an skb of `payload` bytes leaves, an hrtimer of `skb->len` (the payload plus the
+    /// TCP header: "should account for header sizes as sch_fq does, but lets make things
+    /// simple") at the pacing rate, from the moment it left (a paced skb leaves only once
+    /// `wstamp_ns` has passed), with no credit for a late send and no unpaced start
+    /// (`unpaced_segs` 0, `pace_header_bytes` 32, `pace_credit_mask` 0).
     fn update_wstamp_after_send(&mut self, payload: u32) {
         let prior = self.tp.wstamp_ns;
         self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
         let rate = self.tp.pacing_rate_bytes_per_sec;
-        // Like sch_fq, the first 10 segments are not paced.
-        if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
-            let mut len_ns = payload as u64 * 1_000_000_000 / rate;
-            let credit = self.tp.wstamp_ns - prior;
+        // Like sch_fq, the first 10 segments are not paced (6.18).
+        if self.paced
+            && rate != 0
+            && rate != u64::MAX
+            && self.data_segs_out >= self.opts.unpaced_segs
+        {
+            let len = payload as u64 + self.opts.pace_header_bytes;
+            let mut len_ns = len * 1_000_000_000 / rate;
+            let credit = (self.tp.wstamp_ns - prior) & self.opts.pace_credit_mask;
             len_ns -= (len_ns / 2).min(credit);
             self.tp.wstamp_ns += len_ns;
         }
@@ -1294,3 +1335,11 @@ mod tests {
         assert!(err.to_string().contains("size_bytes"), "{err}");
     }
 }
+
+/// The 4.x pacer (`pacer = "linux-4.x"`).
+#[cfg(test)]
+mod pacer_4x_tests;
+
+/// 4.x PRR and loss-probe schedules (`prr`, `tlp_schedule`).
+#[cfg(test)]
+mod loss_4x_tests;

@@ -269,6 +269,8 @@ impl Sender {
                 + self.tp.prior_cwnd as u64
                 - 1;
             sndcnt = (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
+        } else if self.opts.prr_4x {
+            sndcnt = self.prr_bound_4x(newly_acked_sacked, flag).min(delta);
         } else {
             sndcnt =
                 (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
@@ -280,6 +282,17 @@ impl Sender {
         // Force a fast retransmit upon entering fast recovery.
         sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
         self.tp.snd_cwnd = (in_flight + sndcnt) as u32;
+    }
+
+    /// 4.x `tcp_cwnd_reduction` below ssthresh ("PRR uses CRB mode by default and SS mode
+    /// conditionally", 3759824da87b): the slow-start bound only when this ACK acknowledged
+    /// retransmitted data and marked no retransmission lost, else packet conservation.
+    fn prr_bound_4x(&self, newly_acked_sacked: u32, flag: u32) -> i64 {
+        if flag & FLAG_RETRANS_DATA_ACKED != 0 && flag & FLAG_LOST_RETRANS == 0 {
+            (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64) + 1
+        } else {
+            newly_acked_sacked as i64
+        }
     }
 
     /// `tcp_process_tlp_ack`.
