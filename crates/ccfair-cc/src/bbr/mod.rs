@@ -195,7 +195,9 @@ pub struct BbrCounters {
     /// Entries into PROBE_RTT, whatever their cause.
     pub probe_rtt_entries: u64,
     /// Forced expiries: ACKs on which the modification declared the min-RTT filter expired
-    /// although the 10 s window had not run out.
+    /// although the 10 s window had not run out. This counts ACKs, not episodes: the trigger
+    /// also fires while BBR is already in PROBE_RTT (where it only re-seeds min_rtt), e.g. on
+    /// every ACK that marks losses as a burst drains. `forced_probe_rtt_entries` counts episodes.
     pub forced_expiries: u64,
     /// PROBE_RTT entries caused by a forced expiry (a subset of `probe_rtt_entries`).
     pub forced_probe_rtt_entries: u64,

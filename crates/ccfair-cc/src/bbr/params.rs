@@ -151,7 +151,8 @@ crate::param_table! {
         pub bw_rtts: u32 = 10, unit "rounds";
         /// `bbr_cwnd_gain` of PROBE_BW as a real number (Linux 2.0 = 512/256); rounded to 1/256.
         pub cwnd_gain: f64 = 2.0, unit "x BDP";
-        /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`).
+        /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`). Tested on every
+        /// ACK in every mode, STARTUP and PROBE_RTT included, where Linux tests the min-RTT expiry.
         pub rtprop_trigger: RtpropTrigger = RtpropTrigger::Off, unit "";
         /// Threshold of the ratio RTT / RTprop above which the trigger fires (strictly above).
         pub rate_th: f64 = 2.0, unit "RTT / RTprop";
