@@ -3,14 +3,15 @@
  * BBRv1 as a BPF congestion control (struct_ops), with every parameter of the simulator's
  * BBR (crates/ccfair-cc/src/bbr/params.rs) read from the socket's storage.
  *
- * Written for ccfair from the behaviour of Linux net/ipv4/tcp_bbr.c (v5.x/6.x): each
+ * Written for ccfair from the behaviour of Linux net/ipv4/tcp_bbr.c (6.18): each
  * function names the tcp_bbr.c function it follows, and does what that function does, in
  * Linux's units (bandwidth in packets/us << 24, gains in 1/256, min_rtt in us, stamps in
  * u32 jiffies). With stock parameters it is meant to behave as the kernel's own bbr; the
- * parameters add the simulator's options (profile linux-4.9, tso_model none, lt_bw off,
- * min_rtt_win_sec, probe_rtt_ms, bw_rtts, cwnd_gain, fixed_start_phase) and the RTprop
- * modifications of the simulator's BBR (forced expire, RTprop update). docs/kernel.md
- * lists what differs from the kernel module.
+ * parameters add the simulator's options (version linux-4.13 / linux-4.15 and their flags,
+ * tso_model none, lt_bw off, min_rtt_win_sec, probe_rtt_ms, bw_rtts, cwnd_gain,
+ * fixed_start_phase) and the RTprop modifications of the simulator's BBR (forced expire,
+ * RTprop update). The 4.x flags change the algorithm only: the host's TCP (its pacer above
+ * all) stays the running kernel's. docs/kernel.md lists what differs from the kernel module.
  *
  * The state lives in socket storage rather than icsk_ca_priv (104 bytes): it holds the
  * parameters and the counters too, and user space reads it for the time series.
@@ -167,9 +168,18 @@ static __always_inline u32 extra_acked(struct ctx *c)
 							   : c->b->extra_acked[1];
 }
 
-/* bbr_rate_bytes_per_sec: in u64 and in Linux's order of operations. */
+/* bbr_rate_bytes_per_sec: in u64 and in Linux's order of operations; with pacing_on_mtu
+ * (4.x) on tcp_mss_to_mtu (TCP header with options + the 20-byte IPv4 header) without the
+ * 1% margin. */
 static __always_inline u64 rate_bytes_per_sec(struct ctx *c, u64 rate, u32 gain)
 {
+	if (c->p->pacing_on_mtu) {
+		rate *= c->tp->mss_cache + c->tp->tcp_header_len + 20;
+		rate *= gain;
+		rate >>= BBR_SCALE;
+		rate *= USEC_PER_SEC;
+		return rate >> BW_SCALE;
+	}
 	rate *= c->tp->mss_cache;
 	rate *= gain;
 	rate >>= BBR_SCALE;
@@ -255,7 +265,7 @@ static __always_inline u32 quantization_budget(struct ctx *c, u32 cwnd)
 {
 	cwnd += 3 * tso_segs_goal(c);
 	cwnd = (cwnd + 1) & ~1U;
-	if (c->b->mode == BBR_PROBE_BW && c->b->cycle_idx == 0)
+	if (c->p->probe_bw_plus_two && c->b->mode == BBR_PROBE_BW && c->b->cycle_idx == 0)
 		cwnd += 2;
 	return cwnd;
 }
@@ -266,7 +276,7 @@ static __always_inline u32 inflight(struct ctx *c, u32 bw, u32 gain)
 	return quantization_budget(c, bdp(c, bw, gain));
 }
 
-/* bbr_packets_in_net_at_edt; the linux-4.9 profile uses in-flight as is. */
+/* bbr_packets_in_net_at_edt; without inflight_at_edt (4.x) in-flight as is. */
 static __always_inline u32 packets_in_net_at_edt(struct ctx *c, u32 inflight_now)
 {
 	u64 now_ns, edt_ns, interval_us;
@@ -322,10 +332,15 @@ static __always_inline bool set_cwnd_to_recover_or_restore(struct ctx *c,
 		cwnd = packets_in_flight(c->tp) + acked;
 	} else if (prev_state >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
 		/* Leaving loss recovery: restore the cwnd saved when it began. */
-		cwnd = max_u32(cwnd, c->b->prior_cwnd);
+		c->b->restore_cwnd = 1;
 		c->b->packet_conservation = 0;
 	}
 	c->b->prev_ca_state = state;
+	if (c->b->restore_cwnd) {
+		/* Leaving recovery, or (4.x) PROBE_RTT on an earlier ACK. */
+		cwnd = max_u32(cwnd, c->b->prior_cwnd);
+		c->b->restore_cwnd = 0;
+	}
 
 	if (c->b->packet_conservation) {
 		*new_cwnd = max_u32(cwnd, packets_in_flight(c->tp) + acked);
@@ -341,6 +356,8 @@ static __always_inline void set_cwnd(struct ctx *c, const struct rate_sample *rs
 {
 	u32 cwnd = c->tp->snd_cwnd, target;
 
+	if (!acked && !c->p->probe_rtt_cap_zero_acked)
+		return; /* 4.x: before the caps */
 	if (!acked)
 		goto done;
 	if (set_cwnd_to_recover_or_restore(c, rs, acked, &cwnd))
@@ -381,11 +398,26 @@ static __always_inline bool is_next_cycle_phase(struct ctx *c, const struct rate
 	return is_full_length || in_net <= inflight(c, bw, BBR_UNIT);
 }
 
-/* bbr_advance_cycle_phase */
+/* bbr_advance_cycle_phase; without gains_every_ack (4.x) it sets the phase's gain: 1 while
+ * lt_bw is in use (4.15), the cycle's own with lt_bw_freezes_cycle (4.13). */
 static __always_inline void advance_cycle_phase(struct ctx *c)
 {
 	c->b->cycle_idx = (c->b->cycle_idx + 1) & (CYCLE_LEN - 1);
 	c->b->cycle_mstamp = c->tp->delivered_mstamp;
+	if (!c->p->gains_every_ack)
+		c->b->pacing_gain = c->b->lt_use_bw && !c->p->lt_bw_freezes_cycle
+					    ? BBR_UNIT
+					    : cycle_pacing_gain(c->b->cycle_idx);
+}
+
+/* Both gains set at a mode change (4.x); with gains_every_ack update_gains does it. */
+static __always_inline void set_gains_at_transition(struct ctx *c, u32 pacing_gain,
+						    u32 cwnd_gain)
+{
+	if (!c->p->gains_every_ack) {
+		c->b->pacing_gain = pacing_gain;
+		c->b->cwnd_gain = cwnd_gain;
+	}
 }
 
 /* bbr_reset_probe_bw_mode: a random phase other than 0.75 (get_random_u32_below(7)), or
@@ -393,6 +425,7 @@ static __always_inline void advance_cycle_phase(struct ctx *c)
 static __always_inline void reset_probe_bw_mode(struct ctx *c)
 {
 	c->b->mode = BBR_PROBE_BW;
+	set_gains_at_transition(c, BBR_UNIT, c->p->probe_bw_cwnd_gain);
 	if (c->p->fixed_start_phase >= 0)
 		c->b->cycle_idx = ((u32)c->p->fixed_start_phase + CYCLE_LEN - 1) & (CYCLE_LEN - 1);
 	else
@@ -404,10 +437,12 @@ static __always_inline void reset_probe_bw_mode(struct ctx *c)
 /* bbr_reset_mode */
 static __always_inline void reset_mode(struct ctx *c)
 {
-	if (!c->b->full_bw_reached)
+	if (!c->b->full_bw_reached) {
 		c->b->mode = BBR_STARTUP;
-	else
+		set_gains_at_transition(c, HIGH_GAIN, HIGH_GAIN);
+	} else {
 		reset_probe_bw_mode(c);
+	}
 }
 
 /* ----------------------------------------------------------------- long-term bw */
@@ -588,7 +623,9 @@ static __always_inline void check_drain(struct ctx *c)
 {
 	if (c->b->mode == BBR_STARTUP && c->b->full_bw_reached) {
 		c->b->mode = BBR_DRAIN;
-		c->tp->snd_ssthresh = inflight(c, max_bw(c), BBR_UNIT);
+		set_gains_at_transition(c, DRAIN_GAIN, HIGH_GAIN);
+		if (c->p->ssthresh_at_drain)
+			c->tp->snd_ssthresh = inflight(c, max_bw(c), BBR_UNIT);
 	}
 	if (c->b->mode == BBR_DRAIN &&
 	    packets_in_net_at_edt(c, packets_in_flight(c->tp)) <= inflight(c, max_bw(c), BBR_UNIT))
@@ -601,7 +638,10 @@ static __noinline void check_probe_rtt_done(struct ctx *c)
 	if (!(c->b->probe_rtt_done_stamp && after32(tcp_jiffies32, c->b->probe_rtt_done_stamp)))
 		return;
 	c->b->min_rtt_stamp = tcp_jiffies32;
-	c->tp->snd_cwnd = max_u32(c->tp->snd_cwnd, c->b->prior_cwnd);
+	if (c->p->probe_rtt_restore_at_exit)
+		c->tp->snd_cwnd = max_u32(c->tp->snd_cwnd, c->b->prior_cwnd);
+	else
+		c->b->restore_cwnd = 1; /* 4.x: on the next ACK of data */
 	reset_mode(c);
 }
 
@@ -667,7 +707,8 @@ static __noinline void update_min_rtt(struct ctx *c, const struct rate_sample *r
 	else
 		new_min = rtt_us < (long)c->b->min_rtt_us;
 	if (mod != MOD_UPDATED && rtt_us >= 0 &&
-	    (new_min || (filter_expired && !rs->is_ack_delayed))) {
+	    (new_min ||
+	     (filter_expired && !(rs->is_ack_delayed && c->p->min_rtt_skip_delayed_ack)))) {
 		c->b->min_rtt_us = (u32)rtt_us;
 		c->b->min_rtt_stamp = now;
 	}
@@ -675,6 +716,7 @@ static __noinline void update_min_rtt(struct ctx *c, const struct rate_sample *r
 	if (c->p->probe_rtt_ms > 0 && filter_expired && !c->b->idle_restart &&
 	    c->b->mode != BBR_PROBE_RTT) {
 		c->b->mode = BBR_PROBE_RTT;
+		set_gains_at_transition(c, BBR_UNIT, BBR_UNIT);
 		save_cwnd(c);
 		c->b->probe_rtt_done_stamp = 0;
 		c->b->probe_rtt_entries++;
@@ -699,7 +741,7 @@ static __noinline void update_min_rtt(struct ctx *c, const struct rate_sample *r
 				check_probe_rtt_done(c);
 		}
 	}
-	if (rs->delivered > 0)
+	if (rs->delivered > 0 || !c->p->idle_restart_needs_delivery)
 		c->b->idle_restart = 0;
 }
 
@@ -763,6 +805,16 @@ static __always_inline void default_params(struct ccfair_bbr_params *p)
 	p->rate_th_q16 = 2ULL << 16;
 	p->update_refresh_stamp = 0;
 	p->trigger_once_per_round = 0;
+	p->pacing_on_mtu = 0;
+	p->min_rtt_skip_delayed_ack = 1;
+	p->probe_bw_plus_two = 1;
+	p->probe_rtt_cap_zero_acked = 1;
+	p->probe_rtt_restore_at_exit = 1;
+	p->idle_restart_needs_delivery = 1;
+	p->ssthresh_at_drain = 1;
+	p->gains_every_ack = 1;
+	p->undo_resets_sampling = 1;
+	p->lt_bw_freezes_cycle = 0;
 }
 
 /* bbr_init */
@@ -807,6 +859,7 @@ void BPF_PROG(ccfair_bbr_init, struct sock *sk)
 	c.b->cycle_idx = 0;
 	reset_lt_bw_sampling(&c);
 	c.b->mode = BBR_STARTUP;
+	set_gains_at_transition(&c, HIGH_GAIN, HIGH_GAIN);
 	c.b->ack_epoch_mstamp = tp->tcp_mstamp;
 	c.b->ack_epoch_acked = 0;
 	c.b->extra_acked_win_rtts = 0;
@@ -830,26 +883,33 @@ void BPF_PROG(ccfair_bbr_main, struct sock *sk, u32 ack, int flag, const struct 
 	/* bbr_update_model: the order matters. */
 	update_bw(&c, rs);
 	update_ack_aggregation(&c, rs);
-	if (c.b->mode == BBR_PROBE_BW && is_next_cycle_phase(&c, rs))
+	/* With lt_bw_freezes_cycle (4.13) the cycle stands still while lt_bw is in use. */
+	if (c.b->mode == BBR_PROBE_BW && !(c.p->lt_bw_freezes_cycle && c.b->lt_use_bw) &&
+	    is_next_cycle_phase(&c, rs))
 		advance_cycle_phase(&c);
 	check_full_bw_reached(&c, rs);
 	check_drain(&c);
 	update_min_rtt(&c, rs);
-	update_gains(&c);
+	if (c.p->gains_every_ack)
+		update_gains(&c);
 
 	bw = bbr_bw(&c);
 	set_pacing_rate(&c, bw, c.b->pacing_gain);
 	set_cwnd(&c, rs, rs->acked_sacked, bw, c.b->cwnd_gain);
 }
 
-/* bbr_ssthresh: entering Recovery or Loss, save cwnd; ssthresh unchanged. */
+/* bbr_ssthresh: entering Recovery or Loss, save cwnd; ssthresh unchanged (4.x, without
+ * ssthresh_at_drain: TCP_INFINITE_SSTHRESH). */
 SEC("struct_ops")
 u32 BPF_PROG(ccfair_bbr_ssthresh, struct sock *sk)
 {
 	struct ctx c;
 
-	if (load(&c, sk))
+	if (load(&c, sk)) {
 		save_cwnd(&c);
+		if (!c.p->ssthresh_at_drain)
+			return TCP_INFINITE_SSTHRESH;
+	}
 	return tcp_sk(sk)->snd_ssthresh;
 }
 
@@ -859,7 +919,7 @@ u32 BPF_PROG(ccfair_bbr_undo_cwnd, struct sock *sk)
 {
 	struct ctx c;
 
-	if (load(&c, sk)) {
+	if (load(&c, sk) && c.p->undo_resets_sampling) {
 		c.b->full_bw = 0;
 		c.b->full_bw_cnt = 0;
 		reset_lt_bw_sampling(&c);
@@ -880,7 +940,7 @@ void BPF_PROG(ccfair_bbr_cwnd_event, struct sock *sk, int event)
 	c.b->ack_epoch_acked = 0;
 	if (c.b->mode == BBR_PROBE_BW)
 		set_pacing_rate(&c, bbr_bw(&c), BBR_UNIT);
-	else if (c.b->mode == BBR_PROBE_RTT)
+	else if (c.b->mode == BBR_PROBE_RTT && c.p->probe_rtt_restore_at_exit)
 		check_probe_rtt_done(&c);
 }
 

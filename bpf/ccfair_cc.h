@@ -14,14 +14,14 @@
 #define CCFAIR_CC_H
 
 /* Bumped whenever a struct below changes; user space checks it against its own. */
-#define CCFAIR_BPF_ABI 1
+#define CCFAIR_BPF_ABI 2
 
 /* ----------------------------------------------------------------------------- BBR */
 
-/* crates/ccfair-cc/src/bbr/params.rs, resolved against the profile. */
+/* crates/ccfair-cc/src/bbr/params.rs, resolved against the version (linux-6.18, 4.15, 4.13). */
 struct ccfair_bbr_params {
 	__u32 abi;
-	__u32 edt;                      /* profile linux-5.x: bbr_packets_in_net_at_edt */
+	__u32 edt;                      /* inflight_at_edt: bbr_packets_in_net_at_edt */
 	__u32 tso_model_none;           /* tso_model "none": one segment */
 	__u32 lt_bw;                    /* long-term (policer) bandwidth sampling */
 	__u32 extra_acked_gain;         /* 256 with extra_acked, else 0 */
@@ -37,6 +37,17 @@ struct ccfair_bbr_params {
 	__u64 rate_th_q16;
 	__u32 update_refresh_stamp;
 	__u32 trigger_once_per_round;
+	/* The version-dependent flags (each 1 in linux-6.18, see params.rs). */
+	__u32 pacing_on_mtu;            /* 4.x: bw x MTU x gain, no 1% margin */
+	__u32 min_rtt_skip_delayed_ack;
+	__u32 probe_bw_plus_two;
+	__u32 probe_rtt_cap_zero_acked;
+	__u32 probe_rtt_restore_at_exit;
+	__u32 idle_restart_needs_delivery;
+	__u32 ssthresh_at_drain;
+	__u32 gains_every_ack;
+	__u32 undo_resets_sampling;
+	__u32 lt_bw_freezes_cycle;
 };
 
 /* The fields of Linux `struct bbr` (net/ipv4/tcp_bbr.c), one u32 each instead of bit
@@ -77,6 +88,8 @@ struct ccfair_bbr_state {
 	__u32 extra_acked_win_idx;
 	__u32 has_triggered;            /* the RTprop modification fired at least once */
 	__u32 last_trigger_round;
+	__u32 restore_cwnd;             /* 4.x: restore prior_cwnd on the next ACK of data */
+	__u32 pad;
 	__u64 cycle_mstamp;             /* us */
 	__u64 ack_epoch_mstamp;         /* us */
 	__u64 probe_rtt_entries;

@@ -82,6 +82,7 @@ struct minmax {
 };
 
 struct tcp_sock {
+	u16 tcp_header_len;
 	u32 mss_cache;
 	u32 snd_cwnd;
 	u32 snd_cwnd_clamp;

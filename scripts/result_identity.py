@@ -66,7 +66,7 @@ def scenarios() -> dict[str, Any]:
         start_jitter="5ms",
         stops=[None, "12s", None, None],
         sizes=[None, None, "20MB", None],
-        cca_params=[None, None, {"profile": "linux-4.9"}, {"variant": "paper"}],
+        cca_params=[None, None, {"version": "linux-4.15"}, {"variant": "paper"}],
         tcp={"handshake": False, "fq_pacing": True},
         duration="15s",
         seed=11,

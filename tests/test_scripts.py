@@ -2,7 +2,7 @@
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
 scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
 benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
-scripts/install_pgo.sh, benches/estimate_check.py)."""
+scripts/install_pgo.sh, benches/estimate_check.py, scripts/katsumata_forced_expire.py)."""
 
 from __future__ import annotations
 
@@ -101,6 +101,25 @@ def test_trace_phase_refuses_unknown_links_and_untraced_directories(tmp_path):
     assert ok.returncode == 0 and "flow1" in ok.stdout, ok.stderr
     _refused(_script("trace_phase.py", "--link", "L99", str(tmp_path)), "no link 'L99'")
     _refused(_script("trace_phase.py", "--link", "L2", "/nonexistent"), "no traced runs")
+
+
+def test_katsumata_forced_expire_reads_traced_runs_and_refuses_other_directories(tmp_path):
+    # `bursts` lists the PROBE_RTT exits of a traced run of the loss variant (a 2-s run
+    # has its first exit at 0.67 s); the other subcommands refuse what is not their input.
+    params = {"rtprop_trigger": "rtt_ratio_or_loss", "rate_th": 2.4, "profile": "linux-4.9"}
+    sc = ccfair.dumbbell(1, "bbr", buffer_bdp=1, duration="2s", cca_params=params)
+    r = ccfair.run(sc, trace=["flow1"])
+    r.save(tmp_path)
+    (tmp_path / "trace").mkdir()
+    r.trace.to_parquet(tmp_path / "trace" / f"{r.run_id}.parquet")
+    ok = _script("katsumata_forced_expire.py", "bursts", str(tmp_path))
+    assert ok.returncode == 0 and "PROBE_RTT exits" in ok.stdout, ok.stderr
+    assert "STARTUP" in ok.stdout
+    script = "katsumata_forced_expire.py"
+    _refused(_script(script, "bursts", "/nonexistent"), "no traces")
+    _refused(_script(script, "figures", str(tmp_path), "--out", str(tmp_path)), "not the results")
+    _refused(_script(script, "figures", "/etc", "--out", str(tmp_path)), "not a results directory")
+    _refused(_script(script, "kernel", str(tmp_path)), "no such directory")
 
 
 def test_profile_table_refuses_what_is_no_profile_sweep(tmp_path):

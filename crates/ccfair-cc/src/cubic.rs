@@ -12,6 +12,14 @@
 //! - `hystart_ack_delay` (the GSO cushion of the ACK-train threshold) is computed as Linux
 //!   does from the pacing rate the substrate maintains (`tcp_update_pacing_rate` runs for every
 //!   loss-based flow, paced or not); `gso_ack_delay = false` sets it to 0 (a stack without GSO).
+//!
+//! `hystart_version = "linux-4.x"` runs the HyStart of Linux 4.13/4.15 instead (read in
+//! 4.13.9 and 4.15.11 `tcp_cubic.c`; 5.6 rewrote it): a millisecond clock (`bictcp_clock`),
+//! delays in 1/8 ms, the ACK train's threshold `delay_min / 2` (no GSO cushion, no pacing
+//! test), the delay test on the minimum of the round's first 8 samples only, and the round
+//! restarted in `bictcp_cong_avoid` (cwnd-limited, in slow start, `after(ack, end_seq)`).
+//! The cubic curve keeps `delay_min` in µs (4.x adds `msecs_to_jiffies(delay_min >> 3)`, at
+//! most one jiffy less).
 
 use crate::params::ParamError;
 use crate::registry::{self, Algorithm, Family};
@@ -30,6 +38,23 @@ const HYSTART_MIN_SAMPLES: u8 = 8;
 /// `HYSTART_DELAY_MIN` / `HYSTART_DELAY_MAX`, µs: clamp of the delay-increase threshold.
 const HYSTART_DELAY_MIN_US: u32 = 4_000;
 const HYSTART_DELAY_MAX_US: u32 = 16_000;
+/// 4.x `HYSTART_DELAY_MIN` / `HYSTART_DELAY_MAX`, in 1/8 ms (4 and 16 ms).
+const HYSTART_DELAY_MIN_4X: u32 = 4 << 3;
+const HYSTART_DELAY_MAX_4X: u32 = 16 << 3;
+
+/// Which kernel's HyStart runs (`CubicParams::hystart_version`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum HystartVersion {
+    /// Linux 5.6+ (µs clock, pacing-aware ACK train, running minimum).
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    /// Linux 4.13/4.15 (ms clock, `delay_min / 2`, first 8 samples).
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
+crate::choice!(HystartVersion: HystartVersion::Linux618, HystartVersion::Linux4x);
 
 crate::param_table! {
     /// Module parameters of `tcp_cubic.c` (`/sys/module/tcp_cubic/parameters/*`), defaults as in
@@ -65,8 +90,13 @@ crate::param_table! {
         /// Newton-Raphson step, about 0.1 % error); true: K = round(cbrt(x)) in f64.
         pub exact_cbrt: bool = false, unit "";
         /// Include Linux's `hystart_ack_delay` term, min(1 ms, 4 x 64 KiB / pacing rate), in
-        /// the ACK-train threshold (true = Linux). False models a stack without GSO.
+        /// the ACK-train threshold (true = Linux). False models a stack without GSO. The 4.x
+        /// HyStart has no such term.
         pub gso_ack_delay: bool = true, unit "";
+        /// Which kernel's HyStart (`linux-6.18` or `linux-4.x`, the 4.13/4.15 one: ms clock,
+        /// ACK-train threshold delay_min/2, delay test on the first 8 samples of a round,
+        /// rounds restarted in `bictcp_cong_avoid`).
+        pub hystart_version: HystartVersion = HystartVersion::Linux618, unit "";
     }
 }
 
@@ -233,13 +263,14 @@ pub struct Cubic {
     sample_cnt: u8,
     /// HyStart has found the exit point (`found`).
     found: bool,
-    /// µs clock (u32, as `bictcp_clock_us`) when the round began (`round_start`).
+    /// µs clock (u32, as `bictcp_clock_us`; 4.x: the ms `bictcp_clock`) when the round
+    /// began (`round_start`).
     round_start: u32,
     /// The round ends once `snd_una` passes this segment (`end_seq`).
     end_seq: u64,
-    /// µs clock of the last ACK in the current train (`last_ack`).
+    /// µs clock (4.x: ms) of the last ACK in the current train (`last_ack`).
     last_ack: u32,
-    /// Minimum RTT of this round, µs (`curr_rtt`).
+    /// Minimum RTT of this round, µs (`curr_rtt`; 4.x: of its first 8 samples, 1/8 ms).
     curr_rtt: u32,
 
     stats: Stats,
@@ -253,6 +284,12 @@ fn jiffies32(tp: &TcpSock) -> u32 {
 /// `bictcp_clock_us`: the µs clock truncated to 32 bits as the kernel stores it.
 fn clock_us(tp: &TcpSock) -> u32 {
     tp.now_us() as u32
+}
+
+/// 4.x `bictcp_clock`: milliseconds (`ktime_get_real` below HZ 1000, else
+/// `jiffies_to_msecs`; both whole ms of the same clock here).
+fn clock_ms(tp: &TcpSock) -> u32 {
+    (tp.now_ns / 1_000_000) as u32
 }
 
 /// Linux `after(seq1, seq2)` on u32 timestamps: seq1 is later than seq2.
@@ -315,7 +352,10 @@ impl Cubic {
 
     /// `bictcp_hystart_reset`: start a HyStart round at the current `snd_nxt`.
     fn hystart_reset(&mut self, tp: &TcpSock) {
-        let now = clock_us(tp);
+        let now = match self.p.hystart_version {
+            HystartVersion::Linux618 => clock_us(tp),
+            HystartVersion::Linux4x => clock_ms(tp),
+        };
         self.round_start = now;
         self.last_ack = now;
         self.end_seq = tp.snd_nxt;
@@ -443,6 +483,46 @@ impl Cubic {
         (GSO_LEGACY_MAX_SIZE * 4 * 1_000_000 / rate).min(1_000) as u32
     }
 
+    /// 4.x `hystart_update` for an RTT sample of `delay` 1/8 ms (the caller checked slow
+    /// start and `hystart_low_window`; rounds restart in `cong_avoid`).
+    fn hystart_update_4x(&mut self, tp: &mut TcpSock, delay: u32) {
+        // delay_min in 4.x's unit: (rtt_us << 3) / USEC_PER_MSEC, at least 1.
+        let delay_min = ((self.delay_min as u64 * 8 / 1_000) as u32).max(1);
+        if self.p.hystart_detect & HYSTART_ACK_TRAIN != 0 {
+            let now = clock_ms(tp);
+            // ACKs no more than hystart_ack_delta ms apart; the train fires past
+            // delay_min / 2 (`delay_min >> 4` in 1/8 ms).
+            let delta_ms = (self.p.hystart_ack_delta_us / 1_000) as i32;
+            if (now.wrapping_sub(self.last_ack) as i32) <= delta_ms {
+                self.last_ack = now;
+                if now.wrapping_sub(self.round_start) > delay_min >> 4 {
+                    self.found = true;
+                    self.stats.hystart_train += 1;
+                    tp.snd_ssthresh = tp.snd_cwnd;
+                }
+            }
+        }
+        if self.p.hystart_detect & HYSTART_DELAY != 0 {
+            // The minimum of the round's first HYSTART_MIN_SAMPLES samples, then tested
+            // on every later sample of the round.
+            if self.sample_cnt < HYSTART_MIN_SAMPLES {
+                self.curr_rtt = self.curr_rtt.min(delay);
+                self.sample_cnt += 1;
+            } else {
+                let margin = (delay_min >> 3).clamp(HYSTART_DELAY_MIN_4X, HYSTART_DELAY_MAX_4X);
+                if self.curr_rtt > delay_min + margin {
+                    self.found = true;
+                    self.stats.hystart_delay += 1;
+                    tp.snd_ssthresh = tp.snd_cwnd;
+                }
+            }
+        }
+        if self.found {
+            self.stats.cubic_hystart_exit_count += 1;
+            self.stats.hystart_exit_cwnd = tp.snd_cwnd;
+        }
+    }
+
     /// `hystart_update`: look for the slow-start exit point. `delay` is the RTT sample, µs.
     fn hystart_update(&mut self, tp: &mut TcpSock, delay: u32) {
         if tp.snd_una > self.end_seq {
@@ -531,11 +611,18 @@ impl CongestionControl for Cubic {
     }
 
     /// `cubictcp_cong_avoid`: slow start below ssthresh, then +1 per `cnt` packets acked.
-    fn cong_avoid(&mut self, tp: &mut TcpSock, _ack: u64, mut acked: u32) {
+    fn cong_avoid(&mut self, tp: &mut TcpSock, ack: u64, mut acked: u32) {
         if !tp.is_cwnd_limited() {
             return;
         }
         if tp.in_slow_start() {
+            // 4.x `bictcp_cong_avoid`: a HyStart round ends once `ack` passes `end_seq`.
+            if self.p.hystart_version == HystartVersion::Linux4x
+                && self.p.hystart
+                && ack > self.end_seq
+            {
+                self.hystart_reset(tp);
+            }
             acked = tp.slow_start(acked);
             if acked == 0 {
                 return;
@@ -588,6 +675,18 @@ impl CongestionControl for Cubic {
         let delay = (sample.rtt_us as u32).max(1);
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
+        }
+        if self.p.hystart_version == HystartVersion::Linux4x {
+            // 4.x bictcp_acked: delays in 1/8 ms, the low-window test here.
+            let delay_8 = ((sample.rtt_us as u64 * 8 / 1_000) as u32).max(1);
+            if !self.found
+                && self.p.hystart
+                && tp.in_slow_start()
+                && tp.snd_cwnd >= self.p.hystart_low_window
+            {
+                self.hystart_update_4x(tp, delay_8);
+            }
+            return;
         }
         if !self.found && tp.in_slow_start() && self.p.hystart {
             self.hystart_update(tp, delay);
@@ -1411,6 +1510,95 @@ mod tests {
         let train_only = hystart_only(HYSTART_ACK_TRAIN);
         assert_eq!(delay_round(train_only, 20, 100_000, &[200_000; 20]), None);
         assert_eq!(delay_round(no_hystart(), 20, 100_000, &[200_000; 20]), None);
+    }
+
+    fn hystart_4x(detect: u32) -> CubicParams {
+        CubicParams {
+            hystart_version: HystartVersion::Linux4x,
+            ..hystart_only(detect)
+        }
+    }
+
+    /// 4.x HyStart on the same slow start: the train's threshold is delay_min/2 in whole
+    /// ms (delay_min 808/8 ms, `>> 4` = 50 ms), no 1 ms GSO cushion, and the round starts
+    /// in `bictcp_cong_avoid`, after the first ACK's sample. In the round of 80 the ACK 51
+    /// ms after the round start fires: cwnd 80 + 51 (6.18: 52 ms, cwnd 132). Paced or not.
+    #[test]
+    fn hystart_4x_ack_train_exits_past_half_delay_min_in_ms() {
+        for paced in [false, true] {
+            let mut sim = slow_start_sim(hystart_4x(HYSTART_ACK_TRAIN), MS);
+            sim.tp.is_paced = paced;
+            assert!(sim.run_while_not(5 * SEC, exited), "no exit");
+            assert_eq!(sim.cc.delay_min, 101_000);
+            assert_eq!(clock_ms(&sim.tp) - sim.cc.round_start, 51);
+            assert_eq!(sim.tp.snd_ssthresh, 131, "paced {paced}");
+            assert_eq!(
+                counter(&sim.cc, &sim.tp, "cubic_hystart_train_exit_count"),
+                1.0
+            );
+        }
+    }
+
+    /// 4.x: the ACK train counts in whole milliseconds of `hystart_ack_delta` (2 ms): ACKs
+    /// 3 ms apart form no train.
+    #[test]
+    fn hystart_4x_ack_train_needs_acks_within_2_ms() {
+        let mut sim = slow_start_sim(hystart_4x(HYSTART_ACK_TRAIN), 3 * MS);
+        assert!(!sim.run_while_not(4 * SEC, exited));
+        assert_eq!(sim.tp.snd_ssthresh, TCP_INFINITE_SSTHRESH);
+    }
+
+    /// A 4.x round by hand: round 1's sample sets delay_min, `cong_avoid` with an ACK past
+    /// `end_seq` starts round 2 (4.x resets rounds there, not in `pkts_acked`), whose
+    /// samples (µs, one per ms) follow. Returns the 1-based sample that made HyStart exit.
+    fn delay_round_4x(delay_min_us: i64, rtts: &[i64]) -> Option<usize> {
+        let mut cc = Cubic::new(&hystart_4x(HYSTART_DELAY));
+        let mut tp = TcpSock::new(1448, 10, 1000);
+        cc.init(&mut tp);
+        tp.snd_cwnd = 20;
+        tp.is_cwnd_limited = true;
+        let sample = |rtt_us| AckSample {
+            pkts_acked: 1,
+            rtt_us,
+            in_flight: 20,
+        };
+        tp.snd_nxt = 100;
+        tp.now_ns += MS;
+        cc.pkts_acked(&mut tp, &sample(delay_min_us));
+        tp.snd_una = 101;
+        tp.snd_nxt = 1000;
+        tp.snd_cwnd = 20;
+        cc.cong_avoid(&mut tp, 101, 0);
+        assert_eq!(cc.end_seq, 1000, "round 2 started by cong_avoid");
+        for (i, &rtt) in rtts.iter().enumerate() {
+            tp.now_ns += MS;
+            cc.pkts_acked(&mut tp, &sample(rtt));
+            if cc.found {
+                return Some(i + 1);
+            }
+        }
+        None
+    }
+
+    /// 4.x's delay test compares the minimum of the round's first 8 samples (6.18: of all
+    /// of them): a low ninth sample does not stop it. Units of 1/8 ms: delay_min 800,
+    /// margin clamp(100, 32, 128) = 100, so the first 8 must exceed 112.5 ms.
+    #[test]
+    fn hystart_4x_delay_uses_the_first_8_samples_only() {
+        let mut rtts = [130_000; 20];
+        rtts[8] = 105_000;
+        assert_eq!(delay_round_4x(100_000, &rtts), Some(9));
+        assert_eq!(
+            delay_round(hystart_only(HYSTART_DELAY), 20, 100_000, &rtts),
+            None
+        );
+        // 1/8-ms units: 112.624 ms is 900 (not above 800 + 100); 112.625 ms is 901.
+        assert_eq!(delay_round_4x(100_000, &[112_624; 20]), None);
+        assert_eq!(delay_round_4x(100_000, &[112_625; 20]), Some(9));
+        // A low sample among the first 8 keeps the round's minimum low.
+        let mut rtts = [130_000; 20];
+        rtts[3] = 110_000;
+        assert_eq!(delay_round_4x(100_000, &rtts), None);
     }
 
     #[test]

@@ -19,13 +19,17 @@ pub mod testing;
 pub mod bbr;
 pub mod copa;
 pub mod cubic;
+pub mod dctcp;
 pub mod reno;
 
 pub use registry::{
     algorithm, build, internal_names, known_algorithms, metadata_json, normalize_params, Algorithm,
     CcaError, Family, ALGORITHMS,
 };
-pub use sock::{AckSample, CaEvent, CaState, RateSample, TcpSock};
+pub use sock::{
+    AckSample, CaEvent, CaState, RateSample, TcpSock, CA_ACK_ECE, CA_ACK_SLOWPATH,
+    CA_ACK_WIN_UPDATE,
+};
 
 /// Linux `struct tcp_congestion_ops`, hook for hook (include/net/tcp.h).
 ///
@@ -66,6 +70,25 @@ pub trait CongestionControl: Send {
     /// sample and makes no call (it tests `icsk_ca_ops->pkts_acked` for NULL).
     fn has_pkts_acked(&self) -> bool {
         true
+    }
+
+    /// `in_ack_event`: per ACK with the `CA_ACK_*` flags, after `tcp_clean_rtx_queue` and
+    /// before loss detection (`tcp_in_ack_event`, net/ipv4/tcp_input.c, as in Linux 6.18;
+    /// also on an ACK that finds nothing in flight).
+    fn in_ack_event(&mut self, _tp: &mut TcpSock, _flags: u32) {}
+
+    /// False when the module leaves `in_ack_event` NULL (most do): no call is made.
+    fn has_in_ack_event(&self) -> bool {
+        false
+    }
+
+    /// `TCP_CONG_NEEDS_ECN` (DCTCP): the connection asks for ECN whatever
+    /// `net.ipv4.tcp_ecn` says and accepts it when asked, every packet is ECN-capable
+    /// (`tcp_ecn_send`, `tcp_ca_needs_ecn`), and the receiving side reports each data
+    /// segment's CE mark to the algorithm (`CA_EVENT_ECN_IS_CE`/`_NO_CE`, which the
+    /// simulator's receiver implements with DCTCP's state machine, net/ipv4/tcp_dctcp.h).
+    fn needs_ecn(&self) -> bool {
+        false
     }
 
     /// `undo_cwnd`: spurious-loss undo. Returns the cwnd to restore.

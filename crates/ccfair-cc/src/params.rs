@@ -99,7 +99,7 @@ pub fn choice_kind<T: Serialize>(all: &[T]) -> Kind {
     }
 }
 
-/// Declares an enum a choice parameter: `choice!(Profile: Profile::Linux5x, Profile::Linux49);`
+/// Declares an enum a choice parameter: `choice!(Version: Version::Linux618, Version::Linux415);`
 /// lists every variant once.
 #[macro_export]
 macro_rules! choice {

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::params::{ParamDoc, ParamError, ParamTable};
-use crate::{bbr, copa, cubic, reno, CongestionControl};
+use crate::{bbr, copa, cubic, dctcp, reno, CongestionControl};
 
 /// Every algorithm, in the order of `ccfair ccas` and of the results schema's columns.
 /// Adding an algorithm: its module declares `pub const ALGORITHM`, and one line here.
@@ -24,6 +24,7 @@ pub const ALGORITHMS: &[Algorithm] = &[
     cubic::ALGORITHM,
     copa::ALGORITHM,
     bbr::ALGORITHM,
+    dctcp::ALGORITHM,
 ];
 
 /// How an algorithm decides how much to send (the usual families of the literature).
@@ -281,15 +282,15 @@ mod tests {
         assert_eq!(beta["default"], 717);
         assert_eq!(beta["unit"], "1/1024");
         assert_eq!(beta["kind"]["base"], "integer");
-        // Profile-dependent defaults are shown resolved.
+        // Version-dependent defaults are shown resolved.
         let bbr = by("bbr")["params"].as_array().unwrap().clone();
         let extra = bbr.iter().find(|p| p["name"] == "extra_acked").unwrap();
         assert_eq!(extra["default"], true);
         assert_eq!(extra["kind"]["nullable"], true);
-        let profile = bbr.iter().find(|p| p["name"] == "profile").unwrap();
+        let version = bbr.iter().find(|p| p["name"] == "version").unwrap();
         assert_eq!(
-            profile["kind"]["choices"],
-            json!(["linux-5.x", "linux-4.9"])
+            version["kind"]["choices"],
+            json!(["linux-6.18", "linux-4.15", "linux-4.13"])
         );
         assert!(by("bbr")["metrics"]
             .as_array()
@@ -365,6 +366,7 @@ mod tests {
             "hystart_ack_delta_us": 2000,
             "exact_cbrt": false,
             "gso_ack_delay": true,
+            "hystart_version": "linux-6.18",
         });
         assert_eq!(v, expected);
     }
@@ -412,13 +414,13 @@ mod tests {
     #[test]
     fn internal_names_cover_every_algorithm_and_carry_their_prefix() {
         let (metrics, counters) = internal_names();
-        for prefix in ["cubic_", "bbr_", "copa_"] {
+        for prefix in ["cubic_", "bbr_", "copa_", "dctcp_"] {
             assert!(metrics.iter().any(|m| m.starts_with(prefix)), "{prefix}");
             assert!(counters.iter().any(|m| m.starts_with(prefix)), "{prefix}");
         }
         for name in metrics.iter().chain(&counters) {
             assert!(
-                ["cubic_", "bbr_", "copa_"]
+                ["cubic_", "bbr_", "copa_", "dctcp_"]
                     .iter()
                     .any(|p| name.starts_with(p)),
                 "{name}: an internal's name starts with its algorithm's"

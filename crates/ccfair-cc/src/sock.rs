@@ -41,6 +41,15 @@ pub enum CaEvent {
     Loss,
 }
 
+// `enum tcp_ca_ack_event_flags` (include/net/tcp.h): the flags of `in_ack_event`.
+/// The ACK took the slow path (no header prediction: SACK blocks, ECE, a window change,
+/// or no advance of `snd_una`).
+pub const CA_ACK_SLOWPATH: u32 = 1 << 0;
+/// The ACK updated the send window.
+pub const CA_ACK_WIN_UPDATE: u32 = 1 << 1;
+/// The ACK carried ECE and ECN was negotiated (`FLAG_ECE`).
+pub const CA_ACK_ECE: u32 = 1 << 2;
+
 /// Delivery-rate sample (`struct rate_sample`, include/net/tcp.h), built by `tcp_rate_gen`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RateSample {
@@ -113,6 +122,12 @@ pub struct TcpSock {
     pub delivered: u64,
     /// Packets marked lost, cumulative (`tp->lost`).
     pub lost: u64,
+    /// Packets (S)ACKed by ACKs that carried ECE, cumulative (`tp->delivered_ce`,
+    /// `tcp_count_delivered`).
+    pub delivered_ce: u64,
+    /// ECN was negotiated on the handshake (`tp->ecn_flags & TCP_ECN_OK`); set before
+    /// `init`, never changed after.
+    pub ecn_ok: bool,
     /// `tp->delivered_mstamp` in ns.
     pub delivered_mstamp_ns: u64,
     /// Smoothed RTT in µs, unscaled (Linux keeps `srtt_us` x8); 0 before the first sample.
@@ -165,6 +180,8 @@ impl TcpSock {
             retrans_out: 0,
             delivered: 0,
             lost: 0,
+            delivered_ce: 0,
+            ecn_ok: false,
             delivered_mstamp_ns: 0,
             srtt_us: 0,
             min_rtt_us: u32::MAX,

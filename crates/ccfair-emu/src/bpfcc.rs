@@ -15,13 +15,13 @@ use std::os::fd::RawFd;
 
 use serde_json::Value;
 
-use ccfair_cc::bbr::{BbrParams, Profile, RtpropAction, RtpropTrigger, TsoModel};
+use ccfair_cc::bbr::{BbrParams, RtpropAction, RtpropTrigger, TsoModel};
 use ccfair_cc::copa::{CopaParams, ModeSignal, VelocityRule};
 
 use crate::bpfsys::{self, StructOps};
 
 /// `CCFAIR_BPF_ABI` of bpf/ccfair_cc.h.
-const ABI: u32 = 1;
+const ABI: u32 = 2;
 /// `COPA_WX_CAP` and `COPA_WX_COUNT` of bpf/ccfair_cc.h.
 const COPA_WX_CAP: usize = 512;
 const COPA_WX_COUNT: usize = 4;
@@ -214,6 +214,16 @@ struct BbrParamsC {
     rate_th_q16: u64,
     update_refresh_stamp: u32,
     trigger_once_per_round: u32,
+    pacing_on_mtu: u32,
+    min_rtt_skip_delayed_ack: u32,
+    probe_bw_plus_two: u32,
+    probe_rtt_cap_zero_acked: u32,
+    probe_rtt_restore_at_exit: u32,
+    idle_restart_needs_delivery: u32,
+    ssthresh_at_drain: u32,
+    gains_every_ack: u32,
+    undo_resets_sampling: u32,
+    lt_bw_freezes_cycle: u32,
 }
 
 /// `struct ccfair_bbr_state`.
@@ -255,6 +265,8 @@ struct BbrStateC {
     extra_acked_win_idx: u32,
     has_triggered: u32,
     last_trigger_round: u32,
+    restore_cwnd: u32,
+    pad: u32,
     cycle_mstamp: u64,
     ack_epoch_mstamp: u64,
     probe_rtt_entries: u64,
@@ -384,19 +396,25 @@ pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>
     }
 }
 
+/// A resolved flag of `BbrParams` (`BbrParams::resolved` fills every one) as 0 or 1.
+fn resolved_flag(value: Option<bool>) -> u32 {
+    u32::from(BbrParams::flag(value))
+}
+
 /// `struct ccfair_bbr_sk` with the flow's BBR parameters and a zero state.
 fn bbr_initial_value(params: Value) -> Result<Vec<u8>, String> {
+    ccfair_cc::bbr::check_renamed(&params).map_err(|e| format!("bbr parameters: {e}"))?;
     let p: BbrParams =
         serde_json::from_value(params).map_err(|e| format!("bbr parameters: {e}"))?;
     p.validate().map_err(|e| format!("bbr parameters: {e}"))?;
     let p = p.resolved();
     let c = BbrParamsC {
         abi: ABI,
-        edt: u32::from(p.profile == Profile::Linux5x),
+        edt: resolved_flag(p.inflight_at_edt),
         tso_model_none: u32::from(p.tso_model == TsoModel::None),
         lt_bw: u32::from(p.lt_bw),
         extra_acked_gain: if p.extra_acked == Some(true) { 256 } else { 0 },
-        min_rtt_refresh_on_equal: u32::from(p.min_rtt_refresh_on_equal == Some(true)),
+        min_rtt_refresh_on_equal: resolved_flag(p.min_rtt_refresh_on_equal),
         fixed_start_phase: p.fixed_start_phase.map_or(-1, i32::from),
         min_rtt_win_sec: p.min_rtt_win_sec,
         probe_rtt_ms: p.probe_rtt_ms,
@@ -415,6 +433,16 @@ fn bbr_initial_value(params: Value) -> Result<Vec<u8>, String> {
         rate_th_q16: q16(p.rate_th),
         update_refresh_stamp: u32::from(p.update_refresh_stamp),
         trigger_once_per_round: u32::from(p.trigger_once_per_round),
+        pacing_on_mtu: resolved_flag(p.pacing_on_mtu),
+        min_rtt_skip_delayed_ack: resolved_flag(p.min_rtt_skip_delayed_ack),
+        probe_bw_plus_two: resolved_flag(p.probe_bw_plus_two),
+        probe_rtt_cap_zero_acked: resolved_flag(p.probe_rtt_cap_zero_acked),
+        probe_rtt_restore_at_exit: resolved_flag(p.probe_rtt_restore_at_exit),
+        idle_restart_needs_delivery: resolved_flag(p.idle_restart_needs_delivery),
+        ssthresh_at_drain: resolved_flag(p.ssthresh_at_drain),
+        gains_every_ack: resolved_flag(p.gains_every_ack),
+        undo_resets_sampling: resolved_flag(p.undo_resets_sampling),
+        lt_bw_freezes_cycle: resolved_flag(p.lt_bw_freezes_cycle),
     };
     let v = BbrSk {
         params: c,
@@ -428,6 +456,13 @@ fn copa_initial_value(params: Value) -> Result<Vec<u8>, String> {
     let p: CopaParams =
         serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
     let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
+    if r.ecn_response != ccfair_cc::copa::EcnResponse::None {
+        return Err(
+            "copa parameter ecn_response = \"loss\" is simulator-only: ccfair's BPF Copa \
+             ignores ECN (leave it at \"none\" on the kernel backend)"
+                .into(),
+        );
+    }
     let c = CopaParamsC {
         abi: ABI,
         competitive: u32::from(r.competitive),
@@ -626,9 +661,9 @@ mod tests {
     #[test]
     fn layouts_have_the_c_sizes() {
         // Sizes of bpf/ccfair_cc.h's structs (all fields naturally aligned, no padding).
-        assert_eq!(std::mem::size_of::<BbrParamsC>(), 14 * 4 + 8 + 2 * 4);
-        assert_eq!(std::mem::size_of::<BbrSk>(), 72 + 216);
-        assert_eq!(std::mem::size_of::<BbrStateC>(), 40 * 4 + 7 * 8);
+        assert_eq!(std::mem::size_of::<BbrParamsC>(), 14 * 4 + 8 + 12 * 4);
+        assert_eq!(std::mem::size_of::<BbrSk>(), 112 + 224);
+        assert_eq!(std::mem::size_of::<BbrStateC>(), 42 * 4 + 7 * 8);
         assert_eq!(std::mem::size_of::<CopaParamsC>(), 14 * 4 + 7 * 8);
         assert_eq!(std::mem::size_of::<CopaStateC>(), 10 * 4 + 24 * 8);
         assert_eq!(std::mem::size_of::<CopaWxC>(), 16 + COPA_WX_CAP * 12);
@@ -770,7 +805,7 @@ mod tests {
     fn bbr_parameters_are_resolved_as_the_simulator_resolves_them() {
         let v = initial_value(
             Algorithm::Bbr,
-            &json!({"profile": "linux-4.9", "rtprop_trigger": "rtt_ratio", "rate_th": 1.5,
+            &json!({"version": "linux-4.13", "rtprop_trigger": "rtt_ratio", "rate_th": 1.5,
                     "rtprop_action": "update", "update_gain_a": 0.5, "cwnd_gain": 1.5,
                     "fixed_start_phase": 3}),
         )
@@ -781,6 +816,24 @@ mod tests {
             (p.edt, p.extra_acked_gain, p.min_rtt_refresh_on_equal),
             (0, 0, 1)
         );
+        // Every 4.13 flag, in the order of bpf/ccfair_cc.h.
+        assert_eq!(
+            [
+                p.pacing_on_mtu,
+                p.min_rtt_skip_delayed_ack,
+                p.probe_bw_plus_two,
+                p.probe_rtt_cap_zero_acked,
+                p.probe_rtt_restore_at_exit,
+                p.idle_restart_needs_delivery,
+                p.ssthresh_at_drain,
+                p.gains_every_ack,
+                p.undo_resets_sampling,
+                p.lt_bw_freezes_cycle
+            ],
+            [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        );
+        let renamed = initial_value(Algorithm::Bbr, &json!({"profile": "linux-4.9"}));
+        assert!(renamed.unwrap_err().contains("version"));
         assert_eq!((p.rtprop_trigger, p.rtprop_action), (1, 1));
         assert_eq!(p.rate_th_q16, 3 << 15);
         assert_eq!(p.update_gain_a_q16, 1 << 15);

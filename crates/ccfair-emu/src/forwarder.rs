@@ -12,8 +12,14 @@
 //! This is the Mahimahi idea (one emulator process per link) generalised to any topology
 //! with one event heap for all hops.
 //!
-//! Model time is `CLOCK_MONOTONIC` in ns. A channel fixes a packet's departure when it
-//! accepts it, so the only packet events are arrivals at the far end of a channel. Events run
+//! A link with a queue discipline (`queue` = codel, fq_codel, pie, red) runs the
+//! simulator's own (`ccfair_sim::qdisc`, through `Channel::qdisc_offer`): the forwarder
+//! wakes it when a dequeue is due, frees what it drops, and sets CE in the IP header of a
+//! packet it marked (checksum updated, `ipv4::set_ce`) as the packet leaves the last link.
+//!
+//! Model time is `CLOCK_MONOTONIC` in ns. A drop-tail channel fixes a packet's departure
+//! when it accepts it, so its only packet events are arrivals at the far end of a channel;
+//! a channel with a queue discipline adds a wake-up per departure while packets wait. Events run
 //! in time order and never early; the difference between the wall clock and an event's
 //! scheduled time is its lateness, which the forwarder records (`lateness`) as its main
 //! self-check.
@@ -25,11 +31,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use ccfair_sim::event::{Event, EventQueue};
-use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire};
+use ccfair_sim::link::{Channel, ChannelCounters, Enqueued, OnWire, Service};
+use ccfair_sim::packet::Ecn;
+use ccfair_sim::qdisc::{DropCause, Fate};
 use ccfair_sim::record::{self, LinkSamples};
 use ccfair_sim::table::Table;
 use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
-use ccfair_sim::world::build_channels;
+use ccfair_sim::world::{build_channels_at, flow_key};
 use serde::Serialize;
 
 use crate::config::{EmuConfig, SETUP_DISTURBED};
@@ -115,11 +123,18 @@ struct Pkt {
     /// ACKs and SYN-ACK: the receive window advertised, bytes (for traces).
     window_bytes: u32,
     bytes: u32,
+    /// The IP header's ECN field; CE once a queue discipline marked it (written into the
+    /// header as the packet leaves the last link).
+    ecn: Ecn,
 }
 
 impl OnWire for Pkt {
     fn wire_bytes(&self) -> u32 {
         self.bytes
+    }
+
+    fn mark_ce(&mut self) {
+        self.ecn = Ecn::Ce;
     }
 }
 
@@ -280,12 +295,16 @@ impl Forwarder {
     /// of `cfg.hosts[i]`.
     pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
         let spec = &cfg.spec;
-        let mut channels: Vec<Channel<Pkt>> = build_channels(spec);
+        // Queue disciplines' timers count from now (the qdisc is created with the links).
+        let mut channels: Vec<Channel<Pkt>> = build_channels_at(spec, sys::monotonic_ns());
         // The real-time path allocates no queue room while packets flow (as before the
         // simulator's channels stopped reserving their buffers).
         for ch in &mut channels {
             let room = ch.buffer_pkts.min(4096) as usize;
             ch.reserve(room);
+        }
+        if !spec.trace_flows.is_empty() {
+            channels.iter_mut().for_each(Channel::trace_qdisc);
         }
         let host_index = |node: usize| cfg.hosts.iter().position(|h| h.node == node);
         let mut routes = Vec::new();
@@ -426,6 +445,9 @@ impl Forwarder {
         self.queue
             .push(t0 + self.measure_start_ns, Event::MeasureStart);
         self.queue.push(t0 + self.measure_end_ns, Event::MeasureEnd);
+        for c in &mut self.channels {
+            c.set_sojourn_window(t0 + self.measure_start_ns, t0 + self.measure_end_ns);
+        }
         self.last_counters = self.counters_at(t0);
         self.measure_start_counters = self.last_counters.clone();
     }
@@ -475,6 +497,10 @@ impl Forwarder {
                     }
                     self.account_rate(ch as usize, t, now, pkt.bytes);
                     self.advance(t, now, pkt);
+                }
+                Event::ChannelWake(ch) => {
+                    let service = self.channels[ch as usize].qdisc_serve(t);
+                    self.after_qdisc(ch as usize, service);
                 }
                 Event::Sample => self.sample(t),
                 Event::MeasureStart => self.measure_start_counters = self.counters_at(t),
@@ -557,6 +583,10 @@ impl Forwarder {
         };
         let slot = pkt.slot as usize;
         let len = self.lens[slot] as usize;
+        if pkt.ecn == Ecn::Ce {
+            // A queue marked it (a packet sent as CE stays as it is).
+            ipv4::set_ce(&mut self.slots[slot][..len]);
+        }
         match sys::write_packet(self.tuns[host], &self.slots[slot][..len]) {
             Ok(()) => {
                 if let Some(t0) = self.t0.filter(|&t0| t >= t0) {
@@ -584,10 +614,16 @@ impl Forwarder {
     }
 
     fn offer(&mut self, t: u64, ch: usize, pkt: Pkt) {
+        if self.channels[ch].has_qdisc() {
+            let key = flow_key(pkt.flow as usize, pkt.ack);
+            let service = self.channels[ch].qdisc_offer(t, t, pkt, key, pkt.ecn);
+            self.after_qdisc(ch, service);
+            return;
+        }
         let outcome = self.channels[ch].enqueue(t, pkt);
         if self.trace.is_some() {
             let event = match outcome {
-                Enqueued::Accepted(_) => TraceEvent::Enqueue,
+                Enqueued::Accepted(_) | Enqueued::Qdisc(_) => TraceEvent::Enqueue,
                 Enqueued::BufferFull(_) => TraceEvent::DropQueue,
                 Enqueued::LostOnWire(_) => TraceEvent::DropWire,
             };
@@ -605,6 +641,32 @@ impl Forwarder {
                 self.drop_pkt(p);
             }
             Enqueued::BufferFull(p) => self.drop_pkt(p),
+            Enqueued::Qdisc(_) => unreachable!("offered to the queue discipline above"),
+        }
+    }
+
+    /// Schedule what a queue discipline asks for and free what it dropped.
+    fn after_qdisc(&mut self, ch: usize, service: Service) {
+        if let Some(at) = service.arrival {
+            self.queue.push(at, Event::ChannelArrival(ch as u32));
+        }
+        if let Some(at) = service.wake {
+            self.queue.push(at, Event::ChannelWake(ch as u32));
+        }
+        while let Some((t, pkt, fate)) = self.channels[ch].qdisc_take() {
+            if self.trace.is_some() {
+                let event = match fate {
+                    Fate::Enqueued => TraceEvent::Enqueue,
+                    Fate::Dropped(DropCause::Overlimit) => TraceEvent::DropQueue,
+                    Fate::Dropped(DropCause::Aqm) => TraceEvent::DropAqm,
+                    Fate::Dropped(DropCause::Random) => TraceEvent::DropWire,
+                    Fate::Marked(_) => TraceEvent::MarkCe,
+                };
+                self.trace_row(t, ch, &pkt, event);
+            }
+            if let Fate::Dropped(_) = fate {
+                self.drop_pkt(pkt);
+            }
         }
     }
 
@@ -736,6 +798,7 @@ impl Forwarder {
             seq_bytes,
             window_bytes,
             bytes: n as u32,
+            ecn: h.ecn,
         };
         self.offer(t, ch, pkt);
     }
@@ -802,15 +865,21 @@ impl Forwarder {
         // Packets still held by channels (queued, in service or propagating), per flow.
         let mut in_network = vec![(0u64, 0u64); self.routes.len()];
         for c in &self.channels {
-            for p in c.held_packets() {
+            c.for_each_held(|p| {
                 if p.ack {
                     in_network[p.flow as usize].1 += 1;
                 } else if p.payload {
                     in_network[p.flow as usize].0 += 1;
                 }
-            }
+            });
         }
 
+        // Packets serialised on links with a queue discipline (counted where they leave it,
+        // not where they are offered).
+        for c in self.channels.iter_mut().filter(|c| c.has_qdisc()) {
+            c.advance(u64::MAX);
+            self.stats.packet_hops += c.counters().tx_pkts;
+        }
         let link_summary = self.link_summary();
         ForwarderReport {
             links: std::mem::take(&mut self.series).into_table(),
@@ -829,8 +898,14 @@ impl Forwarder {
             Some(e) => e,
             None => self.counters_at(self.end_time().unwrap_or(0)),
         };
-        let mut rows =
-            record::link_summaries(&self.spec, &self.measure_start_counters, &end, &self.series);
+        let extras = record::link_extras(&self.spec, &self.channels);
+        let mut rows = record::link_summaries(
+            &self.spec,
+            &self.measure_start_counters,
+            &end,
+            &self.series,
+            &extras,
+        );
         for (row, rate) in rows.iter_mut().zip(&self.stats.rates) {
             row.achieved_rate_mbps = rate.achieved_bps / 1e6;
             row.busy_s = rate.busy_s;
@@ -907,4 +982,140 @@ impl Stream {
 fn unwrap(last: u64, low: u32) -> u64 {
     let delta = low.wrapping_sub(last as u32) as i32 as i64;
     (last as i64 + delta).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-node spec whose link a->b runs CoDel with ECN at 12 Mbit/s (1 ms per packet).
+    fn codel_spec() -> ccfair_sim::spec::RunSpec {
+        let json = serde_json::json!({
+            "duration_ns": 10_000_000_000u64, "seed": 3, "sample_interval_ns": 10_000_000,
+            "measure_start_ns": 0, "measure_end_ns": 10_000_000_000u64,
+            "nodes": ["a", "b"],
+            "links": [{"name": "l", "a": 0, "b": 1, "rate_bps": 12_000_000, "delay_ns": 1_000_000,
+                       "buffer_pkts": 10_000, "queue": "codel", "qdisc": {"ecn": true}}],
+            "flows": [{"name": "f", "src": 0, "dst": 1, "path": [0], "ack_path": [1],
+                       "cca": "cubic", "start_ns": 0}],
+        });
+        ccfair_sim::parse_spec(&json.to_string()).unwrap()
+    }
+
+    fn pkt(slot: u32, ecn: Ecn) -> Pkt {
+        Pkt {
+            slot,
+            flow: 0,
+            hop: 0,
+            ack: false,
+            payload: true,
+            syn: false,
+            seq_mark: 0,
+            kind: "data",
+            seq_bytes: 0,
+            window_bytes: 0,
+            bytes: 1500,
+            ecn,
+        }
+    }
+
+    /// The forwarder's packets through the simulator's CoDel, as `offer` and `run_due`
+    /// drive it: under a standing overload the ECN-capable ones leave marked CE (the mark
+    /// the forwarder writes into the IP header as the packet leaves the last link) and the
+    /// Not-ECT ones are dropped; nothing else is lost.
+    #[test]
+    fn codel_marks_the_forwarders_packets() {
+        let spec = codel_spec();
+        let mut channels: Vec<Channel<Pkt>> = build_channels_at(&spec, 5_000_000_000);
+        let ch = &mut channels[0];
+        assert!(ch.has_qdisc());
+        let t0 = 5_000_000_000u64;
+        let mut wakes: Vec<u64> = Vec::new();
+        let mut next_arrival: Option<u64> = None;
+        let (mut delivered, mut dropped) = (Vec::new(), Vec::new());
+        let absorb = |ch: &mut Channel<Pkt>,
+                      s: Service,
+                      wakes: &mut Vec<u64>,
+                      next: &mut Option<u64>,
+                      dropped: &mut Vec<Pkt>| {
+            if let Some(t) = s.arrival {
+                *next = Some(t);
+            }
+            wakes.extend(s.wake);
+            while let Some((_, p, fate)) = ch.qdisc_take() {
+                if let Fate::Dropped(_) = fate {
+                    dropped.push(p);
+                }
+            }
+        };
+        let run_until = |ch: &mut Channel<Pkt>,
+                         t: u64,
+                         wakes: &mut Vec<u64>,
+                         next: &mut Option<u64>,
+                         delivered: &mut Vec<Pkt>,
+                         dropped: &mut Vec<Pkt>| loop {
+            let w = wakes.iter().copied().filter(|&w| w <= t).min();
+            let a = next.filter(|&a| a <= t);
+            match (w, a) {
+                (Some(w), a) if a.is_none_or(|a| w <= a) => {
+                    wakes.retain(|&x| x != w);
+                    let s = ch.qdisc_serve(w);
+                    absorb(ch, s, wakes, next, dropped);
+                }
+                (_, Some(_)) => {
+                    let (p, n) = ch.arrival();
+                    delivered.push(p);
+                    *next = n;
+                }
+                _ => break,
+            }
+        };
+        // 1.5 packets per ms for 3 s, ECT(0) and Not-ECT alternately.
+        for k in 0..4500u32 {
+            let t = t0 + k as u64 * 666_667;
+            run_until(
+                ch,
+                t,
+                &mut wakes,
+                &mut next_arrival,
+                &mut delivered,
+                &mut dropped,
+            );
+            let ecn = if k % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+            let p = pkt(k, ecn);
+            let s = ch.qdisc_offer(t, t, p, flow_key(0, false), p.ecn);
+            absorb(ch, s, &mut wakes, &mut next_arrival, &mut dropped);
+        }
+        run_until(
+            ch,
+            u64::MAX / 2,
+            &mut wakes,
+            &mut next_arrival,
+            &mut delivered,
+            &mut dropped,
+        );
+        let marked = delivered.iter().filter(|p| p.ecn == Ecn::Ce).count();
+        assert!(marked > 10, "{marked} marked");
+        assert!(delivered
+            .iter()
+            .all(|p| p.ecn != Ecn::Ce || p.slot % 2 == 0));
+        assert!(!dropped.is_empty() && dropped.iter().all(|p| p.ecn == Ecn::NotEct));
+        assert_eq!(delivered.len() + dropped.len(), 4500);
+        // What the forwarder does with a marked packet's bytes at the last link.
+        let mut bytes = vec![0u8; 40];
+        bytes[0] = 0x45;
+        bytes[1] = 0x02;
+        bytes[2..4].copy_from_slice(&40u16.to_be_bytes());
+        bytes[8] = 64;
+        bytes[9] = ipv4::PROTO_TCP;
+        let c = ipv4::header_checksum(&bytes[..20]);
+        bytes[10..12].copy_from_slice(&c.to_be_bytes());
+        assert!(ipv4::set_ce(&mut bytes));
+        let h = ipv4::parse(&bytes).unwrap();
+        assert_eq!(h.ecn, Ecn::Ce);
+        assert_eq!(
+            u16::from_be_bytes([bytes[10], bytes[11]]),
+            ipv4::header_checksum(&bytes[..20])
+        );
+    }
 }

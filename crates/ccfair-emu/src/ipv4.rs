@@ -1,7 +1,11 @@
 //! The few IPv4 and TCP header fields the forwarder reads to classify a packet
-//! (RFC 791 section 3.1, RFC 9293 section 3.1). Packets are never modified.
+//! (RFC 791 section 3.1, RFC 9293 section 3.1), and the one change it makes: setting CE
+//! in the ECN field when a queue discipline marks a packet (RFC 3168 section 5), with the
+//! header checksum updated incrementally (RFC 1624).
 
 use std::net::Ipv4Addr;
+
+use ccfair_sim::packet::Ecn;
 
 pub const PROTO_TCP: u8 = 6;
 /// TCP header flag bits (RFC 9293 section 3.1).
@@ -16,6 +20,8 @@ pub struct Header {
     pub protocol: u8,
     /// IP total length (bytes on the wire).
     pub total_len: u16,
+    /// The ECN field (the two low bits of the TOS byte).
+    pub ecn: Ecn,
     /// TCP ports, when the packet is an unfragmented TCP segment.
     pub ports: Option<(u16, u16)>,
     /// TCP payload bytes (0 for pure ACKs, SYN, FIN), when `ports` is set.
@@ -82,6 +88,7 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         dst,
         protocol,
         total_len,
+        ecn: ecn_of(p[1]),
         ports,
         tcp_payload,
         tcp_flags,
@@ -90,6 +97,59 @@ pub fn parse(p: &[u8]) -> Option<Header> {
         tcp_window,
         tcp_wscale,
     })
+}
+
+/// The ECN field of a TOS byte (RFC 3168 section 5: the same codepoints as `Ecn`).
+fn ecn_of(tos: u8) -> Ecn {
+    match tos & 3 {
+        0 => Ecn::NotEct,
+        1 => Ecn::Ect1,
+        2 => Ecn::Ect0,
+        _ => Ecn::Ce,
+    }
+}
+
+/// Set CE in an IPv4 packet's ECN field if it is ECN-capable, as Linux's `IP_ECN_set_ce`
+/// (include/net/inet_ecn.h): ECT(0) and ECT(1) become CE and the header checksum is updated
+/// for the changed 16-bit word (version, IHL and TOS) by RFC 1624's equation 3,
+/// HC' = ~(~HC + ~m + m'); a CE packet is left as it is; a Not-ECT packet (or no IPv4
+/// header) is not changed and `false` says so.
+pub fn set_ce(p: &mut [u8]) -> bool {
+    if p.len() < 20 || p[0] >> 4 != 4 {
+        return false;
+    }
+    match ecn_of(p[1]) {
+        Ecn::NotEct => return false,
+        Ecn::Ce => return true,
+        Ecn::Ect0 | Ecn::Ect1 => {}
+    }
+    let old = u16::from_be_bytes([p[0], p[1]]);
+    p[1] |= Ecn::Ce as u8;
+    let new = u16::from_be_bytes([p[0], p[1]]);
+    let check = u16::from_be_bytes([p[10], p[11]]);
+    let sum = !check as u32 + !old as u32 + new as u32;
+    p[10..12].copy_from_slice(&(!fold(sum)).to_be_bytes());
+    true
+}
+
+/// A 32-bit sum folded to 16 bits with end-around carry (one's complement addition).
+fn fold(mut sum: u32) -> u16 {
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// The IPv4 header checksum of `header` (its checksum field taken as zero): the one's
+/// complement of the one's complement sum of its 16-bit words (RFC 791).
+pub fn header_checksum(header: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for (i, w) in header.chunks(2).enumerate() {
+        if i != 5 {
+            sum += u16::from_be_bytes([w[0], *w.get(1).unwrap_or(&0)]) as u32;
+        }
+    }
+    !fold(sum)
 }
 
 /// The shift of a window-scale option (kind 3, length 3) among TCP options.
@@ -201,6 +261,73 @@ mod tests {
         assert!(parse(&v6).is_none());
         assert!(parse(&segment(10)[..40]).is_none());
         assert!(parse(&[0x45; 10]).is_none());
+    }
+
+    /// A real header (RFC 1071's worked example's style: the one on Wikipedia's IPv4 page,
+    /// `45 00 00 73 00 00 40 00 40 11 b8 61 c0 a8 00 01 c0 a8 00 c7`): its checksum checks;
+    /// made ECT(0) or ECT(1) with a correct checksum, set to CE, the incremental update
+    /// equals a full recomputation; CE and Not-ECT packets are left alone.
+    #[test]
+    fn setting_ce_updates_the_checksum_incrementally() {
+        let real: [u8; 20] = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(header_checksum(&real), 0xb861);
+        let mut not_ect = real;
+        assert!(!set_ce(&mut not_ect));
+        assert_eq!(not_ect, real);
+        for (tos, dscp) in [(0x02u8, 0x00u8), (0x01, 0x00), (0x02, 0xb8), (0x01, 0xfc)] {
+            let mut p = real;
+            p[1] = dscp | tos;
+            let c = header_checksum(&p);
+            p[10..12].copy_from_slice(&c.to_be_bytes());
+            assert!(set_ce(&mut p));
+            assert_eq!(p[1], dscp | 3);
+            assert_eq!(ecn_of(p[1]), Ecn::Ce);
+            let expected = header_checksum(&p);
+            assert_eq!(
+                u16::from_be_bytes([p[10], p[11]]),
+                expected,
+                "tos {:#x}",
+                dscp | tos
+            );
+            let once = p;
+            assert!(set_ce(&mut p), "CE stays CE and counts as marked");
+            assert_eq!(p, once);
+        }
+        // Headers whose checksum word is at the edges of one's complement arithmetic.
+        let mut rng = ccfair_cc::rng::Rng::new(3);
+        for _ in 0..20_000 {
+            let mut p = real;
+            for b in p.iter_mut().skip(2) {
+                *b = rng.next_u64() as u8;
+            }
+            p[0] = 0x45;
+            p[1] = (rng.next_u64() as u8 & 0xfc) | (1 + rng.below(2) as u8);
+            let c = header_checksum(&p);
+            p[10..12].copy_from_slice(&c.to_be_bytes());
+            assert!(set_ce(&mut p));
+            assert_eq!(
+                u16::from_be_bytes([p[10], p[11]]),
+                header_checksum(&p),
+                "{p:x?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_ecn_field_is_read() {
+        let mut p = segment(10);
+        for (tos, ecn) in [
+            (0u8, Ecn::NotEct),
+            (1, Ecn::Ect1),
+            (2, Ecn::Ect0),
+            (0xbb, Ecn::Ce),
+        ] {
+            p[1] = tos;
+            assert_eq!(parse(&p).unwrap().ecn, ecn);
+        }
     }
 
     #[test]

@@ -492,7 +492,12 @@ fn veth_report(cfg: &EmuConfig, s_out: &[SenderOut], r_out: &[ReceiverOut]) -> F
         })
         .collect();
     let zeros = vec![ChannelCounters::default(); 2 * spec.links.len()];
-    let rows = record::link_summaries(spec, &zeros, &zeros, &LinkSamples::default());
+    let unknown = record::LinkExtras {
+        sojourn_ms: [f64::NAN; 3],
+        fq_shared_flows: f64::NAN,
+    };
+    let extras = vec![unknown; 2 * spec.links.len()];
+    let rows = record::link_summaries(spec, &zeros, &zeros, &LinkSamples::default(), &extras);
     ForwarderReport {
         links: LinkSamples::default().into_table(),
         trace: None,
@@ -622,6 +627,11 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
+        // ECN is not read from the hosts yet.
+        ecn_negotiated: f64::NAN,
+        ce_received_pkts: f64::NAN,
+        ece_received_pkts: f64::NAN,
+        ecn_reduction_count: f64::NAN,
     }
 }
 

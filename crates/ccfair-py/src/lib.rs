@@ -221,6 +221,29 @@ fn normalize_tcp(py: Python<'_>, options_json: &str) -> PyResult<String> {
     .map_err(|e| e.into_py(py))
 }
 
+/// Validate a link's queue-discipline parameters (JSON object or null) for the queue
+/// `queue` ("codel", "fq_codel", "pie", "red"; "droptail" and "netem" take none) and return
+/// them with Linux's defaults filled in (null for drop-tail and netem). Raises SpecError
+/// whose path is the bad key within the table (the caller prefixes it). RED's thresholds
+/// also depend on the link's buffer and rate: the engine checks them with the spec.
+#[pyfunction]
+fn normalize_qdisc(py: Python<'_>, queue: &str, params_json: &str) -> PyResult<String> {
+    catch_panic("normalize_qdisc", || {
+        let v = ccfair_sim::qdisc::params::normalize_named(queue, &parse_json(params_json)?)
+            .map_err(CoreError::Param)?;
+        Ok(v.to_string())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// Every queue discipline's parameters (kinds, units, docs, defaults) as JSON
+/// (crates/ccfair-sim/src/qdisc/params.rs `metadata_json`).
+#[pyfunction]
+fn qdiscs(py: Python<'_>) -> PyResult<String> {
+    catch_panic("qdiscs", || Ok(ccfair_sim::qdisc::params::metadata_json()))
+        .map_err(|e| e.into_py(py))
+}
+
 /// Limits from JSON (absent keys keep their defaults; `None` = all defaults).
 fn parse_limits(limits_json: Option<&str>) -> Result<Limits, CoreError> {
     match limits_json {
@@ -495,6 +518,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_cca, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_qdisc, m)?)?;
+    m.add_function(wrap_pyfunction!(qdiscs, m)?)?;
     m.add_function(wrap_pyfunction!(bpf_unavailable, m)?)?;
     m.add_function(wrap_pyfunction!(estimate, m)?)?;
     m.add_function(wrap_pyfunction!(check_limits, m)?)?;

@@ -5,7 +5,9 @@
 //!
 //! `--digest` also prints a digest of every result table (`Table::digest`) and the packet-hop
 //! count: engine work that must not change results is checked by comparing these before and
-//! after, without building the Python package (benches/README.md, "Bit-identical").
+//! after, without building the Python package (benches/README.md, "Bit-identical"). It also
+//! prints one digest per column (`digest-column TABLE COLUMN HASH`), so that work which adds
+//! columns can show that every column that was there before is unchanged.
 //!
 //! The optional arguments raise the estimated-memory limit (default 2 GB) and the events
 //! limit (default 2e10), e.g. for the 1000- and 10,000-flow dumbbells of the scale curve
@@ -54,8 +56,16 @@ fn main() {
                     tables.push(("trace", trace));
                 }
                 println!("digest packet_hops {}", r.stats.packet_hops);
-                for (name, table) in tables {
+                for (name, table) in &tables {
                     println!("digest {name} {:016x}", table.digest());
+                }
+                for (name, table) in &tables {
+                    for (column, data) in &table.columns {
+                        let one = ccfair_sim::table::Table {
+                            columns: vec![(column.clone(), data.clone())],
+                        };
+                        println!("digest-column {name} {column} {:016x}", one.digest());
+                    }
                 }
             }
             let g = r.flows.f64("goodput_mbps").unwrap();

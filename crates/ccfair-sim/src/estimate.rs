@@ -159,7 +159,7 @@ fn sat(x: f64) -> u64 {
 fn channel_capacity_pkts(spec: &RunSpec, ch: usize) -> f64 {
     let l = &spec.links[ch / 2];
     let in_flight = l.rate_bps as f64 * l.delay_ns as f64 / 1e9 / (8.0 * ACK_BYTES as f64);
-    l.buffer_pkts as f64 + in_flight.ceil() + 1.0
+    l.held_pkts_bound() as f64 + in_flight.ceil() + 1.0
 }
 
 /// Engine bytes of one row of a time-series table: one value per column the recorder
@@ -230,7 +230,8 @@ impl RunSpec {
             what: format!("state of {n_flows} flows and {} links", self.links.len()),
             bytes: n_flows
                 .saturating_mul(FLOW_STATE_BYTES)
-                .saturating_add((self.links.len() as u64).saturating_mul(LINK_STATE_BYTES)),
+                .saturating_add((self.links.len() as u64).saturating_mul(LINK_STATE_BYTES))
+                .saturating_add(self.links.iter().map(|l| 2 * l.qdisc_table_bytes()).sum()),
         });
         let trace_rows = sat(trace_rows);
         if trace_rows > 0 {
@@ -353,7 +354,7 @@ impl RunSpec {
             buffers.dedup();
             let queued: f64 = buffers
                 .iter()
-                .map(|&c| self.links[c / 2].buffer_pkts as f64)
+                .map(|&c| self.links[c / 2].held_pkts_bound() as f64)
                 .sum();
             let in_propagation = rate_bps * rtt_s / (8.0 * wire);
             let allowance = rate_bps * SHARED_WINDOW_ALLOWANCE_S / (8.0 * wire);
@@ -647,6 +648,7 @@ mod tests {
                 loss_ab: 0.0,
                 loss_ba: 0.0,
                 queue: Default::default(),
+                qdisc: serde_json::Value::Null,
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),

@@ -11,13 +11,22 @@
 //! With `queue = Netem` the buffer counts the packets in the delay line too, and random
 //! loss strikes when a packet is offered, as netem does (`netem.rs`).
 //!
+//! With a queue discipline (`queue` = codel, fq_codel, pie, red) the channel is served
+//! packet by packet instead (`link/serve.rs`): the discipline decides when the serialiser
+//! asks for a packet, and the buffer is its packet limit, not counting the packet in
+//! service (Linux's `qdisc_qlen`).
+//!
 //! A channel may be *fed ahead* (`feed_ahead`): the engine offers it each packet when the
 //! packet enters the channel before it, with the later time it will reach this one's input
 //! (`enqueue_ahead`), which saves an event per packet where that is exact (`world.rs`,
 //! "Handing packets on ahead of time"). Such a channel answers every question about its
 //! state (occupancy, counters) as of the engine's clock, leaving out what it was told ahead.
 
+mod serve;
+
 use ccfair_cc::rng::Rng;
+
+pub use serve::Service;
 
 use crate::fifo::Fifo;
 use crate::packet::{Packet, PacketRef};
@@ -26,8 +35,18 @@ use crate::spec::Queue;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChannelCounters {
     pub arrivals: u64,
+    /// Dropped because the buffer (or a queue discipline's limit) was full.
     pub drops_queue: u64,
     pub drops_random: u64,
+    /// Dropped by a queue discipline's decision, and marked CE by it instead of a drop or
+    /// for its ce_threshold (0 without one).
+    pub drops_aqm: u64,
+    pub marks_aqm: u64,
+    pub marks_ce_threshold: u64,
+    /// fq_codel: flows that became active, and over-limit drops while over its memory
+    /// limit (0 for other queues).
+    pub fq_new_flows: u64,
+    pub fq_drops_overmemory: u64,
     pub tx_pkts: u64,
     pub tx_bytes: u64,
     /// Sum over departures of the time the packet spent queued + in service (ns).
@@ -40,11 +59,21 @@ pub struct ChannelCounters {
 pub trait OnWire: Copy {
     /// Bytes on the wire (IP packet size).
     fn wire_bytes(&self) -> u32;
+
+    /// A queue discipline marked the packet CE (`qdisc::Queued::set_ce`). The simulator's
+    /// references leave it to the engine, which marks the packet in its slab when the
+    /// discipline reports the mark; a packet that carries its own header copies it here.
+    #[inline]
+    fn mark_ce(&mut self) {}
 }
 
 impl OnWire for Packet {
     fn wire_bytes(&self) -> u32 {
         self.wire_bytes
+    }
+
+    fn mark_ce(&mut self) {
+        self.ecn = crate::packet::Ecn::Ce;
     }
 }
 
@@ -97,6 +126,9 @@ pub enum Enqueued<P = Packet> {
     BufferFull(P),
     /// Accepted and serialised, then lost on the wire (random loss).
     LostOnWire(P),
+    /// Not taken: the channel runs a queue discipline, which takes its packets through
+    /// `qdisc_offer` (tested where the netem queue is, so the drop-tail path pays nothing).
+    Qdisc(P),
 }
 
 /// One direction of a link.
@@ -157,6 +189,8 @@ pub struct Channel<P: OnWire = Packet> {
     departed_by_input: u64,
     /// Drops decided ahead of their time, oldest first, and whether by random loss.
     drops_ahead: Fifo<(Ahead, bool)>,
+    /// The queue discipline and its serialiser, when `queue` names one (`link/serve.rs`).
+    serve: Option<Box<serve::Serve<P>>>,
 }
 
 impl<P: OnWire> Channel<P> {
@@ -188,6 +222,7 @@ impl<P: OnWire> Channel<P> {
             told_ahead: ToldAhead::default(),
             departed_by_input: 0,
             drops_ahead: Fifo::new(),
+            serve: None,
         };
         channel.last_size = (0, channel.serialisation_ns(0));
         channel
@@ -216,23 +251,27 @@ impl<P: OnWire> Channel<P> {
     /// that many allocates nothing (the kernel backend's real-time forwarder).
     pub fn reserve(&mut self, packets: usize) {
         self.backlog.reserve(packets);
+        if let Some(s) = self.serve.as_mut() {
+            s.reserve(packets);
+        }
     }
 
     /// Let the engine offer packets ahead of time (`enqueue_ahead`). A drop-tail channel
     /// only: netem's limit counts its delay line, which is not kept per input time.
     pub fn feed_ahead(&mut self) {
         assert!(
-            self.queue == Queue::Droptail,
+            self.queue == Queue::Droptail && self.serve.is_none(),
             "only a drop-tail channel is fed ahead"
         );
         self.fed_ahead = true;
     }
 
     /// Bytes of the buffer's and the pipe's slots (each as many as it ever held at once,
-    /// rounded up to a power of two).
+    /// rounded up to a power of two), and of a queue discipline's.
     pub fn reserved_bytes(&self) -> u64 {
         (self.backlog.capacity() * std::mem::size_of::<Backlogged>()
             + self.pipe.capacity() * std::mem::size_of::<(u64, P)>()) as u64
+            + self.serve.as_deref().map_or(0, Self::qdisc_reserved_bytes)
     }
 
     pub fn is_fed_ahead(&self) -> bool {
@@ -253,6 +292,10 @@ impl<P: OnWire> Channel<P> {
     /// the question if its arrival was announced before `scheduled_ns` (the engine would
     /// have run that arrival first); what reaches it later has not.
     pub fn advance_for(&mut self, now: u64, scheduled_ns: u64) {
+        if self.queue.is_qdisc() {
+            self.qdisc_view(now);
+            return;
+        }
         self.retire(now);
         if self.fed_ahead {
             self.told_ahead = self.told_ahead(now, scheduled_ns);
@@ -322,17 +365,28 @@ impl<P: OnWire> Channel<P> {
         told
     }
 
-    /// Packets in the buffer at the last `advance`, counting the one in service.
+    /// Packets in the buffer at the last `advance` (a queue discipline: when last served),
+    /// counting the one in service.
     pub fn occupancy_pkts(&self) -> usize {
+        if let Some(s) = self.qdisc_state() {
+            return Self::qdisc_occupancy(s).0;
+        }
         self.backlog.len() - self.told_ahead.packets as usize
     }
 
     pub fn occupancy_bytes(&self) -> u64 {
+        if let Some(s) = self.qdisc_state() {
+            return Self::qdisc_occupancy(s).1;
+        }
         self.accepted_bytes - self.departed_bytes - self.told_ahead.bytes
     }
 
-    /// Counters as of the last `advance`.
+    /// Counters as of the last `advance` (a queue discipline: when last served).
+    #[inline]
     pub fn counters(&self) -> ChannelCounters {
+        if let Some(s) = self.qdisc_state() {
+            return self.qdisc_counters(s);
+        }
         let told = &self.told_ahead;
         ChannelCounters {
             tx_pkts: self.accepted_pkts - self.backlog.len() as u64,
@@ -342,6 +396,7 @@ impl<P: OnWire> Channel<P> {
             arrivals: self.arrivals - told.packets - told.drops_queue,
             drops_queue: self.drops_queue - told.drops_queue,
             drops_random: self.drops_random - told.drops_random,
+            ..ChannelCounters::default()
         }
     }
 
@@ -361,16 +416,18 @@ impl<P: OnWire> Channel<P> {
     pub fn enqueue_through(&mut self, now: u64, pkt: P) -> Result<Ahead, Enqueued<P>> {
         self.retire(now);
         self.arrivals += 1;
-        let held = match self.queue {
-            Queue::Droptail => self.backlog.len(),
-            Queue::Netem => {
-                // netem_enqueue: random loss first, then the limit.
-                if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
-                    self.drops_random += 1;
-                    return Err(Enqueued::LostOnWire(pkt));
-                }
-                crate::netem::held(&self.pipe, now)
+        let held = if self.queue == Queue::Droptail {
+            self.backlog.len()
+        } else {
+            if self.queue != Queue::Netem {
+                return Err(Enqueued::Qdisc(pkt));
             }
+            // netem_enqueue: random loss first, then the limit.
+            if self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob {
+                self.drops_random += 1;
+                return Err(Enqueued::LostOnWire(pkt));
+            }
+            crate::netem::held(&self.pipe, now)
         };
         let here = Ahead {
             input_ns: now,
@@ -494,9 +551,15 @@ impl<P: OnWire> Channel<P> {
         }
     }
 
-    /// Packets accepted and not yet delivered (queued, in service or propagating).
-    pub fn held_packets(&self) -> impl Iterator<Item = &P> {
-        self.pipe.iter().map(|(_, p)| p)
+    /// Every packet accepted and not yet delivered (queued, in service or propagating;
+    /// with a queue discipline also those offered ahead of their arrival).
+    pub fn for_each_held(&self, mut f: impl FnMut(&P)) {
+        for (_, p) in self.pipe.iter() {
+            f(p);
+        }
+        if let Some(s) = self.serve.as_deref() {
+            Self::qdisc_for_each(s, &mut f);
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 
 use crate::link::{Channel, ChannelCounters, OnWire};
 use crate::schema::{self, By, Column, Dtype};
-use crate::spec::RunSpec;
+use crate::spec::{Queue, RunSpec};
 use crate::table::{ColumnData, Table};
 
 /// Rows a time-series column grows by when it is full.
@@ -164,7 +164,8 @@ rows! {
         queue_pkts: u64 = "packets in the buffer, the one in service included",
         queue_bytes: u64 = "bytes in the buffer, the packet in service included",
         queue_delay_ms: f64 = "time to drain the buffer at the link rate (queue_bytes x 8 / rate): the wait of a packet arriving now",
-        drop_pkts: u64 = "packets dropped (buffer full or random loss) since the previous sample",
+        drop_pkts: u64 = "packets dropped (buffer full, a queue discipline's decision, or random loss) since the previous sample",
+        mark_pkts: u64 = "packets a queue discipline marked CE since the previous sample (0 without one)",
         utilisation_frac: f64 = "busy fraction of the link since the previous sample",
     }
 }
@@ -201,6 +202,10 @@ rows! {
         first_data_sent_s: f64 = "the first data segment entered the network",
         handshake_rtt_ms: f64 = "first SYN sent to SYN-ACK received at the sender's host",
         syn_retrans_pkts: u64 = "SYNs sent beyond the first",
+        ecn_negotiated: f64 = "1 if the handshake negotiated ECN (tcp.ecn, tcp.ecn_receiver), else 0 (kernel: NaN, not read)",
+        ce_received_pkts: f64 = "data packets that reached the receiver CE-marked (kernel: NaN, not read)",
+        ece_received_pkts: f64 = "ACKs with ECE the sender took as an echo of a CE mark (ECN negotiated; kernel: NaN, not read)",
+        ecn_reduction_count: f64 = "window reductions an ECE started (entries to the CWR state; kernel: NaN, not read)",
     }
 }
 
@@ -211,18 +216,28 @@ rows! {
         direction: Label = "ab or ba",
         rate_mbps: f64 = "configured rate",
         delay_ms: f64 = "one-way propagation delay",
-        buffer_pkts: u64 = "drop-tail capacity, the packet in service included",
+        queue: Label = "the queue: droptail, netem, codel, fq_codel, pie or red",
+        buffer_pkts: u64 = "the buffer: drop-tail capacity with the packet in service, netem's limit with the delay line, or a queue discipline's packet limit without the packet in service",
         utilisation_frac: f64 = "bits sent over what the rate allows in the window",
         sojourn_mean_ms: f64 = "mean time from arrival to the end of serialisation (queueing plus serialisation)",
+        sojourn_p50_ms: f64 = "median time from arrival to the end of serialisation of the packets serialised in the window (within 3.2%; queue disciplines only, NaN otherwise)",
+        sojourn_p95_ms: f64 = "95th percentile of that time (as sojourn_p50_ms)",
+        sojourn_p99_ms: f64 = "99th percentile of that time (as sojourn_p50_ms)",
         queue_delay_p50_ms: f64 = "median of the sampled queue_delay_ms over the window",
         queue_delay_p95_ms: f64 = "95th percentile of the sampled queue_delay_ms over the window",
         queue_delay_p99_ms: f64 = "99th percentile of the sampled queue_delay_ms over the window",
         arrival_pkts: u64 = "packets offered to the buffer",
-        drop_queue_pkts: u64 = "packets dropped because the buffer was full",
+        drop_queue_pkts: u64 = "packets dropped because the buffer was full (a queue discipline: over its packet, byte or memory limit)",
+        drop_aqm_pkts: u64 = "packets a queue discipline dropped by its decision (CoDel's control law, PIE's and RED's early drops, RED above max)",
         drop_random_pkts: u64 = "packets lost on the wire (random loss)",
-        loss_frac: f64 = "(drop_queue_pkts + drop_random_pkts) / arrival_pkts",
+        mark_aqm_pkts: u64 = "ECN-capable packets a queue discipline marked CE instead of dropping them",
+        mark_ce_threshold_pkts: u64 = "packets CoDel or fq_codel marked CE because their sojourn exceeded ce_threshold",
+        loss_frac: f64 = "(drop_queue_pkts + drop_aqm_pkts + drop_random_pkts) / arrival_pkts",
         tx_pkts: u64 = "packets serialised",
         tx_bytes: u64 = "bytes serialised",
+        fq_new_flow_count: f64 = "fq_codel: flow queues that became active in the window (new_flow_count; NaN for other queues)",
+        fq_drop_overmemory_pkts: f64 = "fq_codel: drop_queue_pkts dropped while over its memory limit (NaN for other queues)",
+        fq_shared_flows: f64 = "fq_codel: flow directions on this link that share their flow queue with another (hash collisions; NaN for other queues)",
         achieved_rate_mbps: f64 = "kernel: the rate the forwarder achieved on the wall clock over busy_s (NaN on the simulator)",
         busy_s: f64 = "kernel: model time of back-to-back packets the achieved rate is measured over (NaN on the simulator)",
     }
@@ -544,6 +559,7 @@ pub fn link_summary_table(rows: &[LinkSummary]) -> Table {
 
 /// A link direction's sample at `t_ns` from its channel and its counters now and at the
 /// previous sample `dt_ns` earlier. Both backends sample their channels here.
+#[inline]
 pub fn link_sample<P: OnWire>(
     t_ns: u64,
     ch: usize,
@@ -561,7 +577,10 @@ pub fn link_sample<P: OnWire>(
         queue_pkts: c.occupancy_pkts() as u64,
         queue_bytes: c.occupancy_bytes(),
         queue_delay_ms: c.occupancy_bytes() as f64 * 8.0 / c.rate_bps as f64 * 1e3,
-        drop_pkts: now.drops_queue + now.drops_random - prev.drops_queue - prev.drops_random,
+        drop_pkts: (now.drops_queue + now.drops_aqm + now.drops_random)
+            - (prev.drops_queue + prev.drops_aqm + prev.drops_random),
+        mark_pkts: (now.marks_aqm + now.marks_ce_threshold)
+            - (prev.marks_aqm + prev.marks_ce_threshold),
         utilisation_frac: if dt_ns > 0 {
             bits / (c.rate_bps as f64 * dt_ns as f64 / 1e9)
         } else {
@@ -570,14 +589,36 @@ pub fn link_sample<P: OnWire>(
     }
 }
 
+/// What a link direction's summary takes from its channel besides counters: the sojourn
+/// percentiles over the window (ms) and fq_codel's shared queues.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkExtras {
+    pub sojourn_ms: [f64; 3],
+    pub fq_shared_flows: f64,
+}
+
+/// The extras of every channel (`LinkExtras`).
+pub fn link_extras<P: OnWire>(spec: &RunSpec, channels: &[Channel<P>]) -> Vec<LinkExtras> {
+    let shared = crate::world::fq_shared_flows(spec, channels);
+    channels
+        .iter()
+        .zip(shared)
+        .map(|(c, fq_shared_flows)| LinkExtras {
+            sojourn_ms: c.sojourn_percentiles_ms(),
+            fq_shared_flows,
+        })
+        .collect()
+}
+
 /// Each link direction's summary over a measurement window of `window_ns`, from the
 /// channel counters at its start and end (the kernel-only columns NaN), with the queue
-/// delay percentiles of `samples`.
+/// delay percentiles of `samples` and the channels' `extras`.
 pub fn link_summaries(
     spec: &RunSpec,
     start: &[ChannelCounters],
     end: &[ChannelCounters],
     samples: &LinkSamples,
+    extras: &[LinkExtras],
 ) -> Vec<LinkSummary> {
     let window_ns = (spec.measure_end_ns - spec.measure_start_ns) as f64;
     let mut rows: Vec<LinkSummary> = (0..2 * spec.links.len())
@@ -588,13 +629,23 @@ pub fn link_summaries(
             let tx_bytes = e.tx_bytes - s.tx_bytes;
             let arrivals = e.arrivals - s.arrivals;
             let drop_queue = e.drops_queue - s.drops_queue;
+            let drop_aqm = e.drops_aqm - s.drops_aqm;
             let drop_random = e.drops_random - s.drops_random;
             let sojourn_ns = e.sojourn_ns_sum - s.sojourn_ns_sum;
+            let x = extras[ch];
+            let fq = |v: u64| {
+                if l.queue == Queue::FqCodel {
+                    v as f64
+                } else {
+                    f64::NAN
+                }
+            };
             LinkSummary {
                 link: (ch / 2) as u64,
                 direction: direction(ch),
                 rate_mbps: l.rate_bps as f64 / 1e6,
                 delay_ms: l.delay_ns as f64 / 1e6,
+                queue: l.queue.name(),
                 buffer_pkts: u64::from(l.buffer_pkts),
                 utilisation_frac: tx_bytes as f64 * 8.0 / (l.rate_bps as f64 * window_ns / 1e9),
                 sojourn_mean_ms: if tx_pkts == 0 {
@@ -602,19 +653,28 @@ pub fn link_summaries(
                 } else {
                     sojourn_ns as f64 / tx_pkts as f64 / 1e6
                 },
+                sojourn_p50_ms: x.sojourn_ms[0],
+                sojourn_p95_ms: x.sojourn_ms[1],
+                sojourn_p99_ms: x.sojourn_ms[2],
                 queue_delay_p50_ms: f64::NAN,
                 queue_delay_p95_ms: f64::NAN,
                 queue_delay_p99_ms: f64::NAN,
                 arrival_pkts: arrivals,
                 drop_queue_pkts: drop_queue,
+                drop_aqm_pkts: drop_aqm,
                 drop_random_pkts: drop_random,
+                mark_aqm_pkts: e.marks_aqm - s.marks_aqm,
+                mark_ce_threshold_pkts: e.marks_ce_threshold - s.marks_ce_threshold,
                 loss_frac: if arrivals == 0 {
                     f64::NAN
                 } else {
-                    (drop_queue + drop_random) as f64 / arrivals as f64
+                    (drop_queue + drop_aqm + drop_random) as f64 / arrivals as f64
                 },
                 tx_pkts,
                 tx_bytes,
+                fq_new_flow_count: fq(e.fq_new_flows - s.fq_new_flows),
+                fq_drop_overmemory_pkts: fq(e.fq_drops_overmemory - s.fq_drops_overmemory),
+                fq_shared_flows: x.fq_shared_flows,
                 achieved_rate_mbps: f64::NAN,
                 busy_s: f64::NAN,
             }
@@ -659,6 +719,7 @@ mod tests {
             queue_bytes: 0,
             queue_delay_ms: 0.0,
             drop_pkts: 0,
+            mark_pkts: 0,
             utilisation_frac: 0.0,
         };
         for _ in 0..CHUNK_ROWS + 1 {

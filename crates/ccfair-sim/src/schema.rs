@@ -58,8 +58,10 @@ pub struct Column {
 /// Bumped whenever a column is added, renamed, removed or changes meaning (every file of a
 /// table has exactly the schema's columns, so a plain read of a directory needs one
 /// version); recorded in every run (`runs.schema_version`) so that old directories are
-/// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`).
-pub const SCHEMA_VERSION: u32 = 3;
+/// recognised. 3: the BPF programs' counters (`BPF_COUNTERS`). 4: queue disciplines
+/// (`links.mark_pkts`; `link_summary.queue`, sojourn percentiles, AQM drops and marks,
+/// fq_codel's statistics), ECN's per-flow columns and DCTCP's internals.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The tables of a results directory, in writing order (`runs` last: its file marks a
 /// finished run).
@@ -246,7 +248,7 @@ pub fn columns(table: &str) -> Vec<Column> {
 }
 
 /// The whole schema as JSON (what `ccfair._core.schema()` returns):
-/// `{"version": 3, "tables": {table: [{name, dtype, by, doc}]}}`.
+/// `{"version": 4, "tables": {table: [{name, dtype, by, doc}]}}`.
 pub fn schema_json() -> String {
     let tables: serde_json::Map<String, serde_json::Value> = TABLES
         .iter()

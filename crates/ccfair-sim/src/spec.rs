@@ -52,15 +52,23 @@ pub struct LinkSpec {
     /// Bernoulli loss probability of the b->a channel.
     #[serde(default)]
     pub loss_ba: f64,
-    /// What the buffer counts (`netem.rs`): `droptail` (default: queued packets and the one
-    /// in service) or `netem` (also the packets in the delay line, as netem's `limit`).
+    /// The queue (`netem.rs`, `qdisc/`): `droptail` (default: a FIFO whose buffer counts the
+    /// queued packets and the one in service), `netem` (the buffer also counts the packets
+    /// in the delay line, as netem's `limit`), or a queue discipline as Linux's: `codel`,
+    /// `fq_codel`, `pie`, `red` (the buffer is its packet limit, the packet being
+    /// serialised not counted, as Linux's `qdisc_qlen`).
     #[serde(default, skip_serializing_if = "Queue::is_droptail")]
     pub queue: Queue,
+    /// The queue discipline's parameters (`qdisc::params`): a table of the options of the
+    /// discipline `queue` names, those left out at Linux's defaults; absent (null) for
+    /// drop-tail and netem, which take none.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub qdisc: Value,
 }
 
-/// What a channel's buffer counts (`LinkSpec::queue`).
+/// What a channel's queue is (`LinkSpec::queue`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Queue {
     /// A drop-tail FIFO in front of the serialiser (a `pfifo`, or a device's `txqueuelen`):
     /// at most `buffer_pkts` packets queued or in service.
@@ -69,11 +77,73 @@ pub enum Queue {
     /// netem holding both the delay and the queue: its `limit` counts every packet it
     /// holds, queued, in service or in the delay line (net/sched/sch_netem.c).
     Netem,
+    /// CoDel (net/sched/sch_codel.c).
+    Codel,
+    /// fq_codel (net/sched/sch_fq_codel.c).
+    FqCodel,
+    /// PIE (net/sched/sch_pie.c).
+    Pie,
+    /// RED (net/sched/sch_red.c).
+    Red,
 }
 
 impl Queue {
     pub fn is_droptail(&self) -> bool {
         *self == Queue::Droptail
+    }
+
+    /// A queue discipline that decides at its own time (`qdisc/`): the channel serves it
+    /// packet by packet (`link/serve.rs`) and is never fed ahead.
+    #[inline]
+    pub fn is_qdisc(self) -> bool {
+        !matches!(self, Queue::Droptail | Queue::Netem)
+    }
+
+    /// The name a spec uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Queue::Droptail => "droptail",
+            Queue::Netem => "netem",
+            Queue::Codel => "codel",
+            Queue::FqCodel => "fq_codel",
+            Queue::Pie => "pie",
+            Queue::Red => "red",
+        }
+    }
+}
+
+impl LinkSpec {
+    /// The most packets the link's buffer can hold (not counting the one in service): its
+    /// `buffer_pkts`, or for RED, whose limit is in bytes, that limit in the smallest
+    /// packets (bare ACKs). For the resource estimate.
+    pub fn held_pkts_bound(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::Red(p))) => {
+                let limit = p
+                    .limit_bytes
+                    .map_or(self.buffer_pkts as u64 * 1500, u64::from);
+                (self.buffer_pkts as u64).max(limit.div_ceil(ACK_BYTES as u64))
+            }
+            _ => self.buffer_pkts as u64,
+        }
+    }
+
+    /// Bytes a channel's queue discipline takes before any packet (fq_codel's flow table:
+    /// about 56 B per flow queue).
+    pub fn qdisc_table_bytes(&self) -> u64 {
+        match self.qdisc_config() {
+            Ok(Some(crate::qdisc::QdiscConfig::FqCodel(p))) => p.flows as u64 * 56,
+            _ => 0,
+        }
+    }
+
+    /// The link's queue discipline with its parameters (`None` for drop-tail and netem).
+    pub fn qdisc_config(&self) -> Result<Option<crate::qdisc::QdiscConfig>, ParamError> {
+        let config = crate::qdisc::QdiscConfig::parse(self.queue, &self.qdisc)?;
+        if let Some(c) = &config {
+            c.check_link(self.buffer_pkts, self.rate_bps)?;
+        }
+        Ok(config)
     }
 }
 
@@ -165,8 +235,50 @@ pub struct TcpOptions {
     /// packets from its TUN devices and cuts them itself).
     pub tso: Tso,
     /// With `tso = "linux"`: TSO deferral (`tcp_tso_should_defer`), which holds back a
-    /// short skb while an ACK is due soon, so that unpaced flows send fuller bursts.
-    pub tso_defer: bool,
+    /// short skb while an ACK is due soon, so that unpaced flows send fuller bursts: `true`
+    /// (Linux 6.18's rule: the last skb left within 1 ms and the ACK is due within
+    /// min(srtt/2, 1 ms)), `"linux-4.x"` (4.13/4.15: the last skb left in this jiffy and the
+    /// oldest unacknowledged one left at least srtt/2 ago) or `false`.
+    pub tso_defer: TsoDefer,
+    /// With `tso = "linux"`: `tcp_tso_autosize`'s bonus for small RTTs
+    /// (`gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)`, Linux 5.18+); `false` is the 4.x
+    /// sizing (about 1 ms of data at the pacing rate only).
+    pub tso_min_rtt_bonus: bool,
+    /// How TCP paces a flow that asks for pacing (BBR, Copa) without the fq qdisc:
+    /// `"linux-6.18"` (the earliest-departure-time pacer, `tcp_update_skb_after_send`: the
+    /// payload of each skb at the pacing rate, late sends credited up to half an skb, the
+    /// first 10 segments unpaced) or `"linux-4.x"` (4.13/4.15 `tcp_internal_pacing`: a
+    /// timer of skb->len, payload plus the 32-byte TCP header, at the pacing rate, started
+    /// when the skb leaves; no credit, no unpaced start).
+    pub pacer: Pacer,
+    /// Proportional rate reduction in recovery (`tcp_cwnd_reduction`) while in flight is
+    /// below ssthresh: `"linux-6.18"` (5.19+: `max(prr_delivered - prr_out, newly acked)`,
+    /// plus one when `snd_una` advanced and nothing was newly lost) or `"linux-4.x"` (that
+    /// bound plus one only when retransmitted data was acknowledged and no retransmission was
+    /// lost, else `newly acked`: conservation).
+    pub prr: Prr,
+    /// When a tail loss probe is scheduled and how long it waits (`tcp_schedule_loss_probe`):
+    /// `"linux-6.18"` (Open or CWR; 2 srtt + 2 ms, with one packet out 2 srtt + `rto_min`),
+    /// `"linux-4.15"` (Open only, and not while cwnd has room and data is waiting; 2 srtt + 2
+    /// jiffies, with one packet out + `rto_min`) or `"linux-4.13"` (as 4.15, but max(2 srtt,
+    /// 10 ms), with one packet out at least 1.5 srtt + 200 ms).
+    pub tlp_schedule: TlpSchedule,
+    /// The receiver's window model (`tcp/rcvbuf.rs`): `"linux-6.18"` (the window is the
+    /// buffer times the measured payload/truesize ratio, SYN-ACK window 64 KiB,
+    /// `tcp_rcvbuf_grow` autotuning, min-seeking receiver RTT) or `"linux-4.x"`
+    /// (4.13/4.15: the window is half the buffer, `tcp_adv_win_scale` 1; SYN-ACK window
+    /// 20 segments; `tcp_fixup_rcvbuf`'s initial buffer; 4.x `tcp_rcv_space_adjust` and its
+    /// averaging receiver RTT).
+    pub rcv_window: RcvWindow,
+    /// SACK compression (`__tcp_ack_snd_check`, Linux 4.18+): after three immediate
+    /// duplicate ACKs, later ones for the same `rcv_nxt` wait up to min(1 ms, 5 % of the
+    /// RTT) or 44 segments. `false` (4.x): every out-of-order segment is ACKed at once.
+    pub sack_compression: bool,
+    /// An out-of-order segment puts the receiver in quick-ACK mode (`tcp_data_queue`,
+    /// before 4.18), so that the segments after a loss are ACKed one by one; `false`
+    /// (4.18+): it does not, and the segment that fills the last hole is ACKed at once
+    /// (`ICSK_ACK_NOW`) instead.
+    pub ofo_quickack: bool,
     /// `skb->truesize` of one received full-size segment: the memory it costs in the
     /// receive buffer, which sets how much window a buffer gives (`scaling_ratio`). 2304 B:
     /// a 1500-byte packet from a TUN device on x86_64 (the kernel backend's device).
@@ -175,6 +287,18 @@ pub struct TcpOptions {
     /// is the connection's first sample (srtt, RTO, min RTT), as in Linux. `false` is an
     /// idealisation: data at the start with the initial window and no RTT sample.
     pub handshake: bool,
+    /// The sending host's `net.ipv4.tcp_ecn` (`tcp/ecn.rs`): 0 never uses ECN, 1 asks for
+    /// it on the SYN (and accepts it when asked), 2 (Linux's default) only accepts it when
+    /// the peer asks. An algorithm that needs ECN (DCTCP) asks whatever this says. Linux's
+    /// Accurate ECN values (3, 4, 5) are not modelled.
+    pub ecn: u8,
+    /// The receiving host's `net.ipv4.tcp_ecn`: 0 refuses ECN (unless the receiver's
+    /// algorithm needs it), 1 or 2 (default) accept it when the SYN asks.
+    pub ecn_receiver: u8,
+    /// The sending host's `net.ipv4.tcp_ecn_fallback` (default on): a retransmitted SYN no
+    /// longer asks for ECN (RFC 3168 section 6.1.1.1), so a path that drops ECN-setup SYNs
+    /// still connects, without ECN.
+    pub ecn_fallback: bool,
     /// The application's wake-up latency, from the flow's start to connect() and from the
     /// handshake's end to its first write (`host.rs`): `kernel` (measured on ccfair's kernel
     /// backend) or `none` (an idealisation: flows that start together start in lock-step).
@@ -217,6 +341,92 @@ pub enum Wmem {
     Bytes([u64; 3]),
 }
 
+/// TSO deferral (`TcpOptions::tso_defer`): on (Linux 6.18's rule), off, or the 4.x rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsoDefer {
+    Off,
+    /// Linux 6.18 (`true`).
+    Linux,
+    /// Linux 4.13/4.15 (`"linux-4.x"`).
+    Linux4x,
+}
+
+impl Serialize for TsoDefer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            TsoDefer::Off => s.serialize_bool(false),
+            TsoDefer::Linux => s.serialize_bool(true),
+            TsoDefer::Linux4x => s.serialize_str("linux-4.x"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TsoDefer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TsoDefer;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false or \"linux-4.x\"")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<TsoDefer, E> {
+                Ok(if v { TsoDefer::Linux } else { TsoDefer::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TsoDefer, E> {
+                match v {
+                    "linux-4.x" => Ok(TsoDefer::Linux4x),
+                    _ => Err(E::invalid_type(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// TCP's own pacer (`TcpOptions::pacer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pacer {
+    /// Earliest departure time (Linux 4.20+).
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    /// A timer per skb (Linux 4.13 to 4.19).
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
+/// PRR's rule below ssthresh (`TcpOptions::prr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Prr {
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
+/// The tail loss probe's schedule (`TcpOptions::tlp_schedule`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TlpSchedule {
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    #[serde(rename = "linux-4.15")]
+    Linux415,
+    #[serde(rename = "linux-4.13")]
+    Linux413,
+}
+
+/// The receiver's window model (`TcpOptions::rcv_window`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RcvWindow {
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
 /// TCP segmentation offload (`TcpOptions::tso`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -248,9 +458,19 @@ impl Default for TcpOptions {
             rmem: Rmem::Named(RmemName::Fit),
             wmem: Wmem::Named(RmemName::Fit),
             tso: Tso::Off,
-            tso_defer: true,
+            tso_defer: TsoDefer::Linux,
+            tso_min_rtt_bonus: true,
+            pacer: Pacer::Linux618,
+            prr: Prr::Linux618,
+            tlp_schedule: TlpSchedule::Linux618,
+            rcv_window: RcvWindow::Linux618,
+            sack_compression: true,
+            ofo_quickack: false,
             rcv_truesize_bytes: 2304,
             handshake: true,
+            ecn: 2,
+            ecn_receiver: 2,
+            ecn_fallback: true,
             app_latency: crate::host::Latency::Kernel,
             host_latency: crate::host::Latency::Kernel,
         }
@@ -337,6 +557,29 @@ impl TcpOptions {
                 ));
             }
         }
+        for (name, v) in [("ecn", self.ecn), ("ecn_receiver", self.ecn_receiver)] {
+            match v {
+                0..=2 => {}
+                3..=5 => {
+                    return Err(ParamError::new(
+                        name,
+                        format!(
+                            "{v} asks for Accurate ECN, which ccfair does not model; \
+                             0 (off), 1 (request and accept) or 2 (accept only)"
+                        ),
+                    ))
+                }
+                _ => {
+                    return Err(ParamError::new(
+                        name,
+                        format!(
+                            "{v} is not a net.ipv4.tcp_ecn value; 0 (off), 1 (request and \
+                             accept) or 2 (accept only)"
+                        ),
+                    ))
+                }
+            }
+        }
         if self.mss as u64 + DATA_HEADER_BYTES as u64 > 65_535 {
             return Err(ParamError::new(
                 "mss",
@@ -394,6 +637,16 @@ impl TcpOptions {
                 ),
             )
             .related_to("mss"));
+        }
+        // sch_fq paces by its own rule in 4.x (qdisc_pkt_len per packet, from its dequeue
+        // time), which ccfair does not model.
+        if self.fq_pacing && self.pacer == Pacer::Linux4x {
+            return Err(ParamError::new(
+                "pacer",
+                "\"linux-4.x\" models TCP's own pacer; the 4.x fq qdisc's pacing \
+                 (fq_pacing = true) is not modelled",
+            )
+            .related_to("fq_pacing"));
         }
         if self.reordering > 300 {
             return Err(ParamError::new(
@@ -510,6 +763,14 @@ impl RunSpec {
                 ));
             }
         }
+        l.qdisc_config().map_err(|e| {
+            let at = if e.key.is_empty() {
+                format!("links[{i}].qdisc")
+            } else {
+                format!("links[{i}].qdisc.{}", e.key)
+            };
+            SimError::spec(at, e.message)
+        })?;
         Ok(())
     }
 

@@ -19,6 +19,10 @@ pub enum TraceEvent {
     DropQueue,
     /// Accepted, serialised, then lost on the wire (random loss).
     DropWire,
+    /// Dropped by a queue discipline's decision (CoDel, PIE, RED).
+    DropAqm,
+    /// Marked CE by a queue discipline.
+    MarkCe,
     /// Reached the channel's far end.
     Arrive,
 }
@@ -29,6 +33,8 @@ impl TraceEvent {
             TraceEvent::Enqueue => "enqueue",
             TraceEvent::DropQueue => "drop_queue",
             TraceEvent::DropWire => "drop_wire",
+            TraceEvent::DropAqm => "drop_aqm",
+            TraceEvent::MarkCe => "mark_ce",
             TraceEvent::Arrive => "arrive",
         }
     }

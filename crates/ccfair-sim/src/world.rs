@@ -11,8 +11,9 @@ use crate::estimate::Limits;
 use crate::event::{Event, EventQueue, TimerKind, N_TIMER_KINDS};
 use crate::fifo::Fifo;
 use crate::host::{FlowHosts, Side};
-use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire};
-use crate::packet::{Kind, Packet, PacketRef, PacketSlab};
+use crate::link::{Ahead, Channel, ChannelCounters, Enqueued, OnWire, Service};
+use crate::packet::{Ecn, Kind, Packet, PacketRef, PacketSlab};
+use crate::qdisc::{DropCause, Fate};
 use crate::record::{self, FlowRecorder, FlowSample, FlowSummary, LinkSamples};
 use crate::spec::{Queue, RunSpec};
 use crate::table::Table;
@@ -24,6 +25,9 @@ use crate::trace::{Trace, TraceEvent, TraceRow};
 /// kernel backend's forwarder draws a channel's random losses from the same stream).
 pub const STREAM_FLOW: u64 = 1;
 pub const STREAM_CHANNEL: u64 = 2;
+/// The stream of a link direction's queue discipline: (seed, STREAM_QDISC, link,
+/// direction), for PIE's and RED's draws and fq_codel's hash key.
+pub const STREAM_QDISC: u64 = 5;
 const NOT_SCHEDULED: u64 = u64::MAX;
 /// Events at one instant after which the progress guard stops a run. Far above any real
 /// burst (every flow of the largest allowed spec starting at once, each with its window).
@@ -131,6 +135,9 @@ pub struct Simulation {
     /// `ROUTE_FED` if fed ahead of time and each route closed by `ROUTE_END`: a packet's next
     /// channel is the next entry (a packet keeps its place in `Packet::hop`).
     routes: Vec<u32>,
+    /// Per entry of `routes`: the flow and direction of the route (`flow_key`), which a
+    /// queue discipline classifies by (fq_codel).
+    route_keys: Vec<u32>,
     /// Drops decided ahead of their time on fed-ahead channels, oldest first: (input time,
     /// flow, kind). Until then the packet counts as in the network (`conservation`).
     drops_ahead: Fifo<(u64, u32, Kind)>,
@@ -165,6 +172,7 @@ impl Simulation {
             feed_ahead(&spec, &mut channels);
         }
         let mut routes = Vec::new();
+        let mut route_keys = Vec::new();
         let starts = spec.flow_starts_ns();
         let rmem = spec.rmem_bytes();
         let mut flows = Vec::with_capacity(spec.flows.len());
@@ -172,6 +180,8 @@ impl Simulation {
             let seed = derive_seed(spec.seed, &[STREAM_FLOW, i as u64]);
             let cc = ccfair_cc::build(&f.cca, &f.cca_params, seed)
                 .map_err(|e| SimError::spec(format!("flows[{i}].cca"), e.to_string()))?;
+            // The receiver runs the flow's algorithm too: it matters when it needs ECN.
+            let needs_ecn = cc.needs_ecn();
             flows.push(Flow {
                 sender: Sender::new(i as u32, &f.tcp, cc, f.size_bytes),
                 receiver: Receiver::new(
@@ -183,8 +193,9 @@ impl Simulation {
                             + f.ack_path.iter().map(delay).sum::<u64>()
                     },
                     rmem[i],
+                    needs_ecn,
                 ),
-                route_start: [&f.path, &f.ack_path].map(|path| {
+                route_start: [(&f.path, false), (&f.ack_path, true)].map(|(path, ack)| {
                     let start = routes.len() as u32;
                     for &c in path {
                         let fed = if channels[c].is_fed_ahead() {
@@ -195,6 +206,7 @@ impl Simulation {
                         routes.push(c as u32 | fed);
                     }
                     routes.push(ROUTE_END);
+                    route_keys.resize(routes.len(), flow_key(i, ack));
                     start
                 }),
                 start_ns: starts[i],
@@ -211,6 +223,9 @@ impl Simulation {
             });
         }
         let trace = Trace::new(spec.flows.len(), &spec.trace_flows);
+        if trace.is_some() {
+            channels.iter_mut().for_each(Channel::trace_qdisc);
+        }
         let n_ch = channels.len();
         // One sample per interval (spec validation: 0 < interval <= duration).
         let samples = (spec.duration_ns / spec.sample_interval_ns) as usize;
@@ -234,6 +249,7 @@ impl Simulation {
             metric_buf: Vec::with_capacity(16),
             trace,
             routes,
+            route_keys,
             drops_ahead: Fifo::new(),
             prefetch_channels: n_ch * std::mem::size_of::<Channel<PacketRef>>()
                 > CHANNEL_PREFETCH_ABOVE_BYTES,
@@ -327,6 +343,10 @@ impl Simulation {
     fn handle(&mut self, ev: Event) {
         match ev {
             Event::ChannelArrival(_) => unreachable!("handled by channel_arrival"),
+            Event::ChannelWake(ch) => {
+                let service = self.channels[ch as usize].qdisc_serve(self.now);
+                self.after_qdisc(ch, service);
+            }
             Event::FlowStart(f) => {
                 let now = self.now;
                 let flow = &mut self.flows[f as usize];
@@ -421,17 +441,13 @@ impl Simulation {
             }
         };
         if self.trace.is_some() {
-            let event = match outcome {
-                Enqueued::Accepted(_) => TraceEvent::Enqueue,
-                Enqueued::BufferFull(_) => TraceEvent::DropQueue,
-                Enqueued::LostOnWire(_) => TraceEvent::DropWire,
-            };
-            let pkt = *self.packets.get(r);
-            self.trace_row(ahead.input_ns, ch, r.hop, &pkt, event);
+            self.trace_offer(ahead.input_ns, ch, r, &outcome);
         }
         match outcome {
             Enqueued::Accepted(Some(t)) => self.queue.push(t, Event::ChannelArrival(ch)),
             Enqueued::Accepted(None) => {}
+            // Served by its queue discipline (never fed ahead, nor feeding one).
+            Enqueued::Qdisc(r) => self.offer_qdisc(ch, ahead.input_ns, r),
             Enqueued::BufferFull(r) | Enqueued::LostOnWire(r) => {
                 let p = self.packets.remove(r);
                 if self.channels[ch as usize].is_fed_ahead() {
@@ -443,6 +459,63 @@ impl Simulation {
                     self.drops_ahead.push_back((ahead.input_ns, p.flow, p.kind));
                 }
                 self.count_drop(&p);
+            }
+        }
+    }
+
+    /// The trace row of a packet offered to channel `ch` at `t` (a queue discipline traces
+    /// its own decisions, `after_qdisc`). Out of the event loop: traces are rare.
+    #[inline(never)]
+    fn trace_offer(&mut self, t: u64, ch: u32, r: PacketRef, outcome: &Enqueued<PacketRef>) {
+        let event = match outcome {
+            Enqueued::Accepted(_) => TraceEvent::Enqueue,
+            Enqueued::BufferFull(_) => TraceEvent::DropQueue,
+            Enqueued::LostOnWire(_) => TraceEvent::DropWire,
+            Enqueued::Qdisc(_) => return,
+        };
+        let pkt = *self.packets.get(r);
+        self.trace_row(t, ch, r.hop, &pkt, event);
+    }
+
+    /// Offer a packet reaching channel `ch` (with a queue discipline) at `t`.
+    #[inline(never)]
+    fn offer_qdisc(&mut self, ch: u32, t: u64, r: PacketRef) {
+        let key = self.route_keys[r.hop as usize];
+        let ecn = self.packets.get(r).ecn;
+        let service = self.channels[ch as usize].qdisc_offer(self.now, t, r, key, ecn);
+        self.after_qdisc(ch, service);
+    }
+
+    /// Schedule what channel `ch`'s queue discipline asks for, free the packets it dropped
+    /// and mark CE those it marked (tracing what it did with the traced flows' packets).
+    #[inline(never)]
+    fn after_qdisc(&mut self, ch: u32, service: Service) {
+        if let Some(t) = service.arrival {
+            self.queue.push(t, Event::ChannelArrival(ch));
+        }
+        if let Some(t) = service.wake {
+            self.queue.push(t, Event::ChannelWake(ch));
+        }
+        while let Some((t, r, fate)) = self.channels[ch as usize].qdisc_take() {
+            if self.trace.is_some() {
+                let event = match fate {
+                    Fate::Enqueued => TraceEvent::Enqueue,
+                    Fate::Dropped(DropCause::Overlimit) => TraceEvent::DropQueue,
+                    Fate::Dropped(DropCause::Aqm) => TraceEvent::DropAqm,
+                    Fate::Dropped(DropCause::Random) => TraceEvent::DropWire,
+                    Fate::Marked(_) => TraceEvent::MarkCe,
+                };
+                let pkt = *self.packets.get(r);
+                self.trace_row(t, ch, r.hop, &pkt, event);
+            }
+            match fate {
+                Fate::Dropped(_) => {
+                    let p = self.packets.remove(r);
+                    self.count_drop(&p);
+                }
+                // The mark reaches the packet where its end host will read it.
+                Fate::Marked(_) => self.packets.get_mut(r).ecn = Ecn::Ce,
+                Fate::Enqueued => {}
             }
         }
     }
@@ -730,14 +803,14 @@ impl Simulation {
     pub fn conservation(&self) -> Vec<([u64; 4], [u64; 4])> {
         let mut in_net = vec![(0u64, 0u64); self.flows.len()];
         for c in &self.channels {
-            for &r in c.held_packets() {
+            c.for_each_held(|&r| {
                 let p = self.packets.get(r);
                 match p.kind {
                     Kind::Data => in_net[p.flow as usize].0 += 1,
                     Kind::Ack => in_net[p.flow as usize].1 += 1,
                     Kind::Syn | Kind::SynAck | Kind::HandshakeAck => {}
                 }
-            }
+            });
         }
         let mut dropped_ahead = vec![(0u64, 0u64); self.flows.len()];
         for &(t, flow, kind) in self.drops_ahead.iter() {
@@ -824,11 +897,13 @@ impl Simulation {
                 buf
             })
             .collect();
+        let extras = record::link_extras(&self.spec, &self.channels);
         let link_rows = record::link_summaries(
             &self.spec,
             &self.measure_start_counters,
             &end_counters,
             &self.lseries,
+            &extras,
         );
         RunResult {
             flows: record::flows_table(&rows, None, &counters),
@@ -893,6 +968,10 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
+        ecn_negotiated: if f.sender.tp.ecn_ok { 1.0 } else { 0.0 },
+        ce_received_pkts: f.receiver.ce_received() as f64,
+        ece_received_pkts: s.ece_acks as f64,
+        ecn_reduction_count: s.ecn_reductions as f64,
     }
 }
 
@@ -953,16 +1032,69 @@ pub struct ConnectionColumns {
 /// random-loss stream (seed, STREAM_CHANNEL, link, direction). Both backends build their
 /// links here, so the same seed gives the same losses.
 pub fn build_channels<P: OnWire>(spec: &RunSpec) -> Vec<Channel<P>> {
+    build_channels_at(spec, 0)
+}
+
+/// `build_channels` for links created at `origin_ns` (the kernel backend's clock): the
+/// time the queue disciplines' timers count from.
+pub fn build_channels_at<P: OnWire>(spec: &RunSpec, origin_ns: u64) -> Vec<Channel<P>> {
     let mut channels = Vec::with_capacity(spec.links.len() * 2);
+    let window = (spec.measure_start_ns, spec.measure_end_ns);
     for (i, l) in spec.links.iter().enumerate() {
+        let qdisc = l
+            .qdisc_config()
+            .expect("the link's queue discipline is checked with the spec");
         for (dir, loss) in [(0u64, l.loss_ab), (1, l.loss_ba)] {
             let seed = derive_seed(spec.seed, &[STREAM_CHANNEL, i as u64, dir]);
             let mut channel = Channel::new(l.rate_bps, l.delay_ns, l.buffer_pkts, loss, seed);
             channel.queue = l.queue;
+            if let Some(config) = &qdisc {
+                let seed = derive_seed(spec.seed, &[STREAM_QDISC, i as u64, dir]);
+                channel.set_qdisc(config, ccfair_cc::rng::Rng::new(seed), origin_ns, window);
+            }
             channels.push(channel);
         }
     }
     channels
+}
+
+/// The key a queue discipline classifies a packet of flow `flow` by: 2 x flow, plus 1 on
+/// the ACK path (as a 5-tuple differs between a connection's two directions).
+pub fn flow_key(flow: usize, ack_path: bool) -> u32 {
+    2 * flow as u32 + ack_path as u32
+}
+
+/// Per channel, for fq_codel: how many of the flow directions crossing it share their
+/// queue with another (NaN for other queues). Both backends report it.
+pub fn fq_shared_flows<P: OnWire>(spec: &RunSpec, channels: &[Channel<P>]) -> Vec<f64> {
+    let mut keys: Vec<Vec<u32>> = vec![Vec::new(); channels.len()];
+    for (i, f) in spec.flows.iter().enumerate() {
+        for (path, ack) in [(&f.path, false), (&f.ack_path, true)] {
+            for &c in path {
+                if c < keys.len() && channels[c].fq_queue_of(0).is_some() {
+                    keys[c].push(flow_key(i, ack));
+                }
+            }
+        }
+    }
+    channels
+        .iter()
+        .zip(keys)
+        .map(|(ch, mut keys)| {
+            if ch.fq_queue_of(0).is_none() {
+                return f64::NAN;
+            }
+            keys.sort_unstable();
+            keys.dedup();
+            let mut queues: Vec<usize> = keys.iter().filter_map(|&k| ch.fq_queue_of(k)).collect();
+            queues.sort_unstable();
+            let shared = |j: usize| {
+                (j > 0 && queues[j - 1] == queues[j])
+                    || (j + 1 < queues.len() && queues[j + 1] == queues[j])
+            };
+            (0..queues.len()).filter(|&j| shared(j)).count() as f64
+        })
+        .collect()
 }
 
 /// Which channels the engine feeds ahead of time (`Channel::feed_ahead`).
@@ -1066,6 +1198,7 @@ pub fn parse_spec(spec_json: &str) -> Result<RunSpec, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::Ecn;
     use crate::spec::{FlowSpec, LinkSpec, TcpOptions};
 
     fn two_node_spec(rate_bps: u64, delay_ns: u64, duration_ns: u64) -> RunSpec {
@@ -1086,6 +1219,7 @@ mod tests {
                 loss_ab: 0.0,
                 loss_ba: 0.0,
                 queue: Default::default(),
+                qdisc: serde_json::Value::Null,
             }],
             flows: vec![FlowSpec {
                 name: "f".into(),
@@ -1129,5 +1263,84 @@ mod tests {
             .run_bounded(100_000_000)
             .expect("finishes");
         assert!(r.stats.events > 0);
+    }
+
+    /// What the engine does with a queue discipline's reports: a packet it marks gets CE in
+    /// the packet slab (where its end host reads it), a packet it drops is freed and counted.
+    /// ECT(0) and Not-ECT packets overload a CoDel link with ECN on, driven as the event loop
+    /// drives it (the TCP ends are not involved: nothing in them sends ECT packets yet).
+    #[test]
+    fn a_queue_disciplines_marks_reach_the_packets() {
+        let mut spec = two_node_spec(12_000_000, 1_000_000, 10_000_000_000);
+        spec.links[0].queue = Queue::Codel;
+        spec.links[0].qdisc = serde_json::json!({"ecn": true});
+        spec.links[0].buffer_pkts = 10_000;
+        let mut sim = Simulation::new(spec).unwrap();
+        let template = Packet {
+            flow: 0,
+            kind: Kind::Data,
+            wire_bytes: 1500,
+            seq: 0,
+            payload_bytes: 1448,
+            tsval: 0,
+            tsecr: 0,
+            n_sack: 0,
+            ecn: Ecn::NotEct,
+            tcp_flags: crate::packet::TcpFlags::NONE,
+            window_bytes: 0,
+            sack: crate::packet::NO_SACK,
+        };
+        let first = sim.flows[0].route_start[0];
+        let mut delivered = Vec::new();
+        // Run the engine's channel events up to `t`, keeping what reaches the far end.
+        let run_until = |sim: &mut Simulation, t: u64, delivered: &mut Vec<PacketRef>| {
+            while let Some((at, ev)) = sim.queue.peek() {
+                if at > t {
+                    break;
+                }
+                sim.queue.pop();
+                sim.now = at;
+                match ev {
+                    Event::ChannelWake(ch) => {
+                        let s = sim.channels[ch as usize].qdisc_serve(at);
+                        sim.after_qdisc(ch, s);
+                    }
+                    Event::ChannelArrival(ch) => {
+                        let (r, next) = sim.channels[ch as usize].arrival();
+                        delivered.push(r);
+                        if let Some(n) = next {
+                            sim.queue.push(n, Event::ChannelArrival(ch));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        };
+        let n = 3000u64;
+        for k in 0..n {
+            let t = k * 666_667;
+            run_until(&mut sim, t, &mut delivered);
+            sim.now = t;
+            let pkt = Packet {
+                seq: k,
+                ecn: if k % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct },
+                ..template
+            };
+            let r = sim.packets.insert(&pkt, first);
+            sim.forward(t, r);
+        }
+        run_until(&mut sim, u64::MAX, &mut delivered);
+        let got: Vec<Packet> = delivered.iter().map(|&r| *sim.packets.get(r)).collect();
+        let marked = got.iter().filter(|p| p.ecn == Ecn::Ce).count() as u64;
+        assert!(marked > 10, "{marked} marked");
+        assert!(got.iter().all(|p| p.ecn != Ecn::Ce || p.seq % 2 == 0));
+        // Only Not-ECT packets were dropped, each freed and counted.
+        let dropped = sim.flows[0].data_dropped;
+        assert!(dropped > 0);
+        assert_eq!(got.len() as u64 + dropped, n);
+        assert_eq!(sim.packets.len(), got.len());
+        sim.channels[0].advance(u64::MAX);
+        let c = sim.channels[0].counters();
+        assert_eq!((c.marks_aqm, c.drops_aqm), (marked, dropped));
     }
 }

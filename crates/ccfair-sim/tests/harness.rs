@@ -4,7 +4,9 @@
 //! samples. The sender decides (loss detection, retransmissions, pacing, timers); the
 //! driver is told what it decided, as a unit test tells it. A path with a FIFO
 //! bottleneck, per-packet ACKs with SACK blocks, chosen drops and an outage (which makes
-//! the retransmission timer fire) feeds both.
+//! the retransmission timer fire) feeds both; with ECN on, chosen CE marks, echoed by the
+//! receiver as Linux's (ECE until CWR, or per segment for an algorithm that needs ECN),
+//! and the sender's CWR flags must be where the driver puts them.
 
 use std::collections::BTreeSet;
 
@@ -28,6 +30,10 @@ struct PathSpec {
     drop_tx: BTreeSet<u64>,
     /// Every packet reaching the bottleneck in this interval is dropped.
     outage_ns: Option<(u64, u64)>,
+    /// Transmissions (counted from 1) the bottleneck marks CE if they are ECN-capable.
+    mark_tx: BTreeSet<u64>,
+    /// The sender's `tcp.ecn` (the receiver's is Linux's default, 2).
+    ecn: u8,
     /// The receiver ACKs every `ack_every` in-order packets (2: delayed ACKs, with a 40 ms
     /// timer); out-of-order data and data filling a hole are ACKed at once.
     ack_every: u32,
@@ -42,8 +48,11 @@ struct Twin {
     spec: PathSpec,
     last_departure_ns: u64,
     tx_count: u64,
-    /// ACKs on their way back: (arrival, segment), in time order (FIFO path).
-    acks: std::collections::VecDeque<(u64, u64)>,
+    /// Data on its way to the receiver: (arrival, segment, CE, CWR), in time order (FIFO
+    /// path).
+    acks: std::collections::VecDeque<(u64, u64, bool, bool)>,
+    /// The receiver's TCP_ECN_DEMAND_CWR.
+    demand_cwr: bool,
     /// Dropped transmissions the sender has not yet declared lost, oldest first.
     undetected_drops: Vec<u64>,
     rcv_cum: u64,
@@ -55,25 +64,29 @@ struct Twin {
     checked: usize,
 }
 
-fn opts() -> TcpOptions {
+fn opts(ecn: u8) -> TcpOptions {
     TcpOptions {
         // The driver models neither loss probes nor F-RTO: the test compares what both do.
         tlp: false,
         frto: false,
+        ecn,
         ..TcpOptions::default()
     }
 }
 
 impl Twin {
     fn new(cca: &str, spec: PathSpec) -> Self {
-        let o = opts();
+        let o = opts(spec.ecn);
         let (rec, real_log) = Recording::new(ccfair_cc::build(cca, &json!({}), 1).unwrap());
         let mut real = Sender::new(0, &o, Box::new(rec), None);
-        let (rec, h_log) = Recording::new(ccfair_cc::build(cca, &json!({}), 1).unwrap());
-        let h = TestSender::new(rec, TcpSock::new(o.mss, o.init_cwnd, o.hz));
         let mut out = Vec::new();
         real.set_peer_window(1 << 30);
         real.start_without_handshake(0, &mut out);
+        // The connection's ECN, as the sender negotiated it, before the driver's `init`.
+        let mut tp = TcpSock::new(o.mss, o.init_cwnd, o.hz);
+        tp.ecn_ok = real.tp.ecn_ok;
+        let (rec, h_log) = Recording::new(ccfair_cc::build(cca, &json!({}), 1).unwrap());
+        let h = TestSender::new(rec, tp);
         let mut t = Twin {
             real,
             real_log,
@@ -83,6 +96,7 @@ impl Twin {
             last_departure_ns: 0,
             tx_count: 0,
             acks: Default::default(),
+            demand_cwr: false,
             undetected_drops: Vec::new(),
             rcv_cum: 0,
             rcv_above: BTreeSet::new(),
@@ -98,23 +112,28 @@ impl Twin {
     fn mirror(&mut self, out: &[Packet]) {
         let mut new = 0;
         for p in out.iter().filter(|p| p.kind == Kind::Data) {
+            let cwr = p.tcp_flags.contains(TcpFlags::CWR);
             if p.seq < self.h.tp.snd_nxt + new {
                 if new > 0 {
                     self.h.send(new);
                     new = 0;
                 }
                 self.h.retransmit(p.seq);
+                assert!(!cwr, "CWR on a retransmission");
             } else {
                 assert_eq!(p.seq, self.h.tp.snd_nxt + new, "new data in order");
+                // CWR goes on the first new segment after a reduction, on both.
+                assert_eq!(cwr, self.h.take_cwr(), "CWR of segment {}", p.seq);
                 new += 1;
             }
-            self.on_path(p.seq);
+            self.on_path(p);
         }
         // tcp_write_xmit validates cwnd even when it sent nothing.
         self.h.send(new);
     }
 
-    fn on_path(&mut self, seq: u64) {
+    fn on_path(&mut self, p: &Packet) {
+        let seq = p.seq;
         self.tx_count += 1;
         let at = self.h.now_ns() + self.spec.rtt_ns / 2;
         let outage = self.spec.outage_ns.is_some_and(|(a, b)| at >= a && at < b);
@@ -122,10 +141,29 @@ impl Twin {
             self.undetected_drops.push(seq);
             return;
         }
+        let ce = p.ecn.is_capable() && self.spec.mark_tx.contains(&self.tx_count);
         let departure = self.last_departure_ns.max(at) + self.spec.ser_ns;
         self.last_departure_ns = departure;
         let arrival = departure + self.spec.rtt_ns - self.spec.rtt_ns / 2;
-        self.acks.push_back((arrival, seq));
+        let cwr = p.tcp_flags.contains(TcpFlags::CWR);
+        self.acks.push_back((arrival, seq, ce, cwr));
+    }
+
+    /// The receiver's ECN (Linux's, in order: `tcp_ecn_accept_cwr`, `tcp_ecn_check_ce`).
+    fn receive_ecn(&mut self, ce: bool, cwr: bool) {
+        if !self.real.tp.ecn_ok {
+            return;
+        }
+        if self.real.cc.needs_ecn() {
+            self.demand_cwr = ce;
+            return;
+        }
+        if cwr {
+            self.demand_cwr = false;
+        }
+        if ce {
+            self.demand_cwr = true;
+        }
     }
 
     /// The receiver takes `seq`; returns whether it ACKs now.
@@ -175,7 +213,11 @@ impl Twin {
             tsecr: 0,
             n_sack: 0,
             ecn: Ecn::NotEct,
-            tcp_flags: TcpFlags::NONE,
+            tcp_flags: if self.demand_cwr {
+                TcpFlags::ECE
+            } else {
+                TcpFlags::NONE
+            },
             window_bytes: 1 << 30,
             sack: NO_SACK,
         };
@@ -213,8 +255,12 @@ impl Twin {
             let lost_before = self.real.tp.lost;
             if next_ack == Some(t) || delack == Some(t) {
                 if next_ack == Some(t) {
-                    let (_, seq) = self.acks.pop_front().unwrap();
-                    if !self.receive(seq, t) {
+                    let (_, seq, ce, cwr) = self.acks.pop_front().unwrap();
+                    let before = self.demand_cwr;
+                    self.receive_ecn(ce, cwr);
+                    // DCTCP's receiver ACKs at once when the echoed mark changes.
+                    let now = self.real.cc.needs_ecn() && before != self.demand_cwr;
+                    if !self.receive(seq, t) && !now {
                         continue;
                     }
                 }
@@ -222,6 +268,7 @@ impl Twin {
                 self.real.on_ack(t, &pkt, &mut out);
                 let mut ack = Ack::to(pkt.seq);
                 ack.sacks = blocks;
+                ack.ece = pkt.tcp_flags.contains(TcpFlags::ECE);
                 for s in self.newly_lost(lost_before) {
                     ack = ack.lose(s..s + 1);
                 }
@@ -240,7 +287,7 @@ impl Twin {
                         self.h.lose(s..s + 1);
                     }
                     if was != CaState::Recovery && self.real.tp.ca_state == CaState::Recovery {
-                        self.h.enter_recovery();
+                        self.h.enter_recovery_on_reo_timeout();
                     }
                 }
             }
@@ -282,6 +329,8 @@ fn path(drop_tx: &[u64], outage_ns: Option<(u64, u64)>) -> PathSpec {
         ser_ns: MS, // 1000 packets/s, BDP 20 packets
         drop_tx: drop_tx.iter().copied().collect(),
         outage_ns,
+        mark_tx: BTreeSet::new(),
+        ecn: 2,
         ack_every: 1,
         end_ns: 5_000 * MS,
     }
@@ -361,4 +410,31 @@ fn the_driver_agrees_through_bbr_probe_rtt_and_app_limited_samples() {
         log.iter().any(|(_, h)| app_limited(h)),
         "no app-limited sample"
     );
+}
+
+/// With ECN on and a mark on every 40th transmission (and losses among them), an ECE
+/// enters CWR once per window, Recovery may start inside CWR, and the CWR flag goes on the
+/// same segment on both; DCTCP's alpha follows `delivered_ce` alike.
+#[test]
+fn the_driver_agrees_with_ecn_marks() {
+    for cca in ccfair_cc::known_algorithms() {
+        for ack_every in [1, 2] {
+            let spec = PathSpec {
+                mark_tx: (1..5_000).map(|i| i * 40).collect(),
+                ecn: 1,
+                ack_every,
+                ..path(&[60, 61, 400, 900, 905, 1300], None)
+            };
+            let log = check(cca, spec);
+            assert!(
+                log.iter().any(|(_, h)| *h == Hook::SetState(CaState::Cwr)),
+                "{cca}: no CWR"
+            );
+            let ece = |h: &Hook| match h {
+                Hook::InAckEvent { flags, .. } => flags & ccfair_cc::CA_ACK_ECE != 0,
+                _ => false,
+            };
+            assert!(log.iter().any(|(_, h)| ece(h)), "{cca}: no ECE");
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! BBRv1 as Linux `net/ipv4/tcp_bbr.c` (v5.x) runs it, function by function, in Linux's
+//! BBRv1 as Linux `net/ipv4/tcp_bbr.c` (6.18, or 4.13/4.15 with `version`) runs it,
+//! function by function, in Linux's
 //! units: bandwidth in packets/µs << 24 (`BW_SCALE`), gains in 1/256 (`BBR_SCALE`), min_rtt
 //! in µs, the min-RTT and PROBE_RTT stamps in jiffies. docs/reference.md section 4 is the checklist.
 //!
@@ -14,7 +15,7 @@ pub mod params;
 #[cfg(test)]
 mod tests;
 
-pub use params::{BbrParams, Profile, RtpropAction, RtpropTrigger, TsoModel};
+pub use params::{BbrParams, RtpropAction, RtpropTrigger, TsoModel, Version};
 
 use crate::params::ParamError;
 use crate::registry::{self, Algorithm, Family};
@@ -32,12 +33,46 @@ pub const ALGORITHM: Algorithm = Algorithm {
     build: |v, seed| Ok(Box::new(Bbr::new(&parse_resolved(v)?, seed))),
 };
 
-/// The table parsed, range-checked and with the profile's defaults resolved (so that
+/// The table parsed, range-checked and with the version's defaults resolved (so that
 /// results record e.g. whether extra_acked ran).
 fn parse_resolved(params: &serde_json::Value) -> Result<BbrParams, ParamError> {
+    check_renamed(params)?;
     let p: BbrParams = registry::parse(params)?;
     p.validate()?;
     Ok(p.resolved())
+}
+
+/// The spellings of earlier ccfair versions: the key `profile` (now `version`) and its two
+/// values, which name the BBR that replaces them.
+pub fn check_renamed(params: &serde_json::Value) -> Result<(), ParamError> {
+    let serde_json::Value::Object(map) = params else {
+        return Ok(());
+    };
+    let instead = |old: &serde_json::Value| match old.as_str() {
+        Some("linux-5.x") => {
+            " (\"linux-5.x\" is version = \"linux-6.18\", the same BBR)".to_string()
+        }
+        Some("linux-4.9") => " (\"linux-4.9\" matched neither 4.13 nor 4.15: choose \
+                              version = \"linux-4.13\" or \"linux-4.15\")"
+            .to_string(),
+        _ => String::new(),
+    };
+    if let Some(old) = map.get("profile") {
+        return Err(ParamError::new(
+            "profile",
+            format!("renamed `version`{}", instead(old)),
+        ));
+    }
+    if let Some(old) = map.get("version") {
+        let hint = instead(old);
+        if !hint.is_empty() {
+            return Err(ParamError::new(
+                "version",
+                format!("{old} is no longer a version{hint}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 use std::cell::Cell;
@@ -102,6 +137,9 @@ const EXTRA_ACKED_MAX_US: u64 = 100_000;
 const MIN_TSO_RATE: u64 = 1_200_000;
 /// `bbr_pacing_margin_percent`: pace 1% below bw x gain.
 const PACING_MARGIN_PERCENT: u64 = 1;
+/// Bytes a data packet adds to its payload on the wire (IPv4 20, TCP 20, timestamps 12):
+/// `tcp_mss_to_mtu` - `mss_cache`, the 4.x pacing basis (`pacing_on_mtu`).
+const MTU_OVERHEAD_BYTES: u64 = 52;
 /// `TCP_INIT_CWND` (a constant in Linux, independent of the route's initcwnd).
 const TCP_INIT_CWND: u32 = 10;
 /// `sk->sk_pacing_shift` default: TSO bursts of about 1 ms (2^-10 s) of data.
@@ -157,7 +195,9 @@ pub struct BbrCounters {
     /// Entries into PROBE_RTT, whatever their cause.
     pub probe_rtt_entries: u64,
     /// Forced expiries: ACKs on which the modification declared the min-RTT filter expired
-    /// although the 10 s window had not run out.
+    /// although the 10 s window had not run out. This counts ACKs, not episodes: the trigger
+    /// also fires while BBR is already in PROBE_RTT (where it only re-seeds min_rtt), e.g. on
+    /// every ACK that marks losses as a burst drains. `forced_probe_rtt_entries` counts episodes.
     pub forced_expiries: u64,
     /// PROBE_RTT entries caused by a forced expiry (a subset of `probe_rtt_entries`).
     pub forced_probe_rtt_entries: u64,
@@ -172,10 +212,10 @@ pub struct BbrCounters {
 pub struct Bbr {
     params: BbrParams,
     rng: Rng,
-    /// `bbr_extra_acked_gain` for this profile (256 or 0).
+    /// `bbr_extra_acked_gain` for this version (256 or 0).
     extra_acked_gain: u64,
-    /// Whether `bbr_packets_in_net_at_edt` is in use (linux-5.x) or plain in-flight (4.9).
-    edt: bool,
+    /// The version-dependent flags of `params`, resolved.
+    flags: Flags,
     /// PROBE_BW cwnd gain (1/256).
     probe_bw_cwnd_gain: u32,
 
@@ -219,6 +259,9 @@ pub struct Bbr {
     cwnd_gain: u32,
     full_bw_reached: bool,
     full_bw_cnt: u32,
+    /// 4.x `restore_cwnd`: snap cwnd back to `prior_cwnd` on the next ACK that acknowledges
+    /// data (leaving recovery, or PROBE_RTT without `probe_rtt_restore_at_exit`).
+    restore_cwnd: bool,
     cycle_idx: u32,
     has_seen_rtt: bool,
     prior_cwnd: u32,
@@ -235,8 +278,43 @@ pub struct Bbr {
     counters: BbrCounters,
 }
 
+/// The version-dependent behaviours ([`BbrParams`] flags), read on every ACK.
+#[derive(Clone, Copy, Debug)]
+struct Flags {
+    pacing_on_mtu: bool,
+    inflight_at_edt: bool,
+    min_rtt_skip_delayed_ack: bool,
+    probe_bw_plus_two: bool,
+    probe_rtt_cap_zero_acked: bool,
+    probe_rtt_restore_at_exit: bool,
+    idle_restart_needs_delivery: bool,
+    ssthresh_at_drain: bool,
+    gains_every_ack: bool,
+    undo_resets_sampling: bool,
+    lt_bw_freezes_cycle: bool,
+}
+
+impl Flags {
+    fn of(p: &BbrParams) -> Self {
+        let f = BbrParams::flag;
+        Flags {
+            pacing_on_mtu: f(p.pacing_on_mtu),
+            inflight_at_edt: f(p.inflight_at_edt),
+            min_rtt_skip_delayed_ack: f(p.min_rtt_skip_delayed_ack),
+            probe_bw_plus_two: f(p.probe_bw_plus_two),
+            probe_rtt_cap_zero_acked: f(p.probe_rtt_cap_zero_acked),
+            probe_rtt_restore_at_exit: f(p.probe_rtt_restore_at_exit),
+            idle_restart_needs_delivery: f(p.idle_restart_needs_delivery),
+            ssthresh_at_drain: f(p.ssthresh_at_drain),
+            gains_every_ack: f(p.gains_every_ack),
+            undo_resets_sampling: f(p.undo_resets_sampling),
+            lt_bw_freezes_cycle: f(p.lt_bw_freezes_cycle),
+        }
+    }
+}
+
 impl Bbr {
-    /// A BBR flow. `params` are resolved against the profile; `seed` drives the random
+    /// A BBR flow. `params` are resolved against the version; `seed` drives the random
     /// PROBE_BW start phase (`prandom_u32_max`).
     pub fn new(params: &BbrParams, seed: u64) -> Self {
         let params = params.clone().resolved();
@@ -247,7 +325,7 @@ impl Bbr {
         };
         Bbr {
             extra_acked_gain,
-            edt: params.profile == Profile::Linux5x,
+            flags: Flags::of(&params),
             probe_bw_cwnd_gain: params.cwnd_gain_fixed(),
             params,
             rng: Rng::new(seed),
@@ -278,6 +356,7 @@ impl Bbr {
             cwnd_gain: 0,
             full_bw_reached: false,
             full_bw_cnt: 0,
+            restore_cwnd: false,
             cycle_idx: 0,
             has_seen_rtt: false,
             prior_cwnd: 0,
@@ -356,35 +435,43 @@ impl Bbr {
 
     // ---------------------------------------------------------------- pacing
 
-    /// `bbr_rate_bytes_per_sec`: bw x mss x gain x 99%, payload bytes per second. The
-    /// order of operations (and so the truncation) is Linux's; u128 avoids its overflow.
-    /// Computed in u64 while no product overflows (the usual case): the same value.
-    fn rate_bytes_per_sec(tp: &TcpSock, bw: u64, gain: u32) -> u64 {
+    /// `bbr_rate_bytes_per_sec`: bw x mss x gain x 99% (4.20+), or bw x MTU x gain with
+    /// `pacing_on_mtu` (4.x, whose comment calls leaving out the link-layer headers its
+    /// ~1% margin), bytes per second. The order of operations (and so the truncation) is
+    /// Linux's; u128 avoids its overflow. Computed in u64 while no product overflows (the
+    /// usual case): the same value.
+    fn rate_bytes_per_sec(&self, tp: &TcpSock, bw: u64, gain: u32) -> u64 {
         const MARGIN: u64 = 1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT);
+        let (size, per_sec) = if self.flags.pacing_on_mtu {
+            (tp.mss as u64 + MTU_OVERHEAD_BYTES, 1_000_000)
+        } else {
+            (tp.mss as u64, MARGIN)
+        };
         let narrow = bw
-            .checked_mul(tp.mss as u64)
+            .checked_mul(size)
             .and_then(|r| r.checked_mul(gain as u64))
-            .and_then(|r| (r >> BBR_SCALE).checked_mul(MARGIN));
+            .and_then(|r| (r >> BBR_SCALE).checked_mul(per_sec));
         match narrow {
             Some(rate) => rate >> BW_SCALE,
-            None => Self::rate_bytes_per_sec_wide(tp, bw, gain),
+            None => Self::rate_bytes_per_sec_wide(bw, gain, size, per_sec),
         }
     }
 
     /// `rate_bytes_per_sec` in u128.
     #[cold]
-    fn rate_bytes_per_sec_wide(tp: &TcpSock, bw: u64, gain: u32) -> u64 {
+    fn rate_bytes_per_sec_wide(bw: u64, gain: u32, size: u64, per_sec: u64) -> u64 {
         let mut rate = bw as u128;
-        rate *= tp.mss as u128;
+        rate *= size as u128;
         rate *= gain as u128;
         rate >>= BBR_SCALE;
-        rate *= (1_000_000 / 100 * (100 - PACING_MARGIN_PERCENT)) as u128;
+        rate *= per_sec as u128;
         (rate >> BW_SCALE) as u64
     }
 
     /// `bbr_bw_to_pacing_rate`: capped at `sk_max_pacing_rate`.
-    fn bw_to_pacing_rate(tp: &TcpSock, bw: u64, gain: u32) -> u64 {
-        Self::rate_bytes_per_sec(tp, bw, gain).min(tp.max_pacing_rate_bytes_per_sec)
+    fn bw_to_pacing_rate(&self, tp: &TcpSock, bw: u64, gain: u32) -> u64 {
+        self.rate_bytes_per_sec(tp, bw, gain)
+            .min(tp.max_pacing_rate_bytes_per_sec)
     }
 
     /// `bbr_init_pacing_rate_from_rtt`: high_gain x cwnd / RTT (srtt, else a nominal 1 ms).
@@ -396,12 +483,12 @@ impl Bbr {
             1_000
         };
         let bw = tp.snd_cwnd as u64 * BW_UNIT / rtt_us;
-        tp.pacing_rate_bytes_per_sec = Self::bw_to_pacing_rate(tp, bw, HIGH_GAIN);
+        tp.pacing_rate_bytes_per_sec = self.bw_to_pacing_rate(tp, bw, HIGH_GAIN);
     }
 
     /// `bbr_set_pacing_rate`: before the pipe is full the rate only goes up.
     fn set_pacing_rate(&mut self, tp: &mut TcpSock, bw: u64, gain: u32) {
-        let rate = Self::bw_to_pacing_rate(tp, bw, gain);
+        let rate = self.bw_to_pacing_rate(tp, bw, gain);
         if !self.has_seen_rtt && tp.srtt_us != 0 {
             self.init_pacing_rate_from_rtt(tp);
         }
@@ -482,11 +569,12 @@ impl Bbr {
     }
 
     /// `bbr_quantization_budget`: room for TSO bursts on both hosts, an even cwnd, and
-    /// +2 in the 1.25 phase so that probing raises in-flight even for tiny BDPs.
+    /// +2 in the 1.25 phase so that probing raises in-flight even for tiny BDPs
+    /// (`probe_bw_plus_two`; 4.x `bbr_target_cwnd` has the first two only).
     pub(crate) fn quantization_budget(&self, tp: &TcpSock, cwnd: u32) -> u32 {
         let mut cwnd = cwnd.saturating_add(3 * self.tso_segs_goal(tp));
         cwnd = (cwnd.saturating_add(1)) & !1;
-        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+        if self.flags.probe_bw_plus_two && self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
             cwnd = cwnd.saturating_add(2);
         }
         cwnd
@@ -500,9 +588,9 @@ impl Bbr {
 
     /// `bbr_packets_in_net_at_edt`: in-flight expected when the next packet leaves the
     /// pacer (`tp.wstamp_ns`), counting that packet's TSO burst when inflight is growing.
-    /// The linux-4.9 profile uses `inflight_now` as is.
+    /// Without `inflight_at_edt` (4.x) `inflight_now` as is.
     pub(crate) fn packets_in_net_at_edt(&self, tp: &TcpSock, inflight_now: u32) -> u32 {
-        if !self.edt {
+        if !self.flags.inflight_at_edt {
             return inflight_now;
         }
         let edt_ns = tp.wstamp_ns.max(tp.now_ns);
@@ -552,10 +640,16 @@ impl Bbr {
             cwnd = tp.packets_in_flight() + acked;
         } else if prev_state >= CaState::Recovery && state < CaState::Recovery {
             // Leaving loss recovery: restore the cwnd saved when it started.
-            cwnd = cwnd.max(self.prior_cwnd);
+            self.restore_cwnd = true;
             self.packet_conservation = false;
         }
         self.prev_ca_state = state;
+
+        if self.restore_cwnd {
+            // Leaving recovery, or (4.x) PROBE_RTT on an earlier ACK.
+            cwnd = cwnd.max(self.prior_cwnd);
+            self.restore_cwnd = false;
+        }
 
         if self.packet_conservation {
             return (cwnd.max(tp.packets_in_flight() + acked), true);
@@ -566,6 +660,9 @@ impl Bbr {
     /// `bbr_set_cwnd`: slow-start toward the target (2 x BDP + aggregation + budget in
     /// PROBE_BW), or snap down to it once the pipe is full; 4 packets in PROBE_RTT.
     fn set_cwnd(&mut self, tp: &mut TcpSock, rs: &RateSample, acked: u32, bw: u64, gain: u32) {
+        if acked == 0 && !self.flags.probe_rtt_cap_zero_acked {
+            return; // 4.x: `if (!acked) return;`, before the caps
+        }
         let mut cwnd = tp.snd_cwnd;
         let mut conservation = false;
         if acked != 0 {
@@ -634,22 +731,44 @@ impl Bbr {
         is_full_length || inflight <= self.inflight(tp, bw, BBR_UNIT)
     }
 
-    /// `bbr_advance_cycle_phase`.
+    /// `bbr_advance_cycle_phase`; without `gains_every_ack` (4.x) it sets the phase's
+    /// pacing gain: 1 while the policer rate is in use (4.15), the cycle's own with
+    /// `lt_bw_freezes_cycle` (4.13, where the cycle only advances into PROBE_BW then).
     fn advance_cycle_phase(&mut self, tp: &TcpSock) {
         self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
         self.cycle_mstamp_us = tp.delivered_mstamp_ns / 1_000;
+        if !self.flags.gains_every_ack {
+            self.pacing_gain = if self.lt_use_bw && !self.flags.lt_bw_freezes_cycle {
+                BBR_UNIT
+            } else {
+                PACING_GAIN[self.cycle_idx as usize]
+            };
+        }
     }
 
-    /// `bbr_update_cycle_phase`.
+    /// `bbr_update_cycle_phase`; with `lt_bw_freezes_cycle` (4.13) the cycle stands still
+    /// while the policer rate is in use.
     fn update_cycle_phase(&mut self, tp: &TcpSock, rs: &RateSample) {
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
+        if self.mode == Mode::ProbeBw
+            && !(self.flags.lt_bw_freezes_cycle && self.lt_use_bw)
+            && self.is_next_cycle_phase(tp, rs)
+        {
             self.advance_cycle_phase(tp);
+        }
+    }
+
+    /// Set both gains at a mode change (4.x; with `gains_every_ack` `update_gains` does).
+    fn set_gains_at_transition(&mut self, pacing_gain: u32, cwnd_gain: u32) {
+        if !self.flags.gains_every_ack {
+            self.pacing_gain = pacing_gain;
+            self.cwnd_gain = cwnd_gain;
         }
     }
 
     /// `bbr_reset_startup_mode`.
     fn reset_startup_mode(&mut self) {
         self.mode = Mode::Startup;
+        self.set_gains_at_transition(HIGH_GAIN, HIGH_GAIN);
     }
 
     /// `bbr_reset_probe_bw_mode`: start PROBE_BW in a random phase other than 0.75:
@@ -657,6 +776,7 @@ impl Bbr {
     /// `fixed_start_phase` replaces the draw (and uses no randomness).
     fn reset_probe_bw_mode(&mut self, tp: &TcpSock) {
         self.mode = Mode::ProbeBw;
+        self.set_gains_at_transition(BBR_UNIT, self.probe_bw_cwnd_gain);
         match self.params.fixed_start_phase {
             Some(k) => {
                 self.cycle_idx = (k as u32 + CYCLE_LEN - 1) & (CYCLE_LEN - 1);
@@ -705,7 +825,7 @@ impl Bbr {
         if self.lt_bw != 0 {
             let diff = bw.abs_diff(self.lt_bw);
             if diff * BBR_UNIT as u64 <= LT_BW_RATIO * self.lt_bw
-                || Self::rate_bytes_per_sec(tp, diff, BBR_UNIT) <= LT_BW_DIFF
+                || self.rate_bytes_per_sec(tp, diff, BBR_UNIT) <= LT_BW_DIFF
             {
                 // All criteria met: we are policed.
                 self.lt_bw = (bw + self.lt_bw) >> 1;
@@ -880,7 +1000,10 @@ impl Bbr {
     fn check_drain(&mut self, tp: &mut TcpSock) {
         if self.mode == Mode::Startup && self.full_bw_reached {
             self.mode = Mode::Drain;
-            tp.snd_ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
+            self.set_gains_at_transition(DRAIN_GAIN, HIGH_GAIN);
+            if self.flags.ssthresh_at_drain {
+                tp.snd_ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
+            }
         }
         if self.mode == Mode::Drain
             && self.packets_in_net_at_edt(tp, tp.packets_in_flight())
@@ -891,14 +1014,19 @@ impl Bbr {
     }
 
     /// `bbr_check_probe_rtt_done`: after 200 ms (and a round) at 4 packets, restart the
-    /// min-RTT window, restore cwnd and leave PROBE_RTT.
+    /// min-RTT window, restore cwnd and leave PROBE_RTT. Without
+    /// `probe_rtt_restore_at_exit` (4.x) the restore waits for the next ACK of data.
     fn check_probe_rtt_done(&mut self, tp: &mut TcpSock) {
         match self.probe_rtt_done_stamp {
             Some(done) if tp.jiffies() > done => {}
             _ => return,
         }
         self.min_rtt_stamp = tp.jiffies(); // the next PROBE_RTT is a window away
-        tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
+        if self.flags.probe_rtt_restore_at_exit {
+            tp.snd_cwnd = tp.snd_cwnd.max(self.prior_cwnd);
+        } else {
+            self.restore_cwnd = true; // snap to prior_cwnd in bbr_set_cwnd
+        }
         self.reset_mode(tp);
     }
 
@@ -995,9 +1123,12 @@ impl Bbr {
         } else {
             rs.rtt_us < self.min_rtt_us as i64
         };
+        // 4.16+ (`min_rtt_skip_delayed_ack`): an expired filter takes no sample from an
+        // ACK that may have been delayed.
+        let delayed = rs.is_ack_delayed && self.flags.min_rtt_skip_delayed_ack;
         if modification != Modification::Updated
             && rs.rtt_us >= 0
-            && (new_min || (filter_expired && !rs.is_ack_delayed))
+            && (new_min || (filter_expired && !delayed))
         {
             self.min_rtt_us = rs.rtt_us.min(u32::MAX as i64 - 1) as u32;
             self.min_rtt_stamp = tp.jiffies();
@@ -1009,6 +1140,7 @@ impl Bbr {
             && self.mode != Mode::ProbeRtt
         {
             self.mode = Mode::ProbeRtt; // dip, drain the queue
+            self.set_gains_at_transition(BBR_UNIT, BBR_UNIT);
             self.save_cwnd(tp); // to restore it on exit
             self.probe_rtt_done_stamp = None;
             self.counters.probe_rtt_entries += 1;
@@ -1036,8 +1168,8 @@ impl Bbr {
                 }
             }
         }
-        // The restart after idle ends once an ACK delivers new data.
-        if rs.delivered > 0 {
+        // The restart after idle ends once an ACK delivers new data (4.x: on every ACK).
+        if rs.delivered > 0 || !self.flags.idle_restart_needs_delivery {
             self.idle_restart = false;
         }
     }
@@ -1077,7 +1209,9 @@ impl Bbr {
         self.check_full_bw_reached(rs);
         self.check_drain(tp);
         self.update_min_rtt(tp, rs);
-        self.update_gains();
+        if self.flags.gains_every_ack {
+            self.update_gains();
+        }
     }
 }
 
@@ -1105,6 +1239,7 @@ impl CongestionControl for Bbr {
         self.has_seen_rtt = false;
         self.init_pacing_rate_from_rtt(tp);
 
+        self.restore_cwnd = false;
         self.round_start = false;
         self.idle_restart = false;
         self.full_bw_reached = false;
@@ -1122,10 +1257,15 @@ impl CongestionControl for Bbr {
         self.extra_acked = [0; 2];
     }
 
-    /// `bbr_ssthresh`: entering Recovery or Loss; save cwnd, leave ssthresh alone.
+    /// `bbr_ssthresh`: entering Recovery or Loss; save cwnd, leave ssthresh alone (4.x:
+    /// `TCP_INFINITE_SSTHRESH`, "BBR does not use ssthresh").
     fn ssthresh(&mut self, tp: &mut TcpSock) -> u32 {
         self.save_cwnd(tp);
-        tp.snd_ssthresh
+        if self.flags.ssthresh_at_drain {
+            tp.snd_ssthresh
+        } else {
+            crate::sock::TCP_INFINITE_SSTHRESH
+        }
     }
 
     fn has_cong_control(&self) -> bool {
@@ -1169,17 +1309,20 @@ impl CongestionControl for Bbr {
             if self.mode == Mode::ProbeBw {
                 let bw = self.bw();
                 self.set_pacing_rate(tp, bw, BBR_UNIT);
-            } else if self.mode == Mode::ProbeRtt {
+            } else if self.mode == Mode::ProbeRtt && self.flags.probe_rtt_restore_at_exit {
                 self.check_probe_rtt_done(tp);
             }
         }
     }
 
-    /// `bbr_undo_cwnd`: a spurious slow-down; redo full-pipe detection, keep cwnd.
+    /// `bbr_undo_cwnd`: a spurious slow-down; redo full-pipe detection, keep cwnd
+    /// (4.13: keep everything, `undo_resets_sampling` off).
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.reset_lt_bw_sampling(tp);
+        if self.flags.undo_resets_sampling {
+            self.full_bw = 0;
+            self.full_bw_cnt = 0;
+            self.reset_lt_bw_sampling(tp);
+        }
         tp.snd_cwnd
     }
 

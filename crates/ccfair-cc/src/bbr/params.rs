@@ -1,24 +1,38 @@
 //! BBR's parameter table: the Linux constants ccfair exposes (reference 8.1) and the two
 //! RTprop modifications of reference 6.3 (forced expire, RTprop update).
 //!
-//! Every default is Linux `tcp_bbr.c` (v5.x) with both modifications off.
+//! Every default is Linux 6.18's `tcp_bbr.c` with both modifications off; `version` selects
+//! the BBR of the studies' 4.13 and 4.15 kernels instead.
 
 use serde::{Deserialize, Serialize};
 
 use crate::params::ParamError;
 
-/// Which kernel generation's BBRv1 to run (reference 4.11, 9.4).
+/// Which Linux kernel's `tcp_bbr.c` (BBRv1) to run: it sets the default of every
+/// version-dependent flag below (each can still be set on its own).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Profile {
-    /// All features of the v5.x `tcp_bbr.c`: ACK-aggregation cwnd (`extra_acked`) and the
-    /// EDT in-network estimate (`bbr_packets_in_net_at_edt`).
+pub enum Version {
+    /// Linux 6.18 (the same BBRv1 since 5.10): pacing at bw x MSS x gain x 99 %, the EDT
+    /// in-network estimate, `extra_acked`, and every fix of 4.16-5.10.
     #[default]
-    #[serde(rename = "linux-5.x")]
-    Linux5x,
-    /// As `linux-5.x` without `extra_acked` (added in 5.1) and without the EDT term (4.20):
-    /// phase and DRAIN tests use the plain in-flight count.
-    #[serde(rename = "linux-4.9")]
-    Linux49,
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    /// Linux 4.15 (4.15.11 read): pacing at bw x MTU x gain, no EDT term, no `extra_acked`,
+    /// `rtt <= min_rtt`, gains set at transitions; undo resets the full-pipe and policer
+    /// sampling, and the gain cycle advances (gain 1) while the policer rate is used.
+    #[serde(rename = "linux-4.15")]
+    Linux415,
+    /// Linux 4.13 (4.13.9 read): as 4.15 without the undo resets, and with the gain cycle
+    /// frozen while the policer rate is used.
+    #[serde(rename = "linux-4.13")]
+    Linux413,
+}
+
+impl Version {
+    /// A 4.x kernel (before the 4.16-5.10 changes).
+    pub fn is_4x(self) -> bool {
+        self != Version::Linux618
+    }
 }
 
 /// How `bbr_tso_segs_goal` is computed (reference 4.9).
@@ -59,7 +73,7 @@ pub enum RtpropAction {
     Update,
 }
 
-crate::choice!(Profile: Profile::Linux5x, Profile::Linux49);
+crate::choice!(Version: Version::Linux618, Version::Linux415, Version::Linux413);
 crate::choice!(TsoModel: TsoModel::Linux, TsoModel::None);
 crate::choice!(
     RtpropTrigger: RtpropTrigger::Off,
@@ -72,20 +86,60 @@ crate::param_table! {
     /// Parameters of `"bbr"`. Unknown keys are rejected; missing keys take the defaults below.
     #[derive(Clone, Debug, PartialEq)]
     pub struct BbrParams {
-        /// Kernel generation (`linux-5.x` or `linux-4.9`).
-        pub profile: Profile = Profile::Linux5x, unit "";
+        /// Which Linux kernel's BBR runs (`linux-6.18`, `linux-4.15` or `linux-4.13`): the
+        /// default of every flag below that is `null`.
+        pub version: Version = Version::Linux618, unit "";
         /// TSO quantisation budget model (`linux` or `none`).
         pub tso_model: TsoModel = TsoModel::Linux, unit "";
         /// Long-term (policer) bandwidth estimation, `bbr_lt_bw_sampling`.
         pub lt_bw: bool = true, unit "";
-        /// ACK-aggregation cwnd (`bbr_extra_acked_gain` = 1.0 when on, 0 when off). `null` takes
-        /// the profile's value; the normalised table records the resolved boolean.
+        /// ACK-aggregation cwnd (`bbr_extra_acked_gain` = 1.0 when on, 0 when off; Linux 5.1+).
+        /// `null` takes the version's value (true for 6.18, false for 4.x); the normalised
+        /// table records the resolved boolean, as for every flag below.
         pub extra_acked: Option<bool> = None, unit "";
         /// Whether an RTT sample equal to min_rtt refreshes the min-RTT stamp (postponing
-        /// PROBE_RTT). Linux had `rtt <= min_rtt` until the 2020 fix "tcp: only postpone PROBE_RTT
-        /// if RTT is < current min_rtt estimate" (v5.10 and stable kernels), `<` since. `null`
-        /// takes the profile's value: false for `linux-5.x`, true for `linux-4.9`.
+        /// PROBE_RTT). Linux had `rtt <= min_rtt` until the 2020 fix "tcp: only postpone
+        /// PROBE_RTT if RTT is < current min_rtt estimate" (v5.10 and stable kernels), `<`
+        /// since. `null`: false for 6.18, true for 4.x.
         pub min_rtt_refresh_on_equal: Option<bool> = None, unit "";
+        /// Pacing rate on the packet size on the wire (4.x `bbr_rate_bytes_per_sec`: bw x MTU
+        /// x gain, no margin) instead of bw x MSS x gain x 99 % (4.20+). `null`: true for 4.x.
+        pub pacing_on_mtu: Option<bool> = None, unit "";
+        /// The EDT in-network estimate (`bbr_packets_in_net_at_edt`, 4.20+) in the gain-cycle
+        /// and DRAIN tests; off: the in-flight count as is. `null`: true for 6.18.
+        pub inflight_at_edt: Option<bool> = None, unit "";
+        /// An expired min-RTT filter takes no sample from a possibly delayed ACK
+        /// (`!rs->is_ack_delayed`, 4.16+). `null`: true for 6.18.
+        pub min_rtt_skip_delayed_ack: Option<bool> = None, unit "";
+        /// +2 packets of cwnd in the 1.25 phase of PROBE_BW (`bbr_quantization_budget`: not in
+        /// 4.16, in 4.20; for `cycle_idx == 0` since 5.4). `null`: true for 6.18.
+        pub probe_bw_plus_two: Option<bool> = None, unit "";
+        /// The PROBE_RTT cap of 4 packets applies on ACKs that acknowledge nothing too (not in
+        /// 4.16, in 4.20; 4.x `bbr_set_cwnd` returned first). `null`: true for 6.18.
+        pub probe_rtt_cap_zero_acked: Option<bool> = None, unit "";
+        /// Leaving PROBE_RTT restores cwnd at once, and a restart from idle can end it
+        /// (`bbr_check_probe_rtt_done`: not in 4.16, in 4.20); off: the 4.x `restore_cwnd`
+        /// flag, applied by the next ACK that acknowledges data. `null`: true for 6.18.
+        pub probe_rtt_restore_at_exit: Option<bool> = None, unit "";
+        /// A restart from idle ends only once an ACK delivers data (in 4.16); off: on every
+        /// ACK (4.13, 4.15). `null`: true for 6.18.
+        pub idle_restart_needs_delivery: Option<bool> = None, unit "";
+        /// Leaving STARTUP sets ssthresh to the BDP plus the quantisation budget, and
+        /// entering recovery keeps it (not in 4.16, in 4.20); off: ssthresh stays infinite
+        /// (`bbr_ssthresh` returns `TCP_INFINITE_SSTHRESH`, 4.x). `null`: true for 6.18.
+        pub ssthresh_at_drain: Option<bool> = None, unit "";
+        /// The gains follow the mode on every ACK (`bbr_update_gains`: not in 4.16, in 4.20);
+        /// off: they are set when the mode or the gain-cycle phase changes (4.x), so that a
+        /// policer rate found in STARTUP or DRAIN keeps gain 1 until the next change. `null`:
+        /// true for 6.18.
+        pub gains_every_ack: Option<bool> = None, unit "";
+        /// A spurious-recovery undo resets full-pipe detection and policer sampling
+        /// (`bbr_undo_cwnd`, 4.15+). `null`: false for 4.13, true otherwise.
+        pub undo_resets_sampling: Option<bool> = None, unit "";
+        /// While the policer rate (`lt_bw`) is in use the gain cycle stands still and the
+        /// pacing gain is whatever was set last (4.13); off: the cycle advances with gain 1
+        /// (4.15+). `null`: true for 4.13 only.
+        pub lt_bw_freezes_cycle: Option<bool> = None, unit "";
         /// PROBE_BW starts in this phase (0..=7) instead of a random one of {0, 2..7}.
         pub fixed_start_phase: Option<u8> = None, unit "phase";
         /// `bbr_min_rtt_win_sec`: min-RTT filter window and PROBE_RTT period, seconds.
@@ -97,7 +151,8 @@ crate::param_table! {
         pub bw_rtts: u32 = 10, unit "rounds";
         /// `bbr_cwnd_gain` of PROBE_BW as a real number (Linux 2.0 = 512/256); rounded to 1/256.
         pub cwnd_gain: f64 = 2.0, unit "x BDP";
-        /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`).
+        /// RTprop modification trigger (`off`, `rtt_ratio`, `rtt_ratio_or_loss`). Tested on every
+        /// ACK in every mode, STARTUP and PROBE_RTT included, where Linux tests the min-RTT expiry.
         pub rtprop_trigger: RtpropTrigger = RtpropTrigger::Off, unit "";
         /// Threshold of the ratio RTT / RTprop above which the trigger fires (strictly above).
         pub rate_th: f64 = 2.0, unit "RTT / RTprop";
@@ -113,15 +168,32 @@ crate::param_table! {
 }
 
 impl BbrParams {
-    /// Fill in the profile-dependent defaults, so that results record what ran.
+    /// Fill in the version-dependent defaults, so that results record what ran.
     pub fn resolved(mut self) -> Self {
-        if self.extra_acked.is_none() {
-            self.extra_acked = Some(self.profile == Profile::Linux5x);
-        }
-        if self.min_rtt_refresh_on_equal.is_none() {
-            self.min_rtt_refresh_on_equal = Some(self.profile == Profile::Linux49);
-        }
+        let v = self.version;
+        let new = !v.is_4x();
+        let fill = |flag: &mut Option<bool>, value: bool| {
+            flag.get_or_insert(value);
+        };
+        fill(&mut self.extra_acked, new);
+        fill(&mut self.min_rtt_refresh_on_equal, !new);
+        fill(&mut self.pacing_on_mtu, !new);
+        fill(&mut self.inflight_at_edt, new);
+        fill(&mut self.min_rtt_skip_delayed_ack, new);
+        fill(&mut self.probe_bw_plus_two, new);
+        fill(&mut self.probe_rtt_cap_zero_acked, new);
+        fill(&mut self.probe_rtt_restore_at_exit, new);
+        fill(&mut self.idle_restart_needs_delivery, new);
+        fill(&mut self.ssthresh_at_drain, new);
+        fill(&mut self.gains_every_ack, new);
+        fill(&mut self.undo_resets_sampling, v != Version::Linux413);
+        fill(&mut self.lt_bw_freezes_cycle, v == Version::Linux413);
         self
+    }
+
+    /// A resolved flag (`resolved` fills every one).
+    pub fn flag(value: Option<bool>) -> bool {
+        value.expect("BbrParams::resolved fills every version-dependent flag")
     }
 
     /// Range checks that serde cannot express.

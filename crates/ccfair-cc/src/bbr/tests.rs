@@ -135,6 +135,7 @@ impl H {
                 is_ack_delayed: a.ack_delayed,
                 ..RateSample::default()
             },
+            ..Delivery::default()
         });
         let delivered = self.tp.delivered;
         self.hist.push((now, delivered));
@@ -239,12 +240,13 @@ fn gains_follow_the_mode() {
 #[test]
 fn pacing_is_99_percent_of_bw_times_gain() {
     let tp = TcpSock::new(MSS, 10, 1000);
+    let bbr = Bbr::new(&BbrParams::default(), 0);
     // 1 packet per µs at gain 1.0: exactly 0.99 x 1448e6 bytes/s.
-    assert_eq!(Bbr::rate_bytes_per_sec(&tp, BW_UNIT, 256), 1_433_520_000);
+    assert_eq!(bbr.rate_bytes_per_sec(&tp, BW_UNIT, 256), 1_433_520_000);
     // Gain 1.25 and the truncation order of bbr_rate_bytes_per_sec.
     let bw = bw_of(10, 1_000); // 10 pkt/ms = 167772
     let expect = (((bw * 1448 * 320) >> 8) * 990_000) >> 24;
-    assert_eq!(Bbr::rate_bytes_per_sec(&tp, bw, 320), expect);
+    assert_eq!(bbr.rate_bytes_per_sec(&tp, bw, 320), expect);
     let real = 10_000.0 * 1448.0 * 1.25 * 0.99;
     assert!((expect as f64 - real).abs() / real < 1e-5);
 
@@ -252,7 +254,7 @@ fn pacing_is_99_percent_of_bw_times_gain() {
     let h = H::steady(BbrParams::default(), 10_500);
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.cc.bw(), h.cc.pacing_gain)
+        h.cc.rate_bytes_per_sec(&h.tp, h.cc.bw(), h.cc.pacing_gain)
     );
 }
 
@@ -267,7 +269,7 @@ fn init_paces_at_high_gain_over_nominal_rtt_then_srtt() {
     let bw = 10 * BW_UNIT / 1_000;
     assert_eq!(
         tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&tp, bw, 739)
+        bbr.rate_bytes_per_sec(&tp, bw, 739)
     );
     assert!(bbr.wants_pacing() && bbr.has_cong_control());
     // A 40 ms srtt on the first ACK re-initialises from it (the rate may drop here only).
@@ -283,7 +285,7 @@ fn init_paces_at_high_gain_over_nominal_rtt_then_srtt() {
     let bw = 10 * BW_UNIT / 40_000;
     assert_eq!(
         tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&tp, bw, 739)
+        bbr.rate_bytes_per_sec(&tp, bw, 739)
     );
     assert!(bbr.has_seen_rtt);
 }
@@ -471,11 +473,18 @@ fn drain_counts_what_the_pacer_will_have_delivered_at_edt() {
         h.cc.mode
     };
     assert_eq!(edt(BbrParams::default()), Mode::ProbeBw);
-    let old = BbrParams {
-        profile: Profile::Linux49,
+    for version in [Version::Linux415, Version::Linux413] {
+        let old = BbrParams {
+            version,
+            ..BbrParams::default()
+        };
+        assert_eq!(edt(old), Mode::Drain, "{version:?} has no EDT term");
+    }
+    let no_edt = BbrParams {
+        inflight_at_edt: Some(false),
         ..BbrParams::default()
     };
-    assert_eq!(edt(old), Mode::Drain, "linux-4.9 has no EDT term");
+    assert_eq!(edt(no_edt), Mode::Drain, "the flag alone");
 }
 
 // ------------------------------------------------------------------------- PROBE_BW start phase
@@ -727,7 +736,7 @@ fn no_probe_rtt_entry_while_restarting_from_idle() {
     // In PROBE_BW the restart paces at bw x 1.0.
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.cc.bw(), BBR_UNIT)
+        h.cc.rate_bytes_per_sec(&h.tp, h.cc.bw(), BBR_UNIT)
     );
     h.cc.min_rtt_stamp = 0;
     h.tp.now_ns = 20_000_000_000;
@@ -965,7 +974,7 @@ fn lt_bw_engages_on_two_consistent_lossy_intervals_and_expires_after_48_rounds()
     assert_eq!(h.cc.pacing_gain, BBR_UNIT);
     assert_eq!(
         h.tp.pacing_rate_bytes_per_sec,
-        Bbr::rate_bytes_per_sec(&h.tp, h.cc.lt_bw, BBR_UNIT)
+        h.cc.rate_bytes_per_sec(&h.tp, h.cc.lt_bw, BBR_UNIT)
     );
     // Used for 48 rounds of PROBE_BW, then dropped and gain cycling restarts.
     let r0 = h.cc.rtt_cnt;
@@ -1065,7 +1074,7 @@ fn extra_acked_window_keeps_a_max_for_five_to_ten_rounds() {
 }
 
 #[test]
-fn extra_acked_raises_the_cwnd_target_and_is_off_in_linux_4_9() {
+fn extra_acked_raises_the_cwnd_target_and_is_off_in_linux_4x() {
     let run = |params: BbrParams| {
         let mut h = H::steady(params, 10_500);
         h.pipe(50, 10_500);
@@ -1074,7 +1083,7 @@ fn extra_acked_raises_the_cwnd_target_and_is_off_in_linux_4_9() {
     };
     let (with, extra, idx_a, tso) = run(BbrParams::default());
     let (without, none, idx_b, tso_b) = run(BbrParams {
-        profile: Profile::Linux49,
+        extra_acked: Some(false),
         ..BbrParams::default()
     });
     assert_eq!(none, 0);
@@ -1359,12 +1368,15 @@ fn registry_builds_bbr_and_records_resolved_params() {
     assert!(cc.has_cong_control() && cc.wants_pacing());
 
     let v = crate::normalize_params("bbr", &json!({})).unwrap();
-    assert_eq!(v["profile"], "linux-5.x");
+    assert_eq!(v["version"], "linux-6.18");
     assert_eq!(v["extra_acked"], true);
     assert_eq!(v["tso_model"], "linux");
     assert_eq!(v["rtprop_trigger"], "off");
-    let v = crate::normalize_params("bbr", &json!({"profile": "linux-4.9"})).unwrap();
+    let v = crate::normalize_params("bbr", &json!({"version": "linux-4.15"})).unwrap();
     assert_eq!(v["extra_acked"], false);
+    assert_eq!(v["pacing_on_mtu"], true);
+    assert_eq!(v["undo_resets_sampling"], true);
+    assert_eq!(v["lt_bw_freezes_cycle"], false);
     let v = crate::normalize_params(
         "bbr",
         &json!({"rtprop_trigger": "rtt_ratio_or_loss", "rtprop_action": "update",
@@ -1382,7 +1394,7 @@ fn registry_builds_bbr_and_records_resolved_params() {
         (json!({"update_gain_a": 1.5}), "update_gain_a"),
         (json!({"rate_th": 0.5}), "rate_th"),
         (json!({"bw_rtts": 0}), "bw_rtts"),
-        (json!({"profile": "linux-6.1"}), "linux-6.1"),
+        (json!({"version": "linux-6.1"}), "linux-6.1"),
     ] {
         let e = crate::normalize_params("bbr", &bad)
             .unwrap_err()
@@ -1401,11 +1413,8 @@ fn invariants_hold_on_random_ack_streams() {
     for seed in 0..40u64 {
         let mut r = crate::rng::Rng::new(seed);
         let params = BbrParams {
-            profile: if seed % 2 == 0 {
-                Profile::Linux5x
-            } else {
-                Profile::Linux49
-            },
+            version: [Version::Linux618, Version::Linux415, Version::Linux413]
+                [(seed / 3 % 3) as usize],
             rtprop_trigger: [
                 RtpropTrigger::Off,
                 RtpropTrigger::RttRatio,
@@ -1447,16 +1456,18 @@ fn invariants_hold_on_random_ack_streams() {
             let was_probe_bw = h.cc.mode == Mode::ProbeBw;
             let pacing_before = h.tp.pacing_rate_bytes_per_sec;
             let seen_rtt_before = h.cc.has_seen_rtt;
+            let acked = r.below(12);
             h.ack(Ack {
                 dt_us: 100 + r.below(2_000) as u64,
-                acked: r.below(12),
+                acked,
                 losses: if r.below(20) == 0 { r.below(5) } else { 0 },
                 rtt_us: if r.below(50) == 0 { -1 } else { rtt },
                 inflight,
                 app_limited: r.below(30) == 0,
                 ..Ack::default()
             });
-            if h.cc.mode == Mode::ProbeRtt {
+            // 4.x caps cwnd in PROBE_RTT only on ACKs that acknowledge data.
+            if h.cc.mode == Mode::ProbeRtt && (acked > 0 || h.cc.flags.probe_rtt_cap_zero_acked) {
                 assert!(h.tp.snd_cwnd <= 4);
             }
             // Before the pipe is full the pacing rate never drops (except when the first
@@ -1475,3 +1486,8 @@ fn invariants_hold_on_random_ack_streams() {
         assert!(entered_probe_bw, "seed {seed} never reached PROBE_BW");
     }
 }
+
+// ------------------------------------------------------------------------- versions
+
+/// The 4.13 and 4.15 BBR (`version`) and their flags.
+mod versions;

@@ -39,13 +39,16 @@
 //!   such a decision resets v to 1 at once (`velocity_reset_on_opposite`); applied the
 //!   wrong way, a large v makes cwnd run away on a delayed-ACK substrate.
 //! * v is capped at 2^16 (ccp_copa caps at 0xffff) only to keep the arithmetic finite.
+//! * ECN: neither the paper nor genericCC reads it, so by default an ECE changes nothing in
+//!   Copa (`ecn_response = "none"`; the TCP core still enters CWR, which `cong_control`
+//!   ignores). `"loss"` treats a mark as a loss for the loss rules of competitive mode.
 
 mod params;
 #[cfg(test)]
 mod tests;
 pub mod window;
 
-pub use params::{CopaParams, CopaVariant, ModeSignal, Resolved, VelocityRule};
+pub use params::{CopaParams, CopaVariant, EcnResponse, ModeSignal, Resolved, VelocityRule};
 
 use crate::params::ParamError;
 use crate::registry::{self, Algorithm, Family};
@@ -65,7 +68,7 @@ pub const ALGORITHM: Algorithm = Algorithm {
 };
 use window::{Extremum, WindowedExtremum};
 
-use crate::{CaState, CongestionControl, RateSample, TcpSock};
+use crate::{CaState, CongestionControl, RateSample, TcpSock, CA_ACK_ECE};
 
 /// Smallest cwnd Copa sets, packets (genericCC `max(2.0, _the_window)`).
 pub const MIN_CWND: f64 = 2.0;
@@ -137,6 +140,10 @@ pub struct Copa {
     rol_pkts: u64,
     rol_window_start_us: u64,
 
+    // --- ECN
+    /// The ACK being processed carried ECE (`in_ack_event` runs before `cong_control`).
+    ece_on_ack: bool,
+
     // --- accounting for the summary
     last_account_ns: u64,
     time_in_mode_ns: [u64; 2],
@@ -182,6 +189,7 @@ impl Copa {
             rol_lost: 0,
             rol_pkts: 0,
             rol_window_start_us: 0,
+            ece_on_ack: false,
             last_account_ns: 0,
             time_in_mode_ns: [0; 2],
             mode_switches: 0,
@@ -514,6 +522,15 @@ impl CongestionControl for Copa {
         true
     }
 
+    /// Copa reads ECE only with `ecn_response = "loss"`.
+    fn has_in_ack_event(&self) -> bool {
+        self.p.ecn_response == EcnResponse::Loss
+    }
+
+    fn in_ack_event(&mut self, _tp: &mut TcpSock, flags: u32) {
+        self.ece_on_ack = self.p.ecn_response == EcnResponse::Loss && flags & CA_ACK_ECE != 0;
+    }
+
     fn cong_control(&mut self, tp: &mut TcpSock, rs: &RateSample) {
         self.account_time(tp.now_ns);
         let now_us = tp.now_us();
@@ -535,7 +552,8 @@ impl CongestionControl for Copa {
             self.round_start_cwnd = self.cwnd;
         }
 
-        if rs.losses > 0 {
+        let ece = std::mem::take(&mut self.ece_on_ack);
+        if rs.losses > 0 || ece {
             self.loss_in_round = true;
             self.on_loss_delta(now_us, srtt);
         }

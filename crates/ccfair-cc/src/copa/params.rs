@@ -46,7 +46,22 @@ pub enum VelocityRule {
     Genericcc,
 }
 
+/// What Copa does with an ECN mark echoed by its receiver (ECE).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcnResponse {
+    /// Nothing: neither the paper nor the authors' code (genericCC) reads ECN.
+    #[default]
+    None,
+    /// A mark is a loss (RFC 3168 section 6.1.2: respond to a mark as to a drop) for
+    /// Copa's loss rules: in competitive mode 1/delta halves (at most once per srtt with
+    /// `delta_halve_once_per_rtt`) and the round does not count as loss-free; default
+    /// mode ignores marks as it ignores losses.
+    Loss,
+}
+
 crate::choice!(CopaVariant: CopaVariant::Paper, CopaVariant::Genericcc);
+crate::choice!(EcnResponse: EcnResponse::None, EcnResponse::Loss);
 crate::choice!(ModeSignal: ModeSignal::Standing, ModeSignal::Raw);
 crate::choice!(VelocityRule: VelocityRule::Paper, VelocityRule::Genericcc);
 
@@ -124,6 +139,12 @@ crate::param_table! {
         /// (reference 5.4 recommended default, as ccp_copa `handle_timeout`); `false` keeps
         /// Copa's cwnd (genericCC `onTimeout` is a no-op). Default: paper true, genericcc false.
         pub rto_restart: Option<bool> = None, unit "";
+        /// What an ECN mark (an ACK with ECE, with ECN negotiated) does: "none" (default:
+        /// the paper and genericCC ignore ECN; the TCP core still enters its CWR state, as
+        /// for BBR) or "loss" (a mark counts as a loss for competitive mode's AIMD on
+        /// 1/delta and its loss-free rounds, RFC 3168 section 6.1.2; default mode ignores
+        /// it as it ignores losses; genericCC's ReduceOnLoss still counts only losses).
+        pub ecn_response: EcnResponse = EcnResponse::None, unit "";
     }
 }
 
@@ -150,6 +171,7 @@ pub struct Resolved {
     pub delta_halve_once_per_rtt: bool,
     pub delta_ai_needs_lossless_rtt: bool,
     pub rto_restart: bool,
+    pub ecn_response: EcnResponse,
 }
 
 impl CopaParams {
@@ -193,6 +215,7 @@ impl CopaParams {
             delta_halve_once_per_rtt: self.delta_halve_once_per_rtt.unwrap_or(paper),
             delta_ai_needs_lossless_rtt: self.delta_ai_needs_lossless_rtt.unwrap_or(paper),
             rto_restart: self.rto_restart.unwrap_or(paper),
+            ecn_response: self.ecn_response,
         };
         let finite_pos = |k: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
@@ -256,6 +279,7 @@ impl CopaParams {
             delta_halve_once_per_rtt: Some(r.delta_halve_once_per_rtt),
             delta_ai_needs_lossless_rtt: Some(r.delta_ai_needs_lossless_rtt),
             rto_restart: Some(r.rto_restart),
+            ecn_response: r.ecn_response,
         })
     }
 }

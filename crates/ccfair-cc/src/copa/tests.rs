@@ -47,6 +47,11 @@ impl Hand {
     }
 
     fn ack_with(&mut self, now_us: u64, rtt_us: u64, acked: u32, losses: u32) {
+        self.ack_ece(now_us, rtt_us, acked, losses, false)
+    }
+
+    /// `ack_with`, the ACK carrying ECE or not.
+    fn ack_ece(&mut self, now_us: u64, rtt_us: u64, acked: u32, losses: u32, ece: bool) {
         self.s.tp.now_ns = now_us * 1_000;
         let prior = self
             .hist
@@ -67,6 +72,7 @@ impl Hand {
                 interval_us: rtt_us as i64,
                 ..Default::default()
             },
+            ece,
         });
         let delivered = self.tp.delivered;
         self.hist.push((now_us, delivered));
@@ -472,6 +478,41 @@ fn genericcc_halves_on_every_lossy_ack_and_adds_regardless() {
     h.ack_with(700_000, 60_000, 1, 1);
     h.ack_with(701_000, 80_000, 1, 1);
     assert_eq!(h.cc.inv_delta, 10.0);
+}
+
+/// ecn_response: "none" (default, the paper and genericCC) ignores ECE; "loss" halves
+/// 1/delta in competitive mode as a loss does, once per RTT, and not in default mode.
+#[test]
+fn ecn_marks_count_as_losses_only_when_asked() {
+    for (response, halves) in [("none", false), ("loss", true)] {
+        let mut h = Hand::new(json!({"ecn_response": response}));
+        h.s.tp.ecn_ok = true;
+        h.run(0, 700_000, buffer_filler_rtt);
+        assert_eq!(h.cc.mode(), Mode::Competitive);
+        h.cc.inv_delta = 40.0;
+        h.ack_ece(700_000, 60_000, 1, 0, true);
+        h.ack_ece(710_000, 80_000, 1, 0, true);
+        let expect = if halves { 20.0 } else { 40.0 };
+        assert_eq!(h.cc.inv_delta, expect, "{response}");
+        // An unmarked ACK after an RTT: no halving (a round's end may add 1).
+        h.ack_ece(800_000, 60_000, 1, 0, false);
+        assert!(h.cc.inv_delta >= expect, "{response}");
+    }
+    // Default mode ignores marks as it ignores losses.
+    let mut h = Hand::new(json!({"ecn_response": "loss"}));
+    h.s.tp.ecn_ok = true;
+    h.run(0, 40_000, |_| 40_000);
+    h.force_ca(30.0);
+    let c = h.cc.cwnd();
+    h.ack_ece(40_000, 40_000, 1, 0, true);
+    assert!(h.cc.cwnd() > c);
+    assert_eq!(h.cc.delta(), 0.5);
+    // Without ECN negotiated an ECE bit means nothing (tcp_ecn_rcv_ecn_echo).
+    let mut h = Hand::new(json!({"ecn_response": "loss"}));
+    h.run(0, 700_000, buffer_filler_rtt);
+    h.cc.inv_delta = 40.0;
+    h.ack_ece(700_000, 60_000, 1, 0, true);
+    assert_eq!(h.cc.inv_delta, 40.0);
 }
 
 #[test]

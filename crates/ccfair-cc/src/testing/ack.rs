@@ -8,7 +8,10 @@ use std::ops::Range;
 use super::{
     Ack, Delivery, RateState, TestSender, MIN_RTT_WLEN_S, PACING_CA_RATIO, PACING_SS_RATIO,
 };
-use crate::{AckSample, CaState, CongestionControl, RateSample};
+use crate::{
+    AckSample, CaState, CongestionControl, RateSample, CA_ACK_ECE, CA_ACK_SLOWPATH,
+    CA_ACK_WIN_UPDATE,
+};
 
 impl<C: CongestionControl> TestSender<C> {
     /// Process one ACK (`tcp_ack`): SACK tagging, the cumulative ACK (`pkts_acked`),
@@ -24,8 +27,14 @@ impl<C: CongestionControl> TestSender<C> {
             self.tp.snd_nxt
         );
         self.cwnd_before_ack = self.tp.snd_cwnd;
+        // tcp_ecn_rcv_ecn_echo: ECE counts once ECN was negotiated.
+        let ece = a.ece && self.tp.ecn_ok;
+        let una_advanced = a.cum > self.tp.snd_una;
+        // Header prediction fails on SACK blocks, the ECE bit and ACKs that advance nothing.
+        let slow_path = !una_advanced || !a.sacks.is_empty() || a.ece;
         if self.tp.packets_out == 0 {
             // tcp_ack's no_queue: nothing in flight, no rate sample, no congestion control.
+            self.in_ack_event(una_advanced, slow_path, ece, 0);
             return RateSample {
                 delivered: -1,
                 interval_us: -1,
@@ -39,16 +48,18 @@ impl<C: CongestionControl> TestSender<C> {
         let mut st = RateState::default();
         st.rs.prior_in_flight = self.tp.packets_in_flight();
         st.rs.rtt_us = -1;
-        let una_advanced = a.cum > self.tp.snd_una;
         if una_advanced {
             self.retransmits = 0;
         }
         let sacked = self.sacktag(a, &mut st);
         self.clean_rtx_queue(a.cum, sacked, &mut st);
+        let newly_delivered = self.tp.delivered - prior_delivered;
+        self.in_ack_event(una_advanced, slow_path, ece, newly_delivered);
         // tcp_fastretrans_alert on a dubious ACK (one that advances nothing, SACKs something
-        // new, or arrives outside Open), with `a.lost` as the loss detection's verdict.
-        if !una_advanced || sacked.is_some() || self.tp.ca_state != CaState::Open {
-            self.fastretrans_alert(&a.lost);
+        // new, carries ECE, or arrives outside Open), with `a.lost` as the loss detection's
+        // verdict.
+        if !una_advanced || sacked.is_some() || ece || self.tp.ca_state != CaState::Open {
+            self.fastretrans_alert(&a.lost, ece);
         }
         let delivered = (self.tp.delivered - prior_delivered) as u32;
         let lost = (self.tp.lost - prior_lost) as u32;
@@ -142,12 +153,42 @@ impl<C: CongestionControl> TestSender<C> {
         }
     }
 
-    /// `tcp_fastretrans_alert`: the end of Recovery or Loss once `high_seq` is passed,
-    /// losses (`lost`), then Recovery when something is lost, else Disorder or Open.
-    fn fastretrans_alert(&mut self, lost: &[Range<u64>]) {
+    /// `tcp_count_delivered` of the ACK's `delivered` packets when it carried ECE (Linux
+    /// counts them as it tags and cleans; nothing reads `delivered_ce` in between), then
+    /// `tcp_in_ack_event` with the ACK's `CA_ACK_*` flags.
+    fn in_ack_event(&mut self, una_advanced: bool, slow_path: bool, ece: bool, delivered: u64) {
+        if ece {
+            self.tp.delivered_ce += delivered;
+        }
+        if !self.cc.has_in_ack_event() {
+            return;
+        }
+        // The test's receiver always offers the same window: an update is an advance.
+        let mut flags = if una_advanced { CA_ACK_WIN_UPDATE } else { 0 };
+        if slow_path {
+            flags |= CA_ACK_SLOWPATH;
+            if ece {
+                flags |= CA_ACK_ECE;
+            }
+        }
+        self.cc.in_ack_event(&mut self.tp, flags);
+    }
+
+    /// `tcp_fastretrans_alert`: the end of Recovery, CWR or Loss once `high_seq` is
+    /// passed, losses (`lost`), then Recovery when something is lost, else CWR on an ECE,
+    /// Disorder or Open.
+    fn fastretrans_alert(&mut self, lost: &[Range<u64>], ece: bool) {
+        // "A. ECE, hence prohibit cwnd undoing, the reduction is required."
+        if ece {
+            self.prior_ssthresh = 0;
+        }
         let recovered = self.tp.snd_una >= self.high_seq;
         if self.tp.ca_state == CaState::Recovery && recovered {
             self.exit_recovery();
+        }
+        // CWR is held until something above high_seq is ACKed (for CWR to reach the peer).
+        if self.tp.ca_state == CaState::Cwr && recovered && self.tp.snd_una != self.high_seq {
+            self.exit_cwr();
         }
         match self.tp.ca_state {
             CaState::Recovery => {
@@ -167,9 +208,23 @@ impl<C: CongestionControl> TestSender<C> {
         }
         self.lose_all(lost);
         if self.tp.lost_out == 0 {
-            self.try_keep_open();
+            self.try_to_open(ece);
         } else {
-            self.enter_recovery();
+            self.enter_recovery_on(ece);
+        }
+    }
+
+    /// `tcp_try_to_open`: an ECE reduces the window once (`tcp_enter_cwr`); outside CWR,
+    /// Disorder or Open.
+    fn try_to_open(&mut self, ece: bool) {
+        if ece {
+            if self.tp.ca_state < CaState::Cwr {
+                self.ecn_reductions += 1;
+            }
+            self.enter_cwr();
+        }
+        if self.tp.ca_state != CaState::Cwr {
+            self.try_keep_open();
         }
     }
 
@@ -351,6 +406,16 @@ impl<C: CongestionControl> TestSender<C> {
         }
     }
 
+    /// `tcp_rack_reo_timeout` when its losses start Recovery: `tcp_enter_recovery`, then
+    /// one PRR step as if a packet was delivered (`tcp_cwnd_reduction(sk, 1, 0, 0)`),
+    /// unless the module has `cong_control`.
+    pub fn enter_recovery_on_reo_timeout(&mut self) {
+        self.enter_recovery();
+        if !self.cc.has_cong_control() {
+            self.cwnd_reduction(1, 0, false);
+        }
+    }
+
     /// `tcp_cwnd_reduction` (PRR).
     fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, una_advanced: bool) {
         if newly_acked_sacked == 0 || self.tp.prior_cwnd == 0 {
@@ -398,8 +463,9 @@ impl<C: CongestionControl> TestSender<C> {
     /// One ACK whose rate sample the test wrote (`d.rs`): the socket's accounting of an
     /// ACK (`delivered`, `lost`, `delivered_mstamp`, `packets_out`, srtt and min RTT from
     /// `d.rtt_us`, the end of app-limited periods), `pkts_acked`, then `cong_control` or
-    /// `cong_avoid`, as [`TestSender::ack`] orders them. The scoreboard is not used: tests
-    /// at this level do not send segments.
+    /// `cong_avoid`, as [`TestSender::ack`] orders them (`in_ack_event` too, with `d.ece`;
+    /// no state change: an ECE's CWR is [`TestSender::ack`]'s).
+    /// The scoreboard is not used: tests at this level do not send segments.
     pub fn deliver(&mut self, d: Delivery) -> RateSample {
         self.cwnd_before_ack = self.tp.snd_cwnd;
         let prior_in_flight = self.tp.packets_in_flight();
@@ -421,6 +487,8 @@ impl<C: CongestionControl> TestSender<C> {
         if self.cc.has_pkts_acked() {
             self.cc.pkts_acked(&mut self.tp, &sample);
         }
+        let ece = d.ece && self.tp.ecn_ok;
+        self.in_ack_event(d.acked > 0, d.acked == 0 || d.ece, ece, d.acked as u64);
         if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
             self.tp.app_limited = 0;
         }

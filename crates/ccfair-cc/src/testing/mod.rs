@@ -78,6 +78,9 @@ pub struct Ack {
     /// Segments the sender's loss detection marks lost on this ACK (RACK's verdict);
     /// the ACK then enters Recovery, as `tcp_fastretrans_alert` does.
     pub lost: Vec<Range<u64>>,
+    /// The ACK carries ECE (an echo of a CE mark). It counts only when ECN was
+    /// negotiated (`tp.ecn_ok`), as `tcp_ecn_rcv_ecn_echo`.
+    pub ece: bool,
 }
 
 impl Ack {
@@ -100,6 +103,12 @@ impl Ack {
         self.lost.push(range);
         self
     }
+
+    /// Also echo a CE mark (ECE).
+    pub fn ece(mut self) -> Self {
+        self.ece = true;
+        self
+    }
 }
 
 /// One ACK with a rate sample written by the test ([`TestSender::deliver`]).
@@ -118,6 +127,8 @@ pub struct Delivery {
     /// `is_app_limited`, `is_retrans` and `is_ack_delayed`; the other fields are the
     /// substrate's.
     pub rs: RateSample,
+    /// The ACK carries ECE (counted when `tp.ecn_ok`: `delivered_ce`, `CA_ACK_ECE`).
+    pub ece: bool,
 }
 
 impl Default for Delivery {
@@ -128,6 +139,7 @@ impl Default for Delivery {
             rtt_us: -1,
             packets_out: None,
             rs: RateSample::default(),
+            ece: false,
         }
     }
 }
@@ -169,6 +181,10 @@ pub struct TestSender<C> {
     cwnd_usage_seq: u64,
     rate_delivered: u64,
     rate_interval_us: u64,
+    /// Window reductions that ECE started (`tcp_enter_cwr` from `tcp_try_to_open`).
+    pub ecn_reductions: u64,
+    /// `TCP_ECN_QUEUE_CWR`: the next new segment carries CWR ([`TestSender::take_cwr`]).
+    ecn_queue_cwr: bool,
 }
 
 impl TestSender<Box<dyn CongestionControl>> {
@@ -209,6 +225,8 @@ impl<C: CongestionControl> TestSender<C> {
             cwnd_usage_seq: 0,
             rate_delivered: 0,
             rate_interval_us: 0,
+            ecn_reductions: 0,
+            ecn_queue_cwr: false,
         };
         if !s.cc.has_cong_control() {
             s.set_pacing_rate();
@@ -380,6 +398,13 @@ impl<C: CongestionControl> TestSender<C> {
         first..self.tp.snd_nxt
     }
 
+    /// Whether the new segment about to go out carries CWR (`tcp_ecn_send`): once after
+    /// each window reduction with ECN on. The test's path calls it for the first segment
+    /// of what [`TestSender::send`] or [`TestSender::write_xmit`] returns.
+    pub fn take_cwr(&mut self) -> bool {
+        std::mem::take(&mut self.ecn_queue_cwr)
+    }
+
     /// Whether the pacer lets a packet leave now (`tp.wstamp_ns <= now` when paced).
     pub fn pacing_allows(&self) -> bool {
         !self.paced || self.tp.wstamp_ns <= self.tp.now_ns
@@ -466,18 +491,56 @@ impl<C: CongestionControl> TestSender<C> {
     /// `tcp_enter_recovery` (with `tcp_init_cwnd_reduction`): `ssthresh` saves what it
     /// needs, then `set_state(Recovery)`.
     pub fn enter_recovery(&mut self) {
+        self.enter_recovery_on(false);
+    }
+
+    /// `tcp_enter_recovery(sk, ece_ack)`: an ACK with ECE leaves no ssthresh to undo to.
+    pub(super) fn enter_recovery_on(&mut self, ece_ack: bool) {
         self.prior_ssthresh = 0;
         self.undo_marker = Some(self.tp.snd_una);
         if !self.tp.in_cwnd_reduction() {
-            self.prior_ssthresh = self.current_ssthresh();
-            self.high_seq = self.tp.snd_nxt;
-            self.tp.snd_cwnd_cnt = 0;
-            self.tp.prior_cwnd = self.tp.snd_cwnd;
-            self.prr_delivered = 0;
-            self.prr_out = 0;
-            self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+            if !ece_ack {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
+            self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
+    }
+
+    /// `tcp_init_cwnd_reduction`.
+    fn init_cwnd_reduction(&mut self) {
+        self.high_seq = self.tp.snd_nxt;
+        self.tp.snd_cwnd_cnt = 0;
+        self.tp.prior_cwnd = self.tp.snd_cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.tp.snd_ssthresh = self.cc.ssthresh(&mut self.tp);
+        // tcp_ecn_queue_cwr.
+        self.ecn_queue_cwr |= self.tp.ecn_ok;
+    }
+
+    /// `tcp_enter_cwr`: the once-per-window reduction an ECE asks for (no undo), unless
+    /// one (CWR, Recovery or Loss) is under way.
+    pub fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if self.tp.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
+    }
+
+    /// The end of CWR as `tcp_fastretrans_alert` does it once something above `high_seq`
+    /// is ACKed: `tcp_end_cwnd_reduction` (cwnd = ssthresh and `CA_EVENT_COMPLETE_CWR`,
+    /// unless the module has `cong_control`), then `set_state(Open)`.
+    fn exit_cwr(&mut self) {
+        if !self.cc.has_cong_control() {
+            if self.tp.snd_ssthresh < TCP_INFINITE_SSTHRESH {
+                self.tp.snd_cwnd = self.tp.snd_ssthresh;
+            }
+            self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+        }
+        self.set_ca_state(CaState::Open);
     }
 
     /// The end of Recovery as `tcp_fastretrans_alert` does it once `snd_una` passes
@@ -502,6 +565,8 @@ impl<C: CongestionControl> TestSender<C> {
             self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr.
+                self.ecn_queue_cwr = false;
             }
         }
         self.undo_marker = None;
@@ -530,6 +595,7 @@ impl<C: CongestionControl> TestSender<C> {
         self.tp.snd_cwnd_cnt = 0;
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.tp.snd_nxt;
+        self.ecn_queue_cwr |= self.tp.ecn_ok;
         self.retransmits += 1;
     }
 }

@@ -7,6 +7,13 @@
 //! fires after srtt + 200 ms (Linux's `tcp_rto_min`; 1 s before the first sample) without
 //! progress, doubling on each expiry. Pacing follows `tp.wstamp_ns` when the module paces.
 //!
+//! With [`Path::with_ce_marking`] the bottleneck marks instead of dropping: a packet of a
+//! flow with ECN on (`tp.ecn_ok`; new data, or any packet of an algorithm that needs ECN)
+//! that finds `k` or more packets queued is CE-marked (DCTCP's step marking, RFC 8257
+//! section 3.1, a test-only stand-in for a queue discipline). Receivers echo marks as
+//! Linux does: ECE on every ACK from a mark until a segment with CWR arrives, or, for an
+//! algorithm that needs ECN, ECE on the ACK of each marked segment (DCTCP's receiver).
+//!
 //! Packets join the bottleneck's queue in the order they are sent (exact when flows have
 //! the same delay before the bottleneck, as in the tests). This is a scenario generator for
 //! algorithm tests, not a simulator of record: `ccfair-sim` is. Rate samples and hook
@@ -54,14 +61,19 @@ pub struct Flow<C> {
     d1_ns: u64,
     d2_ns: u64,
     start_ns: Option<u64>,
-    /// ACKs on their way back: (arrival time, segment, transmission index), in time order.
-    acks: VecDeque<(u64, u64, u64)>,
+    /// ACKs on their way back: (arrival time, segment, transmission index, ECE), in time
+    /// order.
+    acks: VecDeque<(u64, u64, u64, bool)>,
     drops: Vec<Drop>,
     rcv_cum: u64,
     rcv_above: BTreeSet<u64>,
     pacing_wake_ns: Option<u64>,
     last_progress_ns: u64,
     backoff: u32,
+    /// The receiver's `TCP_ECN_DEMAND_CWR`.
+    demand_cwr: bool,
+    /// CE-marked packets that reached the receiver.
+    pub ce_received: u64,
 }
 
 impl<C: CongestionControl> Flow<C> {
@@ -155,6 +167,10 @@ pub struct Path<C> {
     tx_count: u64,
     /// Packets the bottleneck dropped (buffer full) or lost at random.
     pub dropped: u64,
+    /// Mark CE on ECN-capable packets that find this many packets queued (None: never).
+    mark_at_pkts: Option<usize>,
+    /// Packets the bottleneck marked.
+    pub marked: u64,
 }
 
 impl<C: CongestionControl> Path<C> {
@@ -170,7 +186,16 @@ impl<C: CongestionControl> Path<C> {
             queue: VecDeque::new(),
             tx_count: 0,
             dropped: 0,
+            mark_at_pkts: None,
+            marked: 0,
         }
+    }
+
+    /// Mark CE instead of queueing silently once `k` packets are queued (see the module
+    /// doc); the drop-tail buffer still drops when full.
+    pub fn with_ce_marking(mut self, k: usize) -> Self {
+        self.mark_at_pkts = Some(k);
+        self
     }
 
     /// One flow with `rtt_ns` of propagation (half on each side of the bottleneck); it
@@ -204,6 +229,8 @@ impl<C: CongestionControl> Path<C> {
             pacing_wake_ns: None,
             last_progress_ns: now,
             backoff: 0,
+            demand_cwr: false,
+            ce_received: 0,
         });
         self.flows.len() - 1
     }
@@ -232,8 +259,9 @@ impl<C: CongestionControl> Path<C> {
         self.queue.len()
     }
 
-    /// Put segment `seq` of flow `i`, just transmitted, on the path.
-    fn enqueue(&mut self, i: usize, seq: u64) {
+    /// Put segment `seq` of flow `i`, just transmitted, on the path: new data or a
+    /// retransmission (`fresh`), with CWR or not.
+    fn enqueue(&mut self, i: usize, seq: u64, fresh: bool, cwr: bool) {
         let at_bottleneck = self.flows[i].s.now_ns() + self.flows[i].d1_ns;
         let q = self.queue_pkts(at_bottleneck);
         self.tx_count += 1;
@@ -246,7 +274,23 @@ impl<C: CongestionControl> Path<C> {
             dropped = self.loss_prob > 0.0 && self.rng.uniform() < self.loss_prob;
             if !dropped {
                 let f = &mut self.flows[i];
-                f.acks.push_back((departure + f.d2_ns, seq, tx_index));
+                let ect = f.s.tp.ecn_ok && (fresh || f.s.cc.needs_ecn());
+                let ce = ect && self.mark_at_pkts.is_some_and(|k| q >= k);
+                self.marked += u64::from(ce);
+                // The receiver: CWR (tcp_ecn_accept_cwr), then the mark (tcp_ecn_check_ce).
+                f.ce_received += u64::from(ce);
+                if f.s.tp.ecn_ok {
+                    if cwr {
+                        f.demand_cwr = false;
+                    }
+                    if f.s.cc.needs_ecn() {
+                        f.demand_cwr = ce;
+                    } else if ce {
+                        f.demand_cwr = true;
+                    }
+                }
+                f.acks
+                    .push_back((departure + f.d2_ns, seq, tx_index, f.demand_cwr));
             }
         }
         if dropped {
@@ -269,13 +313,14 @@ impl<C: CongestionControl> Path<C> {
             }
             if s.needs_retransmit(seq) {
                 s.retransmit(seq);
-                self.enqueue(i, seq);
+                self.enqueue(i, seq, false, false);
             }
             seq += 1;
         }
         let sent = self.flows[i].s.write_xmit(u64::MAX);
         for seq in sent {
-            self.enqueue(i, seq);
+            let cwr = self.flows[i].s.take_cwr();
+            self.enqueue(i, seq, true, cwr);
         }
         let f = &mut self.flows[i];
         f.pacing_wake_ns =
@@ -300,8 +345,9 @@ impl<C: CongestionControl> Path<C> {
                 Event::Start
             }
             1 => {
-                let (_, seq, tx_index) = f.acks.pop_front().expect("an ACK in flight");
-                let ack = f.receive(seq);
+                let (_, seq, tx_index, ece) = f.acks.pop_front().expect("an ACK in flight");
+                let mut ack = f.receive(seq);
+                ack.ece = ece;
                 let ack = f.detect_losses(tx_index, ack);
                 if ack.cum > f.s.tp.snd_una {
                     f.last_progress_ns = t;

@@ -32,6 +32,11 @@ pub enum Hook {
         in_flight: u32,
     },
     UndoCwnd,
+    InAckEvent {
+        flags: u32,
+        delivered: u64,
+        delivered_ce: u64,
+    },
 }
 
 /// The fields of a [`RateSample`] (which has no `PartialEq` of its own, being engine API).
@@ -149,6 +154,22 @@ impl<C: CongestionControl> CongestionControl for Recording<C> {
         self.push(tp, Hook::UndoCwnd);
         self.inner.undo_cwnd(tp)
     }
+    fn in_ack_event(&mut self, tp: &mut TcpSock, flags: u32) {
+        let h = Hook::InAckEvent {
+            flags,
+            delivered: tp.delivered,
+            delivered_ce: tp.delivered_ce,
+        };
+        self.push(tp, h);
+        self.inner.in_ack_event(tp, flags)
+    }
+    /// The recording itself defines the hook (it logs every call).
+    fn has_in_ack_event(&self) -> bool {
+        true
+    }
+    fn needs_ecn(&self) -> bool {
+        self.inner.needs_ecn()
+    }
     fn wants_pacing(&self) -> bool {
         self.inner.wants_pacing()
     }
@@ -203,6 +224,15 @@ impl CongestionControl for Box<dyn CongestionControl> {
     }
     fn undo_cwnd(&mut self, tp: &mut TcpSock) -> u32 {
         (**self).undo_cwnd(tp)
+    }
+    fn in_ack_event(&mut self, tp: &mut TcpSock, flags: u32) {
+        (**self).in_ack_event(tp, flags)
+    }
+    fn has_in_ack_event(&self) -> bool {
+        (**self).has_in_ack_event()
+    }
+    fn needs_ecn(&self) -> bool {
+        (**self).needs_ecn()
     }
     fn wants_pacing(&self) -> bool {
         (**self).wants_pacing()

@@ -16,17 +16,32 @@ use crate::ALGORITHMS;
 const MS: u64 = 1_000_000;
 const UPDATE_VAR: &str = "CCFAIR_UPDATE_SNAPSHOTS";
 
-/// The trajectory of `name` as text: a header, then one line per 50 ms.
+/// CE-marking threshold of the bottleneck for an algorithm that needs ECN, packets.
+const MARK_AT_PKTS: usize = 10;
+
+/// The trajectory of `name` as text: a header, then one line per 50 ms. An algorithm that
+/// needs ECN (DCTCP) has it, and the bottleneck marks above [`MARK_AT_PKTS`].
 fn trajectory(name: &str) -> String {
-    let s = TestSender::registered(name, &serde_json::Value::Null, 1);
+    let cc = crate::build(name, &serde_json::Value::Null, 1).expect("a registered algorithm");
+    let ecn = cc.needs_ecn();
+    let mut tp = crate::TcpSock::new(super::MSS, 10, 1000);
+    tp.ecn_ok = ecn;
+    let s = TestSender::new(cc, tp);
     let mut path = Path::single(s, 40 * MS, MS, Some(40));
+    if ecn {
+        path = path.with_ce_marking(MARK_AT_PKTS);
+    }
     path.send();
     let mut out = String::new();
-    writeln!(
+    write!(
         out,
         "# {name}: 1 flow, 1000 pkt/s (11.6 Mbit/s of payload), RTT 40 ms, buffer 40 pkts (1 BDP)"
     )
     .unwrap();
+    if ecn {
+        write!(out, ", ECN, CE above {MARK_AT_PKTS} pkts").unwrap();
+    }
+    writeln!(out).unwrap();
     writeln!(
         out,
         "# t_ms cwnd ssthresh pacing_Bps delivered lost ca_state state"

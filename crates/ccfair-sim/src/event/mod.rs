@@ -19,6 +19,9 @@ use wheel::{Wheel, SLOTS};
 pub enum Event {
     /// The head of a channel's propagation pipe reaches the far end.
     ChannelArrival(u32),
+    /// A channel with a queue discipline has a dequeue due, or a packet offered ahead
+    /// arrives (`link/serve.rs`).
+    ChannelWake(u32),
     /// The application of a flow starts: it connects (or, without the handshake, writes).
     FlowStart(u32),
     /// `connect()` returned to the application, which now writes its data.
@@ -69,6 +72,7 @@ fn encode(ev: Event) -> u64 {
         Event::MeasureStart => (8, 0),
         Event::MeasureEnd => (9, 0),
         Event::AppWrite(f) => (10, f),
+        Event::ChannelWake(c) => (11, c),
     };
     debug_assert!(id <= MAX_EVENT_ID);
     (kind << ID_BITS) | id as u64
@@ -87,7 +91,8 @@ fn decode(code: u64) -> Event {
         7 => Event::Sample,
         8 => Event::MeasureStart,
         9 => Event::MeasureEnd,
-        _ => Event::AppWrite(id),
+        10 => Event::AppWrite(id),
+        _ => Event::ChannelWake(id),
     }
 }
 
@@ -390,6 +395,34 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_event_decodes_to_itself() {
+        let id = MAX_EVENT_ID;
+        let all = [
+            Event::ChannelArrival(id),
+            Event::ChannelWake(id),
+            Event::ChannelWake(0),
+            Event::FlowStart(id),
+            Event::AppWrite(id),
+            Event::FlowStop(id),
+            Event::FlowTimer(id, TimerKind::Xmit),
+            Event::FlowTimer(id, TimerKind::Pacing),
+            Event::FlowTimer(id, TimerKind::Delack),
+            Event::FlowTimer(id, TimerKind::CompSack),
+            Event::Sample,
+            Event::MeasureStart,
+            Event::MeasureEnd,
+        ];
+        for ev in all {
+            assert_eq!(decode(encode(ev)), ev);
+            let code = EventCode(encode(ev));
+            assert_eq!(
+                code.channel_arrival(),
+                matches!(ev, Event::ChannelArrival(_)).then_some(id)
+            );
+        }
+    }
 
     #[test]
     fn pops_in_time_then_insertion_order() {

@@ -21,8 +21,26 @@
 //! The application reads in-order data at once (ccfair's bulk receiver), so only the
 //! segment being processed and out-of-order data occupy the buffer. Windows and positions
 //! are in bytes; the caller converts segments.
+//!
+//! `tcp.rcv_window = "linux-4.x"` is the receiver of Linux 4.13/4.15 instead (read in
+//! 4.13.9 and 4.15.11; `RcvWindow::Linux4x`):
+//! - the window is half the buffer space, whatever the skbs' truesize
+//!   (`tcp_win_from_space` with `tcp_adv_win_scale` 1: `space - (space >> 1)`);
+//! - the SYN-ACK offers at most 20 segments (`tcp_select_initial_window` with
+//!   `tcp_default_init_rwnd`, 2 x `TCP_INIT_CWND`): 28,960 B;
+//! - the buffer starts at `tcp_fixup_rcvbuf`'s 4 x 2 x 20 x `SKB_TRUESIZE(advmss +
+//!   MAX_TCP_HEADER)` (374,400 B), computed before the passive opener takes the timestamps
+//!   off `advmss` (`tcp_rcv_state_process`, `TCP_SYN_RECV`);
+//! - `tcp_rcv_space_adjust`: per receiver RTT, if more was read than in any earlier RTT,
+//!   rcvwin = 2 x copied + 16 x advmss, x1.5 if copied grew by 25 %, x2 if by 50 %; the
+//!   buffer is rcvwin / advmss x rcvmem (`SKB_TRUESIZE(advmss + MAX_TCP_HEADER)` raised in
+//!   128-byte steps until half of it holds an advmss: 2968 B), and `window_clamp = rcvwin`;
+//! - `tcp_grow_window` caps `rcv_ssthresh` at `window_clamp` only;
+//! - the receiver RTT (`tcp_rcv_rtt_update`) averages every timestamp sample (1/8 new), a
+//!   zero-millisecond sample counting as 1 ms, and keeps the minimum of window samples;
+//! - no autotuning from out-of-order data.
 
-use crate::spec::{Rmem, RmemName};
+use crate::spec::{RcvWindow, Rmem, RmemName};
 
 /// `TCP_RMEM_TO_WIN_SCALE`: `scaling_ratio` is payload/truesize in 1/256.
 const RMEM_TO_WIN_SCALE: u32 = 8;
@@ -39,10 +57,36 @@ const INIT_CWND: u64 = 10;
 /// Payload of the SYN's MSS option on a 1500-byte MTU (`dst_metric_advmss`): the SYN-ACK's
 /// window is rounded to it before timestamps are known.
 const SYN_MSS: u64 = 1460;
+/// `TCPOLEN_TSTAMP_ALIGNED`: what the timestamps option takes off `advmss`.
+const TSTAMP_ALIGNED: u64 = 12;
+/// 4.x `sysctl_rmem_max` (`SK_RMEM_MAX`, 212992): enters the window-scale choice.
+const CORE_RMEM_MAX_4X_BYTES: u64 = 212_992;
+/// `SKB_TRUESIZE(x) - x` on x86_64 4.x: `SKB_DATA_ALIGN(sizeof(struct sk_buff))` 256 +
+/// `SKB_DATA_ALIGN(sizeof(struct skb_shared_info))` 320.
+const SKB_OVERHEAD_4X_BYTES: u64 = 576;
+/// `MAX_TCP_HEADER` of an x86_64 distribution kernel of the 4.x era (128 + `MAX_HEADER`
+/// 176: `LL_MAX_HEADER` 128 with Hyper-V, plus 48 with tunnels), as Ubuntu built 4.13/4.15.
+const MAX_TCP_HEADER_4X_BYTES: u64 = 304;
 
 /// Bytes of window for `space` bytes of buffer (`__tcp_win_from_space`).
 fn win_from_space(ratio: u64, space: i64) -> i64 {
     (space * ratio as i64) >> RMEM_TO_WIN_SCALE
+}
+
+/// 4.x `tcp_win_from_space` with `tcp_adv_win_scale` 1: half the space, rounded up.
+fn win_from_space_4x(space: i64) -> i64 {
+    space - (space >> 1)
+}
+
+/// `tcp_default_init_rwnd`: twice `TCP_INIT_CWND` segments, fewer for segments above
+/// 1460 bytes (4.x; 4.20 removed it).
+fn default_init_rwnd(mss: u64) -> u64 {
+    let init_rwnd = 2 * INIT_CWND;
+    if mss > 1460 {
+        (1460 * init_rwnd / mss).max(2)
+    } else {
+        init_rwnd
+    }
 }
 
 /// Bytes of buffer for `win` bytes of window (`__tcp_space_from_win`).
@@ -69,6 +113,15 @@ pub fn rmem_bytes(rmem: Rmem, fit_max_bytes: u64) -> [u64; 3] {
 }
 
 pub struct RcvBuf {
+    /// Linux 6.18's window model or 4.x's (module docs).
+    model: RcvWindow,
+    /// 128 for 4.x, 0 for 6.18: `win` computes `(space x ratio + win_round) >> 8`, which
+    /// with 4.x's ratio of 128 (never measured) is its `space - (space >> 1)` (half, rounded
+    /// up) and with 0 is 6.18's `space x ratio >> 8`: no branch on the per-ACK path.
+    win_round: i64,
+    /// `!0` for 6.18, 0 for 4.x: `last_tsecr` keeps the echo already sampled in 6.18 only
+    /// (4.x samples every echo; `last_tsecr` then stays 0, which no echo equals).
+    tsecr_mask: u32,
     /// `tp->advmss` after the timestamps option (the MSS).
     advmss: u64,
     truesize: u64,
@@ -103,16 +156,24 @@ impl RcvBuf {
     /// The passive opener's state from the SYN-ACK on (`tcp_openreq_init_rwin`,
     /// `tcp_select_initial_window`): window 65160 (a 64 KiB buffer at the default 50%
     /// ratio, rounded to the SYN's 1460-byte MSS less timestamps), the scale that fits
-    /// `tcp_rmem[2]`.
-    pub fn new(advmss: u32, truesize: u32, rmem: [u64; 3]) -> Self {
+    /// `tcp_rmem[2]`. 4.x: at most 20 segments (28960 B) of the half of `tcp_rmem[1]`.
+    pub fn new(model: RcvWindow, advmss: u32, truesize: u32, rmem: [u64; 3]) -> Self {
         let advmss = advmss as u64;
         let rcvbuf = rmem[1];
-        let full = win_from_space(DEFAULT_SCALING_RATIO, rcvbuf as i64) as u64;
-        let mss = (SYN_MSS - 12).min(advmss);
-        let rcv_wnd = if full > mss { full / mss * mss } else { full };
-        let s = rcv_wnd.max(rmem[2]).max(CORE_RMEM_MAX_BYTES);
-        let rcv_wscale = (s.ilog2().saturating_sub(15)).min(MAX_WSCALE);
+        let (rcv_wnd, rcv_wscale) = match model {
+            RcvWindow::Linux618 => {
+                let full = win_from_space(DEFAULT_SCALING_RATIO, rcvbuf as i64) as u64;
+                let mss = (SYN_MSS - 12).min(advmss);
+                let rcv_wnd = if full > mss { full / mss * mss } else { full };
+                let s = rcv_wnd.max(rmem[2]).max(CORE_RMEM_MAX_BYTES);
+                (rcv_wnd, (s.ilog2().saturating_sub(15)).min(MAX_WSCALE))
+            }
+            RcvWindow::Linux4x => Self::initial_window_4x(advmss, rmem),
+        };
         RcvBuf {
+            model,
+            win_round: if model == RcvWindow::Linux4x { 128 } else { 0 },
+            tsecr_mask: if model == RcvWindow::Linux4x { 0 } else { !0 },
             advmss,
             truesize: truesize as u64,
             rmem_max: rmem[2],
@@ -135,6 +196,22 @@ impl RcvBuf {
         }
     }
 
+    /// 4.x `tcp_select_initial_window`: the full space of `tcp_rmem[1]` (half of it,
+    /// `tcp_adv_win_scale` 1) rounded down to the MSS, at most `tcp_default_init_rwnd`
+    /// segments (20, fewer above 1460 B); the scale from `tcp_rmem[2]` and `rmem_max`.
+    fn initial_window_4x(mss: u64, rmem: [u64; 3]) -> (u64, u32) {
+        let full = win_from_space_4x(rmem[1] as i64).max(0) as u64;
+        let space = if full > mss { full / mss * mss } else { full };
+        let s = space.max(rmem[2]).max(CORE_RMEM_MAX_4X_BYTES);
+        let rcv_wscale = (s.ilog2().saturating_sub(15)).min(MAX_WSCALE);
+        let rcv_wnd = if mss > 1 << rcv_wscale {
+            space.min(default_init_rwnd(mss) * mss)
+        } else {
+            space
+        };
+        (rcv_wnd, rcv_wscale)
+    }
+
     /// The window field of the SYN-ACK (unscaled, as every SYN window).
     pub fn synack_window(&self) -> u64 {
         self.rcv_wnd.min(65_535)
@@ -143,55 +220,103 @@ impl RcvBuf {
     /// `tcp_init_buffer_space` when the handshake completes: `window_clamp` one segment
     /// below the full space (`tcp_app_win` 31), `rcv_ssthresh` under it, and the
     /// autotuning's first measurement of ten segments.
+    /// 4.x: first `tcp_fixup_rcvbuf`, and all of it with the `advmss` of the SYN (the
+    /// timestamps come off after `tcp_init_transfer`); the autotuning starts from the
+    /// window offered (`rcvq_space.space = rcv_wnd`).
     pub fn establish(&mut self, now: u64) {
+        let advmss = match self.model {
+            RcvWindow::Linux618 => self.advmss,
+            RcvWindow::Linux4x => {
+                let advmss = self.advmss + TSTAMP_ALIGNED;
+                self.fixup_rcvbuf_4x(advmss);
+                advmss
+            }
+        };
         let maxwin = self.full_space();
         if self.window_clamp >= maxwin {
-            self.window_clamp = maxwin.max(4 * self.advmss);
+            self.window_clamp = maxwin.max(4 * advmss);
         }
-        if self.window_clamp > 2 * self.advmss && self.window_clamp + self.advmss > maxwin {
-            self.window_clamp = (2 * self.advmss).max(maxwin.saturating_sub(self.advmss));
+        if self.window_clamp > 2 * advmss && self.window_clamp + advmss > maxwin {
+            self.window_clamp = (2 * advmss).max(maxwin.saturating_sub(advmss));
         }
         self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
-        self.space = self
-            .rcv_ssthresh
-            .min(self.rcv_wnd)
-            .min(INIT_CWND * self.advmss);
+        self.space = match self.model {
+            RcvWindow::Linux618 => self
+                .rcv_ssthresh
+                .min(self.rcv_wnd)
+                .min(INIT_CWND * self.advmss),
+            RcvWindow::Linux4x => self.rcv_wnd,
+        };
         self.space_time_ns = now;
         self.space_seq = 0;
     }
 
+    /// 4.x `tcp_fixup_rcvbuf`: room for 4 x 2 x the initial window's segments of skbs of
+    /// `SKB_TRUESIZE(advmss + MAX_TCP_HEADER)` ("DRS has 2 to 3 RTT latency"), at most
+    /// `tcp_rmem[2]`.
+    fn fixup_rcvbuf_4x(&mut self, advmss: u64) {
+        let truesize = advmss + MAX_TCP_HEADER_4X_BYTES + SKB_OVERHEAD_4X_BYTES;
+        let rcvmem = (2 * truesize * default_init_rwnd(advmss)) << 2;
+        if self.sk_rcvbuf < rcvmem {
+            self.sk_rcvbuf = rcvmem.min(self.rmem_max);
+        }
+    }
+
+    /// `tcp_win_from_space` of the model: 6.18's, or 4.x's half rounded up (the ratio stays
+    /// at 128 = 50 %, and `win_round` rounds up).
+    #[inline]
+    fn win(&self, space: i64) -> i64 {
+        let win = (space * self.scaling_ratio as i64 + self.win_round) >> RMEM_TO_WIN_SCALE;
+        debug_assert!(self.model == RcvWindow::Linux618 || win == win_from_space_4x(space));
+        win
+    }
+
     fn full_space(&self) -> u64 {
-        win_from_space(self.scaling_ratio, self.sk_rcvbuf as i64).max(0) as u64
+        self.win(self.sk_rcvbuf as i64).max(0) as u64
     }
 
     /// `tcp_space`: window the free buffer allows (negative when over-committed).
     fn tcp_space(&self) -> i64 {
-        win_from_space(
-            self.scaling_ratio,
-            self.sk_rcvbuf as i64 - self.rmem_alloc as i64,
-        )
+        self.win(self.sk_rcvbuf as i64 - self.rmem_alloc as i64)
     }
 
     /// `tcp_rcv_rtt_measure_ts`: a data segment echoing one of our ACK timestamps; the
     /// sample is whole milliseconds and a zero delta gives none (6.15+).
+    ///
+    /// 4.x: every full segment echoing a timestamp is a sample (no test for an echo already
+    /// used: `tsecr_mask`), and 0 ms counts as 1 ms (4.15; 4.13 passed 0).
     pub fn rtt_sample_ts(&mut self, now_ticks: u32, tsecr: u32, len: u64) {
         if tsecr == 0 || tsecr == self.last_tsecr {
             return;
         }
-        self.last_tsecr = tsecr;
+        self.last_tsecr = tsecr & self.tsecr_mask;
         if len < self.rcv_mss {
             return;
         }
-        let delta_ms = now_ticks.wrapping_sub(tsecr);
+        let mut delta_ms = now_ticks.wrapping_sub(tsecr);
         if delta_ms == 0 || delta_ms > 1 << 30 {
-            return;
+            if delta_ms != 0 || self.model == RcvWindow::Linux618 {
+                return;
+            }
+            delta_ms = 1;
         }
         self.rtt_update(delta_ms as u64 * 1_000, false);
     }
 
     /// `tcp_rcv_rtt_update` (6.12+): a smaller sample is taken at once; a larger one moves
-    /// the estimate by 1/8 for timestamp samples and not at all for window samples.
+    /// the estimate by 1/8 for timestamp samples and not at all for window samples. 4.x:
+    /// every timestamp sample moves it by 1/8; window samples keep the minimum.
     fn rtt_update(&mut self, sample_us: u64, win_dep: bool) {
+        if self.model == RcvWindow::Linux4x {
+            self.rtt_us8 = if self.rtt_us8 == 0 {
+                sample_us << 3
+            } else if !win_dep {
+                self.rtt_us8 - (self.rtt_us8 >> 3) + sample_us
+            } else {
+                self.rtt_us8.min(sample_us << 3)
+            };
+            return;
+        }
         let m = sample_us.max(1) << 3;
         if self.rtt_us8 == 0 || m < self.rtt_us8 {
             self.rtt_us8 = m;
@@ -215,9 +340,13 @@ impl RcvBuf {
         self.rcv_mss = len.min(self.advmss);
     }
 
-    /// `tcp_measure_rcv_mss`'s `scaling_ratio` from a segment of a new size.
+    /// `tcp_measure_rcv_mss`'s `scaling_ratio` from a segment of a new size (6.6+; 4.x has
+    /// none).
     #[cold]
     fn measure_scaling_ratio(&mut self, len: u64) {
+        if self.model == RcvWindow::Linux4x {
+            return;
+        }
         let ratio = ((len << RMEM_TO_WIN_SCALE) / self.truesize).max(1);
         if ratio != self.scaling_ratio {
             self.scaling_ratio = ratio;
@@ -280,10 +409,11 @@ impl RcvBuf {
         self.grow_window(len, room as u64)
     }
 
-    /// `tcp_grow_window` with `room` bytes between `rcv_ssthresh` and its bound.
+    /// `tcp_grow_window` with `room` bytes between `rcv_ssthresh` and its bound (4.x: the
+    /// same test, "Check #1", but the growth is capped by `window_clamp` only).
     #[inline(never)]
     fn grow_window(&mut self, len: u64, room: u64) -> bool {
-        let incr = if win_from_space(self.scaling_ratio, self.truesize as i64) <= len as i64 {
+        let incr = if self.win(self.truesize as i64) <= len as i64 {
             2 * self.advmss
         } else {
             self.grow_slow(len)
@@ -291,15 +421,20 @@ impl RcvBuf {
         if incr == 0 {
             return false;
         }
-        self.rcv_ssthresh += room.min(incr.max(2 * len));
+        match self.model {
+            RcvWindow::Linux618 => self.rcv_ssthresh += room.min(incr.max(2 * len)),
+            RcvWindow::Linux4x => {
+                self.rcv_ssthresh = (self.rcv_ssthresh + incr.max(2 * len)).min(self.window_clamp)
+            }
+        }
         true
     }
 
     /// `__tcp_grow_window`: a segment whose truesize overhead is large still grows the
     /// window while `rcv_ssthresh` is small against `tcp_rmem[2]`.
     fn grow_slow(&self, len: u64) -> u64 {
-        let mut t = win_from_space(self.scaling_ratio, self.truesize as i64) >> 1;
-        let mut w = win_from_space(self.scaling_ratio, self.rmem_max as i64) >> 1;
+        let mut t = self.win(self.truesize as i64) >> 1;
+        let mut w = self.win(self.rmem_max as i64) >> 1;
         while self.rcv_ssthresh as i64 <= w {
             if t <= len as i64 {
                 return 2 * self.rcv_mss;
@@ -356,7 +491,10 @@ impl RcvBuf {
         }
         let read = copied - self.space_seq;
         if read > self.space {
-            self.rcvbuf_grow(read, ofo_span);
+            match self.model {
+                RcvWindow::Linux618 => self.rcvbuf_grow(read, ofo_span),
+                RcvWindow::Linux4x => self.rcv_space_adjust_4x(read),
+            }
         }
         self.space_seq = copied;
         self.space_time_ns = now;
@@ -386,13 +524,48 @@ impl RcvBuf {
         }
     }
 
-    /// The out-of-order path's autotuning call (6.16+): no growth term, only the span.
+    /// 4.x `tcp_rcv_space_adjust` once `copied` bytes were read in a receiver RTT, more
+    /// than `rcvq_space.space`: rcvwin = 2 x copied + 16 x advmss ("minimal window to cope
+    /// with packet losses"), x1.5 if copied grew by 25 % ("assume slow start"), x2 if by
+    /// 50 %; as buffer `rcvwin / advmss` skbs of `rcvmem`, at most `tcp_rmem[2]`; if that
+    /// raises the buffer, `window_clamp = rcvwin` ("make the window clamp follow along").
+    fn rcv_space_adjust_4x(&mut self, copied: u64) {
+        let space = self.space;
+        let mut rcvwin = copied.saturating_mul(2).saturating_add(16 * self.advmss);
+        if copied >= space + (space >> 2) {
+            if copied >= space + (space >> 1) {
+                rcvwin = rcvwin.saturating_mul(2);
+            } else {
+                rcvwin = rcvwin.saturating_add(rcvwin >> 1);
+            }
+        }
+        let mut rcvmem = self.advmss + MAX_TCP_HEADER_4X_BYTES + SKB_OVERHEAD_4X_BYTES;
+        while self.win(rcvmem as i64) < self.advmss as i64 {
+            rcvmem += 128;
+        }
+        let rcvbuf = (rcvwin / self.advmss)
+            .saturating_mul(rcvmem)
+            .min(self.rmem_max);
+        if rcvbuf > self.sk_rcvbuf {
+            self.sk_rcvbuf = rcvbuf;
+            self.window_clamp = rcvwin;
+        }
+        self.space = copied;
+    }
+
+    /// The out-of-order path's autotuning call (6.16+): no growth term, only the span (4.x:
+    /// none).
     pub fn ofo_grow(&mut self, ofo_span: u64) {
+        if self.model == RcvWindow::Linux4x {
+            return;
+        }
         self.rcvbuf_grow(self.space, ofo_span);
     }
 
     /// `__tcp_select_window`: the window the free space allows now. Returns the window and
     /// whether quick-ACK mode must end (the buffer is more than half full).
+    // Per ACK: inlined (issue 16).
+    #[inline]
     pub fn select_window_now(&self) -> (u64, bool) {
         let mut free = self.tcp_space();
         let allowed = self.full_space() as i64;
@@ -465,7 +638,7 @@ mod tests {
     const MSS: u32 = 1448;
 
     fn established(rmem: [u64; 3]) -> RcvBuf {
-        let mut b = RcvBuf::new(MSS, 2304, rmem);
+        let mut b = RcvBuf::new(RcvWindow::Linux618, MSS, 2304, rmem);
         b.establish(0);
         b
     }
@@ -475,7 +648,7 @@ mod tests {
     /// rcvq_space 14480.
     #[test]
     fn handshake_values_are_linuxs() {
-        let mut b = RcvBuf::new(MSS, 2304, [4096, 131_072, 32 << 20]);
+        let mut b = RcvBuf::new(RcvWindow::Linux618, MSS, 2304, [4096, 131_072, 32 << 20]);
         assert_eq!(b.synack_window(), 65_160);
         assert_eq!(b.rcv_wscale, 10);
         b.establish(0);
@@ -484,11 +657,11 @@ mod tests {
         assert_eq!(b.space, 14_480);
         // A 6 MiB maximum gives scale 7; anything up to 4 MiB too (net.core.rmem_max).
         assert_eq!(
-            RcvBuf::new(MSS, 2304, [4096, 131_072, 6 << 20]).rcv_wscale,
+            RcvBuf::new(RcvWindow::Linux618, MSS, 2304, [4096, 131_072, 6 << 20]).rcv_wscale,
             7
         );
         assert_eq!(
-            RcvBuf::new(MSS, 2304, [4096, 131_072, 1 << 20]).rcv_wscale,
+            RcvBuf::new(RcvWindow::Linux618, MSS, 2304, [4096, 131_072, 1 << 20]).rcv_wscale,
             7
         );
     }
@@ -583,5 +756,158 @@ mod tests {
         assert_eq!(b.rtt_us8, 30_000 << 3);
         b.rtt_update(50_000, true);
         assert_eq!(b.rtt_us8, 30_000 << 3);
+    }
+}
+
+/// `rcv_window = "linux-4.x"`: values derived by hand from the 4.13/4.15 functions named
+/// in the module docs.
+#[cfg(test)]
+mod tests_4x {
+    use super::*;
+
+    const MSS: u32 = 1448;
+    /// Ubuntu's 4.x `tcp_rmem`.
+    const RMEM_4X: [u64; 3] = [4096, 87_380, 6_291_456];
+
+    fn established(rmem: [u64; 3]) -> RcvBuf {
+        let mut b = RcvBuf::new(RcvWindow::Linux4x, MSS, 2304, rmem);
+        b.establish(0);
+        b
+    }
+
+    /// SYN-ACK window min(rounddown(87380 - 43690, 1448), 20 x 1448) = 28960, scale 7;
+    /// after the handshake sk_rcvbuf = 8 x 20 x SKB_TRUESIZE(1460 + 304) = 374400,
+    /// window_clamp = 374400/2 - 1460 = 185740 (advmss still 1460 there), autotuning
+    /// from rcvq_space = 28960.
+    #[test]
+    fn handshake_values_are_4xs() {
+        let mut b = RcvBuf::new(RcvWindow::Linux4x, MSS, 2304, RMEM_4X);
+        assert_eq!(b.synack_window(), 28_960);
+        assert_eq!(b.rcv_wscale, 7);
+        b.establish(0);
+        assert_eq!(b.sk_rcvbuf, 374_400);
+        assert_eq!(b.window_clamp, 185_740);
+        assert_eq!(b.rcv_ssthresh, 28_960);
+        assert_eq!(b.space, 28_960);
+        // Linux 6.18's tcp_rmem: still 20 segments (4.x caps the SYN-ACK, not the buffer),
+        // scale 10; the fixup raises 131072 to 374400 as well.
+        let mut b = RcvBuf::new(RcvWindow::Linux4x, MSS, 2304, [4096, 131_072, 32 << 20]);
+        assert_eq!((b.synack_window(), b.rcv_wscale), (28_960, 10));
+        b.establish(0);
+        assert_eq!(b.sk_rcvbuf, 374_400);
+        // A small tcp_rmem[2] caps the fixup.
+        assert_eq!(established([4096, 87_380, 200_000]).sk_rcvbuf, 200_000);
+    }
+
+    /// The window is half the buffer whatever the skbs' truesize (6.18: payload/truesize).
+    #[test]
+    fn window_is_half_the_buffer() {
+        for truesize in [2304, 4096] {
+            let mut b = RcvBuf::new(RcvWindow::Linux4x, MSS, truesize, RMEM_4X);
+            b.establish(0);
+            b.queue_in_order();
+            b.measure_and_grow(1448);
+            b.app_read(0, 1, 1448, 0);
+            assert_eq!(b.full_space(), b.sk_rcvbuf / 2, "truesize {truesize}");
+            for _ in 0..20 {
+                assert!(b.admit_out_of_order());
+                b.charge_out_of_order();
+            }
+            let free = (b.sk_rcvbuf - 20 * truesize as u64) / 2;
+            assert_eq!(b.tcp_space(), free as i64);
+        }
+        let mut new = RcvBuf::new(RcvWindow::Linux618, MSS, 4096, RMEM_4X);
+        new.establish(0);
+        new.queue_in_order();
+        new.measure_and_grow(1448);
+        assert_ne!(new.full_space(), new.sk_rcvbuf / 2);
+    }
+
+    /// tcp_grow_window: +2 x advmss per full segment, capped by window_clamp only; every
+    /// ACK then offers rcv_ssthresh (rounded up to the 128-byte scale unit).
+    #[test]
+    fn rcv_ssthresh_grows_to_window_clamp() {
+        let mut b = established(RMEM_4X);
+        let mut grew = 0;
+        loop {
+            b.queue_in_order();
+            let g = b.measure_and_grow(1448);
+            b.app_read(1, 1, 1448, 0);
+            if !g {
+                break;
+            }
+            grew += 1;
+        }
+        assert_eq!(b.rcv_ssthresh, 185_740);
+        // (185740 - 28960) / 2896 = 54.1: 55 growth steps, the last one capped.
+        assert_eq!(grew, 55);
+        assert_eq!(b.select_window(0, 1).0, 185_856);
+    }
+
+    /// tcp_rcv_space_adjust on a synthetic read sequence, one receiver RTT (40 ms) apart:
+    /// rcvwin = 2 x copied + 16 x 1448, x1.5 at +25 %, x2 at +50 %; the buffer is
+    /// rcvwin / 1448 skbs of 2968 B; window_clamp = rcvwin when the buffer grows.
+    #[test]
+    fn autotuning_steps_follow_copied_per_rtt() {
+        let mut b = established(RMEM_4X);
+        b.rtt_update(40_000, false);
+        let mut copied = 0;
+        let mut t = 0;
+        let mut read = |b: &mut RcvBuf, bytes: u64| {
+            copied += bytes;
+            t += 40_000_000;
+            b.app_read(t, 0, copied, 0);
+        };
+        // No more than the initial window: no step.
+        read(&mut b, 28_960);
+        assert_eq!((b.sk_rcvbuf, b.space), (374_400, 28_960));
+        // +25 %: rcvwin = (72400 + 23168) x 1.5 = 143352, 99 skbs = 293832 B: below the
+        // fixed-up buffer, so only the measure moves.
+        read(&mut b, 36_200);
+        assert_eq!(
+            (b.sk_rcvbuf, b.window_clamp, b.space),
+            (374_400, 185_740, 36_200)
+        );
+        // +121 %: rcvwin = (160000 + 23168) x 2 = 366336, 252 skbs = 747936 B.
+        read(&mut b, 80_000);
+        assert_eq!((b.sk_rcvbuf, b.window_clamp), (747_936, 366_336));
+        assert_eq!(b.full_space(), 373_968);
+        // Less than 25 % more: x1 (203168 -> 415520 B, no growth).
+        read(&mut b, 90_000);
+        assert_eq!(
+            (b.sk_rcvbuf, b.window_clamp, b.space),
+            (747_936, 366_336, 90_000)
+        );
+        // Capped by tcp_rmem[2]; window_clamp still takes rcvwin.
+        read(&mut b, 5_000_000);
+        assert_eq!(b.sk_rcvbuf, 6_291_456);
+        assert_eq!(b.window_clamp, (10_000_000 + 23_168) * 2);
+        assert_eq!(b.full_space(), 3_145_728);
+        // Out-of-order data does not autotune (6.16+ only).
+        b.ofo_grow(10_000_000);
+        assert_eq!(b.sk_rcvbuf, 6_291_456);
+    }
+
+    /// tcp_rcv_rtt_update: timestamp samples always average (1/8 of the new one), the same
+    /// echo again is a new sample, 0 ms counts as 1 ms; window samples keep the minimum.
+    #[test]
+    fn receiver_rtt_averages_timestamp_samples() {
+        let mut b = established(RMEM_4X);
+        b.rcv_mss = 1448;
+        b.rtt_sample_ts(141, 101, 1448);
+        assert_eq!(b.rtt_us8, 40_000 << 3);
+        b.rtt_sample_ts(121, 101, 1448); // 20 ms: averaged, not taken
+        assert_eq!(b.rtt_us8, (40_000 << 3) - 40_000 + 20_000);
+        let before = b.rtt_us8;
+        b.rtt_sample_ts(121, 101, 1448); // the same echo again: a sample
+        assert_eq!(b.rtt_us8, before - (before >> 3) + 20_000);
+        let before = b.rtt_us8;
+        b.rtt_sample_ts(200, 200, 1448); // 0 ms: 1 ms
+        assert_eq!(b.rtt_us8, before - (before >> 3) + 1_000);
+        b.rtt_sample_ts(300, 200, 1000); // shorter than rcv_mss: none
+        b.rtt_update(5_000, true);
+        assert_eq!(b.rtt_us8, 5_000 << 3);
+        b.rtt_update(50_000, true);
+        assert_eq!(b.rtt_us8, 5_000 << 3);
     }
 }

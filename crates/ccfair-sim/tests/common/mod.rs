@@ -103,6 +103,7 @@ pub fn link(name: &str, a: usize, b: usize, rate_bps: u64, delay_ns: u64, buffer
         loss_ab: 0.0,
         loss_ba: 0.0,
         queue: Default::default(),
+        qdisc: serde_json::Value::Null,
     }
 }
 

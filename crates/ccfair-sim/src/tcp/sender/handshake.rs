@@ -17,11 +17,14 @@
 //!   during SYN_SENT, so Linux does not delay it to ride on data.
 //! - Linux also calls the algorithm's `pkts_acked` (and BBR's main routine) for the SYN's
 //!   ACK before `init`; `init` overwrites whatever they set, so they are not called here.
+//! - ECN is negotiated on the way (`tcp/ecn.rs`): the first SYN asks or not, retransmitted
+//!   SYNs stop asking with `tcp.ecn_fallback`, the SYN-ACK's ECE answers.
 //! - SYN retransmissions: the first `SYN_LINEAR_TIMEOUTS` + 1 timeouts last the initial RTO
 //!   (`tcp_syn_linear_timeouts`, Linux 6.5+), later ones double it; after `SYN_RETRIES`
 //!   retransmissions the connection attempt fails (`tcp_syn_retries`).
 
-use crate::packet::{Ecn, Kind, Packet, TcpFlags, NO_SACK, SYN_BYTES};
+use crate::packet::{Ecn, Kind, Packet, NO_SACK, SYN_BYTES};
+use crate::tcp::ecn;
 
 use super::{ticks, Sender, XmitTimer};
 
@@ -54,9 +57,14 @@ impl Sender {
 
     fn send_syn(&mut self, out: &mut Vec<Packet>) {
         let now = self.tp.now_ns;
+        let needs_ecn = self.cc_hooks.needs_ecn;
         if self.syns_sent == 0 {
             self.syn_first_tx_ns = now;
+            // tcp_ecn_send_syn: the first SYN decides whether the connection asks.
+            self.ecn_asked = ecn::syn_requests(self.opts.ecn, needs_ecn);
         }
+        // tcp_ecn_clear_syn: with the fallback on, retransmitted SYNs no longer ask.
+        let asks = self.ecn_asked && (self.syns_sent == 0 || !self.opts.ecn_fallback);
         self.syns_sent += 1;
         out.push(Packet {
             flow: self.flow,
@@ -67,8 +75,8 @@ impl Sender {
             tsval: ticks(now),
             tsecr: 0,
             n_sack: 0,
-            ecn: Ecn::NotEct,
-            tcp_flags: TcpFlags::NONE,
+            ecn: ecn::syn_field(needs_ecn),
+            tcp_flags: ecn::syn_flags(asks),
             window_bytes: 0,
             sack: NO_SACK,
         });
@@ -124,6 +132,8 @@ impl Sender {
             self.stats.rtt_min_us = self.stats.rtt_min_us.min(rtt_us);
         }
         self.backoff = 0;
+        // tcp_ecn_rcv_synack: ECN if the SYN asked and the SYN-ACK's ECE agrees.
+        self.tp.ecn_ok = ecn::client_accepts(self.ecn_asked, pkt.tcp_flags);
         // tcp_rcv_synsent_state_process: the SYN-ACK's window, unscaled.
         self.snd_wnd = pkt.window_bytes as u64;
         self.tp.delivered = 1;
@@ -140,6 +150,12 @@ impl Sender {
     }
 
     fn send_handshake_ack(&mut self, out: &mut Vec<Packet>) {
+        // tcp_ecn_send on a pure ACK: ECN-capable only for an algorithm that needs ECN.
+        let field = if self.tp.ecn_ok && self.cc_hooks.needs_ecn {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
         out.push(Packet {
             flow: self.flow,
             kind: Kind::HandshakeAck,
@@ -149,8 +165,8 @@ impl Sender {
             tsval: ticks(self.tp.now_ns),
             tsecr: self.ts_recent,
             n_sack: 0,
-            ecn: Ecn::NotEct,
-            tcp_flags: TcpFlags::NONE,
+            ecn: field,
+            tcp_flags: crate::packet::TcpFlags::NONE,
             window_bytes: 0,
             sack: NO_SACK,
         });
@@ -169,10 +185,15 @@ impl Sender {
     }
 
     /// The idealised start without a handshake (`tcp.handshake = false`): established at
-    /// once with the initial window and no RTT sample, and the application writes.
+    /// once with the initial window and no RTT sample, ECN as a loss-free handshake would
+    /// have negotiated it (`tcp/ecn.rs`), and the application writes.
     pub fn start_without_handshake(&mut self, now: u64, out: &mut Vec<Packet>) {
         self.set_now(now);
         self.started = true;
+        let needs_ecn = self.cc_hooks.needs_ecn;
+        self.ecn_asked = ecn::syn_requests(self.opts.ecn, needs_ecn);
+        self.tp.ecn_ok =
+            ecn::negotiated_without_handshake(self.opts.ecn, self.opts.ecn_receiver, needs_ecn);
         self.tp.snd_cwnd = self.opts.init_cwnd;
         self.establish();
         self.app_write(now, out);
@@ -201,6 +222,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::TcpFlags;
     use crate::spec::TcpOptions;
     use ccfair_cc::reno::{Reno, RenoParams};
 

@@ -6,6 +6,8 @@
 //! that congestion control modules see the same hook sequence as in the kernel.
 //! Sequence numbers count segments. What is not modelled is listed in docs/fidelity.md.
 
+#[cfg(test)]
+mod ecn_tests;
 mod handshake;
 mod rack;
 mod rate;
@@ -16,7 +18,10 @@ mod sndbuf;
 mod timers;
 mod tso;
 
-use ccfair_cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock};
+use ccfair_cc::{
+    AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock, CA_ACK_ECE,
+    CA_ACK_SLOWPATH, CA_ACK_WIN_UPDATE,
+};
 
 use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, NO_SACK};
 use crate::spec::{TcpOptions, DATA_HEADER_BYTES};
@@ -52,6 +57,9 @@ const FLAG_ACKED: u32 = FLAG_DATA_ACKED;
 const FLAG_NOT_DUP: u32 = FLAG_DATA | FLAG_WIN_UPDATE | FLAG_ACKED;
 const FLAG_CA_ALERT: u32 = FLAG_DATA_SACKED | FLAG_ECE | FLAG_DSACKING_ACK;
 
+/// Bytes of a data segment's TCP header with the timestamps option (20 + 12): what
+/// `skb->len` adds to the payload when the 4.x pacer charges an skb.
+const TCP_HEADER_BYTES: u64 = DATA_HEADER_BYTES as u64 - 20;
 /// `TCP_TIMEOUT_MIN_US`.
 const TIMEOUT_MIN_US: u64 = 2_000;
 /// `TCP_RACK_RECOVERY_THRESH`.
@@ -140,6 +148,9 @@ struct AckState {
 struct CcHooks {
     cong_control: bool,
     pkts_acked: bool,
+    in_ack_event: bool,
+    /// `tcp_ca_needs_ecn`: every packet ECN-capable once ECN is on.
+    needs_ecn: bool,
 }
 
 /// The TCP options the sender reads once it is made: a copy of these fields of
@@ -156,6 +167,18 @@ struct SenderOptions {
     tlp: bool,
     frto: bool,
     undo: bool,
+    ecn: u8,
+    ecn_receiver: u8,
+    ecn_fallback: bool,
+    /// The pacer (`pacer`, `update_wstamp_after_send`): segments sent before it starts (6.18:
+    /// 10, as sch_fq's initial quantum; 4.x: 0), bytes charged per skb beyond its payload
+    /// (4.x: the 32-byte TCP header), and the mask of the credit for a late send (4.x: 0).
+    unpaced_segs: u64,
+    pace_header_bytes: u64,
+    pace_credit_mask: u64,
+    /// `prr = "linux-4.x"`.
+    prr_4x: bool,
+    tlp_schedule: crate::spec::TlpSchedule,
 }
 
 impl SenderOptions {
@@ -170,6 +193,26 @@ impl SenderOptions {
             tlp: o.tlp,
             frto: o.frto,
             undo: o.undo,
+            ecn: o.ecn,
+            ecn_receiver: o.ecn_receiver,
+            ecn_fallback: o.ecn_fallback,
+            unpaced_segs: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                10
+            },
+            pace_header_bytes: if o.pacer == crate::spec::Pacer::Linux4x {
+                TCP_HEADER_BYTES
+            } else {
+                0
+            },
+            pace_credit_mask: if o.pacer == crate::spec::Pacer::Linux4x {
+                0
+            } else {
+                u64::MAX
+            },
+            prr_4x: o.prr == crate::spec::Prr::Linux4x,
+            tlp_schedule: o.tlp_schedule,
         }
     }
 }
@@ -186,6 +229,10 @@ pub struct SenderStats {
     pub rtt_sum_us: u64,
     pub rtt_samples: u64,
     pub rtt_min_us: u64,
+    /// ACKs that carried ECE once ECN was on (`FLAG_ECE`).
+    pub ece_acks: u64,
+    /// Window reductions an ECE started (`tcp_enter_cwr` from `tcp_try_to_open`).
+    pub ecn_reductions: u64,
 }
 
 pub struct Sender {
@@ -261,6 +308,11 @@ pub struct Sender {
     /// `tp->snd_wnd`: the receive window the peer last advertised, in bytes from `snd_una`
     /// (`u64::MAX` until one is known).
     snd_wnd: u64,
+    /// The SYN asked for ECN (`tcp_ecn_send_syn` set RFC 3168 mode); whether ECN is on is
+    /// `tp.ecn_ok`.
+    ecn_asked: bool,
+    /// `TCP_ECN_QUEUE_CWR`: the next new data segment carries CWR.
+    ecn_queue_cwr: bool,
 
     xmit_timer: Option<(u64, XmitTimer)>,
     pacing_wake: Option<u64>,
@@ -309,6 +361,8 @@ impl Sender {
         let cc_hooks = CcHooks {
             cong_control: cc.has_cong_control(),
             pkts_acked: cc.has_pkts_acked(),
+            in_ack_event: cc.has_in_ack_event(),
+            needs_ecn: cc.needs_ecn(),
         };
         Sender {
             tp,
@@ -369,6 +423,8 @@ impl Sender {
             first_tx_mstamp_ns: 0,
             acks_processed: 0,
             snd_wnd: u64::MAX,
+            ecn_asked: false,
+            ecn_queue_cwr: false,
             xmit_timer: None,
             pacing_wake: None,
             rearm_rto_due: false,
@@ -472,14 +528,26 @@ impl Sender {
     }
 
     /// `tcp_update_skb_after_send`: EDT pacing of the next packet.
+    ///
+    /// With `pacer = "linux-4.x"` the same arithmetic is 4.13/4.15's `tcp_internal_pacing`:
+    /// once an skb of `payload` bytes leaves, an hrtimer of `skb->len` (the payload plus the
+    /// TCP header: "should account for header sizes as sch_fq does, but lets make things
+    /// simple") at the pacing rate, from the moment it left (a paced skb leaves only once
+    /// `wstamp_ns` has passed), with no credit for a late send and no unpaced start
+    /// (`unpaced_segs` 0, `pace_header_bytes` 32, `pace_credit_mask` 0).
     fn update_wstamp_after_send(&mut self, payload: u32) {
         let prior = self.tp.wstamp_ns;
         self.tp.wstamp_ns = self.tp.wstamp_ns.max(self.tp.now_ns);
         let rate = self.tp.pacing_rate_bytes_per_sec;
-        // Like sch_fq, the first 10 segments are not paced.
-        if self.paced && rate != 0 && rate != u64::MAX && self.data_segs_out >= 10 {
-            let mut len_ns = payload as u64 * 1_000_000_000 / rate;
-            let credit = self.tp.wstamp_ns - prior;
+        // Like sch_fq, the first 10 segments are not paced (6.18).
+        if self.paced
+            && rate != 0
+            && rate != u64::MAX
+            && self.data_segs_out >= self.opts.unpaced_segs
+        {
+            let len = payload as u64 + self.opts.pace_header_bytes;
+            let mut len_ns = len * 1_000_000_000 / rate;
+            let credit = (self.tp.wstamp_ns - prior) & self.opts.pace_credit_mask;
             len_ns -= (len_ns / 2).min(credit);
             self.tp.wstamp_ns += len_ns;
         }
@@ -508,6 +576,7 @@ impl Sender {
         let first_tx_mstamp_ns = self.first_tx_mstamp_ns;
         let is_app_limited = self.tp.app_limited != 0;
         let tsval = ticks(now);
+        let first_packet = out.len();
         let mut payload = 0;
         for seq in first..first + n {
             if fresh {
@@ -553,6 +622,10 @@ impl Sender {
                 sack: NO_SACK,
             });
         }
+        // The ECN fields, out of the common path: without ECN they are what was written.
+        if self.tp.ecn_ok {
+            self.ecn_send(fresh, &mut out[first_packet..]);
+        }
         // __tcp_transmit_skb counts the segments before tcp_update_skb_after_send.
         self.data_segs_out += n;
         self.update_wstamp_after_send(payload);
@@ -560,6 +633,26 @@ impl Sender {
         self.stats.data_pkts_sent += n;
         if self.tp.in_cwnd_reduction() {
             self.prr_out += n as u32;
+        }
+    }
+
+    /// `tcp_ecn_send` with ECN on, for the segments of a data skb, new (`fresh`) or
+    /// retransmitted: new data is ECT(0) and the first new skb after a window reduction
+    /// carries CWR on its first segment (`TCP_ECN_QUEUE_CWR`; GSO keeps it on the first,
+    /// `tcp_gso_segment`); retransmissions stay Not-ECT (`INET_ECN_dontxmit`) unless the
+    /// algorithm needs ECN (DCTCP: everything ECT). Without ECN, everything is Not-ECT.
+    #[inline(never)]
+    fn ecn_send(&mut self, fresh: bool, segments: &mut [Packet]) {
+        if !fresh && !self.cc_hooks.needs_ecn {
+            return;
+        }
+        for p in segments.iter_mut() {
+            p.ecn = Ecn::Ect0;
+        }
+        if fresh && std::mem::take(&mut self.ecn_queue_cwr) {
+            if let Some(first) = segments.first_mut() {
+                first.tcp_flags = TcpFlags::CWR;
+            }
         }
     }
 
@@ -823,6 +916,12 @@ impl Sender {
             }
             return;
         }
+        // Only a module with `in_ack_event` needs to know.
+        let slow_path = self.cc_hooks.in_ack_event
+            && (pkt.n_sack > 0
+                || pkt.tcp_flags != TcpFlags::NONE
+                || ack == prior_snd_una
+                || pkt.window_bytes as u64 != self.snd_wnd);
         self.update_window(ack, pkt.window_bytes as u64, &mut flag);
         let prior_fack = self.highest_sack_end.max(prior_snd_una);
         let prior_packets = self.tp.packets_out;
@@ -837,9 +936,15 @@ impl Sender {
         if pkt.n_sack > 0 {
             self.sacktag(pkt, prior_snd_una, &mut st, &mut flag);
         }
+        // tcp_ecn_rcv_ecn_echo.
+        if pkt.tcp_flags.contains(TcpFlags::ECE) && self.tp.ecn_ok {
+            flag |= FLAG_ECE;
+            self.stats.ece_acks += 1;
+        }
         if prior_packets == 0 {
             // tcp_ack's no_queue: a D-SACK may undo, a loss probe may be settled; no rate
             // sample and no congestion control.
+            self.in_ack_event(slow_path, prior_delivered, flag);
             if flag & FLAG_DSACKING_ACK != 0 {
                 let mut ignored = Rexmit::None;
                 self.fastretrans_alert(prior_snd_una, 0, &mut flag, &mut ignored);
@@ -854,6 +959,7 @@ impl Sender {
         {
             self.clean_rtx_queue(ack, prior_fack, prior_snd_una, &mut st, &mut flag);
             self.rack_update_reo_wnd(&st.rs, st.rs_prior_set);
+            self.in_ack_event(slow_path, prior_delivered, flag);
             if let Some(tlp_high) = self.tlp_high_seq {
                 self.process_tlp_ack(ack, tlp_high, flag);
             }
@@ -887,6 +993,40 @@ impl Sender {
             self.completed_ns = Some(now);
         }
         self.check_invariants();
+    }
+
+    /// `tcp_count_delivered` of what an ACK with ECE (S)ACKed (Linux counts as it tags and
+    /// cleans; nothing reads `delivered_ce` in between), then `tcp_in_ack_event` with the
+    /// ACK's `CA_ACK_*` flags. The slow path is Linux's header prediction failing: SACK
+    /// blocks, the ECE or CWR bit, a changed window, or no advance of `snd_una` (the
+    /// timestamp checks of `tcp_rcv_established` are not modelled; no modelled algorithm
+    /// reads `CA_ACK_SLOWPATH`).
+    #[inline(always)]
+    fn in_ack_event(&mut self, slow_path: bool, prior_delivered: u64, flag: u32) {
+        if flag & FLAG_ECE != 0 || self.cc_hooks.in_ack_event {
+            self.in_ack_event_on(slow_path, prior_delivered, flag);
+        }
+    }
+
+    #[inline(never)]
+    fn in_ack_event_on(&mut self, slow_path: bool, prior_delivered: u64, flag: u32) {
+        if flag & FLAG_ECE != 0 {
+            self.tp.delivered_ce += self.tp.delivered - prior_delivered;
+        }
+        if !self.cc_hooks.in_ack_event {
+            return;
+        }
+        let mut ev = 0;
+        if flag & FLAG_WIN_UPDATE != 0 {
+            ev |= CA_ACK_WIN_UPDATE;
+        }
+        if slow_path {
+            ev |= CA_ACK_SLOWPATH;
+            if flag & FLAG_ECE != 0 {
+                ev |= CA_ACK_ECE;
+            }
+        }
+        (*self.cc).in_ack_event(&mut self.tp, ev);
     }
 
     /// `tcp_ack_update_window`: an ACK that advances `snd_una`, or offers more window, sets
@@ -1186,6 +1326,7 @@ mod tests {
                 loss_ab: 0.0,
                 loss_ba: 0.0,
                 queue: Default::default(),
+                qdisc: serde_json::Value::Null,
             }],
             flows: vec![spec],
             trace_flows: vec![],
@@ -1194,3 +1335,11 @@ mod tests {
         assert!(err.to_string().contains("size_bytes"), "{err}");
     }
 }
+
+/// The 4.x pacer (`pacer = "linux-4.x"`).
+#[cfg(test)]
+mod pacer_4x_tests;
+
+/// 4.x PRR and loss-probe schedules (`prr`, `tlp_schedule`).
+#[cfg(test)]
+mod loss_4x_tests;

@@ -97,7 +97,7 @@ impl Sender {
         self.rack_detect_loss();
         if prior_inflight != self.tp.packets_in_flight() {
             if self.tp.ca_state != CaState::Recovery {
-                self.enter_recovery();
+                self.enter_recovery(false);
                 if !self.cc_hooks.cong_control {
                     self.cwnd_reduction(1, 0, 0);
                 }

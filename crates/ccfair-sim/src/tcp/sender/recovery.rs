@@ -39,6 +39,30 @@ impl Sender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.tp.snd_ssthresh = (*self.cc).ssthresh(&mut self.tp);
+        self.ecn_queue_cwr();
+    }
+
+    /// `tcp_ecn_queue_cwr`: with ECN on, tell the receiver (CWR on the next new data
+    /// segment) that the window was reduced, so that it stops echoing ECE.
+    pub(super) fn ecn_queue_cwr(&mut self) {
+        if self.tp.ecn_ok {
+            self.ecn_queue_cwr = true;
+        }
+    }
+
+    /// `tcp_enter_cwr`: the once-per-window reduction an ECE asks for, unless a reduction
+    /// (CWR, Recovery or Loss) is under way. ssthresh comes from the algorithm; the
+    /// reduction cannot be undone; PRR brings cwnd down (`tcp_cwnd_reduction`) and
+    /// `tcp_end_cwnd_reduction` sets it to ssthresh once something sent after the ECE's
+    /// window is ACKed. An algorithm with `cong_control` (BBR, Copa) sees `ssthresh` and
+    /// `set_state(CWR)` and keeps its own cwnd.
+    pub(super) fn enter_cwr(&mut self) {
+        self.prior_ssthresh = 0;
+        if self.tp.ca_state < CaState::Cwr {
+            self.undo_marker = None;
+            self.init_cwnd_reduction();
+            self.set_ca_state(CaState::Cwr);
+        }
     }
 
     /// `tcp_end_cwnd_reduction`.
@@ -54,13 +78,15 @@ impl Sender {
         (*self.cc).cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
     }
 
-    /// `tcp_enter_recovery`.
-    pub(super) fn enter_recovery(&mut self) {
+    /// `tcp_enter_recovery`: on an ACK with ECE (`ece_ack`) there is no ssthresh to undo to.
+    pub(super) fn enter_recovery(&mut self, ece_ack: bool) {
         self.stats.recoveries += 1;
         self.prior_ssthresh = 0;
         self.init_undo();
         if !self.tp.in_cwnd_reduction() {
-            self.prior_ssthresh = self.current_ssthresh();
+            if !ece_ack {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
             self.init_cwnd_reduction();
         }
         self.set_ca_state(CaState::Recovery);
@@ -88,10 +114,16 @@ impl Sender {
         }
     }
 
-    /// `tcp_try_to_open`.
-    pub(super) fn try_to_open(&mut self) {
+    /// `tcp_try_to_open`: an ACK with ECE reduces the window once per window (CWR).
+    pub(super) fn try_to_open(&mut self, flag: u32) {
         if !self.any_retrans_done() {
             self.retrans_stamp_ticks = 0;
+        }
+        if flag & FLAG_ECE != 0 {
+            if self.tp.ca_state < CaState::Cwr {
+                self.stats.ecn_reductions += 1;
+            }
+            self.enter_cwr();
         }
         if self.tp.ca_state != CaState::Cwr {
             self.try_keep_open();
@@ -124,6 +156,8 @@ impl Sender {
             self.tp.snd_cwnd = (*self.cc).undo_cwnd(&mut self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
                 self.tp.snd_ssthresh = self.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr: the reduction is undone, so no CWR.
+                self.ecn_queue_cwr = false;
             }
         }
         self.undo_marker = None;
@@ -200,6 +234,7 @@ impl Sender {
         self.set_ca_state(CaState::Loss);
         self.high_seq = self.tp.snd_nxt;
         self.tlp_high_seq = None;
+        self.ecn_queue_cwr();
         self.frto = self.opts.frto && (new_recovery || self.retransmits > 0);
     }
 
@@ -234,6 +269,8 @@ impl Sender {
                 + self.tp.prior_cwnd as u64
                 - 1;
             sndcnt = (dividend / self.tp.prior_cwnd as u64) as i64 - self.prr_out as i64;
+        } else if self.opts.prr_4x {
+            sndcnt = self.prr_bound_4x(newly_acked_sacked, flag).min(delta);
         } else {
             sndcnt =
                 (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64);
@@ -245,6 +282,17 @@ impl Sender {
         // Force a fast retransmit upon entering fast recovery.
         sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
         self.tp.snd_cwnd = (in_flight + sndcnt) as u32;
+    }
+
+    /// 4.x `tcp_cwnd_reduction` below ssthresh ("PRR uses CRB mode by default and SS mode
+    /// conditionally", 3759824da87b): the slow-start bound only when this ACK acknowledged
+    /// retransmitted data and marked no retransmission lost, else packet conservation.
+    fn prr_bound_4x(&self, newly_acked_sacked: u32, flag: u32) -> i64 {
+        if flag & FLAG_RETRANS_DATA_ACKED != 0 && flag & FLAG_LOST_RETRANS == 0 {
+            (self.prr_delivered as i64 - self.prr_out as i64).max(newly_acked_sacked as i64) + 1
+        } else {
+            newly_acked_sacked as i64
+        }
     }
 
     /// `tcp_process_tlp_ack`.
@@ -275,6 +323,10 @@ impl Sender {
     ) {
         if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
             self.tp.sacked_out = 0;
+        }
+        // "A. ECE, hence prohibit cwnd undoing, the reduction is required."
+        if *flag & FLAG_ECE != 0 {
+            self.prior_ssthresh = 0;
         }
         // D. Check state exit conditions.
         if self.tp.ca_state == CaState::Open {
@@ -311,7 +363,7 @@ impl Sender {
                     if !self.time_to_recover() {
                         return;
                     }
-                    self.enter_recovery();
+                    self.enter_recovery(*flag & FLAG_ECE != 0);
                 }
             }
             CaState::Loss => {
@@ -331,10 +383,10 @@ impl Sender {
             }
             self.identify_packet_loss(flag);
             if !self.time_to_recover() {
-                self.try_to_open();
+                self.try_to_open(*flag);
                 return;
             }
-            self.enter_recovery();
+            self.enter_recovery(*flag & FLAG_ECE != 0);
         }
         *rexmit = Rexmit::Lost;
     }

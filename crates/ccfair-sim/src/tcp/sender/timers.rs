@@ -41,9 +41,13 @@ impl Sender {
     }
 
     /// `tcp_schedule_loss_probe`.
-    // Per ACK or send: inlined (issue 16, instructions per packet-hop).
-    #[inline]
+    // Per ACK or send: inlined (issue 16, instructions per packet-hop); the 4.x schedules
+    // stay out of line.
+    #[inline(always)]
     pub(super) fn schedule_loss_probe(&mut self, advancing_rto: bool) -> bool {
+        if self.opts.tlp_schedule != crate::spec::TlpSchedule::Linux618 {
+            return self.schedule_loss_probe_4x(advancing_rto);
+        }
         if !self.opts.tlp
             || self.tp.packets_out == 0
             || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr)
@@ -66,6 +70,60 @@ impl Sender {
         } else {
             self.rto_delta_us()
         };
+        if rto_delta_us > 0 {
+            timeout = timeout.min(self.usecs_to_jiffies(rto_delta_us as u64));
+        }
+        self.reset_xmit_timer(XmitTimer::LossProbe, timeout);
+        true
+    }
+
+    /// `tcp_schedule_loss_probe` of 4.13 and 4.15 (`tlp_schedule`): in Open only, not while
+    /// cwnd has room and data waits to be sent; 4.15: 2 srtt (in jiffies) + 2 jiffies
+    /// (`TCP_TIMEOUT_MIN`) or + `TCP_RTO_MIN` with one packet out; 4.13: 2 srtt in jiffies,
+    /// with one packet out at least 1.5 srtt + `TCP_DELACK_MAX` (200 ms), at least 10 ms, and
+    /// always bounded by the RTO still to run (`tcp_rto_delta_us`).
+    #[cold]
+    #[inline(never)]
+    fn schedule_loss_probe_4x(&mut self, advancing_rto: bool) -> bool {
+        use crate::spec::TlpSchedule;
+        if !self.opts.tlp || self.tp.packets_out == 0 || self.tp.ca_state != CaState::Open {
+            return false;
+        }
+        if self.tp.snd_cwnd > self.tp.packets_in_flight() && self.has_new_data() {
+            return false;
+        }
+        let rto_min_jiffies = self.usecs_to_jiffies(self.rtt.rto_min_us);
+        let init_jiffies = self.usecs_to_jiffies(self.opts.rto_init_ms as u64 * 1_000);
+        let mut timeout;
+        let rto_delta_us;
+        if self.opts.tlp_schedule == TlpSchedule::Linux413 {
+            let rtt = self.usecs_to_jiffies(self.rtt.srtt_us8 >> 3);
+            timeout = if rtt == 0 { init_jiffies } else { rtt << 1 };
+            if self.tp.packets_out == 1 {
+                // TCP_DELACK_MAX = HZ/5.
+                let delack_max = self.usecs_to_jiffies(200_000);
+                timeout = timeout.max(rtt + (rtt >> 1) + delack_max);
+            }
+            timeout = timeout.max(self.usecs_to_jiffies(10_000));
+            rto_delta_us = self.rto_delta_us();
+        } else {
+            timeout = if self.rtt.srtt_us8 != 0 {
+                let base = self.usecs_to_jiffies(self.rtt.srtt_us8 >> 2);
+                // TCP_RTO_MIN or TCP_TIMEOUT_MIN (2 jiffies).
+                base + if self.tp.packets_out == 1 {
+                    rto_min_jiffies
+                } else {
+                    2
+                }
+            } else {
+                init_jiffies
+            };
+            rto_delta_us = if advancing_rto {
+                self.rto_us() as i64
+            } else {
+                self.rto_delta_us()
+            };
+        }
         if rto_delta_us > 0 {
             timeout = timeout.min(self.usecs_to_jiffies(rto_delta_us as u64));
         }

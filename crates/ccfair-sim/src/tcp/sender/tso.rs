@@ -7,7 +7,8 @@
 //!
 //! - **Size** (`tcp_tso_segs`, `tcp_tso_autosize`): about 1 ms of data at the pacing rate
 //!   (`sk_pacing_rate >> sk_pacing_shift`, shift 10), plus a bonus for sub-millisecond
-//!   RTTs (`gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)`, log 9), at most the device's
+//!   RTTs (`gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)`, log 9; 5.18+, off with
+//!   `tcp.tso_min_rtt_bonus = false` as in 4.x), at most the device's
 //!   GSO size less the header room (`sk_dst_gso_max_size`: 65536 - 193 bytes, so 45
 //!   segments of 1448 B), at least the algorithm's `min_tso_segs` (BBR: 1 below 1.2 Mbit/s,
 //!   else 2) or `tcp_min_tso_segs` (2). Linux computes a pacing rate for every flow
@@ -24,7 +25,10 @@
 //!   receive window would cut short waits for the next ACK when that ACK is due within
 //!   min(srtt/2, 1 ms) of now, unless the flow is in Recovery or Loss, the last skb left
 //!   more than 1 ms ago, a full-size skb fits, a third of the window fits
-//!   (`tcp_tso_win_divisor` 3), or the skb ends the application's data.
+//!   (`tcp_tso_win_divisor` 3), or the skb ends the application's data. The 4.13/4.15 rule
+//!   (`tso_defer = "linux-4.x"`) differs in its two timing tests: the last skb left in an
+//!   earlier jiffy (`tcp_jiffies32 - lsndtime > 0`), and the oldest unacknowledged skb left
+//!   less than srtt/2 ago (`age < srtt_us >> 4`): then it sends at once.
 //! - **Pacing per skb** (`tcp_update_skb_after_send`, `tcp_pacing_check`): the pacer (sch_fq
 //!   or TCP's internal pacing, `tcp_needs_internal_pacing`) lets a whole skb go, then
 //!   waits the skb's length at the pacing rate: paced flows send ~1 ms bursts.
@@ -36,6 +40,8 @@
 //! and SACK's splitting and merging of skbs beyond what per-segment state gives.
 
 use ccfair_cc::CaState;
+
+use crate::spec::TsoDefer;
 
 use crate::packet::Packet;
 
@@ -65,7 +71,9 @@ const NSEC_PER_MSEC: u64 = 1_000_000;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Tso {
     pub on: bool,
-    defer: bool,
+    defer: crate::spec::TsoDefer,
+    /// `tcp_tso_autosize`'s small-RTT bonus (5.18+).
+    min_rtt_bonus: bool,
     /// End (segment) of the write-queue skb at the send head.
     head_skb_end: u64,
     /// `tp->max_window`: the largest window the peer offered (bytes).
@@ -77,6 +85,7 @@ impl Tso {
         Tso {
             on: opts.tso == crate::spec::Tso::Linux,
             defer: opts.tso_defer,
+            min_rtt_bonus: opts.tso_min_rtt_bonus,
             head_skb_end: 0,
             max_window: 0,
         }
@@ -89,7 +98,7 @@ impl Sender {
         let min_tso = (*self.cc).min_tso_segs(&self.tp).unwrap_or(MIN_TSO_SEGS) as u64;
         let mut bytes = self.tp.pacing_rate_bytes_per_sec >> PACING_SHIFT;
         let r = self.tp.min_rtt_us >> TSO_RTT_LOG;
-        if r < 32 {
+        if r < 32 && self.tso.min_rtt_bonus {
             bytes = bytes.saturating_add(GSO_MAX_BYTES >> r);
         }
         let bytes = bytes.min(GSO_MAX_BYTES);
@@ -192,7 +201,14 @@ impl Sender {
         is_tail: bool,
         ends_data: bool,
     ) -> Option<bool> {
-        if !self.tso.defer || self.tp.ca_state >= CaState::Recovery {
+        match self.tso.defer {
+            TsoDefer::Off => return None,
+            TsoDefer::Linux4x => {
+                return self.tso_should_defer_4x(skb_segs, max_segs, is_tail, ends_data)
+            }
+            TsoDefer::Linux => {}
+        }
+        if self.tp.ca_state >= CaState::Recovery {
             return None;
         }
         let now = self.tp.now_ns;
@@ -201,13 +217,7 @@ impl Sender {
             return None;
         }
         let mss = self.tp.mss as u64;
-        let in_flight = self.tp.packets_in_flight();
-        let seq = self.tp.snd_nxt;
-        let wnd_end = self
-            .seg_bytes_upto(self.tp.snd_una)
-            .saturating_add(self.snd_wnd);
-        let send_win = wnd_end.saturating_sub(self.seg_bytes_upto(seq));
-        let cong_win = (self.tp.snd_cwnd - in_flight) as u64 * mss;
+        let (send_win, cong_win) = self.defer_windows();
         let limit = send_win.min(cong_win);
         if limit >= max_segs as u64 * mss {
             return None;
@@ -241,6 +251,56 @@ impl Sender {
         Some(false)
     }
 
+    /// `tcp_tso_should_defer` of Linux 4.13/4.15: the FIN's skb goes at once; defer only
+    /// if the last skb left in this jiffy and the oldest unacknowledged skb left at least
+    /// srtt/2 ago (its ACK is then expected soon); the window tests are 6.18's.
+    fn tso_should_defer_4x(
+        &self,
+        skb_segs: u64,
+        max_segs: u32,
+        is_tail: bool,
+        ends_data: bool,
+    ) -> Option<bool> {
+        if ends_data || self.tp.ca_state >= CaState::Recovery {
+            return None;
+        }
+        // "Avoid bursty behavior by allowing defer only if the last write was recent":
+        // (s32)(tcp_jiffies32 - tp->lsndtime) > 0 sends now.
+        if self.now_jiffies() > self.tp.lsndtime_ns / self.jiffy_ns {
+            return None;
+        }
+        let (send_win, cong_win) = self.defer_windows();
+        let limit = send_win.min(cong_win);
+        let mss = self.tp.mss as u64;
+        let skb_len = skb_segs * mss;
+        if limit >= max_segs as u64 * mss
+            || (!is_tail && limit >= skb_len)
+            || limit >= self.snd_wnd.min(self.tp.snd_cwnd as u64 * mss) / TSO_WIN_DIVISOR
+        {
+            return None;
+        }
+        let head = self.segs.front()?;
+        // "If next ACK is likely to come too late (half srtt), do not defer": age in µs
+        // (tcp_stamp_us_delta) against srtt_us >> 4.
+        let age_us = self.tp.now_ns / 1_000 - head.tx_ns / 1_000;
+        if age_us < self.rtt.srtt_us8 >> 4 {
+            return None;
+        }
+        Some(cong_win < send_win && cong_win <= skb_len)
+    }
+
+    /// The receive window's and cwnd's room from `snd_nxt` in bytes (`send_win`, `cong_win`
+    /// of `tcp_tso_should_defer`).
+    fn defer_windows(&self) -> (u64, u64) {
+        let in_flight = self.tp.packets_in_flight();
+        let wnd_end = self
+            .seg_bytes_upto(self.tp.snd_una)
+            .saturating_add(self.snd_wnd);
+        let send_win = wnd_end.saturating_sub(self.seg_bytes_upto(self.tp.snd_nxt));
+        let cong_win = (self.tp.snd_cwnd - in_flight) as u64 * self.tp.mss as u64;
+        (send_win, cong_win)
+    }
+
     /// Segments of the lost skb at `seq` to retransmit at once: the run of lost, not
     /// (re)SACKed segments of the skb it was sent in, at most `most`.
     pub(super) fn lost_skb_run(&self, seq: u64, most: u64) -> u64 {
@@ -266,7 +326,11 @@ mod tests {
     fn sender(tso_defer: bool) -> Sender {
         let opts = TcpOptions {
             tso: crate::spec::Tso::Linux,
-            tso_defer,
+            tso_defer: if tso_defer {
+                TsoDefer::Linux
+            } else {
+                TsoDefer::Off
+            },
             ..TcpOptions::default()
         };
         Sender::new(0, &opts, Box::new(Reno::new(&RenoParams {})), None)
@@ -304,6 +368,107 @@ mod tests {
         s.tp.snd_cwnd = 1;
         s.tp.packets_out = 0;
         assert_eq!(s.cwnd_quota(), 1);
+    }
+
+    /// 4.x `tcp_tso_autosize` has no small-RTT bonus (`tso_min_rtt_bonus = false`).
+    #[test]
+    fn the_min_rtt_bonus_is_an_option() {
+        let mut s = Sender::new(
+            0,
+            &TcpOptions {
+                tso: crate::spec::Tso::Linux,
+                tso_min_rtt_bonus: false,
+                ..TcpOptions::default()
+            },
+            Box::new(Reno::new(&RenoParams {})),
+            None,
+        );
+        s.tp.pacing_rate_bytes_per_sec = 50_000_000 / 8;
+        s.tp.min_rtt_us = 100;
+        assert_eq!(s.tso_segs(), 4, "(50e6/8 >> 10) / 1448 only");
+    }
+
+    /// A sender with 10 segments in flight sent at t = 0, cwnd 14 (room for 4 of a
+    /// 10-segment skb, less than a third of the window), srtt 40 ms; `now_ms` and the last
+    /// send time vary. Returns the decision of each rule: Some(cwnd-limited) = defer.
+    fn defer_decision(rule: TsoDefer, now_ms: f64, last_send_ms: f64) -> Option<bool> {
+        let mut s = Sender::new(
+            0,
+            &TcpOptions {
+                tso: crate::spec::Tso::Linux,
+                tso_defer: rule,
+                hz: 250,
+                ..TcpOptions::default()
+            },
+            Box::new(Reno::new(&RenoParams {})),
+            None,
+        );
+        let mut out = Vec::new();
+        s.start_without_handshake(0, &mut out);
+        assert_eq!(s.tp.packets_out, 10);
+        s.tp.snd_cwnd = 14;
+        s.rtt.srtt_us8 = 40_000 << 3;
+        let ns = |ms: f64| (ms * 1e6) as u64;
+        s.tp.lsndtime_ns = ns(last_send_ms);
+        s.tp.wstamp_ns = ns(last_send_ms);
+        s.tp.now_ns = ns(now_ms);
+        s.tso_should_defer(10, 45, true, false)
+    }
+
+    /// tcp_tso_should_defer, 4.x against 6.18 (HZ 250: jiffies of 4 ms). 4.x defers while
+    /// the last send was in this jiffy and the oldest skb is at least srtt/2 = 20 ms old;
+    /// 6.18 while the last send was within 1 ms and the ACK is due within 1 ms.
+    #[test]
+    fn defer_decision_table_4x_and_618() {
+        use TsoDefer::{Linux, Linux4x};
+        // (now, last send): 4.x, 6.18.
+        let table = [
+            // Head 25 ms old, last send 0.5 ms ago in the same jiffy (24-28 ms): 4.x waits
+            // for the ACK it expects within srtt/2; 6.18 sees the ACK 15 ms away: sends.
+            ((25.0, 24.5), Some(true), None),
+            // Last send 1.5 ms ago but in this jiffy: 4.x waits, 6.18 sends (> 1 ms).
+            ((25.8, 24.3), Some(true), None),
+            // Last send 0.2 ms ago in the previous jiffy: 4.x sends, 6.18 (ACK far) sends.
+            ((24.1, 23.9), None, None),
+            // Head 10 ms old (< srtt/2): 4.x sends; 6.18 sends too (ACK 30 ms away).
+            ((10.0, 9.9), None, None),
+            // Head 39.5 ms old, ACK due in 0.5 ms, last send 0.5 ms ago: both wait.
+            ((39.5, 39.0), Some(true), Some(true)),
+        ];
+        for ((now, last), old, new) in table {
+            assert_eq!(defer_decision(Linux4x, now, last), old, "4.x at {now} ms");
+            assert_eq!(defer_decision(Linux, now, last), new, "6.18 at {now} ms");
+        }
+        // Off: never.
+        assert_eq!(defer_decision(TsoDefer::Off, 39.5, 39.0), None);
+    }
+
+    #[test]
+    fn tso_defer_takes_true_false_and_linux_4x() {
+        let parse =
+            |v: serde_json::Value| TcpOptions::parse(&serde_json::json!({ "tso_defer": v }));
+        assert_eq!(parse(true.into()).unwrap().tso_defer, TsoDefer::Linux);
+        assert_eq!(parse(false.into()).unwrap().tso_defer, TsoDefer::Off);
+        assert_eq!(
+            parse("linux-4.x".into()).unwrap().tso_defer,
+            TsoDefer::Linux4x
+        );
+        let e = parse("yes".into()).unwrap_err();
+        assert_eq!(e.key, "tso_defer");
+        assert!(
+            e.message.contains("invalid type") && e.message.contains("linux-4.x"),
+            "{e}"
+        );
+        let round = serde_json::to_value(TcpOptions {
+            tso_defer: TsoDefer::Linux4x,
+            ..TcpOptions::default()
+        })
+        .unwrap();
+        assert_eq!(round["tso_defer"], "linux-4.x");
+        assert_eq!(
+            serde_json::to_value(TcpOptions::default()).unwrap()["tso_defer"],
+            true
+        );
     }
 
     /// The initial window goes out as skbs of half the cwnd's share, all at once.

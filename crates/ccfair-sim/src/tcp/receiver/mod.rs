@@ -8,16 +8,26 @@
 //!   timer (`tcp_send_delayed_ack`, `ato` from `tcp_event_data_recv`, 40 ms in bulk transfer).
 //! - An immediate ACK when in-order data empties the out-of-order queue (RFC 5681 4.2).
 //! - Out-of-order data: the first 3 ACKs for one `rcv_nxt` are immediate, later ones are
-//!   compressed (`tcp_comp_sack_delay_ns` 1 ms or 5% of the RTT, `tcp_comp_sack_nr` 44).
+//!   compressed (`tcp_comp_sack_delay_ns` 1 ms or 5% of the RTT, `tcp_comp_sack_nr` 44;
+//!   the timer's 100 µs slack, `tcp_comp_sack_slack_ns`, is not modelled: it fires at the
+//!   earliest). `tcp.sack_compression = false` (4.x): every one is ACKed at once.
+//! - `tcp.ofo_quickack = true` (4.x `tcp_data_queue`): out-of-order data enters quick-ACK
+//!   mode, and filling the last hole sets no `ICSK_ACK_NOW` (quick-ACK mode ACKs it).
 //! - SACK blocks in recency order (`tcp_sack_new_ofo_skb`, `tcp_sack_extend`), a D-SACK
 //!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
 //! - The receive buffer and advertised window (`rcvbuf.rs`): while the window grows, every
 //!   segment asks for an immediate ACK; every ACK carries the window.
+//! - ECN (`ecn.rs`): the SYN-ACK's answer, the CE marks of data segments, ECE on every
+//!   ACK until a segment with CWR arrives, and DCTCP's per-segment echo.
 //!
 //! The application reads in-order data as soon as it arrives.
 
+mod ecn;
+
 use super::rcvbuf::RcvBuf;
 use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
+#[cfg(test)]
+use crate::spec::RcvWindow;
 use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
@@ -76,6 +86,9 @@ pub struct Receiver {
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
     pub comp_sack_at: Option<u64>,
+    /// `tcp.sack_compression` and `tcp.ofo_quickack` (4.x: false, true).
+    sack_compression: bool,
+    ofo_quickack: bool,
     /// `tp->rx_opt.ts_recent`: TSval to echo.
     ts_recent: u32,
     /// Payload bytes per segment (`advmss`): positions in bytes are segments x mss.
@@ -89,11 +102,21 @@ pub struct Receiver {
     pub acks_sent: u64,
     /// Time the last in-order byte arrived (flow completion).
     pub last_delivery_ns: u64,
+    /// ECN state and counters (`ecn.rs`).
+    ecn: ecn::RcvEcn,
 }
 
 impl Receiver {
-    /// `rmem` is the resolved `tcp_rmem` (min, default, max bytes; `RunSpec::rmem_bytes`).
-    pub fn new(flow: u32, opts: &TcpOptions, base_rtt_ns: u64, rmem: [u64; 3]) -> Self {
+    /// `rmem` is the resolved `tcp_rmem` (min, default, max bytes; `RunSpec::rmem_bytes`);
+    /// `needs_ecn` whether the flow's algorithm, which the receiver runs too, needs ECN
+    /// (`CongestionControl::needs_ecn`).
+    pub fn new(
+        flow: u32,
+        opts: &TcpOptions,
+        base_rtt_ns: u64,
+        rmem: [u64; 3],
+        needs_ecn: bool,
+    ) -> Self {
         let jiffy_ns = 1_000_000_000 / opts.hz as u64;
         let ms_to_jiffies = |ms: u32| (ms as u64 * 1_000_000).div_ceil(jiffy_ns);
         // tcp_rtt_estimator on the first sample: RTO = rtt + max(2 rtt, rto_min).
@@ -129,14 +152,17 @@ impl Receiver {
             compressed_ack_rcv_nxt: u64::MAX,
             dup_ack_counter: 0,
             comp_sack_at: None,
+            sack_compression: opts.sack_compression,
+            ofo_quickack: opts.ofo_quickack,
             ts_recent: 0,
             mss: opts.mss as u64,
-            buf: RcvBuf::new(opts.mss, opts.rcv_truesize_bytes, rmem),
+            buf: RcvBuf::new(opts.rcv_window, opts.mss, opts.rcv_truesize_bytes, rmem),
             delivered_bytes: 0,
             data_pkts_received: 0,
             dup_pkts_received: 0,
             acks_sent: 0,
             last_delivery_ns: 0,
+            ecn: ecn::RcvEcn::new(opts, needs_ecn),
         };
         r.set_rtt(base_rtt_ns);
         if r.established {
@@ -168,6 +194,7 @@ impl Receiver {
         self.ts_recent = pkt.tsval;
         if self.synacks_sent == 0 {
             self.synack_first_tx_ns = now;
+            self.ecn_on_syn(pkt);
         }
         self.synacks_sent += 1;
         out.push(Packet {
@@ -180,7 +207,7 @@ impl Receiver {
             tsecr: pkt.tsval,
             n_sack: 0,
             ecn: Ecn::NotEct,
-            tcp_flags: TcpFlags::NONE,
+            tcp_flags: self.synack_flags(),
             window_bytes: self.buf.synack_window() as u32,
             sack: NO_SACK,
         });
@@ -209,18 +236,19 @@ impl Receiver {
     }
 
     /// `tcp_incr_quickack`: as many quick ACKs as half the receive window holds
-    /// segments, at most `quickacks` (16).
-    fn incr_quickack(&mut self) {
+    /// segments, at most `max_quickacks` (`quickacks`, 16, or 2 for ECN's).
+    fn incr_quickack(&mut self, max_quickacks: u32) {
         let q = match self.buf.rcv_wnd / (2 * self.buf.rcv_mss) {
             0 => 2,
-            q => q.min(self.quickacks_max as u64) as u32,
+            q => q,
         };
+        let q = q.min(max_quickacks as u64) as u32;
         self.quick = self.quick.max(q);
     }
 
     /// `tcp_enter_quickack_mode`.
-    fn enter_quickack_mode(&mut self) {
-        self.incr_quickack();
+    fn enter_quickack_mode(&mut self, max_quickacks: u32) {
+        self.incr_quickack(max_quickacks);
         self.ato_jiffies = self.ato_min_jiffies;
     }
 
@@ -239,6 +267,7 @@ impl Receiver {
         if !self.established {
             self.on_handshake_ack(now, pkt);
         }
+        self.ecn_on_segment(pkt);
         let seq = pkt.seq;
         let end = seq + 1;
         let len = seg_bytes(seq) as u64;
@@ -253,13 +282,15 @@ impl Receiver {
             // Old data (tcp_data_queue, "A retransmit"): D-SACK, quick-ACK mode, ACK now.
             self.dup_pkts_received += 1;
             self.dsack = Some(SackBlock { start: seq, end });
-            self.enter_quickack_mode();
+            self.enter_quickack_mode(self.quickacks_max);
             self.send_ack(now, out);
             return;
         }
         if self.ofo.iter().any(|b| b.start <= seq && seq < b.end) {
             // Already queued out of order (tcp_data_queue_ofo, "All the bits are present"):
             // D-SACK, its SACK block moves first, and the ACK takes the out-of-order path.
+            self.ecn_check_ce(now, pkt.ecn, out);
+            self.ofo_arrival_quickack();
             self.dup_pkts_received += 1;
             self.dsack = Some(SackBlock { start: seq, end });
             self.sack_new_ofo(seq, end);
@@ -271,7 +302,7 @@ impl Receiver {
             // tcp_queue_rcv, then tcp_event_data_recv (the in-order path only).
             self.rcv_nxt = end;
             self.buf.queue_in_order();
-            self.event_data_recv(now, len);
+            self.event_data_recv(now, len, pkt.ecn, out);
             self.delivered_bytes += len;
             self.last_delivery_ns = now;
             let had_ofo = !self.ofo.is_empty();
@@ -290,7 +321,9 @@ impl Receiver {
             }
             // tcp_sack_remove: drop blocks now below rcv_nxt.
             self.remove_acked_sacks();
-            if had_ofo && self.ofo.is_empty() {
+            if had_ofo && self.ofo.is_empty() && !self.ofo_quickack {
+                // 4.18+ "SHOULD send immediate ACK, when gap in queue is filled" (4.x clears
+                // pingpong only: its quick-ACK mode sends that ACK).
                 self.ack_now = true;
             }
             // tcp_ack_snd_check -> __tcp_ack_snd_check(sk, 1): with holes left, an advance
@@ -298,6 +331,8 @@ impl Receiver {
             self.ack_snd_check(now, out);
             self.app_read(now, read, out);
         } else {
+            self.ecn_check_ce(now, pkt.ecn, out);
+            self.ofo_arrival_quickack();
             // tcp_data_queue_ofo: dropped when the buffer is over-committed.
             if !self.buf.admit_out_of_order() {
                 return;
@@ -310,6 +345,15 @@ impl Receiver {
             self.buf.charge_out_of_order();
             self.buf.ofo_grow(self.ofo_span_bytes());
             self.ack_snd_check(now, out);
+        }
+    }
+
+    /// 4.x `tcp_data_queue` (`tcp.ofo_quickack`): a segment beyond `rcv_nxt` enters
+    /// quick-ACK mode before `tcp_data_queue_ofo` ("tcp: do not force quickack when
+    /// receiving out-of-order packets" removed it in 4.18).
+    fn ofo_arrival_quickack(&mut self) {
+        if self.ofo_quickack {
+            self.enter_quickack_mode(self.quickacks_max);
         }
     }
 
@@ -353,15 +397,16 @@ impl Receiver {
         }
     }
 
-    /// `tcp_event_data_recv` for a segment of `len` bytes: the receiver's window-based RTT
-    /// sample, the delayed-ACK engine's `ato`, quick-ACK re-arming, and `tcp_grow_window`.
+    /// `tcp_event_data_recv` for a segment of `len` bytes with ECN field `field`: the
+    /// receiver's window-based RTT sample, the delayed-ACK engine's `ato`, quick-ACK
+    /// re-arming, `tcp_ecn_check_ce` and `tcp_grow_window`.
     // Per data segment, one call site: inlined.
     #[inline]
-    fn event_data_recv(&mut self, now: u64, len: u64) {
+    fn event_data_recv(&mut self, now: u64, len: u64, field: Ecn, out: &mut Vec<Packet>) {
         self.buf.rtt_measure_window(now, self.rcv_nxt * self.mss);
         let grew = self.buf.measure_and_grow(len);
         if self.ato_jiffies == 0 {
-            self.incr_quickack();
+            self.incr_quickack(self.quickacks_max);
             self.ato_jiffies = self.ato_min_jiffies;
         } else {
             // m = the gap in jiffies; m <= ato_min / 2 is a gap below ato_fast_gap_ns.
@@ -373,11 +418,12 @@ impl Receiver {
                 if m < self.ato_jiffies {
                     self.ato_jiffies = ((self.ato_jiffies >> 1) + m).min(self.rto_jiffies);
                 } else if m > self.rto_jiffies {
-                    self.incr_quickack();
+                    self.incr_quickack(self.quickacks_max);
                 }
             }
         }
         self.lrcvtime_ns = now;
+        self.ecn_check_ce(now, field, out);
         if grew {
             self.quick |= 1;
         }
@@ -483,9 +529,11 @@ impl Receiver {
 
     /// `__tcp_ack_snd_check` with out-of-order data: the first `FASTRETRANS_THRESH` ACKs for
     /// one `rcv_nxt` leave at once, later ones wait for the SACK compression timer.
+    /// Without SACK compression (`tcp.sack_compression = false`, before 4.18) every such
+    /// ACK leaves at once (`ofo_possible && !RB_EMPTY_ROOT(&tp->out_of_order_queue)`).
     #[inline(never)]
     fn compress_sack_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
-        if self.compressed_ack >= COMP_SACK_NR {
+        if !self.sack_compression || self.compressed_ack >= COMP_SACK_NR {
             self.send_ack(now, out);
             return;
         }
@@ -561,6 +609,25 @@ impl Receiver {
     /// `send_ack` when `window_now` (`RcvBuf::select_window_now`) was just computed, the
     /// buffer unchanged since.
     fn send_ack_with(&mut self, now: u64, window_now: (u64, bool), out: &mut Vec<Packet>) {
+        self.push_ack(now, self.rcv_nxt, window_now, out);
+        // tcp_event_ack_sent.
+        self.ack_now = false;
+        self.delack_at = None;
+        self.comp_sack_at = None;
+        self.compressed_ack = 0;
+        // tcp_dec_quickack_mode.
+        if self.quick > 0 {
+            self.quick -= 1;
+            if self.quick == 0 {
+                self.ato_jiffies = self.ato_min_jiffies;
+            }
+        }
+    }
+
+    /// An ACK of `ack_seq` (`rcv_nxt` but for DCTCP's ACK of earlier data) with the window
+    /// `tcp_select_window` offers from `window_now`, SACK blocks and ECN fields.
+    #[inline(always)]
+    fn push_ack(&mut self, now: u64, ack_seq: u64, window_now: (u64, bool), out: &mut Vec<Packet>) {
         let (window, end_quick) = self.buf.select_window_from(
             self.rcv_wup * self.mss,
             self.rcv_nxt * self.mss,
@@ -569,12 +636,13 @@ impl Receiver {
         if end_quick {
             self.quick = 0;
         }
-        // The common ACK carries no SACK block: written in place; blocks are added after.
+        // The common ACK carries no SACK block nor ECN: written in place; blocks and ECN
+        // fields are added after.
         out.push(Packet {
             flow: self.flow,
             kind: Kind::Ack,
             wire_bytes: ACK_BYTES,
-            seq: self.rcv_nxt,
+            seq: ack_seq,
             payload_bytes: 0,
             tsval: Self::now_ticks(now),
             tsecr: self.ts_recent,
@@ -588,19 +656,13 @@ impl Receiver {
             let ack = out.last_mut().expect("just pushed");
             self.add_sack_blocks(ack);
         }
-        self.acks_sent += 1;
-        self.rcv_wup = self.rcv_nxt;
-        self.ack_now = false;
-        self.delack_at = None;
-        self.comp_sack_at = None;
-        self.compressed_ack = 0;
-        // tcp_dec_quickack_mode.
-        if self.quick > 0 {
-            self.quick -= 1;
-            if self.quick == 0 {
-                self.ato_jiffies = self.ato_min_jiffies;
-            }
+        if self.ecn_ok() {
+            let ack = out.last_mut().expect("just pushed");
+            self.ecn_ack_fields(ack);
         }
+        self.acks_sent += 1;
+        // tcp_select_window: the window is offered from rcv_nxt.
+        self.rcv_wup = self.rcv_nxt;
     }
 
     /// The ACK's SACK blocks: the D-SACK block first, then the remembered blocks in
@@ -651,6 +713,7 @@ mod tests {
             &TcpOptions::default(),
             40_000_000,
             [4096, 131_072, 32 << 20],
+            false,
         )
     }
 
@@ -726,6 +789,7 @@ mod tests {
             &TcpOptions::default(),
             40_000_000,
             [4096, 131_072, 262_144],
+            false,
         );
         let mut out = Vec::new();
         for s in 0..60 {
@@ -909,3 +973,7 @@ mod tests {
         assert_eq!(r.quick, 0);
     }
 }
+
+/// The 4.x receiver options (`sack_compression`, `ofo_quickack`, `rcv_window`).
+#[cfg(test)]
+mod tests_4x;
