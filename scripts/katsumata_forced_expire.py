@@ -48,7 +48,7 @@ import pandas as pd  # noqa: E402
 VARIANT = "forced-expire-2.4-loss"
 #: The variant's parameters, as in the katsumata-rtprop preset.
 VARIANT_PARAMS = {
-    "profile": "linux-4.9",
+    "version": "linux-4.13",
     "rtprop_trigger": "rtt_ratio_or_loss",
     "rate_th": 2.4,
     "rtprop_action": "expire",

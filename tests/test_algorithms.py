@@ -71,7 +71,7 @@ def test_units_are_exported():
     assert cubic["hystart_ack_delta_us"].unit == "us"
     bbr = {p.name: p for p in algorithm("bbr").params}
     assert bbr["probe_rtt_ms"].unit == "ms"
-    assert bbr["profile"].kind == "linux-5.x | linux-4.9"
+    assert bbr["version"].kind == "linux-6.18 | linux-4.15 | linux-4.13"
     # A profile-dependent default is shown resolved, and the type says null is accepted.
     assert bbr["extra_acked"].default is True and bbr["extra_acked"].kind == "boolean or null"
 
@@ -175,7 +175,7 @@ def test_docstring_examples():
     [
         # The key within the table comes from Rust (crates/ccfair-cc/src/params.rs), typed.
         ("bbr", {"cca_params": {"fixed_start_phase": 9}}, "cca_params.fixed_start_phase", "9"),
-        ("bbr", {"cca_params": {"profile": "linux-3"}}, "cca_params.profile", "linux-3"),
+        ("bbr", {"cca_params": {"version": "linux-3"}}, "cca_params.version", "linux-3"),
         ("cubic", {"cca_params": {"beta": "x"}}, "cca_params.beta", '"x"'),
         ("reno", {"cca_params": {"betta": 1}}, "cca_params.betta", "there are no fields"),
         ("reno", {"tcp": {"rmem": [0, 10, 20]}}, "tcp.rmem", "[0, 10, 20]"),

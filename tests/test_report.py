@@ -138,7 +138,7 @@ def test_report_is_self_contained_and_complete(harada):
     setup = html.unescape(page.split('id="setup"')[1].split('id="figures"')[0])
     for item in ("topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"):
         assert f"<td>{item}</td>" in setup, item
-    assert 'profile "linux-4.9"' in setup and "bbr parameters (this run)" in setup
+    assert 'version "linux-4.15"' in setup and "bbr parameters (this run)" in setup
     assert "<td>testbed profile (this run)</td><td></td><td>ideal</td>" in setup
     assert "ccfair" in setup and "git" in setup
     # The host's kernel is named as such, never as the modelled TCP.

@@ -106,7 +106,7 @@ def test_trace_phase_refuses_unknown_links_and_untraced_directories(tmp_path):
 def test_katsumata_forced_expire_reads_traced_runs_and_refuses_other_directories(tmp_path):
     # `bursts` lists the PROBE_RTT exits of a traced run of the loss variant (a 2-s run
     # has its first exit at 0.67 s); the other subcommands refuse what is not their input.
-    params = {"rtprop_trigger": "rtt_ratio_or_loss", "rate_th": 2.4, "profile": "linux-4.9"}
+    params = {"rtprop_trigger": "rtt_ratio_or_loss", "rate_th": 2.4, "version": "linux-4.13"}
     sc = ccfair.dumbbell(1, "bbr", buffer_bdp=1, duration="2s", cca_params=params)
     r = ccfair.run(sc, trace=["flow1"])
     r.save(tmp_path)

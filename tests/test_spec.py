@@ -642,8 +642,9 @@ def test_engine_json_matches_rust_structs(which):
     )
     assert set(spec) == set(run)
     for entry in spec["links"]:
-        # `queue` is left out at its default ("droptail"), so that run ids stay put.
-        assert set(entry) | {"queue"} == set(link) | {"queue"}
+        # `queue` is left out at its default ("droptail"), `qdisc` when there is none, so
+        # that run ids stay put.
+        assert set(entry) | {"queue", "qdisc"} == set(link) | {"queue", "qdisc"}
     for entry in spec["flows"]:
         assert set(entry) == set(flow)
         assert set(entry["tcp"]) == set(tcp)

@@ -66,6 +66,13 @@ def normalize_cca(name: str, params_json: str) -> str:
 def normalize_tcp(options_json: str) -> str:
     """TCP options (JSON object) with Linux defaults filled in, as JSON."""
 
+def normalize_qdisc(queue: str, params_json: str) -> str:
+    """A link's queue-discipline parameters (JSON object or null) for ``queue``, with Linux's
+    defaults filled in (null for ``droptail`` and ``netem``), as JSON."""
+
+def qdiscs() -> str:
+    """Every queue discipline's parameters (kinds, units, docs, defaults) as JSON."""
+
 def estimate(spec_json: str) -> str:
     """The resource estimate of a resolved spec, as JSON."""
 

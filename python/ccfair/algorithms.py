@@ -225,8 +225,8 @@ def format_markdown() -> str:
         "Generated from the algorithm registry (crates/ccfair-cc/src/registry.rs) by "
         "`ccfair ccas --markdown`; do not edit by hand. `ccfair ccas` prints the same in a "
         "terminal. Parameters go into a flow's `cca_params`; left out, they take the default "
-        "shown (options whose default depends on a variant or profile are shown resolved for "
-        "the default variant or profile).",
+        "shown (options whose default depends on a variant or version are shown resolved for "
+        "the default variant or version).",
         "",
         "| algorithm | family | paces | Linux module | BPF program |",
         "|---|---|---|---|---|",

@@ -48,7 +48,7 @@ QUICK_REPETITIONS = 2
 
 
 #: The studies ran BBRv1 on Linux 4.13 and 4.15 (see :data:`BBR_ROW`).
-BBR_STUDY_PARAMS = {"profile": "linux-4.9"}
+BBR_STUDY_PARAMS = {"version": "linux-4.15"}
 
 
 @dataclass(frozen=True)
@@ -71,12 +71,11 @@ class SetupRow:
 BBR_ROW = SetupRow(
     "BBR version",
     "BBRv1 of the studies' Linux 4.13 / 4.15 kernels",
-    'profile "linux-4.9" (params.bbr): no ACK-aggregation cwnd (extra_acked), no EDT '
-    "in-flight term, min_rtt refreshed by an equal sample",
-    "ccfair has two BBRv1 profiles, linux-4.9 and linux-5.x. Kernels 4.13 and 4.15 predate "
-    "the EDT model (4.20), extra_acked (5.1) and the strict min-RTT refresh (5.10): in each of "
-    "these linux-4.9 matches them and linux-5.x does not. Not modelled: the 4.x pacing margin, "
-    "the PROBE_RTT and idle-restart fixes of 4.17-4.19 (docs/fidelity.md, BBRv1)",
+    'version "linux-4.15" (params.bbr): Linux 4.15\'s tcp_bbr.c (pacing on the MTU without '
+    "the 0.99 margin, no ACK-aggregation cwnd, no EDT in-flight term, min_rtt refreshed by an "
+    "equal sample)",
+    "ccfair's BBRv1 versions are linux-4.13, linux-4.15 and linux-6.18 (docs/fidelity.md, "
+    "BBRv1); the studies ran 4.13 and 4.15",
 )
 
 

@@ -111,7 +111,7 @@ def harada_dumbbell_preset() -> Preset:
         "sample_interval": "100ms",
     }
     pairs = [["reno", "bbr"], ["cubic", "bbr"], ["reno", "cubic"]]
-    bbr = {"linux-4.9": BBR_STUDY_PARAMS}
+    bbr = {"linux-4.15": BBR_STUDY_PARAMS}
     return Preset(
         name="harada-dumbbell",
         title="Two flows on one 50 Mbit/s bottleneck: delay x buffer x CCA pair",
@@ -203,7 +203,7 @@ def harada_parking_preset(hops: int) -> Preset:
     }
     assignments = [[m, c] for m in CCAS3 for c in CCAS3]
     quick_assign = [["bbr", "cubic"], ["cubic", "bbr"]] if hops == 2 else [["bbr", "cubic"]]
-    bbr = {"linux-4.9": BBR_STUDY_PARAMS}
+    bbr = {"linux-4.15": BBR_STUDY_PARAMS}
     if hops == 2:
         topology = (
             "routers R1 -> R2 -> R3, bottlenecks L1, L2; main flow H1 -> H6 over both, cross "

@@ -79,7 +79,7 @@ def ogino_preset() -> Preset:
         "sample_interval": "50ms",
     }
     ccas = [["copa", "cubic"], ["copa", "bbr"]]
-    bbr = {"linux-4.9": BBR_STUDY_PARAMS}
+    bbr = {"linux-4.15": BBR_STUDY_PARAMS}
     return Preset(
         name="ogino-copa",
         title="n Copa flows against n CUBIC or n BBR flows over buffers of 0.5 to 64 BDP",

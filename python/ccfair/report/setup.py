@@ -17,7 +17,7 @@ from ccfair.results.directory import Results
 
 def _cca_versions(res: Results) -> list[tuple[str, str]]:
     """Per algorithm that ran: its parameters that differ from ccfair's defaults (from the
-    runs' normalised specs), e.g. ("bbr", 'profile "linux-4.9"; extra_acked false')."""
+    runs' normalised specs), e.g. ("bbr", 'version "linux-4.15"; extra_acked false')."""
     seen: dict[str, list[dict[str, Any]]] = {}
     for spec in res.specs().values():
         for f in spec.get("flows", []):
