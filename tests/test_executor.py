@@ -429,6 +429,9 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
     proc = start_sweep(spec, root)
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     wait_for_a_finished_run(proc, root)
+    # Into the next run (a run takes seconds): a kill between the first run's marker and its
+    # reply would hit a finished run, which counts as done, not as failed.
+    time.sleep(0.5)
     worker = int(children.read_text().split()[0])  # the sweep's only worker process
     os.kill(worker, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)

@@ -29,6 +29,7 @@ from ccfair.execution.outcome import Progress, SweepOutcome, note_attempts, one_
 from ccfair.execution.runs import run
 from ccfair.results.run import RunResult
 from ccfair.spec.scenario import Scenario
+from ccfair.store.directory import run_is_finished
 
 __all__ = ["die_with_parent", "run_and_save", "run_to_bytes"]
 
@@ -303,10 +304,21 @@ class LocalPool:
     def _worker_died(self, w: _Worker) -> None:
         if w.task is None:
             return
+        if run_is_finished(self.root, w.task):
+            # Killed after writing the run's marker but before replying: the run is complete
+            # on disk and must count as done, not as failed (finished runs are never lost).
+            self.outcome.executed.append(w.task)
+            self.bar.update()
+            w.task = None
+            self._replace_worker()
+            return
         self.outcome.failed[w.task] = "a worker process died (killed or out of memory)"
         self.say(f"run {w.task} failed: {self.outcome.failed[w.task]}")
         self.bar.update()
         w.task = None
+        self._replace_worker()
+
+    def _replace_worker(self) -> None:
         # Replace it, within limits (a worker that cannot start must not loop).
         if self.queue and not self.outcome.interrupted and self.replacements < 2 * self.n:
             self.replacements += 1

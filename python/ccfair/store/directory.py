@@ -238,6 +238,12 @@ def finished_run_ids(results_dir: str | os.PathLike[str]) -> list[str]:
     return sorted(p.stem for p in marker.glob("*.parquet") if RUN_ID.fullmatch(p.stem))
 
 
+def run_is_finished(results_dir: str | os.PathLike[str], run_id: str) -> bool:
+    """Whether run ``run_id``'s results are complete in ``results_dir`` (its marker file,
+    written last, exists)."""
+    return (looked_up(Path(results_dir)) / MARKER_TABLE / f"{run_id}.parquet").is_file()
+
+
 def claim(root: Path, sweep: Sweep, points: list[Point]) -> None:
     """Write ``sweep.json`` or check that the directory belongs to this sweep."""
     record = read_sweep_record(root)
