@@ -40,7 +40,8 @@ use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
 use ccfair_sim::world::{build_channels_at, flow_key};
 use serde::Serialize;
 
-use crate::config::{EmuConfig, SETUP_DISTURBED};
+use crate::config::EmuConfig;
+use crate::error::EmuError;
 use crate::ipv4;
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
@@ -61,7 +62,7 @@ pub struct Control {
     /// CLOCK_MONOTONIC time of t = 0 of the run; 0 until it is known.
     t0: AtomicU64,
     /// The first error of a worker thread (which also stops the others).
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<EmuError>>,
 }
 
 impl Control {
@@ -71,16 +72,16 @@ impl Control {
     }
 
     /// A worker failed: remember the first error and stop the others.
-    pub fn fail(&self, message: String) {
+    pub fn fail(&self, error: EmuError) {
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_none() {
-            *f = Some(message);
+            *f = Some(error);
         }
         drop(f);
         self.request_stop();
     }
 
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<EmuError> {
         self.failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -293,7 +294,7 @@ pub struct Forwarder {
 impl Forwarder {
     /// Build the links of `cfg.spec` and the routes of its flows. `tuns[i]` is the TUN fd
     /// of `cfg.hosts[i]`.
-    pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
+    pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, EmuError> {
         let spec = &cfg.spec;
         // Queue disciplines' timers count from now (the qdisc is created with the links).
         let mut channels: Vec<Channel<Pkt>> = build_channels_at(spec, sys::monotonic_ns());
@@ -311,7 +312,10 @@ impl Forwarder {
         let mut by_receiver = HashMap::new();
         for (i, f) in spec.flows.iter().enumerate() {
             let (Some(src_host), Some(dst_host)) = (host_index(f.src), host_index(f.dst)) else {
-                return Err(format!("flows[{i}]: an endpoint has no host"));
+                return Err(EmuError::invalid(
+                    format!("flows[{i}]"),
+                    "an endpoint has no host",
+                ));
             };
             routes.push(Route {
                 path: f.path.iter().map(|&c| c as u32).collect(),
@@ -396,12 +400,11 @@ impl Forwarder {
                 break;
             }
             if let Some((late, flow)) = self.handshake_disturbed {
-                ctl.fail(format!(
-                    "{SETUP_DISTURBED}: a handshake packet of flow {flow} was forwarded {} us \
-                     late (bound {} us); Linux's first RTT sample and min RTT would read high",
-                    late / 1_000,
-                    self.max_handshake_lateness_ns / 1_000
-                ));
+                ctl.fail(EmuError::HandshakeDisturbed {
+                    flow,
+                    late_us: late / 1_000,
+                    bound_us: self.max_handshake_lateness_ns / 1_000,
+                });
                 break;
             }
             let timeout = match self.queue.peek_time() {
@@ -425,9 +428,7 @@ impl Forwarder {
             if let Some(host) = broken {
                 // The device went away under the run (its namespace was deleted?): polling
                 // it again would return at once, forever.
-                ctl.fail(format!(
-                    "the TUN device of host {host} failed during the run"
-                ));
+                ctl.fail(EmuError::TunFailed { host });
                 break;
             }
         }

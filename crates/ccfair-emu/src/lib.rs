@@ -21,6 +21,7 @@
 pub mod bpfcc;
 pub mod bpfsys;
 pub mod config;
+pub mod error;
 pub mod forwarder;
 pub mod grid;
 pub mod ipv4;
@@ -32,29 +33,17 @@ pub mod traffic;
 pub mod turnaround;
 
 pub use config::EmuConfig;
+pub use error::{BpfError, EmuError};
 pub use run::{EmuResult, Emulation, SelfCheck};
-
-/// The errors of the kernel backend's entry points (the Python bindings map each to one
-/// ccfair exception).
-#[derive(Debug, thiserror::Error)]
-pub enum EmuError {
-    /// The configuration is not valid JSON of the [`EmuConfig`] shape.
-    #[error("emulator config: {0}")]
-    Config(String),
-    /// Setting the run up or running it failed (devices, threads, sockets, self-checks);
-    /// the message is one line.
-    #[error("{0}")]
-    System(String),
-}
 
 /// Parse a configuration (JSON, see [`EmuConfig`]) and set the run up.
 pub fn setup_json(config_json: &str) -> Result<Emulation, EmuError> {
     let cfg: EmuConfig =
-        serde_json::from_str(config_json).map_err(|e| EmuError::Config(e.to_string()))?;
-    Emulation::setup(cfg).map_err(EmuError::System)
+        serde_json::from_str(config_json).map_err(|e| EmuError::Config(std::sync::Arc::new(e)))?;
+    Emulation::setup(cfg)
 }
 
 /// Run a set-up emulation to its end.
 pub fn run(emu: Emulation) -> Result<EmuResult, EmuError> {
-    emu.run().map_err(EmuError::System)
+    emu.run()
 }

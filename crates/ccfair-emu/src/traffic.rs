@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use crate::bpfcc::{self, Algorithm};
+use crate::error::EmuError;
 use crate::forwarder::Control;
 use crate::grid::Grid;
 use crate::sys;
@@ -34,7 +35,7 @@ pub enum Progress {
     Listening(usize),
     /// A sender's socket exists with its congestion control set.
     Ready(usize),
-    Failed(String),
+    Failed(EmuError),
 }
 
 /// What a flow needs to know about the run's timeline (ns, relative to t0).
@@ -148,10 +149,10 @@ pub struct ReceiverOut {
     pub segs_out: u64,
 }
 
-fn wait_t0(ctl: &Control) -> Result<u64, String> {
+fn wait_t0(ctl: &Control) -> Result<u64, EmuError> {
     loop {
         if ctl.stopped() {
-            return Err("stopped before the start".into());
+            return Err(EmuError::Stopped { before_start: true });
         }
         if let Some(t0) = ctl.t0() {
             return Ok(t0);
@@ -160,7 +161,7 @@ fn wait_t0(ctl: &Control) -> Result<u64, String> {
     }
 }
 
-fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result<(), String> {
+fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result<(), EmuError> {
     sys::set_thread_name(thread_name);
     let _ = sys::set_timer_slack(slack_ns);
     if priority > 0 {
@@ -168,7 +169,7 @@ fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result
         let _ = sys::set_fifo(priority);
     }
     let path = Path::new("/run/netns").join(netns);
-    sys::enter_netns(&path).map_err(|e| format!("entering namespace {netns}: {e}"))
+    sys::enter_netns(&path).map_err(|e| EmuError::os(format!("entering namespace {netns}"), e))
 }
 
 /// (name -> value) of the `TcpExt:` lines of /proc/thread-self/net/netstat: the counters of
@@ -205,7 +206,7 @@ pub fn receiver(
     tl: Timeline,
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
-) -> Result<ReceiverOut, String> {
+) -> Result<ReceiverOut, EmuError> {
     let listener = match receiver_socket(&plan) {
         Ok(l) => l,
         Err(e) => {
@@ -218,7 +219,9 @@ pub fn receiver(
     let mut run = ReceiverRun::new(&plan, tl, t0, listener);
     loop {
         if ctl.stopped() {
-            return Err("stopped".into());
+            return Err(EmuError::Stopped {
+                before_start: false,
+            });
         }
         if run.stream.is_none() {
             run.accept()?;
@@ -241,7 +244,7 @@ pub fn receiver(
 }
 
 /// The flow's listening socket, in its host's namespace.
-fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, String> {
+fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, EmuError> {
     let f = plan.flow;
     enter(
         &plan.netns,
@@ -250,10 +253,10 @@ fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, String> {
         plan.priority,
     )?;
     let listener = TcpListener::bind(plan.listen)
-        .map_err(|e| format!("flows[{f}]: listen on {}: {e}", plan.listen))?;
+        .map_err(|e| EmuError::os(format!("flows[{f}]: listen on {}", plan.listen), e))?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("flows[{f}]: {e}"))?;
+        .map_err(|e| EmuError::os(format!("flows[{f}]: O_NONBLOCK"), e))?;
     Ok(listener)
 }
 
@@ -304,30 +307,30 @@ impl<'a> ReceiverRun<'a> {
     }
 
     /// Accept the flow's connection if it has come; fail once it is overdue.
-    fn accept(&mut self) -> Result<(), String> {
+    fn accept(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         match self.listener.accept() {
             Ok((s, _)) => {
                 s.set_nonblocking(true)
-                    .map_err(|e| format!("flows[{f}]: {e}"))?;
+                    .map_err(|e| EmuError::os(format!("flows[{f}]: O_NONBLOCK"), e))?;
                 self.stream = Some(s);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if sys::monotonic_ns() > self.accept_deadline_ns {
-                    return Err(format!(
-                        "flows[{f}]: no connection reached {} in time",
-                        self.plan.listen
-                    ));
+                    return Err(EmuError::NoConnection {
+                        flow: f,
+                        listen: self.plan.listen,
+                    });
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("flows[{f}]: accept: {e}")),
+            Err(e) => return Err(EmuError::os(format!("flows[{f}]: accept"), e)),
         }
         Ok(())
     }
 
     /// Read everything the kernel has delivered; note when the sender's FIN arrives.
-    fn read(&mut self) -> Result<(), String> {
+    fn read(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         let (Some(s), false) = (self.stream.as_mut(), self.eof) else {
             return Ok(());
@@ -342,7 +345,7 @@ impl<'a> ReceiverRun<'a> {
                 Ok(n) => self.out.bytes_total += n as u64,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("flows[{f}]: read: {e}")),
+                Err(e) => return Err(EmuError::os(format!("flows[{f}]: read"), e)),
             }
         }
     }
@@ -371,7 +374,7 @@ impl<'a> ReceiverRun<'a> {
 
     /// Sleep in poll until data or a connection comes, or the next grid point, window
     /// edge or the end is due (at most `POLL_SLICE_NS`, to look at the stop flag).
-    fn wait(&self) -> Result<(), String> {
+    fn wait(&self) -> Result<(), EmuError> {
         let (t0, tl) = (self.t0_ns, self.tl);
         let mut next = self.grid.next_before(self.end_ns);
         if !self.measure_start_done {
@@ -391,7 +394,7 @@ impl<'a> ReceiverRun<'a> {
             events: libc::POLLIN,
             revents: 0,
         }];
-        sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        sys::ppoll(&mut p, Some(timeout)).map_err(|e| EmuError::os("poll", e))?;
         Ok(())
     }
 }
@@ -417,7 +420,7 @@ pub fn sender(
     tl: Timeline,
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
-) -> Result<SenderOut, String> {
+) -> Result<SenderOut, EmuError> {
     let stream = match sender_socket(&plan) {
         Ok(s) => s,
         Err(e) => {
@@ -431,7 +434,9 @@ pub fn sender(
     let mut run = SenderRun::new(&plan, tl, t0, stream);
     loop {
         if ctl.stopped() {
-            return Err("stopped".into());
+            return Err(EmuError::Stopped {
+                before_start: false,
+            });
         }
         let now = sys::monotonic_ns();
         if run.grid.due(now) {
@@ -454,7 +459,7 @@ pub fn sender(
 
 /// The flow's socket, in its host's namespace, running the flow's congestion control (a
 /// BPF program gets the flow's parameters in the socket's storage before connect()).
-fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, String> {
+fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, EmuError> {
     let f = plan.flow;
     enter(
         &plan.netns,
@@ -462,22 +467,23 @@ fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, String> {
         plan.timer_slack_ns,
         plan.priority,
     )?;
-    let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| {
-        format!(
-            "flows[{f}].cca: the kernel refused TCP_CONGESTION {:?}: {e}",
-            plan.cca
-        )
+    let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| EmuError::CcaRefused {
+        flow: f,
+        cca: plan.cca.clone(),
+        source: Arc::new(e),
     })?;
-    let got = sys::congestion_of(fd.as_raw_fd()).map_err(|e| format!("flows[{f}]: {e}"))?;
+    let got = sys::congestion_of(fd.as_raw_fd())
+        .map_err(|e| EmuError::os(format!("flows[{f}]: TCP_CONGESTION"), e))?;
     if got != plan.cca {
-        return Err(format!(
-            "flows[{f}].cca: asked the kernel for {:?}, the socket runs {got:?}",
-            plan.cca
-        ));
+        return Err(EmuError::CcaMismatch {
+            flow: f,
+            asked: plan.cca.clone(),
+            got,
+        });
     }
     if let Some(b) = &plan.bpf {
         bpfcc::attach(b.storage_fd, fd.as_raw_fd(), &b.initial_value)
-            .map_err(|e| format!("flows[{f}]: {e}"))?;
+            .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?;
     }
     Ok(sys::into_stream(fd))
 }
@@ -529,11 +535,12 @@ impl<'a> SenderRun<'a> {
 
     /// Take the grid point due at `now`: TCP_INFO, with BBR's TCP_CC_INFO or a BPF
     /// program's internals.
-    fn sample(&mut self, now: u64) -> Result<(), String> {
+    fn sample(&mut self, now: u64) -> Result<(), EmuError> {
         let (f, fd) = (self.plan.flow, self.fd);
-        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let info =
+            sys::tcp_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_INFO"), e))?;
         let bbr: Option<BbrInfo> = if self.is_bbr {
-            sys::bbr_info(fd).map_err(|e| format!("flows[{f}]: TCP_CC_INFO: {e}"))?
+            sys::bbr_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_CC_INFO"), e))?
         } else {
             None
         };
@@ -546,7 +553,7 @@ impl<'a> SenderRun<'a> {
         let mut internals = Vec::new();
         if let (Some(b), false) = (&self.plan.bpf, sample.cca_state == "connecting") {
             let i = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-                .map_err(|e| format!("flows[{f}]: {e}"))?;
+                .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?;
             sample.cca_state = i.state;
             internals = i.metrics;
         }
@@ -561,11 +568,12 @@ impl<'a> SenderRun<'a> {
     }
 
     /// Call connect() at the flow's start; once the handshake has completed, write.
-    fn connect(&mut self, now: u64) -> Result<(), String> {
+    fn connect(&mut self, now: u64) -> Result<(), EmuError> {
         let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
+        let refused = |e| EmuError::os(format!("flows[{f}]: connect to {to}"), e);
         if self.phase == Phase::Waiting && now >= self.start_ns {
             self.out.connect_ns = Some(now - self.t0_ns);
-            sys::connect_start(fd, to).map_err(|e| format!("flows[{f}]: connect to {to}: {e}"))?;
+            sys::connect_start(fd, to).map_err(refused)?;
             self.phase = Phase::Connecting;
         }
         if self.phase != Phase::Connecting {
@@ -576,20 +584,22 @@ impl<'a> SenderRun<'a> {
             events: libc::POLLOUT,
             revents: 0,
         }];
-        if sys::ppoll(&mut p, Some(0)).map_err(|e| format!("poll: {e}"))? > 0 {
-            if let Some(e) = sys::so_error(fd).map_err(|e| e.to_string())? {
-                return Err(format!("flows[{f}]: connect to {to}: {e}"));
+        if sys::ppoll(&mut p, Some(0)).map_err(|e| EmuError::os("poll", e))? > 0 {
+            let pending =
+                sys::so_error(fd).map_err(|e| EmuError::os(format!("flows[{f}]: SO_ERROR"), e))?;
+            if let Some(e) = pending {
+                return Err(refused(e));
             }
             self.out.established_ns = Some(sys::monotonic_ns() - self.t0_ns);
             self.phase = Phase::Writing;
         } else if now > self.start_ns + self.plan.connect_timeout_ns {
-            return Err(format!("flows[{f}]: connecting to {to} timed out"));
+            return Err(EmuError::ConnectTimeout { flow: f, to });
         }
         Ok(())
     }
 
     /// Write as much as the socket takes, up to the flow's size (then shut down writing).
-    fn write(&mut self) -> Result<(), String> {
+    fn write(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         loop {
             let want = match self.plan.size_bytes {
@@ -605,7 +615,7 @@ impl<'a> SenderRun<'a> {
                 Ok(n) => self.out.bytes_written += n as u64,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("flows[{f}]: write: {e}")),
+                Err(e) => return Err(EmuError::os(format!("flows[{f}]: write"), e)),
             }
             // Never hold up a due sample behind a long run of writes.
             if self.grid.pending() && sys::monotonic_ns() >= self.grid.point_ns() {
@@ -617,7 +627,7 @@ impl<'a> SenderRun<'a> {
     /// Sleep in poll until the socket takes more (while connecting or writing) or the next
     /// grid point, the start, the stop of writing or the end is due (at most
     /// `POLL_SLICE_NS`, to look at the stop flag).
-    fn wait(&self) -> Result<(), String> {
+    fn wait(&self) -> Result<(), EmuError> {
         let mut next = self.grid.next_before(self.end_ns);
         match self.phase {
             Phase::Waiting => next = next.min(self.start_ns),
@@ -634,24 +644,23 @@ impl<'a> SenderRun<'a> {
             events: libc::POLLOUT,
             revents: 0,
         }];
-        sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        sys::ppoll(&mut p, Some(timeout)).map_err(|e| EmuError::os("poll", e))?;
         Ok(())
     }
 
     /// The connection's totals at the end of the run: final `tcp_info` counters, a BPF
     /// program's counters, the mean srtt and the namespace's TcpExt counters over the run.
-    fn finish(mut self, netstat_before: &BTreeMap<String, u64>) -> Result<SenderOut, String> {
+    fn finish(mut self, netstat_before: &BTreeMap<String, u64>) -> Result<SenderOut, EmuError> {
         let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
         if self.phase == Phase::Waiting || self.phase == Phase::Connecting {
-            return Err(format!(
-                "flows[{f}]: the connection to {to} was not established before the end of the run"
-            ));
+            return Err(EmuError::NotEstablished { flow: f, to });
         }
-        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let info =
+            sys::tcp_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_INFO"), e))?;
         let out = &mut self.out;
         if let Some(b) = &self.plan.bpf {
             out.bpf_counters = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-                .map_err(|e| format!("flows[{f}]: {e}"))?
+                .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?
                 .counters;
         }
         out.total_retrans = info.tcpi_total_retrans as u64;

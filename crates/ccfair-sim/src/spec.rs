@@ -514,7 +514,7 @@ impl TcpOptions {
         }
         self.host_latency
             .check()
-            .map_err(|e| ParamError::new("host_latency", e))?;
+            .map_err(|e| ParamError::new("host_latency", e.to_string()))?;
         let positive = [
             ("mss", self.mss as u64),
             ("init_cwnd", self.init_cwnd as u64),
