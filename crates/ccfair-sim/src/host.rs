@@ -43,7 +43,11 @@ pub enum Latency {
     /// in the first seconds of a 50 Mbit/s run and about 100 us in a 10 Mbit/s steady
     /// state, docs/model.md). `tcp.host_latency` only.
     Measured {
+        /// The receiver's turnaround quantiles (us): from a data segment's arrival to the ACK it
+        /// triggers leaving.
         receiver_us: [f64; N_PROBS],
+        /// The sender's turnaround quantiles (us): from an ACK's arrival to the data it releases
+        /// leaving.
         sender_us: [f64; N_PROBS],
     },
 }
@@ -103,7 +107,9 @@ pub enum LatencyError {
 /// linearly in between and clamped at the ends.
 #[derive(Clone, Copy, Debug)]
 pub struct Distribution {
+    /// Probabilities of the quantiles, increasing from 0 to 1 ([`PROBS`]).
     pub probs: &'static [f64; N_PROBS],
+    /// The quantiles, us, non-decreasing.
     pub us: [f64; N_PROBS],
     /// `starts[b]`: the last index `i >= 1` with `probs[i] <= b / BUCKETS`, else 0
     /// ([`bucket_starts`]): where the search for the interval of `u` in bucket `b` begins.
@@ -135,7 +141,7 @@ impl Distribution {
     /// Drawn once per host reaction, so it is kept cheap: the interval's search starts at
     /// the precomputed last probability at or below the low end of `u`'s bucket (with 128
     /// buckets, at most a step or two from the answer; the same index as a binary
-    /// search), and the rounding avoids a libm call ([`round_half_away_ns`], the same value
+    /// search), and the rounding avoids a libm call (`round_half_away_ns`, the same value
     /// as `f64::round`).
     // Per host reaction: inlined into `egress_ns`.
     #[inline]
@@ -233,7 +239,9 @@ pub const KERNEL_SENDER: Distribution = Distribution {
 /// Which end of a flow a host is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
+    /// The data sender (which also receives the ACKs).
     Sender = 0,
+    /// The data receiver (which sends the ACKs).
     Receiver = 1,
 }
 
