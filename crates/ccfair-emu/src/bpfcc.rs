@@ -31,7 +31,9 @@ const COPA_WX_COUNT: usize = 4;
 /// An algorithm ccfair can run as a BPF congestion control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
+    /// The simulator's BBR (v1, with its version's options): bpf/ccfair_bbr.bpf.c.
     Bbr,
+    /// The simulator's Copa: bpf/ccfair_copa.bpf.c.
     Copa,
 }
 
@@ -134,7 +136,9 @@ pub fn unavailable() -> Option<String> {
 
 /// A BPF congestion control registered under `name` until this is dropped.
 pub struct Registered {
+    /// The program registered.
     pub algorithm: Algorithm,
+    /// The name it is registered under (what senders set with TCP_CONGESTION).
     pub name: String,
     ops: StructOps,
 }
@@ -379,9 +383,14 @@ struct CopaSk {
     wx: [CopaWxC; COPA_WX_COUNT],
 }
 
+// `Plain` is the promise that lets bpfsys copy these layouts to and from the kernel's
+// socket storage as bytes; making it is the only unsafe code of this module.
 // SAFETY: each struct above is #[repr(C)], made of integers only, and has no padding
 // (every field is naturally aligned and the sizes add up; `layouts_have_the_c_sizes`).
+#[allow(unsafe_code)]
 unsafe impl bpfsys::Plain for BbrSk {}
+// SAFETY: as `BbrSk` above.
+#[allow(unsafe_code)]
 unsafe impl bpfsys::Plain for CopaSk {}
 
 // ---------------------------------------------------------------- parameters

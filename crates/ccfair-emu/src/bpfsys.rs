@@ -11,6 +11,10 @@
 //! process dies, even by SIGKILL. (libbpf 1.1, Debian 12's, registers without a link;
 //! a registration made that way would outlive a crashed process.)
 
+// bpf(2), dlopen(3) and libbpf's C functions have no safe interface: this module is where
+// they get one (with `sys`, the only place of ccfair that needs `unsafe` to run).
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -122,7 +126,7 @@ pub fn bytes_of<T: Plain>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
-/// A [`Plain`] value from the first size_of::<T>() bytes of `b` (which must be that long).
+/// A [`Plain`] value from the first `size_of::<T>()` bytes of `b` (which must be that long).
 pub fn from_bytes<T: Plain>(b: &[u8]) -> T {
     assert!(b.len() >= std::mem::size_of::<T>(), "short buffer");
     // SAFETY: the buffer is long enough and any byte pattern is a valid T (Plain).
@@ -260,6 +264,7 @@ pub struct StructOps {
 // SAFETY: the object is only touched by `Drop`; the fds are plain integers the kernel
 // accepts from any thread.
 unsafe impl Send for StructOps {}
+// SAFETY: `&StructOps` only reads `storage_fd`, an integer.
 unsafe impl Sync for StructOps {}
 
 impl StructOps {

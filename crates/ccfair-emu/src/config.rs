@@ -10,6 +10,8 @@ use ccfair_sim::spec::RunSpec;
 
 use crate::error::EmuError;
 
+/// Everything a kernel-backend run needs, as the Python backend sends it (JSON): the
+/// simulator's resolved spec plus where each host lives and how each flow is reached.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmuConfig {
@@ -26,8 +28,10 @@ pub struct EmuConfig {
     /// `kernel_cca` is one of these names run the program with their own `cca_params`.
     #[serde(default)]
     pub bpf: Vec<BpfProgram>,
+    /// How packets travel between the hosts (default: TUN devices and ccfair's forwarder).
     #[serde(default)]
     pub datapath: Datapath,
+    /// Tuning of the real-time machinery (defaults: docs/kernel.md).
     #[serde(default)]
     pub options: EmuOptions,
 }
@@ -56,6 +60,8 @@ pub struct BpfProgram {
     pub name: String,
 }
 
+/// A host of the run: a node of the spec that is a flow endpoint, living in its own network
+/// namespace.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
@@ -80,6 +86,7 @@ pub struct HostConfig {
     pub sysctls: Vec<(String, String)>,
 }
 
+/// How a flow of the spec is carried out by the kernel.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {

@@ -81,6 +81,7 @@ impl Control {
         self.request_stop();
     }
 
+    /// The first failure a thread recorded, if any: the run's error.
     pub fn failure(&self) -> Option<EmuError> {
         self.failure
             .lock()
@@ -88,14 +89,17 @@ impl Control {
             .clone()
     }
 
+    /// A stop was requested (or a thread failed): every thread winds down.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
+    /// Fix t = 0 of the run (`CLOCK_MONOTONIC`, ns); the threads start their schedules from it.
     pub fn set_t0(&self, t0: u64) {
         self.t0.store(t0, Ordering::SeqCst);
     }
 
+    /// t = 0 of the run (`CLOCK_MONOTONIC`, ns), once fixed.
     pub fn t0(&self) -> Option<u64> {
         match self.t0.load(Ordering::SeqCst) {
             0 => None,
@@ -154,10 +158,13 @@ pub struct FlowCounts {
     pub data_in: u64,
     /// Data segments written to the receiver's TUN device.
     pub data_delivered: u64,
+    /// Data segments dropped by a link (its buffer, queue discipline or random loss).
     pub data_dropped: u64,
     /// Packets of the receiver (ACKs) read from its TUN device.
     pub acks_in: u64,
+    /// The receiver's packets written to the sender's TUN device.
     pub acks_delivered: u64,
+    /// The receiver's packets dropped by a link.
     pub acks_dropped: u64,
     /// SYNs read from the sender's TUN device (more than 1: the SYN was retransmitted).
     pub syns_in: u64,
@@ -176,11 +183,15 @@ pub struct FlowCounts {
 /// keeps up; lower when it falls behind its schedule.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct ChannelRate {
+    /// The link's index in the spec.
     pub link: usize,
+    /// `"ab"` or `"ba"`.
     pub direction: &'static str,
+    /// The configured rate, bit/s.
     pub rate_bps: u64,
     /// Total busy time measured (model time, s).
     pub busy_s: f64,
+    /// The rate achieved on the wall clock, bit/s.
     pub achieved_bps: f64,
 }
 
@@ -200,16 +211,22 @@ struct RateAcc {
 
 /// Everything the forwarder reports after a run.
 pub struct ForwarderReport {
+    /// The per-link time series (the simulator's `links` table).
     pub links: Table,
     /// Per-packet trace of the flows in `RunSpec::trace_flows`, if any.
     pub trace: Option<Table>,
+    /// The per-link-direction summary (the simulator's `link_summary` table).
     pub link_summary: Table,
+    /// Per flow, the packets the forwarder saw.
     pub flows: Vec<FlowCounts>,
+    /// The forwarder's measurements of itself.
     pub stats: ForwarderStats,
     /// Packets in the network at the end, per flow: (data, acks).
     pub in_network: Vec<(u64, u64)>,
 }
 
+/// The forwarder's self-checks (docs/kernel.md, "Self-checks"), part of the run's
+/// `SelfCheck`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ForwarderStats {
     /// Lateness of every packet event (arrival at the far end of a channel) after t = 0.
@@ -222,6 +239,7 @@ pub struct ForwarderStats {
     /// Episodes in which packet events ran more than `stall_threshold_ns` late (a run of
     /// consecutive late events counts once), and the threshold used (us).
     pub stalls: u64,
+    /// The stall threshold used, µs (`EmuOptions::stall_threshold_us`).
     pub stall_threshold_us: f64,
     /// The first stall episodes (at most `MAX_STALLS_LISTED`): when each began (s after
     /// t = 0, model time) and its largest lateness (ms), to tell slow start from steady state.
@@ -230,22 +248,31 @@ pub struct ForwarderStats {
     /// delivered to the ACK it triggers, senders of unpaced flows from an ACK delivered to
     /// the data it releases, as quantiles.
     pub receiver_turnaround: crate::lateness::Quantiles,
+    /// Senders' turnaround quantiles (unpaced flows only).
     pub sender_turnaround: crate::lateness::Quantiles,
     /// CPU time of the forwarder thread over the run's wall time. Includes the kernel's
     /// own receive processing of the packets it writes (TCP runs in the writer's context).
     pub cpu_frac: f64,
     /// Whether the forwarder runs under SCHED_FIFO as configured.
     pub realtime: bool,
+    /// Achieved rate of every channel (NaN where nothing was measured).
     pub rates: Vec<ChannelRate>,
     /// Packets read that belong to no flow (dropped).
     pub unmatched_pkts: u64,
+    /// Writes to a TUN device that failed (the packet is lost).
     pub write_errors: u64,
+    /// Events the forwarder ran (packet events and wake-ups).
     pub events: u64,
+    /// Packets that finished serialisation on a channel (one per packet per hop).
     pub packet_hops: u64,
+    /// The most events pending at once.
     pub peak_heap_len: usize,
+    /// The most packet slots in use at once (2 KiB each).
     pub peak_slots: usize,
 }
 
+/// The forwarder: the run's links as the simulator's channels, the hosts' TUN devices,
+/// and the packets in between (see the module documentation).
 pub struct Forwarder {
     channels: Vec<Channel<Pkt>>,
     queue: EventQueue,

@@ -32,7 +32,9 @@ use crate::traffic::{self, Progress, ReceiverOut, ReceiverPlan, SenderOut, Sende
 
 /// A run's result: the simulator's tables plus the emulator's self-checks.
 pub struct EmuResult {
+    /// The simulator's result tables, filled from what the hosts and the forwarder measured.
     pub result: RunResult,
+    /// The emulation's measurements of itself.
     pub selfcheck: SelfCheck,
 }
 
@@ -40,6 +42,7 @@ pub struct EmuResult {
 /// applied by the Python backend, which flags a run that exceeds them.
 #[derive(Clone, Debug, Serialize)]
 pub struct SelfCheck {
+    /// The forwarder's lateness, stalls, CPU and achieved rates (zeros on the veth data path).
     pub forwarder: ForwarderStats,
     /// CPU time of the whole process (forwarder, senders, receivers, the kernel work done
     /// in their system calls) over the run's wall time.
@@ -60,9 +63,13 @@ pub struct SelfCheck {
     /// after t = 0): with the network-side times in the flows table (`syn_sent_s`,
     /// `first_data_sent_s`) they show where the launch offsets come from.
     pub connect_s: Vec<f64>,
+    /// When each flow's connect() returned, s after t = 0 (NaN if it never did).
     pub established_s: Vec<f64>,
 }
 
+/// A run on the kernel backend, set up and ready to start: the hosts' devices exist, the
+/// BPF programs are registered. [`Emulation::run`] runs it; dropping it releases what the
+/// setup created.
 pub struct Emulation {
     cfg: EmuConfig,
     /// TUN fds, one per host (same order as `cfg.hosts`). Dropping them removes the devices.

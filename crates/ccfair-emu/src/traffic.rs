@@ -35,38 +35,57 @@ pub enum Progress {
     Listening(usize),
     /// A sender's socket exists with its congestion control set.
     Ready(usize),
+    /// A worker failed to set up (its error is also the thread's result).
     Failed(EmuError),
 }
 
 /// What a flow needs to know about the run's timeline (ns, relative to t0).
 #[derive(Clone, Copy, Debug)]
 pub struct Timeline {
+    /// Interval of the time series, ns.
     pub sample_interval_ns: u64,
+    /// Length of the run, ns.
     pub duration_ns: u64,
+    /// Start of the measurement window, ns.
     pub measure_start_ns: u64,
+    /// End of the measurement window, ns.
     pub measure_end_ns: u64,
 }
 
+/// What the sender thread of one flow needs: where it runs, what it runs, where it
+/// connects, when and how much it writes.
 #[derive(Clone, Debug)]
 pub struct SenderPlan {
+    /// The flow's index in the spec.
     pub flow: usize,
+    /// The namespace of the flow's source host.
     pub netns: String,
+    /// The thread's name (`ccf<tag>-s<flow>`), for `ps -L`.
     pub thread_name: String,
+    /// The Linux congestion control set with TCP_CONGESTION.
     pub cca: String,
     /// Set when `cca` is one of ccfair's BPF congestion controls.
     pub bpf: Option<BpfFlow>,
+    /// The receiver's address and port.
     pub to: SocketAddrV4,
+    /// When to connect, ns after t = 0 (the flow's start with its jitter).
     pub start_ns: u64,
+    /// When the application stops writing, ns after t = 0 (`None`: at the end).
     pub stop_ns: Option<u64>,
+    /// Bytes to write in all (`None`: a bulk flow).
     pub size_bytes: Option<u64>,
+    /// The thread's timer slack, ns.
     pub timer_slack_ns: u64,
+    /// `SCHED_FIFO` priority (0: the ordinary scheduler).
     pub priority: u32,
+    /// How long connect() may take after the flow's start, ns.
     pub connect_timeout_ns: u64,
 }
 
 /// What a sender needs to run one of ccfair's BPF congestion controls on its socket.
 #[derive(Clone, Debug)]
 pub struct BpfFlow {
+    /// The program.
     pub algorithm: Algorithm,
     /// The program's socket-storage map (valid for the run).
     pub storage_fd: std::os::fd::RawFd,
@@ -74,13 +93,20 @@ pub struct BpfFlow {
     pub initial_value: Vec<u8>,
 }
 
+/// What the receiver thread of one flow needs: where it runs and where it listens.
 #[derive(Clone, Debug)]
 pub struct ReceiverPlan {
+    /// The flow's index in the spec.
     pub flow: usize,
+    /// The namespace of the flow's destination host.
     pub netns: String,
+    /// The thread's name (`ccf<tag>-r<flow>`).
     pub thread_name: String,
+    /// The address and port to listen on.
     pub listen: SocketAddrV4,
+    /// The thread's timer slack, ns.
     pub timer_slack_ns: u64,
+    /// `SCHED_FIFO` priority (0: the ordinary scheduler).
     pub priority: u32,
     /// The flow's start (ns after t = 0): its sender connects then.
     pub start_ns: u64,
@@ -91,32 +117,46 @@ pub struct ReceiverPlan {
 /// One TCP_INFO sample: the grid index k, when it was taken (ns after t0) and its values.
 #[derive(Clone, Debug)]
 pub struct SenderSample {
+    /// The grid point: the sample is due at t0 + k x interval.
     pub k: u64,
+    /// When it was taken, ns after t0.
     pub t_ns: u64,
+    /// The socket's state in the time series' units.
     pub sample: Sample,
     /// A BPF algorithm's internals (empty otherwise), under the simulator's column names.
     pub bpf: Vec<(&'static str, f64)>,
 }
 
+/// What a sender measured over the run.
 #[derive(Clone, Debug, Default)]
 pub struct SenderOut {
+    /// The samples, one per grid point reached.
     pub samples: Vec<SenderSample>,
     /// Grid points that passed while the thread was late by a whole interval or more.
     pub missed_samples: u64,
+    /// Bytes the application wrote.
     pub bytes_written: u64,
     /// When the application called connect() and when connect() completed (ns after t0).
     pub connect_ns: Option<u64>,
+    /// When connect() completed, ns after t0 (`None`: never).
     pub established_ns: Option<u64>,
-    /// Final `tcp_info` values.
+    /// The socket's final `tcp_info`: `tcpi_total_retrans`, and the counters below.
     pub total_retrans: u64,
+    /// `tcpi_total_rto`.
     pub total_rto: u64,
+    /// `tcpi_total_rto_recoveries`.
     pub total_rto_recoveries: u64,
+    /// `tcpi_data_segs_out`.
     pub data_segs_out: u64,
     /// Segments received (ACKs, the SYN-ACK included).
     pub segs_in: u64,
+    /// `tcpi_bytes_retrans`.
     pub bytes_retrans: u64,
+    /// `tcpi_dsack_dups`.
     pub dsack_dups: u64,
+    /// `tcpi_reord_seen`.
     pub reord_seen: u64,
+    /// `tcpi_min_rtt`, µs (NaN without a sample).
     pub min_rtt_us: f64,
     /// Mean of the srtt samples (a time average at the sampling interval).
     pub mean_srtt_us: f64,
@@ -129,23 +169,33 @@ pub struct SenderOut {
 /// Bytes delivered to the receiving application at one grid point.
 #[derive(Clone, Copy, Debug)]
 pub struct Tick {
+    /// The grid point: t0 + k x interval.
     pub k: u64,
+    /// When it was taken, ns after t0.
     pub t_ns: u64,
+    /// Bytes delivered so far.
     pub bytes: u64,
 }
 
+/// What a receiver measured over the run.
 #[derive(Clone, Debug, Default)]
 pub struct ReceiverOut {
+    /// Bytes delivered at each grid point reached (point 0 at t = 0).
     pub ticks: Vec<Tick>,
+    /// Grid points that passed while the thread was late by a whole interval or more.
     pub missed_ticks: u64,
+    /// Bytes delivered to the application over the run.
     pub bytes_total: u64,
+    /// Bytes delivered when the measurement window opened.
     pub bytes_at_measure_start: u64,
+    /// Bytes delivered when the measurement window closed.
     pub bytes_at_measure_end: u64,
     /// When the sender's FIN arrived (ns after t0), for flows with a size.
     pub eof_ns: Option<u64>,
     /// The receiving socket's final `tcp_info`: data segments received, segments sent
     /// (ACKs, the SYN-ACK included).
     pub data_segs_in: u64,
+    /// `tcpi_segs_out` of the receiving socket.
     pub segs_out: u64,
 }
 
