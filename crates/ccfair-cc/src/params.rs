@@ -1,6 +1,7 @@
-//! Parameter tables described once: [`param_table!`](crate::param_table) declares an algorithm's parameter
-//! struct (serde, defaults) and, from the same text, the table of its parameters with their
-//! types, units and documentation that `ccfair ccas` prints and docs/algorithms.md lists.
+//! Parameter tables described once: [`param_table!`](crate::param_table) declares an
+//! algorithm's parameter struct (serde, defaults) and, from the same text, the table of its
+//! parameters with their types, units and documentation that `ccfair ccas` prints and
+//! docs/algorithms.md lists.
 //!
 //! A field's doc comment is its documentation; its unit is written next to its default:
 //!
