@@ -331,6 +331,7 @@ impl Cubic {
         }
     }
 
+    /// The parameters this instance runs with (defaults filled in).
     pub fn params(&self) -> &CubicParams {
         &self.p
     }

@@ -95,6 +95,8 @@ pub struct Dctcp {
 }
 
 impl Dctcp {
+    /// DCTCP with `p`'s parameters and alpha at `alpha_on_init` (as `dctcp_init` leaves it);
+    /// `init` starts it afresh when the connection starts.
     pub fn new(p: &DctcpParams) -> Self {
         Dctcp {
             p: p.clone(),

@@ -1,12 +1,68 @@
 //! Sans-IO congestion control with the semantics of Linux `struct tcp_congestion_ops`.
 //!
-//! The TCP substrate (in `ccfair-sim`, or any other host) owns the connection state that
-//! Linux keeps in `struct tcp_sock` and calls the hooks of [`CongestionControl`] at the same
-//! points as `net/ipv4/tcp_input.c` does. Algorithms read and write the fields of
-//! [`TcpSock`] exactly as Linux modules read and write `tp->snd_cwnd` and friends.
+//! ccfair compares congestion control algorithms by running them against each other. This
+//! crate holds the algorithms, written as Linux writes them: the TCP substrate (the
+//! simulator's sender in `ccfair-sim`, or the test driver of this crate) owns the
+//! connection state Linux keeps in `struct tcp_sock` and calls the hooks of
+//! [`CongestionControl`] at the points `net/ipv4/tcp_input.c` calls them. Algorithms read
+//! and write the fields of [`TcpSock`] as Linux modules read and write `tp->snd_cwnd` and
+//! friends, so a rule can be checked line by line against its kernel source.
 //!
-//! This crate has no clock and no I/O: time arrives as `TcpSock::now_ns`, randomness as a
-//! seed given at construction.
+//! The crate has no clock and no I/O: time arrives as [`TcpSock::now_ns`], randomness as a
+//! seed given at construction, so the same inputs always give the same window, bit for bit.
+//!
+//! # Main types
+//!
+//! - [`CongestionControl`]: the hooks (`ssthresh`, `cong_avoid`, `cong_control`, ...) and
+//!   what the algorithm reports to the results (`state_name`, `sample_metrics`).
+//! - [`TcpSock`]: the connection state the hooks see, in Linux's names and units (windows in
+//!   packets, sequence numbers in segments, times in ns and µs).
+//! - [`RateSample`] and [`AckSample`]: what one ACK delivered (`tcp_rate_gen`, `ack_sample`).
+//! - The registry ([`ALGORITHMS`], [`algorithm`], [`build`], [`normalize_params`]): every
+//!   algorithm by the name a spec uses (`"cubic"`), with its parameter table.
+//! - The algorithms: [`reno`], [`cubic`] (with HyStart), [`dctcp`], [`bbr`] (v1, with the
+//!   kernel versions' differences as options) and [`copa`].
+//! - `testing` (feature `testing`): `TestSender`, a minimal Linux sender around one
+//!   module, and `path::Path`, flows over one bottleneck, for the algorithms' tests.
+//!
+//! # Example
+//!
+//! Build CUBIC by name, as a spec names it, and drive it through the test driver: a window
+//! of packets sent and acknowledged one RTT later, then a loss.
+//!
+//! ```
+//! use ccfair_cc::testing::{Ack, TestSender};
+//! use ccfair_cc::CaState;
+//! use serde_json::json;
+//!
+//! // CUBIC with Linux's defaults except HyStart, on a socket with MSS 1448 and IW 10.
+//! let mut s = TestSender::registered("cubic", &json!({"hystart": false}), 1);
+//! assert_eq!(s.tp.snd_cwnd, 10);
+//!
+//! // Slow start: the whole window goes out, its ACK comes 40 ms later and every packet it
+//! // acknowledges grows the window by one.
+//! let sent = s.send_to_cwnd();
+//! assert_eq!(sent, 0..10);
+//! s.advance(40_000_000);
+//! s.ack(&Ack::to(sent.end));
+//! assert_eq!(s.tp.snd_cwnd, 20);
+//! assert_eq!(s.tp.srtt_us, 40_000);
+//!
+//! // The next window: the first packet is lost, the ACK SACKs the rest and the sender's
+//! // loss detection marks it lost. CUBIC's multiplicative decrease (beta = 717/1024)
+//! // sets ssthresh, and recovery begins.
+//! let sent = s.send_to_cwnd();
+//! s.advance(40_000_000);
+//! s.ack(&Ack::to(sent.start).sack(sent.start + 1..sent.end).lose(sent.start..sent.start + 1));
+//! assert_eq!(s.tp.ca_state, CaState::Recovery);
+//! assert_eq!(s.tp.snd_ssthresh, 20 * 717 / 1024);
+//! ```
+//!
+//! Outside tests, a substrate builds an algorithm with [`build`] and calls its hooks itself;
+//! `ccfair-sim` does so for every flow of a run.
+
+// Algorithms are arithmetic on a socket's fields: nothing here needs `unsafe`.
+#![forbid(unsafe_code)]
 
 pub mod minmax;
 pub mod params;

@@ -4,12 +4,19 @@
 //! extreme over a sliding window is known in O(1) per update. Time is an abstract `u64`
 //! (BBR uses round counts, the substrate's min-RTT filter uses microseconds).
 
+/// One sample of the filter: value `v` measured at time `t` (`struct minmax_sample`; both in
+/// the caller's units, e.g. rounds and packets per µs for BBR's bandwidth).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Sample {
+    /// When the sample was taken (the filter's time unit).
     pub t: u64,
+    /// The measured value.
     pub v: u64,
 }
 
+/// A windowed running max (or min) over the last `win` time units (`struct minmax`): the best,
+/// second-best and third-best samples of the window, so that an expiring best is replaced
+/// without a rescan.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MinMax {
     s: [Sample; 3],
@@ -20,10 +27,12 @@ pub struct MinMax {
 }
 
 impl MinMax {
+    /// `minmax_get`: the current extreme (the best sample's value).
     pub fn get(&self) -> u64 {
         self.s[0].v
     }
 
+    /// `minmax_reset`: forget every sample and start over from `v` at time `t`; returns `v`.
     pub fn reset(&mut self, t: u64, v: u64) -> u64 {
         let val = Sample { t, v };
         self.s = [val; 3];

@@ -1,6 +1,7 @@
-//! Parameter tables described once: [`param_table!`] declares an algorithm's parameter
-//! struct (serde, defaults) and, from the same text, the table of its parameters with their
-//! types, units and documentation that `ccfair ccas` prints and docs/algorithms.md lists.
+//! Parameter tables described once: [`param_table!`](crate::param_table) declares an
+//! algorithm's parameter struct (serde, defaults) and, from the same text, the table of its
+//! parameters with their types, units and documentation that `ccfair ccas` prints and
+//! docs/algorithms.md lists.
 //!
 //! A field's doc comment is its documentation; its unit is written next to its default:
 //!
@@ -58,6 +59,7 @@ impl Kind {
 
 /// The [`Kind`] of a Rust type used as a parameter.
 pub trait ParamKind {
+    /// The kind of values this type takes in a spec.
     fn kind() -> Kind;
 }
 
@@ -115,7 +117,9 @@ macro_rules! choice {
 /// One parameter of an algorithm, as the metadata export (`ccfair ccas`) shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ParamDoc {
+    /// The parameter's key in the table (`beta`, `hystart_detect`).
     pub name: &'static str,
+    /// What values it takes (integer, number, boolean, a choice), and whether null is allowed.
     pub kind: Kind,
     /// Unit of the value ("" for unitless flags and choices).
     pub unit: &'static str,
@@ -123,7 +127,7 @@ pub struct ParamDoc {
     pub doc: String,
 }
 
-/// A parameter struct declared with [`param_table!`].
+/// A parameter struct declared with [`param_table!`](crate::param_table).
 pub trait ParamTable {
     /// Every parameter, in declaration order (= the order of the normalised table).
     fn params() -> Vec<ParamDoc>;
@@ -136,8 +140,12 @@ pub trait ParamTable {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", if key.is_empty() { String::new() } else { format!("{key}: ") })]
 pub struct ParamError {
+    /// Path of the culprit inside the table (`beta`, `rmem[2]`); empty for the whole table.
     pub key: String,
+    /// What is wrong, without the key (the `Display` puts the key in front).
     pub message: String,
+    /// Other parameters the failed check compared it with (e.g. `hystart_low_window` for a
+    /// `hystart_detect` check).
     pub related: Vec<&'static str>,
 }
 

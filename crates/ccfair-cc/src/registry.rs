@@ -48,6 +48,7 @@ pub struct Algorithm {
     pub name: &'static str,
     /// One sentence: what it does and the source it follows.
     pub summary: &'static str,
+    /// How it decides how much to send (loss-, delay- or model-based).
     pub family: Family,
     /// The Linux module of the same algorithm (`tcp_available_congestion_control`), which
     /// the kernel backend runs when the flow's parameters are the defaults; None if Linux
@@ -78,17 +79,32 @@ impl Algorithm {
 /// What can go wrong naming or configuring an algorithm.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CcaError {
+    /// `flows[].cca` names no algorithm of [`ALGORITHMS`]; the message lists the known names.
     #[error("unknown congestion control {0:?}; known: {known}", known = known_algorithms().join(", "))]
     UnknownAlgorithm(String),
     /// A parameter is invalid; `error.key` names it within the algorithm's table.
     #[error("{algorithm} parameter {error}")]
     BadParams {
+        /// The algorithm whose table was checked.
         algorithm: &'static str,
+        /// The parameter check's error, naming the key.
         error: ParamError,
     },
 }
 
 /// The entry of `name`.
+///
+/// ```
+/// let cubic = ccfair_cc::algorithm("cubic").unwrap();
+/// assert_eq!(cubic.linux_name, Some("cubic"));
+/// assert!(!cubic.paces());
+/// assert!(ccfair_cc::algorithm("bbr").unwrap().paces());
+/// let e = ccfair_cc::algorithm("cubik").err().unwrap();
+/// assert_eq!(
+///     e.to_string(),
+///     "unknown congestion control \"cubik\"; known: reno, cubic, copa, bbr, dctcp"
+/// );
+/// ```
 pub fn algorithm(name: &str) -> Result<&'static Algorithm, CcaError> {
     ALGORITHMS
         .iter()
@@ -96,7 +112,14 @@ pub fn algorithm(name: &str) -> Result<&'static Algorithm, CcaError> {
         .ok_or_else(|| CcaError::UnknownAlgorithm(name.to_string()))
 }
 
-/// Names accepted in `flows[].cca`.
+/// Names accepted in `flows[].cca`, in registry order.
+///
+/// ```
+/// assert_eq!(
+///     ccfair_cc::known_algorithms(),
+///     ["reno", "cubic", "copa", "bbr", "dctcp"]
+/// );
+/// ```
 pub fn known_algorithms() -> Vec<&'static str> {
     ALGORITHMS.iter().map(|a| a.name).collect()
 }
@@ -115,6 +138,21 @@ pub fn to_table<P: Serialize>(p: &P) -> Result<Value, ParamError> {
 
 /// Build an algorithm. `seed` feeds the algorithm's own randomness (derived by the caller
 /// from the scenario seed and the flow id).
+///
+/// ```
+/// use ccfair_cc::{CcaError, CongestionControl, TcpSock};
+/// use serde_json::json;
+///
+/// let mut cc = ccfair_cc::build("reno", &json!({}), 0).unwrap();
+/// let mut tp = TcpSock::new(1448, 10, 1000);
+/// cc.init(&mut tp);
+/// // A loss halves Reno's window (`tcp_reno_ssthresh`).
+/// assert_eq!(cc.ssthresh(&mut tp), 5);
+///
+/// // Parameters are checked: the error names the algorithm and the key.
+/// let e = ccfair_cc::build("cubic", &json!({"beta": 2000}), 0).err().unwrap();
+/// assert!(matches!(&e, CcaError::BadParams { algorithm: "cubic", error } if error.key == "beta"));
+/// ```
 pub fn build(
     name: &str,
     params: &Value,
@@ -127,7 +165,19 @@ pub fn build(
     })
 }
 
-/// Validate parameters and return the full table with defaults filled in.
+/// Validate parameters and return the full table with defaults filled in (what results
+/// record as a flow's `cca_params`, so that a run says exactly what it ran).
+///
+/// ```
+/// use serde_json::json;
+///
+/// let table = ccfair_cc::normalize_params("cubic", &json!({"beta": 800})).unwrap();
+/// assert_eq!(table["beta"], 800);
+/// assert_eq!(table["hystart"], true); // a default, filled in
+/// // Unknown keys are refused, naming the key.
+/// let e = ccfair_cc::normalize_params("cubic", &json!({"bta": 800})).unwrap_err();
+/// assert!(e.to_string().contains("bta"), "{e}");
+/// ```
 pub fn normalize_params(name: &str, params: &Value) -> Result<Value, CcaError> {
     let a = algorithm(name)?;
     (a.normalize)(params).map_err(|error| CcaError::BadParams {

@@ -22,10 +22,14 @@ pub const ALGORITHM: Algorithm = Algorithm {
     build: |v, _seed| Ok(Box::new(Reno::new(&registry::parse::<RenoParams>(v)?))),
 };
 
+/// Reno (RFC 5681 with Linux's details): slow start, then one segment per RTT in congestion
+/// avoidance (`tcp_reno_cong_avoid`), half the window on loss (`tcp_reno_ssthresh`). No state
+/// of its own: everything it reads and writes is in [`TcpSock`].
 #[derive(Debug, Default)]
 pub struct Reno;
 
 impl Reno {
+    /// Reno; it has no parameters (the table exists so that unknown keys are rejected).
     pub fn new(_params: &RenoParams) -> Self {
         Reno
     }

@@ -24,12 +24,16 @@ pub fn derive_seed(seed: u64, stream: &[u64]) -> u64 {
     out
 }
 
+/// xoshiro256** generator: fast, 256 bits of state, and the same stream on every platform and
+/// version (it is ccfair's own code, not a dependency's).
 #[derive(Clone, Debug)]
 pub struct Rng {
     s: [u64; 4],
 }
 
 impl Rng {
+    /// A generator whose state is four splitmix64 outputs of `seed` (distinct seeds give
+    /// unrelated streams; use [`derive_seed`] for per-entity seeds).
     pub fn new(seed: u64) -> Self {
         let mut sm = seed;
         let s = [
@@ -41,6 +45,7 @@ impl Rng {
         Rng { s }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;

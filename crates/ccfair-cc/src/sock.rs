@@ -8,15 +8,21 @@
 /// `enum tcp_ca_state` (include/uapi/linux/tcp.h). Ordered as in Linux.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum CaState {
+    /// `TCP_CA_Open`: nothing outstanding looks lost or reordered.
     #[default]
     Open = 0,
+    /// `TCP_CA_Disorder`: SACKs or duplicate ACKs seen, not yet a loss.
     Disorder = 1,
+    /// `TCP_CA_CWR`: reducing cwnd after an ECN echo (or a local congestion signal).
     Cwr = 2,
+    /// `TCP_CA_Recovery`: fast recovery after a loss detected by SACK, dupacks or RACK.
     Recovery = 3,
+    /// `TCP_CA_Loss`: after an RTO (`tcp_enter_loss`), retransmitting from `snd_una`.
     Loss = 4,
 }
 
 impl CaState {
+    /// The state's name as `ss -i` prints it (`"Open"`, `"CWR"`), for the time series.
     pub fn as_str(self) -> &'static str {
         match self {
             CaState::Open => "Open",
@@ -80,9 +86,13 @@ pub struct RateSample {
 /// `struct ack_sample` passed to `pkts_acked`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
+    /// Packets newly (S)ACKed by this ACK.
     pub pkts_acked: u32,
     /// RTT in µs of the last newly acked never-retransmitted packet, -1 if none.
     pub rtt_us: i64,
+    /// Packets in flight when the hook runs (`tcp_packets_in_flight()` after the ACK's
+    /// cleaning). Linux (since 4.18) fills this field with the bytes delivered since the
+    /// acked packet was sent instead; no algorithm of ccfair reads it.
     pub in_flight: u32,
 }
 
@@ -93,13 +103,21 @@ pub const TCP_INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 #[derive(Clone, Debug)]
 pub struct TcpSock {
     // --- clock (`tp->tcp_mstamp`, jiffies derived from it with `hz`)
+    /// `tp->tcp_mstamp`: the time of the event being processed, ns since the start of the run.
     pub now_ns: u64,
+    /// `HZ`: jiffies per second, for the modules that count in jiffies (CUBIC's epoch).
     pub hz: u32,
 
     // --- written by congestion control
+    /// `tp->snd_cwnd`: the congestion window, packets.
     pub snd_cwnd: u32,
+    /// `tp->snd_ssthresh`: slow-start threshold, packets ([`TCP_INFINITE_SSTHRESH`] until the
+    /// first reduction).
     pub snd_ssthresh: u32,
+    /// `tp->snd_cwnd_cnt`: ACKed packets counted towards the next cwnd increase in congestion
+    /// avoidance (`tcp_cong_avoid_ai`).
     pub snd_cwnd_cnt: u32,
+    /// `tp->snd_cwnd_clamp`: upper bound of `snd_cwnd`, packets.
     pub snd_cwnd_clamp: u32,
     /// `sk->sk_pacing_rate`, payload bytes per second.
     pub pacing_rate_bytes_per_sec: u64,
@@ -111,12 +129,19 @@ pub struct TcpSock {
     // --- read by congestion control
     /// `tp->mss_cache`, payload bytes per full segment.
     pub mss: u32,
+    /// Initial window, packets (`tcp_init_cwnd`: the route's `initcwnd` or 10).
     pub init_cwnd: u32,
+    /// `tp->snd_una`: first unacknowledged segment (a segment index, not a byte).
     pub snd_una: u64,
+    /// `tp->snd_nxt`: next new segment to send (a segment index).
     pub snd_nxt: u64,
+    /// `tp->packets_out`: packets sent and not yet cumulatively ACKed.
     pub packets_out: u32,
+    /// `tp->sacked_out`: packets of `packets_out` SACKed (or counted by duplicate ACKs).
     pub sacked_out: u32,
+    /// `tp->lost_out`: packets of `packets_out` marked lost.
     pub lost_out: u32,
+    /// `tp->retrans_out`: retransmissions in flight.
     pub retrans_out: u32,
     /// Packets (S)ACKed, including retransmits (`tp->delivered`).
     pub delivered: u64,
@@ -134,6 +159,7 @@ pub struct TcpSock {
     pub srtt_us: u32,
     /// `tcp_min_rtt()`: windowed min RTT in µs; `u32::MAX` before the first sample.
     pub min_rtt_us: u32,
+    /// `icsk_ca_state`: where loss recovery is (`tcp_set_ca_state`).
     pub ca_state: CaState,
     /// cwnd saved by the substrate when a reduction starts (`tp->prior_cwnd`).
     pub prior_cwnd: u32,
@@ -196,6 +222,7 @@ impl TcpSock {
         }
     }
 
+    /// The clock in µs (`tcp_clock_us`, what the modules' `_us` stamps use).
     pub fn now_us(&self) -> u64 {
         self.now_ns / 1_000
     }

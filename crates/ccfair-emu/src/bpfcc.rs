@@ -12,6 +12,7 @@
 //! programs' own counters (`schema::BPF_COUNTERS`).
 
 use std::os::fd::RawFd;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -19,6 +20,7 @@ use ccfair_cc::bbr::{BbrParams, RtpropAction, RtpropTrigger, TsoModel};
 use ccfair_cc::copa::{CopaParams, ModeSignal, VelocityRule};
 
 use crate::bpfsys::{self, StructOps};
+use crate::error::{BpfError, EmuError};
 
 /// `CCFAIR_BPF_ABI` of bpf/ccfair_cc.h.
 const ABI: u32 = 2;
@@ -29,7 +31,9 @@ const COPA_WX_COUNT: usize = 4;
 /// An algorithm ccfair can run as a BPF congestion control.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
+    /// The simulator's BBR (v1, with its version's options): bpf/ccfair_bbr.bpf.c.
     Bbr,
+    /// The simulator's Copa: bpf/ccfair_copa.bpf.c.
     Copa,
 }
 
@@ -50,7 +54,8 @@ impl Algorithm {
         Algorithm::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    fn object(self) -> Result<&'static [u8], String> {
+    /// The program's object file, embedded at build time.
+    fn object(self) -> Result<&'static [u8], BpfError> {
         #[cfg(ccfair_bpf)]
         {
             Ok(match self {
@@ -62,7 +67,7 @@ impl Algorithm {
         }
         #[cfg(not(ccfair_bpf))]
         {
-            Err(missing().unwrap_or("not built").to_string())
+            Err(BpfError::NotBuilt(missing().unwrap_or("not built")))
         }
     }
 
@@ -106,7 +111,7 @@ pub fn unavailable() -> Option<String> {
         ));
     }
     if let Err(e) = bpfsys::libbpf_available() {
-        return Some(e);
+        return Some(e.to_string());
     }
     let btf = "/sys/kernel/btf/vmlinux";
     match std::fs::read(btf) {
@@ -131,7 +136,9 @@ pub fn unavailable() -> Option<String> {
 
 /// A BPF congestion control registered under `name` until this is dropped.
 pub struct Registered {
+    /// The program registered.
     pub algorithm: Algorithm,
+    /// The name it is registered under (what senders set with TCP_CONGESTION).
     pub name: String,
     ops: StructOps,
 }
@@ -145,16 +152,17 @@ impl Registered {
 
 /// Load `algorithm`'s program and register it as the congestion control `name` (1 to 15
 /// letters, digits, '_' or '.', the kernel's rule for BPF object names).
-pub fn register(algorithm: Algorithm, name: &str) -> Result<Registered, String> {
+pub fn register(algorithm: Algorithm, name: &str) -> Result<Registered, EmuError> {
     if name.is_empty()
         || name.len() > 15
         || !name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
     {
-        return Err(format!(
-            "BPF congestion control name {name:?}: 1 to 15 of [A-Za-z0-9_.]"
-        ));
+        return Err(BpfError::BadName {
+            name: name.to_string(),
+        }
+        .into());
     }
     let mut elf = algorithm.object()?.to_vec();
     let placeholder = algorithm.placeholder();
@@ -165,24 +173,29 @@ pub fn register(algorithm: Algorithm, name: &str) -> Result<Registered, String> 
         .map(|(i, _)| i)
         .collect();
     let [at] = at[..] else {
-        return Err(format!(
-            "the {algorithm:?} object has {} copies of its name placeholder, not 1",
-            at.len()
-        ));
+        return Err(BpfError::Placeholder {
+            algorithm,
+            copies: at.len(),
+        }
+        .into());
     };
     let mut bytes = [0u8; 15];
     bytes[..name.len()].copy_from_slice(name.as_bytes());
     elf[at..at + 15].copy_from_slice(&bytes);
     let (ops_map, storage_map) = algorithm.maps();
     let ops = StructOps::load(&elf, ops_map, storage_map)
-        .map_err(|e| format!("BPF congestion control {name} ({algorithm:?}): {e}"))?;
-    let size = bpfsys::map_value_size(ops.storage_fd()).map_err(|e| e.to_string())? as usize;
+        .map_err(|e| EmuError::bpf(format!("BPF congestion control {name} ({algorithm:?})"), e))?;
+    let size = bpfsys::map_value_size(ops.storage_fd()).map_err(|e| BpfError::Map {
+        op: "reading the socket storage's value size",
+        source: Arc::new(e),
+    })? as usize;
     if size != algorithm.value_size() {
-        return Err(format!(
-            "BPF congestion control {name}: socket storage of {size} bytes, ccfair expects {} \
-             (bpf/ccfair_cc.h and crates/ccfair-emu/src/bpfcc.rs disagree)",
-            algorithm.value_size()
-        ));
+        return Err(BpfError::StorageSize {
+            name: name.to_string(),
+            bytes: size,
+            expected: algorithm.value_size(),
+        }
+        .into());
     }
     Ok(Registered {
         algorithm,
@@ -370,9 +383,14 @@ struct CopaSk {
     wx: [CopaWxC; COPA_WX_COUNT],
 }
 
+// `Plain` is the promise that lets bpfsys copy these layouts to and from the kernel's
+// socket storage as bytes; making it is the only unsafe code of this module.
 // SAFETY: each struct above is #[repr(C)], made of integers only, and has no padding
 // (every field is naturally aligned and the sizes add up; `layouts_have_the_c_sizes`).
+#[allow(unsafe_code)]
 unsafe impl bpfsys::Plain for BbrSk {}
+// SAFETY: as `BbrSk` above.
+#[allow(unsafe_code)]
 unsafe impl bpfsys::Plain for CopaSk {}
 
 // ---------------------------------------------------------------- parameters
@@ -384,7 +402,7 @@ fn q16(x: f64) -> u64 {
 /// The socket-storage value a flow's sender writes before connecting: the algorithm's
 /// parameters (from the spec's `cca_params`, resolved as the simulator resolves them) and
 /// a zero state.
-pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>, String> {
+pub fn initial_value(algorithm: Algorithm, cca_params: &Value) -> Result<Vec<u8>, BpfError> {
     let params = if cca_params.is_null() {
         Value::Object(Default::default())
     } else {
@@ -402,11 +420,14 @@ fn resolved_flag(value: Option<bool>) -> u32 {
 }
 
 /// `struct ccfair_bbr_sk` with the flow's BBR parameters and a zero state.
-fn bbr_initial_value(params: Value) -> Result<Vec<u8>, String> {
-    ccfair_cc::bbr::check_renamed(&params).map_err(|e| format!("bbr parameters: {e}"))?;
-    let p: BbrParams =
-        serde_json::from_value(params).map_err(|e| format!("bbr parameters: {e}"))?;
-    p.validate().map_err(|e| format!("bbr parameters: {e}"))?;
+fn bbr_initial_value(params: Value) -> Result<Vec<u8>, BpfError> {
+    let bad = |e: &dyn std::fmt::Display| BpfError::Params {
+        algorithm: "bbr",
+        message: e.to_string(),
+    };
+    ccfair_cc::bbr::check_renamed(&params).map_err(|e| bad(&e))?;
+    let p: BbrParams = serde_json::from_value(params).map_err(|e| bad(&e))?;
+    p.validate().map_err(|e| bad(&e))?;
     let p = p.resolved();
     let c = BbrParamsC {
         abi: ABI,
@@ -452,16 +473,15 @@ fn bbr_initial_value(params: Value) -> Result<Vec<u8>, String> {
 }
 
 /// `struct ccfair_copa_sk` with the flow's Copa parameters, a zero state and empty windows.
-fn copa_initial_value(params: Value) -> Result<Vec<u8>, String> {
-    let p: CopaParams =
-        serde_json::from_value(params).map_err(|e| format!("copa parameters: {e}"))?;
-    let r = p.resolve().map_err(|e| format!("copa parameters: {e}"))?;
+fn copa_initial_value(params: Value) -> Result<Vec<u8>, BpfError> {
+    let bad = |e: &dyn std::fmt::Display| BpfError::Params {
+        algorithm: "copa",
+        message: e.to_string(),
+    };
+    let p: CopaParams = serde_json::from_value(params).map_err(|e| bad(&e))?;
+    let r = p.resolve().map_err(|e| bad(&e))?;
     if r.ecn_response != ccfair_cc::copa::EcnResponse::None {
-        return Err(
-            "copa parameter ecn_response = \"loss\" is simulator-only: ccfair's BPF Copa \
-             ignores ECN (leave it at \"none\" on the kernel backend)"
-                .into(),
-        );
+        return Err(BpfError::CopaEcnResponse);
     }
     let c = CopaParamsC {
         abi: ABI,
@@ -501,14 +521,17 @@ fn copa_initial_value(params: Value) -> Result<Vec<u8>, String> {
 }
 
 /// Write a flow's initial value into its socket's storage (before connect()).
-pub fn attach(storage_fd: RawFd, sock_fd: RawFd, value: &[u8]) -> Result<(), String> {
+pub fn attach(storage_fd: RawFd, sock_fd: RawFd, value: &[u8]) -> Result<(), BpfError> {
     bpfsys::map_update(
         storage_fd,
         &sock_fd.to_ne_bytes(),
         value,
         bpfsys::BPF_NOEXIST,
     )
-    .map_err(|e| format!("writing the BPF congestion control's parameters: {e}"))
+    .map_err(|e| BpfError::Map {
+        op: "writing the BPF congestion control's parameters",
+        source: Arc::new(e),
+    })
 }
 
 // ------------------------------------------------------------------ internals
@@ -530,10 +553,14 @@ pub fn read(
     storage_fd: RawFd,
     sock_fd: RawFd,
     mss: u32,
-) -> Result<Internals, String> {
+) -> Result<Internals, BpfError> {
     let mut buf = vec![0u8; algorithm.value_size()];
-    bpfsys::map_lookup(storage_fd, &sock_fd.to_ne_bytes(), &mut buf)
-        .map_err(|e| format!("reading the BPF congestion control's state: {e}"))?;
+    bpfsys::map_lookup(storage_fd, &sock_fd.to_ne_bytes(), &mut buf).map_err(|e| {
+        BpfError::Map {
+            op: "reading the BPF congestion control's state",
+            source: Arc::new(e),
+        }
+    })?;
     Ok(match algorithm {
         Algorithm::Bbr => bbr_internals(&bpfsys::from_bytes::<BbrSk>(&buf).state, mss),
         Algorithm::Copa => {
@@ -833,7 +860,7 @@ mod tests {
             [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
         );
         let renamed = initial_value(Algorithm::Bbr, &json!({"profile": "linux-4.9"}));
-        assert!(renamed.unwrap_err().contains("version"));
+        assert!(renamed.unwrap_err().to_string().contains("version"));
         assert_eq!((p.rtprop_trigger, p.rtprop_action), (1, 1));
         assert_eq!(p.rate_th_q16, 3 << 15);
         assert_eq!(p.update_gain_a_q16, 1 << 15);
@@ -850,7 +877,9 @@ mod tests {
             (stock.min_rtt_win_sec, stock.probe_rtt_ms, stock.bw_rtts),
             (10, 200, 10)
         );
-        let e = initial_value(Algorithm::Bbr, &json!({"bw_rtts": 0})).unwrap_err();
+        let e = initial_value(Algorithm::Bbr, &json!({"bw_rtts": 0}))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bw_rtts"), "{e}");
     }
 

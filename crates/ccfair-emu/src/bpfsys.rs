@@ -11,10 +11,16 @@
 //! process dies, even by SIGKILL. (libbpf 1.1, Debian 12's, registers without a link;
 //! a registration made that way would outlive a crashed process.)
 
+// bpf(2), dlopen(3) and libbpf's C functions have no safe interface: this module is where
+// they get one (with `sys`, the only place of ccfair that needs `unsafe` to run).
+#![allow(unsafe_code)]
+
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::BpfError;
 
 /// `bpf(2)` commands and constants (include/uapi/linux/bpf.h).
 const BPF_MAP_LOOKUP_ELEM: c_int = 1;
@@ -120,7 +126,7 @@ pub fn bytes_of<T: Plain>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v as *const T as *const u8, std::mem::size_of::<T>()) }
 }
 
-/// A [`Plain`] value from the first size_of::<T>() bytes of `b` (which must be that long).
+/// A [`Plain`] value from the first `size_of::<T>()` bytes of `b` (which must be that long).
 pub fn from_bytes<T: Plain>(b: &[u8]) -> T {
     assert!(b.len() >= std::mem::size_of::<T>(), "short buffer");
     // SAFETY: the buffer is long enough and any byte pattern is a valid T (Plain).
@@ -182,37 +188,36 @@ fn take_log() -> String {
 }
 
 /// Ok when libbpf can be loaded, else why not.
-pub fn libbpf_available() -> Result<(), String> {
+pub fn libbpf_available() -> Result<(), BpfError> {
     libbpf().map(|_| ())
 }
 
 /// The library, or why it could not be loaded.
-fn libbpf() -> Result<&'static Libbpf, String> {
-    static LIB: OnceLock<Result<Libbpf, String>> = OnceLock::new();
+fn libbpf() -> Result<&'static Libbpf, BpfError> {
+    static LIB: OnceLock<Result<Libbpf, BpfError>> = OnceLock::new();
     LIB.get_or_init(open_libbpf).as_ref().map_err(|e| e.clone())
 }
 
-fn open_libbpf() -> Result<Libbpf, String> {
+/// dlopen(3) libbpf and look up every function ccfair calls; install the print callback.
+fn open_libbpf() -> Result<Libbpf, BpfError> {
     let name = c"libbpf.so.1";
     // SAFETY: dlopen(3) with a NUL-terminated name; the handle is kept for the life of the
     // process (never dlclose'd), so the function pointers below stay valid.
     let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        return Err("libbpf.so.1 cannot be loaded (Debian: apt-get install libbpf1)".into());
+        return Err(BpfError::LibbpfMissing);
     }
     /// The function `s` of the library as a pointer of type `F`.
     ///
     /// # Safety
     /// `F` must be the `unsafe extern "C" fn` type of that function's C signature.
-    unsafe fn sym<F: Copy>(handle: *mut c_void, s: &str) -> Result<F, String> {
+    unsafe fn sym<F: Copy>(handle: *mut c_void, s: &'static str) -> Result<F, BpfError> {
         assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
         let c = CString::new(s).expect("no NUL in symbol names");
         // SAFETY: dlsym(3) on a live handle with a NUL-terminated name.
         let p = unsafe { libc::dlsym(handle, c.as_ptr()) };
         if p.is_null() {
-            return Err(format!(
-                "libbpf.so.1 has no {s} (libbpf 1.0 or newer is needed)"
-            ));
+            return Err(BpfError::LibbpfTooOld { symbol: s });
         }
         // SAFETY: a function pointer has the size of a data pointer (asserted); the caller
         // names the function's type.
@@ -259,31 +264,34 @@ pub struct StructOps {
 // SAFETY: the object is only touched by `Drop`; the fds are plain integers the kernel
 // accepts from any thread.
 unsafe impl Send for StructOps {}
+// SAFETY: `&StructOps` only reads `storage_fd`, an integer.
 unsafe impl Sync for StructOps {}
 
 impl StructOps {
     /// Open `elf` (an object file in memory), load it, and register its struct_ops map
     /// `ops_map`; `storage_map` is the socket-storage map the senders use.
-    pub fn load(elf: &[u8], ops_map: &str, storage_map: &str) -> Result<StructOps, String> {
+    pub fn load(elf: &[u8], ops_map: &str, storage_map: &str) -> Result<StructOps, BpfError> {
         let lib = libbpf()?;
         take_log();
         // SAFETY: libbpf copies the ELF image; the pointer and length describe our slice.
         let obj =
             unsafe { (lib.open_mem)(elf.as_ptr() as *const c_void, elf.len(), std::ptr::null()) };
         if obj.is_null() {
-            return Err(format!("libbpf could not open the object: {}", take_log()));
+            return Err(BpfError::Open { log: take_log() });
         }
         let mut me = StructOps {
             obj,
             link: None,
             storage_fd: -1,
         };
-        let find = |name: &str| -> Result<*mut c_void, String> {
+        let find = |name: &str| -> Result<*mut c_void, BpfError> {
             let c = CString::new(name).expect("no NUL in map names");
             // SAFETY: `obj` is a live object; the name is NUL terminated.
             let m = unsafe { (lib.find_map)(obj, c.as_ptr()) };
             if m.is_null() {
-                Err(format!("the object has no map {name}"))
+                Err(BpfError::NoMap {
+                    map: name.to_string(),
+                })
             } else {
                 Ok(m)
             }
@@ -292,27 +300,25 @@ impl StructOps {
         let storage = find(storage_map)?;
         // SAFETY: `ops` is a map of the live, not yet loaded object.
         if unsafe { (lib.set_map_flags)(ops, BPF_F_LINK) } != 0 {
-            return Err("libbpf refused the struct_ops link flag".into());
+            return Err(BpfError::LinkFlag);
         }
         // SAFETY: loads the live object.
         let err = unsafe { (lib.load)(obj) };
         if err != 0 {
-            return Err(format!(
-                "the kernel refused the program ({}): {}",
-                io::Error::from_raw_os_error(-err),
-                take_log()
-            ));
+            return Err(BpfError::ProgramRefused {
+                source: Arc::new(io::Error::from_raw_os_error(-err)),
+                log: take_log(),
+            });
         }
         // libbpf 1.1 fills the struct_ops value with the programs' fds and writes it; for a
         // map created with BPF_F_LINK that only readies it, registration is the link below.
         // SAFETY: `ops` belongs to the loaded object.
         let pseudo = unsafe { (lib.attach_struct_ops)(ops) };
         if pseudo.is_null() {
-            return Err(format!(
-                "the kernel refused the congestion control ({}): {}",
-                io::Error::last_os_error(),
-                take_log()
-            ));
+            return Err(BpfError::OpsRefused {
+                source: Arc::new(io::Error::last_os_error()),
+                log: take_log(),
+            });
         }
         // SAFETY: `pseudo` is the link libbpf just returned; disconnecting it makes destroy
         // free it without touching the map.
@@ -323,9 +329,8 @@ impl StructOps {
         // SAFETY: both maps belong to the loaded object.
         let (ops_fd, storage_fd) = unsafe { ((lib.map_fd)(ops), (lib.map_fd)(storage)) };
         me.storage_fd = storage_fd;
-        me.link = Some(struct_ops_link_create(ops_fd).map_err(|e| {
-            format!("registering the congestion control: {e} (Linux 6.4 or newer is needed)")
-        })?);
+        me.link =
+            Some(struct_ops_link_create(ops_fd).map_err(|e| BpfError::Register(Arc::new(e)))?);
         Ok(me)
     }
 

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use ccfair_sim::spec::RunSpec;
 
+use crate::error::EmuError;
+
+/// Everything a kernel-backend run needs, as the Python backend sends it (JSON): the
+/// simulator's resolved spec plus where each host lives and how each flow is reached.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EmuConfig {
@@ -24,8 +28,10 @@ pub struct EmuConfig {
     /// `kernel_cca` is one of these names run the program with their own `cca_params`.
     #[serde(default)]
     pub bpf: Vec<BpfProgram>,
+    /// How packets travel between the hosts (default: TUN devices and ccfair's forwarder).
     #[serde(default)]
     pub datapath: Datapath,
+    /// Tuning of the real-time machinery (defaults: docs/kernel.md).
     #[serde(default)]
     pub options: EmuOptions,
 }
@@ -54,6 +60,8 @@ pub struct BpfProgram {
     pub name: String,
 }
 
+/// A host of the run: a node of the spec that is a flow endpoint, living in its own network
+/// namespace.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
@@ -78,6 +86,7 @@ pub struct HostConfig {
     pub sysctls: Vec<(String, String)>,
 }
 
+/// How a flow of the spec is carried out by the kernel.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
@@ -139,56 +148,66 @@ impl Default for EmuOptions {
 impl EmuConfig {
     /// Consistency checks beyond the simulator's own (`RunSpec::check`). Errors name the
     /// field.
-    pub fn check(&self) -> Result<(), String> {
-        self.spec.check().map_err(|e| e.to_string())?;
+    pub fn check(&self) -> Result<(), EmuError> {
+        self.spec.check()?;
         if self.flows.len() != self.spec.flows.len() {
-            return Err(format!(
-                "flows: {} entries for {} flows in the spec",
-                self.flows.len(),
-                self.spec.flows.len()
+            return Err(EmuError::invalid(
+                "flows",
+                format!(
+                    "{} entries for {} flows in the spec",
+                    self.flows.len(),
+                    self.spec.flows.len()
+                ),
             ));
         }
         let n = self.spec.nodes.len();
         let mut seen = vec![false; n];
         for (i, h) in self.hosts.iter().enumerate() {
+            let field = || format!("hosts[{i}].node");
             if h.node >= n {
-                return Err(format!("hosts[{i}].node: {} is not a node", h.node));
+                return Err(EmuError::invalid(
+                    field(),
+                    format!("{} is not a node", h.node),
+                ));
             }
             if seen[h.node] {
-                return Err(format!("hosts[{i}].node: {} appears twice", h.node));
+                return Err(EmuError::invalid(
+                    field(),
+                    format!("{} appears twice", h.node),
+                ));
             }
             seen[h.node] = true;
             if h.dev.is_empty() || h.dev.len() > 15 {
-                return Err(format!(
-                    "hosts[{i}].dev: {:?} must have 1 to 15 bytes",
-                    h.dev
+                return Err(EmuError::invalid(
+                    format!("hosts[{i}].dev"),
+                    format!("{:?} must have 1 to 15 bytes", h.dev),
                 ));
             }
         }
         for (i, f) in self.spec.flows.iter().enumerate() {
             for (what, node) in [("src", f.src), ("dst", f.dst)] {
                 if !seen[node] {
-                    return Err(format!(
-                        "flows[{i}].{what}: node {node} ({}) has no host entry",
-                        self.spec.nodes[node]
+                    return Err(EmuError::invalid(
+                        format!("flows[{i}].{what}"),
+                        format!("node {node} ({}) has no host entry", self.spec.nodes[node]),
                     ));
                 }
             }
         }
         for (i, b) in self.bpf.iter().enumerate() {
             if crate::bpfcc::Algorithm::from_name(&b.algorithm).is_none() {
-                return Err(format!(
-                    "bpf[{i}].algorithm: {:?} has no BPF program (bbr, copa)",
-                    b.algorithm
+                return Err(EmuError::invalid(
+                    format!("bpf[{i}].algorithm"),
+                    format!("{:?} has no BPF program (bbr, copa)", b.algorithm),
                 ));
             }
         }
         let mut ends = std::collections::HashSet::new();
         for (i, f) in self.flows.iter().enumerate() {
             if !ends.insert((self.spec.flows[i].dst, f.port)) {
-                return Err(format!(
-                    "flows[{i}].port: {} is already used at the same receiver",
-                    f.port
+                return Err(EmuError::invalid(
+                    format!("flows[{i}].port"),
+                    format!("{} is already used at the same receiver", f.port),
                 ));
             }
         }

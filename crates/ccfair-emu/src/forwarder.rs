@@ -40,7 +40,8 @@ use ccfair_sim::trace::{Trace, TraceEvent, TraceRow};
 use ccfair_sim::world::{build_channels_at, flow_key};
 use serde::Serialize;
 
-use crate::config::{EmuConfig, SETUP_DISTURBED};
+use crate::config::EmuConfig;
+use crate::error::EmuError;
 use crate::ipv4;
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
@@ -61,7 +62,7 @@ pub struct Control {
     /// CLOCK_MONOTONIC time of t = 0 of the run; 0 until it is known.
     t0: AtomicU64,
     /// The first error of a worker thread (which also stops the others).
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<EmuError>>,
 }
 
 impl Control {
@@ -71,30 +72,34 @@ impl Control {
     }
 
     /// A worker failed: remember the first error and stop the others.
-    pub fn fail(&self, message: String) {
+    pub fn fail(&self, error: EmuError) {
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_none() {
-            *f = Some(message);
+            *f = Some(error);
         }
         drop(f);
         self.request_stop();
     }
 
-    pub fn failure(&self) -> Option<String> {
+    /// The first failure a thread recorded, if any: the run's error.
+    pub fn failure(&self) -> Option<EmuError> {
         self.failure
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
+    /// A stop was requested (or a thread failed): every thread winds down.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
 
+    /// Fix t = 0 of the run (`CLOCK_MONOTONIC`, ns); the threads start their schedules from it.
     pub fn set_t0(&self, t0: u64) {
         self.t0.store(t0, Ordering::SeqCst);
     }
 
+    /// t = 0 of the run (`CLOCK_MONOTONIC`, ns), once fixed.
     pub fn t0(&self) -> Option<u64> {
         match self.t0.load(Ordering::SeqCst) {
             0 => None,
@@ -153,10 +158,13 @@ pub struct FlowCounts {
     pub data_in: u64,
     /// Data segments written to the receiver's TUN device.
     pub data_delivered: u64,
+    /// Data segments dropped by a link (its buffer, queue discipline or random loss).
     pub data_dropped: u64,
     /// Packets of the receiver (ACKs) read from its TUN device.
     pub acks_in: u64,
+    /// The receiver's packets written to the sender's TUN device.
     pub acks_delivered: u64,
+    /// The receiver's packets dropped by a link.
     pub acks_dropped: u64,
     /// SYNs read from the sender's TUN device (more than 1: the SYN was retransmitted).
     pub syns_in: u64,
@@ -175,11 +183,15 @@ pub struct FlowCounts {
 /// keeps up; lower when it falls behind its schedule.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct ChannelRate {
+    /// The link's index in the spec.
     pub link: usize,
+    /// `"ab"` or `"ba"`.
     pub direction: &'static str,
+    /// The configured rate, bit/s.
     pub rate_bps: u64,
     /// Total busy time measured (model time, s).
     pub busy_s: f64,
+    /// The rate achieved on the wall clock, bit/s.
     pub achieved_bps: f64,
 }
 
@@ -199,16 +211,22 @@ struct RateAcc {
 
 /// Everything the forwarder reports after a run.
 pub struct ForwarderReport {
+    /// The per-link time series (the simulator's `links` table).
     pub links: Table,
     /// Per-packet trace of the flows in `RunSpec::trace_flows`, if any.
     pub trace: Option<Table>,
+    /// The per-link-direction summary (the simulator's `link_summary` table).
     pub link_summary: Table,
+    /// Per flow, the packets the forwarder saw.
     pub flows: Vec<FlowCounts>,
+    /// The forwarder's measurements of itself.
     pub stats: ForwarderStats,
     /// Packets in the network at the end, per flow: (data, acks).
     pub in_network: Vec<(u64, u64)>,
 }
 
+/// The forwarder's self-checks (docs/kernel.md, "Self-checks"), part of the run's
+/// `SelfCheck`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ForwarderStats {
     /// Lateness of every packet event (arrival at the far end of a channel) after t = 0.
@@ -221,6 +239,7 @@ pub struct ForwarderStats {
     /// Episodes in which packet events ran more than `stall_threshold_ns` late (a run of
     /// consecutive late events counts once), and the threshold used (us).
     pub stalls: u64,
+    /// The stall threshold used, µs (`EmuOptions::stall_threshold_us`).
     pub stall_threshold_us: f64,
     /// The first stall episodes (at most `MAX_STALLS_LISTED`): when each began (s after
     /// t = 0, model time) and its largest lateness (ms), to tell slow start from steady state.
@@ -229,22 +248,31 @@ pub struct ForwarderStats {
     /// delivered to the ACK it triggers, senders of unpaced flows from an ACK delivered to
     /// the data it releases, as quantiles.
     pub receiver_turnaround: crate::lateness::Quantiles,
+    /// Senders' turnaround quantiles (unpaced flows only).
     pub sender_turnaround: crate::lateness::Quantiles,
     /// CPU time of the forwarder thread over the run's wall time. Includes the kernel's
     /// own receive processing of the packets it writes (TCP runs in the writer's context).
     pub cpu_frac: f64,
     /// Whether the forwarder runs under SCHED_FIFO as configured.
     pub realtime: bool,
+    /// Achieved rate of every channel (NaN where nothing was measured).
     pub rates: Vec<ChannelRate>,
     /// Packets read that belong to no flow (dropped).
     pub unmatched_pkts: u64,
+    /// Writes to a TUN device that failed (the packet is lost).
     pub write_errors: u64,
+    /// Events the forwarder ran (packet events and wake-ups).
     pub events: u64,
+    /// Packets that finished serialisation on a channel (one per packet per hop).
     pub packet_hops: u64,
+    /// The most events pending at once.
     pub peak_heap_len: usize,
+    /// The most packet slots in use at once (2 KiB each).
     pub peak_slots: usize,
 }
 
+/// The forwarder: the run's links as the simulator's channels, the hosts' TUN devices,
+/// and the packets in between (see the module documentation).
 pub struct Forwarder {
     channels: Vec<Channel<Pkt>>,
     queue: EventQueue,
@@ -293,7 +321,7 @@ pub struct Forwarder {
 impl Forwarder {
     /// Build the links of `cfg.spec` and the routes of its flows. `tuns[i]` is the TUN fd
     /// of `cfg.hosts[i]`.
-    pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, String> {
+    pub fn new(cfg: &EmuConfig, tuns: Vec<RawFd>) -> Result<Self, EmuError> {
         let spec = &cfg.spec;
         // Queue disciplines' timers count from now (the qdisc is created with the links).
         let mut channels: Vec<Channel<Pkt>> = build_channels_at(spec, sys::monotonic_ns());
@@ -311,7 +339,10 @@ impl Forwarder {
         let mut by_receiver = HashMap::new();
         for (i, f) in spec.flows.iter().enumerate() {
             let (Some(src_host), Some(dst_host)) = (host_index(f.src), host_index(f.dst)) else {
-                return Err(format!("flows[{i}]: an endpoint has no host"));
+                return Err(EmuError::invalid(
+                    format!("flows[{i}]"),
+                    "an endpoint has no host",
+                ));
             };
             routes.push(Route {
                 path: f.path.iter().map(|&c| c as u32).collect(),
@@ -396,12 +427,11 @@ impl Forwarder {
                 break;
             }
             if let Some((late, flow)) = self.handshake_disturbed {
-                ctl.fail(format!(
-                    "{SETUP_DISTURBED}: a handshake packet of flow {flow} was forwarded {} us \
-                     late (bound {} us); Linux's first RTT sample and min RTT would read high",
-                    late / 1_000,
-                    self.max_handshake_lateness_ns / 1_000
-                ));
+                ctl.fail(EmuError::HandshakeDisturbed {
+                    flow,
+                    late_us: late / 1_000,
+                    bound_us: self.max_handshake_lateness_ns / 1_000,
+                });
                 break;
             }
             let timeout = match self.queue.peek_time() {
@@ -425,9 +455,7 @@ impl Forwarder {
             if let Some(host) = broken {
                 // The device went away under the run (its namespace was deleted?): polling
                 // it again would return at once, forever.
-                ctl.fail(format!(
-                    "the TUN device of host {host} failed during the run"
-                ));
+                ctl.fail(EmuError::TunFailed { host });
                 break;
             }
         }

@@ -7,16 +7,21 @@ use std::net::Ipv4Addr;
 
 use ccfair_sim::packet::Ecn;
 
+/// The IP protocol number of TCP.
 pub const PROTO_TCP: u8 = 6;
 /// TCP header flag bits (RFC 9293 section 3.1).
 pub const TCP_SYN: u8 = 0x02;
+/// The ACK flag.
 pub const TCP_ACK: u8 = 0x10;
 
 /// What the forwarder needs to know about one packet read from a TUN device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// Source address.
     pub src: Ipv4Addr,
+    /// Destination address.
     pub dst: Ipv4Addr,
+    /// The IP protocol number ([`PROTO_TCP`] for TCP).
     pub protocol: u8,
     /// IP total length (bytes on the wire).
     pub total_len: u16,
@@ -30,6 +35,7 @@ pub struct Header {
     pub tcp_flags: u8,
     /// TCP sequence and acknowledgment numbers, when `ports` is set.
     pub tcp_seq: u32,
+    /// The TCP acknowledgment number, when `ports` is set.
     pub tcp_ack: u32,
     /// The TCP window field (unscaled), when `ports` is set.
     pub tcp_window: u16,

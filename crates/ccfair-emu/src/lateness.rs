@@ -6,6 +6,8 @@ use serde::Serialize;
 
 const MAX_US: usize = 100_000;
 
+/// A histogram of lateness (or any delay) in 1 µs buckets up to 100 ms, with the exact
+/// maximum and mean.
 #[derive(Clone, Debug)]
 pub struct Histogram {
     buckets: Vec<u64>,
@@ -28,12 +30,19 @@ impl Default for Histogram {
 /// Percentiles of a histogram, in microseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
 pub struct Summary {
+    /// Events recorded.
     pub count: u64,
+    /// Mean, µs (NaN without events).
     pub mean_us: f64,
+    /// Median, µs (bucket resolution).
     pub p50_us: f64,
+    /// 90th percentile, µs.
     pub p90_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
     pub p999_us: f64,
+    /// Largest, µs (exact; NaN without events).
     pub max_us: f64,
 }
 
@@ -46,12 +55,16 @@ pub const QUANTILE_PROBS: [f64; 17] = [
 /// bucket as its value: enough to describe it to a model (docs/model.md, host latency).
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct Quantiles {
+    /// Events recorded.
     pub count: u64,
+    /// The probabilities ([`QUANTILE_PROBS`]).
     pub probs: Vec<f64>,
+    /// The quantile at each probability, µs.
     pub us: Vec<f64>,
 }
 
 impl Histogram {
+    /// The distribution as quantiles at [`QUANTILE_PROBS`].
     pub fn quantiles(&self) -> Quantiles {
         Quantiles {
             count: self.count,
@@ -63,6 +76,8 @@ impl Histogram {
         }
     }
 
+    /// Count one event `late_ns` late (above 100 ms in the last bucket; the maximum stays
+    /// exact).
     pub fn record(&mut self, late_ns: u64) {
         let us = ((late_ns / 1_000) as usize).min(MAX_US);
         self.buckets[us] += 1;
@@ -91,6 +106,7 @@ impl Histogram {
         self.max_ns as f64 / 1e3
     }
 
+    /// Count, mean, percentiles and maximum.
     pub fn summary(&self) -> Summary {
         Summary {
             count: self.count,

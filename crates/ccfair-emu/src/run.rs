@@ -24,6 +24,7 @@ use ccfair_sim::world::{connection_columns, ConnectionTimes, EngineStats, RunRes
 
 use crate::bpfcc;
 use crate::config::{Datapath, EmuConfig, HostConfig};
+use crate::error::EmuError;
 use crate::forwarder::{Control, FlowCounts, Forwarder, ForwarderReport, ForwarderStats};
 use crate::lateness::{Histogram, Summary};
 use crate::sys;
@@ -31,7 +32,9 @@ use crate::traffic::{self, Progress, ReceiverOut, ReceiverPlan, SenderOut, Sende
 
 /// A run's result: the simulator's tables plus the emulator's self-checks.
 pub struct EmuResult {
+    /// The simulator's result tables, filled from what the hosts and the forwarder measured.
     pub result: RunResult,
+    /// The emulation's measurements of itself.
     pub selfcheck: SelfCheck,
 }
 
@@ -39,6 +42,7 @@ pub struct EmuResult {
 /// applied by the Python backend, which flags a run that exceeds them.
 #[derive(Clone, Debug, Serialize)]
 pub struct SelfCheck {
+    /// The forwarder's lateness, stalls, CPU and achieved rates (zeros on the veth data path).
     pub forwarder: ForwarderStats,
     /// CPU time of the whole process (forwarder, senders, receivers, the kernel work done
     /// in their system calls) over the run's wall time.
@@ -59,9 +63,13 @@ pub struct SelfCheck {
     /// after t = 0): with the network-side times in the flows table (`syn_sent_s`,
     /// `first_data_sent_s`) they show where the launch offsets come from.
     pub connect_s: Vec<f64>,
+    /// When each flow's connect() returned, s after t = 0 (NaN if it never did).
     pub established_s: Vec<f64>,
 }
 
+/// A run on the kernel backend, set up and ready to start: the hosts' devices exist, the
+/// BPF programs are registered. [`Emulation::run`] runs it; dropping it releases what the
+/// setup created.
 pub struct Emulation {
     cfg: EmuConfig,
     /// TUN fds, one per host (same order as `cfg.hosts`). Dropping them removes the devices.
@@ -72,60 +80,63 @@ pub struct Emulation {
     setup_started: u64,
 }
 
-fn run_ip(netns: &str, script: &str) -> Result<(), String> {
+/// Run an `ip -batch` script (iproute2) in the namespace `netns`.
+fn run_ip(netns: &str, script: &str) -> Result<(), EmuError> {
     let mut child = Command::new("ip")
         .args(["-n", netns, "-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("running ip: {e} (is iproute2 installed?)"))?;
+        .map_err(|e| EmuError::IpMissing(Arc::new(e)))?;
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().expect("piped");
         stdin
             .write_all(script.as_bytes())
-            .map_err(|e| format!("ip -n {netns}: {e}"))?;
+            .map_err(|e| EmuError::os(format!("ip -n {netns}"), e))?;
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| format!("ip -n {netns}: {e}"))?;
+        .map_err(|e| EmuError::os(format!("ip -n {netns}"), e))?;
     if !out.status.success() {
-        return Err(format!(
-            "ip -n {netns} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(EmuError::IpFailed {
+            netns: netns.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(())
 }
 
 /// In the host's namespace: write its sysctls, then (TUN data path) create its TUN device.
-fn host_setup(h: &HostConfig, datapath: Datapath) -> Result<Option<OwnedFd>, String> {
+fn host_setup(h: &HostConfig, datapath: Datapath) -> Result<Option<OwnedFd>, EmuError> {
     let h = h.clone();
-    thread::spawn(move || -> Result<Option<OwnedFd>, String> {
+    thread::spawn(move || -> Result<Option<OwnedFd>, EmuError> {
         let path = Path::new("/run/netns").join(&h.netns);
-        sys::enter_netns(&path).map_err(|e| format!("namespace {}: {e}", h.netns))?;
+        sys::enter_netns(&path).map_err(|e| EmuError::os(format!("namespace {}", h.netns), e))?;
         for (key, value) in &h.sysctls {
             // /proc/sys/net resolves against the calling thread's namespace.
             let p = Path::new("/proc/sys").join(key);
             std::fs::write(&p, value)
-                .map_err(|e| format!("{}: sysctl {key} = {value}: {e}", h.netns))?;
+                .map_err(|e| EmuError::os(format!("{}: sysctl {key} = {value}", h.netns), e))?;
         }
         match datapath {
             Datapath::Tun => sys::open_tun(&h.dev)
                 .map(Some)
-                .map_err(|e| format!("{}: TUN device {}: {e}", h.netns, h.dev)),
+                .map_err(|e| EmuError::os(format!("{}: TUN device {}", h.netns, h.dev), e)),
             Datapath::Veth => Ok(None),
         }
     })
     .join()
-    .map_err(|_| "a setup thread panicked".to_string())?
+    .map_err(|_| EmuError::Panicked {
+        thread: "a setup thread",
+    })?
 }
 
 impl Emulation {
     /// Create every host's TUN device in its (existing) namespace and configure its address
     /// and route. Nothing is sent yet.
-    pub fn setup(cfg: EmuConfig) -> Result<Self, String> {
+    pub fn setup(cfg: EmuConfig) -> Result<Self, EmuError> {
         cfg.check()?;
         let setup_started = sys::monotonic_ns();
         let mut bpf = Vec::with_capacity(cfg.bpf.len());
@@ -166,11 +177,11 @@ impl Emulation {
 
     /// Run the scenario in real time. Returns when the duration has passed, or with an error
     /// after a stop request or a failure (every thread is joined either way).
-    pub fn run(self) -> Result<EmuResult, String> {
+    pub fn run(self) -> Result<EmuResult, EmuError> {
         self.run_inner()
     }
 
-    fn run_inner(&self) -> Result<EmuResult, String> {
+    fn run_inner(&self) -> Result<EmuResult, EmuError> {
         let cfg = &self.cfg;
         let ctl = &self.control;
         let fwd = match cfg.datapath {
@@ -208,7 +219,7 @@ impl Emulation {
     }
 
     /// Start the forwarder's thread, at real-time priority when asked and allowed.
-    fn start_forwarder(&self) -> Result<thread::JoinHandle<ForwarderReport>, String> {
+    fn start_forwarder(&self) -> Result<thread::JoinHandle<ForwarderReport>, EmuError> {
         let cfg = &self.cfg;
         let opts = cfg.options.clone();
         let forwarder = Forwarder::new(cfg, self.tuns.iter().map(|f| f.as_raw_fd()).collect())?;
@@ -223,7 +234,7 @@ impl Emulation {
                     opts.realtime_priority > 0 && sys::set_fifo(opts.realtime_priority).is_ok();
                 forwarder.run(&fwd_ctl, realtime)
             })
-            .map_err(|e| format!("starting the forwarder: {e}"))
+            .map_err(|e| EmuError::os("starting the forwarder", e))
     }
 
     /// Start one receiver thread per flow, in its `dst` host's namespace.
@@ -231,7 +242,7 @@ impl Emulation {
         &self,
         setup: &SetupTimes,
         tx: &mpsc::Sender<Progress>,
-    ) -> Result<Vec<Worker<ReceiverOut>>, String> {
+    ) -> Result<Vec<Worker<ReceiverOut>>, EmuError> {
         let cfg = &self.cfg;
         let opts = &cfg.options;
         let mut receivers = Vec::with_capacity(cfg.spec.flows.len());
@@ -254,7 +265,7 @@ impl Emulation {
                     .spawn(move || {
                         traffic::receiver(plan, tl, c.clone(), t).inspect_err(|e| c.fail(e.clone()))
                     })
-                    .map_err(|e| format!("starting a receiver: {e}"))?,
+                    .map_err(|e| EmuError::os("starting a receiver", e))?,
             );
         }
         Ok(receivers)
@@ -265,7 +276,7 @@ impl Emulation {
         &self,
         setup: &SetupTimes,
         tx: &mpsc::Sender<Progress>,
-    ) -> Result<Vec<Worker<SenderOut>>, String> {
+    ) -> Result<Vec<Worker<SenderOut>>, EmuError> {
         let mut senders = Vec::with_capacity(self.cfg.spec.flows.len());
         for i in 0..self.cfg.spec.flows.len() {
             let plan = self.sender_plan(i, setup)?;
@@ -276,14 +287,14 @@ impl Emulation {
                     .spawn(move || {
                         traffic::sender(plan, tl, c.clone(), t).inspect_err(|e| c.fail(e.clone()))
                     })
-                    .map_err(|e| format!("starting a sender: {e}"))?,
+                    .map_err(|e| EmuError::os("starting a sender", e))?,
             );
         }
         Ok(senders)
     }
 
     /// What the sender of flow `i` needs: its host, algorithm, peer and times.
-    fn sender_plan(&self, i: usize, setup: &SetupTimes) -> Result<SenderPlan, String> {
+    fn sender_plan(&self, i: usize, setup: &SetupTimes) -> Result<SenderPlan, EmuError> {
         let cfg = &self.cfg;
         let f = &cfg.spec.flows[i];
         let src = cfg.host_of(f.src).expect("checked");
@@ -306,7 +317,7 @@ impl Emulation {
 
     /// The BPF congestion control flow `i` runs, with its parameters as the program's
     /// initial socket storage; None for a flow on one of the kernel's own modules.
-    fn bpf_flow(&self, i: usize) -> Result<Option<traffic::BpfFlow>, String> {
+    fn bpf_flow(&self, i: usize) -> Result<Option<traffic::BpfFlow>, EmuError> {
         let Some(b) = self.cfg.bpf_of(i) else {
             return Ok(None);
         };
@@ -319,7 +330,7 @@ impl Emulation {
             algorithm: reg.algorithm,
             storage_fd: reg.storage_fd(),
             initial_value: bpfcc::initial_value(reg.algorithm, &self.cfg.spec.flows[i].cca_params)
-                .map_err(|e| format!("flows[{i}].cca_params: {e}"))?,
+                .map_err(|e| EmuError::bpf(format!("flows[{i}].cca_params"), e))?,
         }))
     }
 
@@ -370,7 +381,7 @@ impl Emulation {
 }
 
 /// A sender's or receiver's thread.
-type Worker<T> = thread::JoinHandle<Result<T, String>>;
+type Worker<T> = thread::JoinHandle<Result<T, EmuError>>;
 
 /// The times the setup hands every flow's threads.
 struct SetupTimes {
@@ -415,10 +426,10 @@ fn wait_for(
     rx: &mpsc::Receiver<Progress>,
     ctl: &Control,
     setup: &SetupTimes,
-    what: &str,
+    what: &'static str,
     count: usize,
     pick: impl Fn(&Progress) -> bool,
-) -> Result<(), String> {
+) -> Result<(), EmuError> {
     let mut got = 0;
     let limit = std::time::Duration::from_nanos(setup.connect_timeout_ns + 2_000_000_000);
     while got < count {
@@ -426,10 +437,10 @@ fn wait_for(
             Ok(Progress::Failed(e)) => return Err(e),
             Ok(p) if pick(&p) => got += 1,
             Ok(_) => {}
-            Err(_) => return Err(format!("timed out waiting for {what}")),
+            Err(_) => return Err(EmuError::SetupTimeout { waiting_for: what }),
         }
         if ctl.stopped() {
-            return Err(ctl.failure().unwrap_or_else(|| "interrupted".into()));
+            return Err(ctl.failure().unwrap_or(EmuError::Interrupted));
         }
     }
     Ok(())
@@ -446,18 +457,23 @@ fn join_run(
     fwd: Option<thread::JoinHandle<ForwarderReport>>,
     senders: Vec<Worker<SenderOut>>,
     receivers: Vec<Worker<ReceiverOut>>,
-) -> Result<Joined, String> {
-    let sender_out: Vec<Result<SenderOut, String>> = senders.into_iter().map(join_worker).collect();
-    let receiver_out: Vec<Result<ReceiverOut, String>> =
+) -> Result<Joined, EmuError> {
+    let sender_out: Vec<Result<SenderOut, EmuError>> =
+        senders.into_iter().map(join_worker).collect();
+    let receiver_out: Vec<Result<ReceiverOut, EmuError>> =
         receivers.into_iter().map(join_worker).collect();
     let report = fwd
-        .map(|f| f.join().map_err(|_| "the forwarder panicked".to_string()))
+        .map(|f| {
+            f.join().map_err(|_| EmuError::Panicked {
+                thread: "the forwarder",
+            })
+        })
         .transpose()?;
     if let Some(e) = ctl.failure() {
         return Err(e);
     }
     if ctl.stopped() {
-        return Err("interrupted".into());
+        return Err(EmuError::Interrupted);
     }
     let s_out: Vec<SenderOut> = sender_out.into_iter().collect::<Result<_, _>>()?;
     let r_out: Vec<ReceiverOut> = receiver_out.into_iter().collect::<Result<_, _>>()?;
@@ -513,9 +529,11 @@ fn ns_to_s(t: Option<u64>) -> f64 {
     t.map_or(f64::NAN, |t| t as f64 / 1e9)
 }
 
-fn join_worker<T>(h: thread::JoinHandle<Result<T, String>>) -> Result<T, String> {
-    h.join()
-        .unwrap_or_else(|_| Err("a worker thread panicked".to_string()))
+/// A worker's result; its panic as an error.
+fn join_worker<T>(h: thread::JoinHandle<Result<T, EmuError>>) -> Result<T, EmuError> {
+    h.join().unwrap_or(Err(EmuError::Panicked {
+        thread: "a worker thread",
+    }))
 }
 
 /// Stops every thread of the run when the driver returns, whichever way it returns.

@@ -4,6 +4,9 @@
 //! to buffers it owns, with the buffer's real length, to a system call documented in the
 //! man page cited next to it, and checks the return value; nothing else is unsafe.
 
+// System calls through libc have no safe interface: this module is where they get one.
+#![allow(unsafe_code)]
+
 use std::ffi::CString;
 use std::fs::File;
 use std::io;

@@ -9,82 +9,140 @@
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcpInfo {
+    /// `sk_state` (include/net/tcp_states.h: 1 established, 2 SYN sent, 7 closed, ...).
     pub tcpi_state: u8,
+    /// `icsk_ca_state` (`enum tcp_ca_state`: Open, Disorder, CWR, Recovery, Loss).
     pub tcpi_ca_state: u8,
+    /// `icsk_retransmits`: RTO expiries since the last forward progress.
     pub tcpi_retransmits: u8,
+    /// `icsk_probes_out`: unanswered zero-window probes.
     pub tcpi_probes: u8,
+    /// `icsk_backoff`: doublings of the RTO in force.
     pub tcpi_backoff: u8,
+    /// `TCPI_OPT_*` flags: timestamps, SACK, window scaling, ECN, ...
     pub tcpi_options: u8,
     /// `tcpi_snd_wscale : 4, tcpi_rcv_wscale : 4`.
     pub tcpi_wscale: u8,
     /// `tcpi_delivery_rate_app_limited : 1, tcpi_fastopen_client_fail : 2`.
     pub tcpi_flags: u8,
 
+    /// Retransmission timeout, µs.
     pub tcpi_rto: u32,
+    /// Delayed-ACK timeout (`icsk_ack.ato`), µs.
     pub tcpi_ato: u32,
+    /// `mss_cache`: payload bytes per full segment sent.
     pub tcpi_snd_mss: u32,
+    /// `icsk_ack.rcv_mss`: the receiver's estimate of the peer's segment size, bytes.
     pub tcpi_rcv_mss: u32,
 
+    /// `packets_out`: packets sent and not cumulatively acknowledged.
     pub tcpi_unacked: u32,
+    /// `sacked_out`: packets of `packets_out` SACKed.
     pub tcpi_sacked: u32,
+    /// `lost_out`: packets of `packets_out` marked lost.
     pub tcpi_lost: u32,
+    /// `retrans_out`: retransmissions in flight.
     pub tcpi_retrans: u32,
+    /// Always 0 since Linux 4.15 (FACK was removed).
     pub tcpi_fackets: u32,
 
+    /// Time since the last data was sent, ms.
     pub tcpi_last_data_sent: u32,
+    /// Not maintained by Linux (always 0).
     pub tcpi_last_ack_sent: u32,
+    /// Time since the last data was received, ms.
     pub tcpi_last_data_recv: u32,
+    /// Time since the last ACK was received, ms.
     pub tcpi_last_ack_recv: u32,
 
+    /// Path MTU, bytes.
     pub tcpi_pmtu: u32,
+    /// `rcv_ssthresh`: the current cap on the advertised window, bytes.
     pub tcpi_rcv_ssthresh: u32,
+    /// Smoothed RTT (`srtt_us >> 3`), µs.
     pub tcpi_rtt: u32,
+    /// RTT mean deviation (`mdev_us >> 2`), µs.
     pub tcpi_rttvar: u32,
+    /// `snd_ssthresh`, packets ([`TCP_INFINITE_SSTHRESH`] before the first reduction).
     pub tcpi_snd_ssthresh: u32,
+    /// `snd_cwnd`, packets.
     pub tcpi_snd_cwnd: u32,
+    /// The MSS this end advertised, bytes.
     pub tcpi_advmss: u32,
+    /// `reordering`: the dupthresh in use, packets.
     pub tcpi_reordering: u32,
 
+    /// The receiver's RTT estimate (`rcv_rtt_est`), µs.
     pub tcpi_rcv_rtt: u32,
+    /// `rcvq_space.space`: what the application read in the last receiver RTT, bytes (the
+    /// base of receive-buffer autotuning).
     pub tcpi_rcv_space: u32,
 
+    /// Segments retransmitted over the connection's life.
     pub tcpi_total_retrans: u32,
 
+    /// `sk_pacing_rate`, bytes per second (`~0`: unlimited).
     pub tcpi_pacing_rate: u64,
+    /// `sk_max_pacing_rate`, bytes per second.
     pub tcpi_max_pacing_rate: u64,
+    /// Bytes cumulatively acknowledged (RFC 4898 tcpEStatsAppHCThruOctetsAcked).
     pub tcpi_bytes_acked: u64,
+    /// Bytes received in order (RFC 4898 tcpEStatsAppHCThruOctetsReceived).
     pub tcpi_bytes_received: u64,
+    /// Segments sent, retransmissions and pure ACKs included.
     pub tcpi_segs_out: u32,
+    /// Segments received, pure ACKs included.
     pub tcpi_segs_in: u32,
 
+    /// Bytes written by the application and not yet sent.
     pub tcpi_notsent_bytes: u32,
+    /// `tcp_min_rtt`: the windowed min RTT, µs (`~0` before a sample).
     pub tcpi_min_rtt: u32,
+    /// Segments received that carried data.
     pub tcpi_data_segs_in: u32,
+    /// Segments sent that carried data, retransmissions included.
     pub tcpi_data_segs_out: u32,
 
+    /// Payload bytes per second of the last delivery-rate sample (`tcp_rate_gen`).
     pub tcpi_delivery_rate: u64,
 
+    /// Time with data outstanding, µs.
     pub tcpi_busy_time: u64,
+    /// Time limited by the peer's receive window, µs.
     pub tcpi_rwnd_limited: u64,
+    /// Time limited by the send buffer, µs.
     pub tcpi_sndbuf_limited: u64,
 
+    /// `delivered`: packets delivered (SACKed or acknowledged), retransmissions included.
     pub tcpi_delivered: u32,
+    /// `delivered_ce`: packets delivered by ACKs that echoed a CE mark.
     pub tcpi_delivered_ce: u32,
 
+    /// Bytes sent, retransmissions included (RFC 4898 tcpEStatsPerfHCDataOctetsOut).
     pub tcpi_bytes_sent: u64,
+    /// Bytes retransmitted (RFC 4898 tcpEStatsPerfOctetsRetrans).
     pub tcpi_bytes_retrans: u64,
+    /// Segments the peer reported as received twice (D-SACK).
     pub tcpi_dsack_dups: u32,
+    /// Reordering events detected.
     pub tcpi_reord_seen: u32,
 
+    /// Out-of-order packets received.
     pub tcpi_rcv_ooopack: u32,
 
+    /// The peer's advertised receive window, bytes (scaled).
     pub tcpi_snd_wnd: u32,
+    /// The receive window this end advertises, bytes.
     pub tcpi_rcv_wnd: u32,
 
+    /// Times the connection's path hash was changed (PLB, RTOs).
     pub tcpi_rehash: u32,
 
+    /// Retransmission timeouts over the connection's life (Linux 6.7+).
     pub tcpi_total_rto: u16,
+    /// Recoveries that began with an RTO (Linux 6.7+).
     pub tcpi_total_rto_recoveries: u16,
+    /// Time spent in RTO recoveries, ms (Linux 6.7+).
     pub tcpi_total_rto_time: u32,
 }
 
@@ -105,9 +163,13 @@ pub const BBR_CWND_GAIN: u32 = BBR_UNIT * 2;
 /// `min_rtt` in us, gains in `BBR_UNIT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BbrInfo {
+    /// BBR's bandwidth estimate, bytes per second (payload).
     pub bw_bytes_per_sec: u64,
+    /// BBR's min RTT (RTprop), µs.
     pub min_rtt_us: u32,
+    /// Current pacing gain, in [`BBR_UNIT`]s.
     pub pacing_gain: u32,
+    /// Current cwnd gain, in [`BBR_UNIT`]s.
     pub cwnd_gain: u32,
 }
 
@@ -160,6 +222,7 @@ pub fn ca_state_name(s: u8) -> &'static str {
 /// One sample of a socket, in the units of the simulator's time series.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
+    /// `tcpi_snd_cwnd`, packets.
     pub cwnd_pkts: f64,
     /// `inf` before the first reduction, as in the simulator.
     pub ssthresh_pkts: f64,
@@ -170,6 +233,7 @@ pub struct Sample {
     pub srtt_us: f64,
     /// `tcpi_min_rtt` (`tcp_min_rtt`); NaN before the first sample (the kernel reports ~0U).
     pub min_rtt_us: f64,
+    /// `tcpi_rto`, µs.
     pub rto_us: f64,
     /// `tcpi_pacing_rate` x 8: payload bit/s; NaN when unlimited (~0ULL).
     pub pacing_rate_bps: f64,
@@ -177,14 +241,17 @@ pub struct Sample {
     pub delivery_rate_bps: f64,
     /// `tcpi_total_retrans` (cumulative).
     pub retrans_pkts: u64,
+    /// `tcpi_ca_state` by name ([`ca_state_name`]).
     pub ca_state: &'static str,
     /// BBR's mode (see [`BbrInfo::mode`]), else `slow_start` / `cong_avoid` as in
     /// `tcp_in_slow_start` (cwnd < ssthresh), the simulator's names for Reno and CUBIC.
     pub cca_state: &'static str,
+    /// BBR's report (`TCP_CC_INFO`) for Linux's BBR module, once connected.
     pub bbr: Option<BbrInfo>,
 }
 
 impl Sample {
+    /// The sample of one `tcp_info` (and BBR's report when the flow runs Linux's BBR).
     pub fn from_info(t: &TcpInfo, bbr: Option<BbrInfo>) -> Sample {
         let nan_if = |cond: bool, v: f64| if cond { f64::NAN } else { v };
         let inflight = t.tcpi_unacked as i64 - t.tcpi_sacked as i64 - t.tcpi_lost as i64

@@ -17,6 +17,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use crate::bpfcc::{self, Algorithm};
+use crate::error::EmuError;
 use crate::forwarder::Control;
 use crate::grid::Grid;
 use crate::sys;
@@ -34,38 +35,57 @@ pub enum Progress {
     Listening(usize),
     /// A sender's socket exists with its congestion control set.
     Ready(usize),
-    Failed(String),
+    /// A worker failed to set up (its error is also the thread's result).
+    Failed(EmuError),
 }
 
 /// What a flow needs to know about the run's timeline (ns, relative to t0).
 #[derive(Clone, Copy, Debug)]
 pub struct Timeline {
+    /// Interval of the time series, ns.
     pub sample_interval_ns: u64,
+    /// Length of the run, ns.
     pub duration_ns: u64,
+    /// Start of the measurement window, ns.
     pub measure_start_ns: u64,
+    /// End of the measurement window, ns.
     pub measure_end_ns: u64,
 }
 
+/// What the sender thread of one flow needs: where it runs, what it runs, where it
+/// connects, when and how much it writes.
 #[derive(Clone, Debug)]
 pub struct SenderPlan {
+    /// The flow's index in the spec.
     pub flow: usize,
+    /// The namespace of the flow's source host.
     pub netns: String,
+    /// The thread's name (`ccf<tag>-s<flow>`), for `ps -L`.
     pub thread_name: String,
+    /// The Linux congestion control set with TCP_CONGESTION.
     pub cca: String,
     /// Set when `cca` is one of ccfair's BPF congestion controls.
     pub bpf: Option<BpfFlow>,
+    /// The receiver's address and port.
     pub to: SocketAddrV4,
+    /// When to connect, ns after t = 0 (the flow's start with its jitter).
     pub start_ns: u64,
+    /// When the application stops writing, ns after t = 0 (`None`: at the end).
     pub stop_ns: Option<u64>,
+    /// Bytes to write in all (`None`: a bulk flow).
     pub size_bytes: Option<u64>,
+    /// The thread's timer slack, ns.
     pub timer_slack_ns: u64,
+    /// `SCHED_FIFO` priority (0: the ordinary scheduler).
     pub priority: u32,
+    /// How long connect() may take after the flow's start, ns.
     pub connect_timeout_ns: u64,
 }
 
 /// What a sender needs to run one of ccfair's BPF congestion controls on its socket.
 #[derive(Clone, Debug)]
 pub struct BpfFlow {
+    /// The program.
     pub algorithm: Algorithm,
     /// The program's socket-storage map (valid for the run).
     pub storage_fd: std::os::fd::RawFd,
@@ -73,13 +93,20 @@ pub struct BpfFlow {
     pub initial_value: Vec<u8>,
 }
 
+/// What the receiver thread of one flow needs: where it runs and where it listens.
 #[derive(Clone, Debug)]
 pub struct ReceiverPlan {
+    /// The flow's index in the spec.
     pub flow: usize,
+    /// The namespace of the flow's destination host.
     pub netns: String,
+    /// The thread's name (`ccf<tag>-r<flow>`).
     pub thread_name: String,
+    /// The address and port to listen on.
     pub listen: SocketAddrV4,
+    /// The thread's timer slack, ns.
     pub timer_slack_ns: u64,
+    /// `SCHED_FIFO` priority (0: the ordinary scheduler).
     pub priority: u32,
     /// The flow's start (ns after t = 0): its sender connects then.
     pub start_ns: u64,
@@ -90,32 +117,46 @@ pub struct ReceiverPlan {
 /// One TCP_INFO sample: the grid index k, when it was taken (ns after t0) and its values.
 #[derive(Clone, Debug)]
 pub struct SenderSample {
+    /// The grid point: the sample is due at t0 + k x interval.
     pub k: u64,
+    /// When it was taken, ns after t0.
     pub t_ns: u64,
+    /// The socket's state in the time series' units.
     pub sample: Sample,
     /// A BPF algorithm's internals (empty otherwise), under the simulator's column names.
     pub bpf: Vec<(&'static str, f64)>,
 }
 
+/// What a sender measured over the run.
 #[derive(Clone, Debug, Default)]
 pub struct SenderOut {
+    /// The samples, one per grid point reached.
     pub samples: Vec<SenderSample>,
     /// Grid points that passed while the thread was late by a whole interval or more.
     pub missed_samples: u64,
+    /// Bytes the application wrote.
     pub bytes_written: u64,
     /// When the application called connect() and when connect() completed (ns after t0).
     pub connect_ns: Option<u64>,
+    /// When connect() completed, ns after t0 (`None`: never).
     pub established_ns: Option<u64>,
-    /// Final `tcp_info` values.
+    /// The socket's final `tcp_info`: `tcpi_total_retrans`, and the counters below.
     pub total_retrans: u64,
+    /// `tcpi_total_rto`.
     pub total_rto: u64,
+    /// `tcpi_total_rto_recoveries`.
     pub total_rto_recoveries: u64,
+    /// `tcpi_data_segs_out`.
     pub data_segs_out: u64,
     /// Segments received (ACKs, the SYN-ACK included).
     pub segs_in: u64,
+    /// `tcpi_bytes_retrans`.
     pub bytes_retrans: u64,
+    /// `tcpi_dsack_dups`.
     pub dsack_dups: u64,
+    /// `tcpi_reord_seen`.
     pub reord_seen: u64,
+    /// `tcpi_min_rtt`, µs (NaN without a sample).
     pub min_rtt_us: f64,
     /// Mean of the srtt samples (a time average at the sampling interval).
     pub mean_srtt_us: f64,
@@ -128,30 +169,40 @@ pub struct SenderOut {
 /// Bytes delivered to the receiving application at one grid point.
 #[derive(Clone, Copy, Debug)]
 pub struct Tick {
+    /// The grid point: t0 + k x interval.
     pub k: u64,
+    /// When it was taken, ns after t0.
     pub t_ns: u64,
+    /// Bytes delivered so far.
     pub bytes: u64,
 }
 
+/// What a receiver measured over the run.
 #[derive(Clone, Debug, Default)]
 pub struct ReceiverOut {
+    /// Bytes delivered at each grid point reached (point 0 at t = 0).
     pub ticks: Vec<Tick>,
+    /// Grid points that passed while the thread was late by a whole interval or more.
     pub missed_ticks: u64,
+    /// Bytes delivered to the application over the run.
     pub bytes_total: u64,
+    /// Bytes delivered when the measurement window opened.
     pub bytes_at_measure_start: u64,
+    /// Bytes delivered when the measurement window closed.
     pub bytes_at_measure_end: u64,
     /// When the sender's FIN arrived (ns after t0), for flows with a size.
     pub eof_ns: Option<u64>,
     /// The receiving socket's final `tcp_info`: data segments received, segments sent
     /// (ACKs, the SYN-ACK included).
     pub data_segs_in: u64,
+    /// `tcpi_segs_out` of the receiving socket.
     pub segs_out: u64,
 }
 
-fn wait_t0(ctl: &Control) -> Result<u64, String> {
+fn wait_t0(ctl: &Control) -> Result<u64, EmuError> {
     loop {
         if ctl.stopped() {
-            return Err("stopped before the start".into());
+            return Err(EmuError::Stopped { before_start: true });
         }
         if let Some(t0) = ctl.t0() {
             return Ok(t0);
@@ -160,7 +211,7 @@ fn wait_t0(ctl: &Control) -> Result<u64, String> {
     }
 }
 
-fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result<(), String> {
+fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result<(), EmuError> {
     sys::set_thread_name(thread_name);
     let _ = sys::set_timer_slack(slack_ns);
     if priority > 0 {
@@ -168,7 +219,7 @@ fn enter(netns: &str, thread_name: &str, slack_ns: u64, priority: u32) -> Result
         let _ = sys::set_fifo(priority);
     }
     let path = Path::new("/run/netns").join(netns);
-    sys::enter_netns(&path).map_err(|e| format!("entering namespace {netns}: {e}"))
+    sys::enter_netns(&path).map_err(|e| EmuError::os(format!("entering namespace {netns}"), e))
 }
 
 /// (name -> value) of the `TcpExt:` lines of /proc/thread-self/net/netstat: the counters of
@@ -205,7 +256,7 @@ pub fn receiver(
     tl: Timeline,
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
-) -> Result<ReceiverOut, String> {
+) -> Result<ReceiverOut, EmuError> {
     let listener = match receiver_socket(&plan) {
         Ok(l) => l,
         Err(e) => {
@@ -218,7 +269,9 @@ pub fn receiver(
     let mut run = ReceiverRun::new(&plan, tl, t0, listener);
     loop {
         if ctl.stopped() {
-            return Err("stopped".into());
+            return Err(EmuError::Stopped {
+                before_start: false,
+            });
         }
         if run.stream.is_none() {
             run.accept()?;
@@ -241,7 +294,7 @@ pub fn receiver(
 }
 
 /// The flow's listening socket, in its host's namespace.
-fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, String> {
+fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, EmuError> {
     let f = plan.flow;
     enter(
         &plan.netns,
@@ -250,10 +303,10 @@ fn receiver_socket(plan: &ReceiverPlan) -> Result<TcpListener, String> {
         plan.priority,
     )?;
     let listener = TcpListener::bind(plan.listen)
-        .map_err(|e| format!("flows[{f}]: listen on {}: {e}", plan.listen))?;
+        .map_err(|e| EmuError::os(format!("flows[{f}]: listen on {}", plan.listen), e))?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("flows[{f}]: {e}"))?;
+        .map_err(|e| EmuError::os(format!("flows[{f}]: O_NONBLOCK"), e))?;
     Ok(listener)
 }
 
@@ -304,30 +357,30 @@ impl<'a> ReceiverRun<'a> {
     }
 
     /// Accept the flow's connection if it has come; fail once it is overdue.
-    fn accept(&mut self) -> Result<(), String> {
+    fn accept(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         match self.listener.accept() {
             Ok((s, _)) => {
                 s.set_nonblocking(true)
-                    .map_err(|e| format!("flows[{f}]: {e}"))?;
+                    .map_err(|e| EmuError::os(format!("flows[{f}]: O_NONBLOCK"), e))?;
                 self.stream = Some(s);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if sys::monotonic_ns() > self.accept_deadline_ns {
-                    return Err(format!(
-                        "flows[{f}]: no connection reached {} in time",
-                        self.plan.listen
-                    ));
+                    return Err(EmuError::NoConnection {
+                        flow: f,
+                        listen: self.plan.listen,
+                    });
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("flows[{f}]: accept: {e}")),
+            Err(e) => return Err(EmuError::os(format!("flows[{f}]: accept"), e)),
         }
         Ok(())
     }
 
     /// Read everything the kernel has delivered; note when the sender's FIN arrives.
-    fn read(&mut self) -> Result<(), String> {
+    fn read(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         let (Some(s), false) = (self.stream.as_mut(), self.eof) else {
             return Ok(());
@@ -342,7 +395,7 @@ impl<'a> ReceiverRun<'a> {
                 Ok(n) => self.out.bytes_total += n as u64,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("flows[{f}]: read: {e}")),
+                Err(e) => return Err(EmuError::os(format!("flows[{f}]: read"), e)),
             }
         }
     }
@@ -371,7 +424,7 @@ impl<'a> ReceiverRun<'a> {
 
     /// Sleep in poll until data or a connection comes, or the next grid point, window
     /// edge or the end is due (at most `POLL_SLICE_NS`, to look at the stop flag).
-    fn wait(&self) -> Result<(), String> {
+    fn wait(&self) -> Result<(), EmuError> {
         let (t0, tl) = (self.t0_ns, self.tl);
         let mut next = self.grid.next_before(self.end_ns);
         if !self.measure_start_done {
@@ -391,7 +444,7 @@ impl<'a> ReceiverRun<'a> {
             events: libc::POLLIN,
             revents: 0,
         }];
-        sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        sys::ppoll(&mut p, Some(timeout)).map_err(|e| EmuError::os("poll", e))?;
         Ok(())
     }
 }
@@ -417,7 +470,7 @@ pub fn sender(
     tl: Timeline,
     ctl: Arc<Control>,
     progress: mpsc::Sender<Progress>,
-) -> Result<SenderOut, String> {
+) -> Result<SenderOut, EmuError> {
     let stream = match sender_socket(&plan) {
         Ok(s) => s,
         Err(e) => {
@@ -431,7 +484,9 @@ pub fn sender(
     let mut run = SenderRun::new(&plan, tl, t0, stream);
     loop {
         if ctl.stopped() {
-            return Err("stopped".into());
+            return Err(EmuError::Stopped {
+                before_start: false,
+            });
         }
         let now = sys::monotonic_ns();
         if run.grid.due(now) {
@@ -454,7 +509,7 @@ pub fn sender(
 
 /// The flow's socket, in its host's namespace, running the flow's congestion control (a
 /// BPF program gets the flow's parameters in the socket's storage before connect()).
-fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, String> {
+fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, EmuError> {
     let f = plan.flow;
     enter(
         &plan.netns,
@@ -462,22 +517,23 @@ fn sender_socket(plan: &SenderPlan) -> Result<TcpStream, String> {
         plan.timer_slack_ns,
         plan.priority,
     )?;
-    let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| {
-        format!(
-            "flows[{f}].cca: the kernel refused TCP_CONGESTION {:?}: {e}",
-            plan.cca
-        )
+    let fd = sys::tcp_socket_with_cca(&plan.cca).map_err(|e| EmuError::CcaRefused {
+        flow: f,
+        cca: plan.cca.clone(),
+        source: Arc::new(e),
     })?;
-    let got = sys::congestion_of(fd.as_raw_fd()).map_err(|e| format!("flows[{f}]: {e}"))?;
+    let got = sys::congestion_of(fd.as_raw_fd())
+        .map_err(|e| EmuError::os(format!("flows[{f}]: TCP_CONGESTION"), e))?;
     if got != plan.cca {
-        return Err(format!(
-            "flows[{f}].cca: asked the kernel for {:?}, the socket runs {got:?}",
-            plan.cca
-        ));
+        return Err(EmuError::CcaMismatch {
+            flow: f,
+            asked: plan.cca.clone(),
+            got,
+        });
     }
     if let Some(b) = &plan.bpf {
         bpfcc::attach(b.storage_fd, fd.as_raw_fd(), &b.initial_value)
-            .map_err(|e| format!("flows[{f}]: {e}"))?;
+            .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?;
     }
     Ok(sys::into_stream(fd))
 }
@@ -529,11 +585,12 @@ impl<'a> SenderRun<'a> {
 
     /// Take the grid point due at `now`: TCP_INFO, with BBR's TCP_CC_INFO or a BPF
     /// program's internals.
-    fn sample(&mut self, now: u64) -> Result<(), String> {
+    fn sample(&mut self, now: u64) -> Result<(), EmuError> {
         let (f, fd) = (self.plan.flow, self.fd);
-        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let info =
+            sys::tcp_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_INFO"), e))?;
         let bbr: Option<BbrInfo> = if self.is_bbr {
-            sys::bbr_info(fd).map_err(|e| format!("flows[{f}]: TCP_CC_INFO: {e}"))?
+            sys::bbr_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_CC_INFO"), e))?
         } else {
             None
         };
@@ -546,7 +603,7 @@ impl<'a> SenderRun<'a> {
         let mut internals = Vec::new();
         if let (Some(b), false) = (&self.plan.bpf, sample.cca_state == "connecting") {
             let i = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-                .map_err(|e| format!("flows[{f}]: {e}"))?;
+                .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?;
             sample.cca_state = i.state;
             internals = i.metrics;
         }
@@ -561,11 +618,12 @@ impl<'a> SenderRun<'a> {
     }
 
     /// Call connect() at the flow's start; once the handshake has completed, write.
-    fn connect(&mut self, now: u64) -> Result<(), String> {
+    fn connect(&mut self, now: u64) -> Result<(), EmuError> {
         let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
+        let refused = |e| EmuError::os(format!("flows[{f}]: connect to {to}"), e);
         if self.phase == Phase::Waiting && now >= self.start_ns {
             self.out.connect_ns = Some(now - self.t0_ns);
-            sys::connect_start(fd, to).map_err(|e| format!("flows[{f}]: connect to {to}: {e}"))?;
+            sys::connect_start(fd, to).map_err(refused)?;
             self.phase = Phase::Connecting;
         }
         if self.phase != Phase::Connecting {
@@ -576,20 +634,22 @@ impl<'a> SenderRun<'a> {
             events: libc::POLLOUT,
             revents: 0,
         }];
-        if sys::ppoll(&mut p, Some(0)).map_err(|e| format!("poll: {e}"))? > 0 {
-            if let Some(e) = sys::so_error(fd).map_err(|e| e.to_string())? {
-                return Err(format!("flows[{f}]: connect to {to}: {e}"));
+        if sys::ppoll(&mut p, Some(0)).map_err(|e| EmuError::os("poll", e))? > 0 {
+            let pending =
+                sys::so_error(fd).map_err(|e| EmuError::os(format!("flows[{f}]: SO_ERROR"), e))?;
+            if let Some(e) = pending {
+                return Err(refused(e));
             }
             self.out.established_ns = Some(sys::monotonic_ns() - self.t0_ns);
             self.phase = Phase::Writing;
         } else if now > self.start_ns + self.plan.connect_timeout_ns {
-            return Err(format!("flows[{f}]: connecting to {to} timed out"));
+            return Err(EmuError::ConnectTimeout { flow: f, to });
         }
         Ok(())
     }
 
     /// Write as much as the socket takes, up to the flow's size (then shut down writing).
-    fn write(&mut self) -> Result<(), String> {
+    fn write(&mut self) -> Result<(), EmuError> {
         let f = self.plan.flow;
         loop {
             let want = match self.plan.size_bytes {
@@ -605,7 +665,7 @@ impl<'a> SenderRun<'a> {
                 Ok(n) => self.out.bytes_written += n as u64,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("flows[{f}]: write: {e}")),
+                Err(e) => return Err(EmuError::os(format!("flows[{f}]: write"), e)),
             }
             // Never hold up a due sample behind a long run of writes.
             if self.grid.pending() && sys::monotonic_ns() >= self.grid.point_ns() {
@@ -617,7 +677,7 @@ impl<'a> SenderRun<'a> {
     /// Sleep in poll until the socket takes more (while connecting or writing) or the next
     /// grid point, the start, the stop of writing or the end is due (at most
     /// `POLL_SLICE_NS`, to look at the stop flag).
-    fn wait(&self) -> Result<(), String> {
+    fn wait(&self) -> Result<(), EmuError> {
         let mut next = self.grid.next_before(self.end_ns);
         match self.phase {
             Phase::Waiting => next = next.min(self.start_ns),
@@ -634,24 +694,23 @@ impl<'a> SenderRun<'a> {
             events: libc::POLLOUT,
             revents: 0,
         }];
-        sys::ppoll(&mut p, Some(timeout)).map_err(|e| format!("poll: {e}"))?;
+        sys::ppoll(&mut p, Some(timeout)).map_err(|e| EmuError::os("poll", e))?;
         Ok(())
     }
 
     /// The connection's totals at the end of the run: final `tcp_info` counters, a BPF
     /// program's counters, the mean srtt and the namespace's TcpExt counters over the run.
-    fn finish(mut self, netstat_before: &BTreeMap<String, u64>) -> Result<SenderOut, String> {
+    fn finish(mut self, netstat_before: &BTreeMap<String, u64>) -> Result<SenderOut, EmuError> {
         let (f, fd, to) = (self.plan.flow, self.fd, self.plan.to);
         if self.phase == Phase::Waiting || self.phase == Phase::Connecting {
-            return Err(format!(
-                "flows[{f}]: the connection to {to} was not established before the end of the run"
-            ));
+            return Err(EmuError::NotEstablished { flow: f, to });
         }
-        let info = sys::tcp_info(fd).map_err(|e| format!("flows[{f}]: TCP_INFO: {e}"))?;
+        let info =
+            sys::tcp_info(fd).map_err(|e| EmuError::os(format!("flows[{f}]: TCP_INFO"), e))?;
         let out = &mut self.out;
         if let Some(b) = &self.plan.bpf {
             out.bpf_counters = bpfcc::read(b.algorithm, b.storage_fd, fd, info.tcpi_snd_mss)
-                .map_err(|e| format!("flows[{f}]: {e}"))?
+                .map_err(|e| EmuError::bpf(format!("flows[{f}]"), e))?
                 .counters;
         }
         out.total_retrans = info.tcpi_total_retrans as u64;

@@ -28,8 +28,11 @@ struct FlowState {
     ack_delivered: Option<u64>,
 }
 
+/// The hosts' turnaround times over a run, from the packets the forwarder carries.
 pub struct Turnaround {
+    /// Receiver turnarounds: data delivered to the ACK it triggers.
     pub receiver: Histogram,
+    /// Sender turnarounds (unpaced flows): ACK delivered to the data it releases.
     pub sender: Histogram,
     flows: Vec<FlowState>,
     /// Per flow: the sender is not paced, so its data answers ACKs.
@@ -37,6 +40,8 @@ pub struct Turnaround {
 }
 
 impl Turnaround {
+    /// Nothing recorded yet; `unpaced[i]` says flow `i`'s sender is not paced, so that its
+    /// data answers ACKs and its sender turnarounds are measured.
     pub fn new(unpaced: Vec<bool>) -> Self {
         Turnaround {
             receiver: Histogram::default(),

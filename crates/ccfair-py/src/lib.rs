@@ -88,10 +88,8 @@ impl CoreError {
                 }
                 CoreError::Cca(e @ CcaError::UnknownAlgorithm(_)) => spec_error("", &e.to_string()),
                 CoreError::Json(m) => spec_error("", &m),
-                CoreError::Emu(EmuError::Config(m)) => {
-                    spec_error("", &format!("emulator config: {m}"))
-                }
-                CoreError::Emu(EmuError::System(m)) => run_error(m),
+                CoreError::Emu(e @ EmuError::Config(_)) => spec_error("", &e.to_string()),
+                CoreError::Emu(e) => run_error(e.to_string()),
                 CoreError::Panic { run, message } => run_error(format!(
                     "run {run}: the engine panicked ({message}); this is a bug in ccfair, \
                      please report it with the scenario"

@@ -4,6 +4,9 @@
 
 use thiserror::Error;
 
+/// Why a run could not start or did not finish. The message is one line naming the field
+/// (or the limit, or the guard) and the value; it reaches the user as a Python `SpecError`,
+/// `LimitError` or `RunError`.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SimError {
     /// The run spec is not valid JSON of the `RunSpec` shape.
@@ -11,11 +14,21 @@ pub enum SimError {
     Parse(String),
     /// A field of the run spec is invalid. `path` names it (`links[1].rate_bps`).
     #[error("{path}: {message}")]
-    Spec { path: String, message: String },
+    Spec {
+        /// Path of the field in the run spec.
+        path: String,
+        /// What is wrong with its value.
+        message: String,
+    },
     /// The run's resource estimate exceeds a limit. `field` names the part of the spec that
     /// costs the most (`sample_interval`, `flows[0].tcp.init_cwnd`, `links[2].buffer`).
     #[error("{field}: {message}")]
-    Limit { field: String, message: String },
+    Limit {
+        /// The spec field that costs the most.
+        field: String,
+        /// The estimate against the limit, in words.
+        message: String,
+    },
     /// The run was stopped because it stopped making progress or exceeded its event budget
     /// (the engine's guards against livelock; see `world::RunBudget`).
     #[error("{0}")]

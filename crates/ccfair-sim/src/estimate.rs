@@ -115,6 +115,7 @@ pub struct MemoryPart {
     pub field: String,
     /// What the bytes hold, for messages (`time series`, `packets of flow 0`).
     pub what: String,
+    /// Estimated bytes.
     pub bytes: u64,
 }
 

@@ -29,20 +29,24 @@ impl<T> Default for Fifo<T> {
 }
 
 impl<T: Copy> Fifo<T> {
+    /// An empty ring; nothing is allocated until the first push.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Values held.
     #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// No value held.
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The oldest value, left in the ring.
     #[inline]
     pub fn front(&self) -> Option<&T> {
         if self.len == 0 {
@@ -52,6 +56,7 @@ impl<T: Copy> Fifo<T> {
         }
     }
 
+    /// Append `x`, doubling the storage when it is full.
     #[inline]
     pub fn push_back(&mut self, x: T) {
         if self.len == self.buf.len() {
@@ -62,6 +67,7 @@ impl<T: Copy> Fifo<T> {
         self.len += 1;
     }
 
+    /// Remove and return the oldest value.
     #[inline]
     pub fn pop_front(&mut self) -> Option<T> {
         if self.len == 0 {

@@ -43,7 +43,11 @@ pub enum Latency {
     /// in the first seconds of a 50 Mbit/s run and about 100 us in a 10 Mbit/s steady
     /// state, docs/model.md). `tcp.host_latency` only.
     Measured {
+        /// The receiver's turnaround quantiles (us): from a data segment's arrival to the ACK it
+        /// triggers leaving.
         receiver_us: [f64; N_PROBS],
+        /// The sender's turnaround quantiles (us): from an ACK's arrival to the data it releases
+        /// leaving.
         sender_us: [f64; N_PROBS],
     },
 }
@@ -51,7 +55,7 @@ pub enum Latency {
 impl Latency {
     /// A measured table's problem, naming the table: quantiles must be finite, between 0
     /// and 1 s, and non-decreasing.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LatencyError> {
         let Latency::Measured {
             receiver_us,
             sender_us,
@@ -60,27 +64,52 @@ impl Latency {
             return Ok(());
         };
         for (name, us) in [("receiver_us", receiver_us), ("sender_us", sender_us)] {
-            if let Some(v) = us.iter().find(|v| !(0.0..=1e6).contains(*v)) {
-                return Err(format!(
-                    "measured.{name}: {v:?} is not a latency in us between 0 and 1e6"
-                ));
+            if let Some(&value) = us.iter().find(|v| !(0.0..=1e6).contains(*v)) {
+                return Err(LatencyError::OutOfRange { table: name, value });
             }
             if let Some(w) = us.windows(2).find(|w| w[1] < w[0]) {
-                return Err(format!(
-                    "measured.{name}: quantiles must not decrease ({} then {})",
-                    w[0], w[1]
-                ));
+                return Err(LatencyError::Decreasing {
+                    table: name,
+                    before: w[0],
+                    after: w[1],
+                });
             }
         }
         Ok(())
     }
 }
 
+/// Why a measured latency table is rejected ([`Latency::check`]); the message names the
+/// table (`measured.receiver_us`) and the value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LatencyError {
+    /// A quantile is not a latency between 0 and 1 s (NaN, negative, infinite or larger).
+    #[error("measured.{table}: {value:?} is not a latency in us between 0 and 1e6")]
+    OutOfRange {
+        /// The table: `receiver_us` or `sender_us`.
+        table: &'static str,
+        /// The rejected quantile (us).
+        value: f64,
+    },
+    /// A quantile is smaller than the one before it.
+    #[error("measured.{table}: quantiles must not decrease ({before} then {after})")]
+    Decreasing {
+        /// The table: `receiver_us` or `sender_us`.
+        table: &'static str,
+        /// The earlier quantile (us).
+        before: f64,
+        /// The next quantile, smaller (us).
+        after: f64,
+    },
+}
+
 /// An empirical distribution: quantiles `us` at probabilities `probs`, interpolated
 /// linearly in between and clamped at the ends.
 #[derive(Clone, Copy, Debug)]
 pub struct Distribution {
+    /// Probabilities of the quantiles, increasing from 0 to 1 ([`PROBS`]).
     pub probs: &'static [f64; N_PROBS],
+    /// The quantiles, us, non-decreasing.
     pub us: [f64; N_PROBS],
     /// `starts[b]`: the last index `i >= 1` with `probs[i] <= b / BUCKETS`, else 0
     /// ([`bucket_starts`]): where the search for the interval of `u` in bucket `b` begins.
@@ -112,7 +141,7 @@ impl Distribution {
     /// Drawn once per host reaction, so it is kept cheap: the interval's search starts at
     /// the precomputed last probability at or below the low end of `u`'s bucket (with 128
     /// buckets, at most a step or two from the answer; the same index as a binary
-    /// search), and the rounding avoids a libm call ([`round_half_away_ns`], the same value
+    /// search), and the rounding avoids a libm call (`round_half_away_ns`, the same value
     /// as `f64::round`).
     // Per host reaction: inlined into `egress_ns`.
     #[inline]
@@ -210,7 +239,9 @@ pub const KERNEL_SENDER: Distribution = Distribution {
 /// Which end of a flow a host is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {
+    /// The data sender (which also receives the ACKs).
     Sender = 0,
+    /// The data receiver (which sends the ACKs).
     Receiver = 1,
 }
 
@@ -352,16 +383,32 @@ mod tests {
         let mut decreasing = [20.0; N_PROBS];
         decreasing[5] = 10.0;
         let e = table(decreasing).check().unwrap_err();
-        assert!(e.contains("receiver_us") && e.contains("20 then 10"), "{e}");
+        assert_eq!(
+            e,
+            LatencyError::Decreasing {
+                table: "receiver_us",
+                before: 20.0,
+                after: 10.0
+            }
+        );
+        // The text the user sees (Python's SpecError at tcp.host_latency).
+        assert_eq!(
+            e.to_string(),
+            "measured.receiver_us: quantiles must not decrease (20 then 10)"
+        );
+        let message = |bad| table(bad).check().unwrap_err().to_string();
         let mut bad = [20.0; N_PROBS];
         bad[0] = f64::NAN;
-        assert!(table(bad).check().unwrap_err().contains("NaN"));
+        assert!(message(bad).contains("NaN"));
         bad[0] = -1.0;
-        assert!(table(bad).check().unwrap_err().contains("-1"));
+        assert_eq!(
+            message(bad),
+            "measured.receiver_us: -1.0 is not a latency in us between 0 and 1e6"
+        );
         bad[0] = f64::INFINITY;
-        assert!(table(bad).check().unwrap_err().contains("inf"));
+        assert!(message(bad).contains("inf"));
         bad[0] = 1e300;
-        assert!(table(bad).check().unwrap_err().contains("1e300"));
+        assert!(message(bad).contains("1e300"));
     }
 
     /// The cheaper interval search and rounding give `at_ns` as first written (binary search,

@@ -32,22 +32,32 @@ use crate::fifo::Fifo;
 use crate::packet::{Packet, PacketRef};
 use crate::spec::Queue;
 
+/// What one channel (a link direction) did, since the start of the run. Samples and the
+/// link summaries take differences of these.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ChannelCounters {
+    /// Packets offered to the channel.
     pub arrivals: u64,
     /// Dropped because the buffer (or a queue discipline's limit) was full.
     pub drops_queue: u64,
+    /// Lost on the wire by the link's random loss (`loss_ab`, `loss_ba`).
     pub drops_random: u64,
     /// Dropped by a queue discipline's decision, and marked CE by it instead of a drop or
     /// for its ce_threshold (0 without one).
     pub drops_aqm: u64,
+    /// Packets a queue discipline marked CE instead of dropping (0 without one).
     pub marks_aqm: u64,
+    /// Packets marked CE for the discipline's `ce_threshold` (fq_codel, CoDel; 0 otherwise).
     pub marks_ce_threshold: u64,
     /// fq_codel: flows that became active, and over-limit drops while over its memory
     /// limit (0 for other queues).
     pub fq_new_flows: u64,
+    /// fq_codel: over-limit drops made while the queue was over its memory limit
+    /// (`drop_overmemory`; 0 for other queues).
     pub fq_drops_overmemory: u64,
+    /// Packets that finished serialisation.
     pub tx_pkts: u64,
+    /// Bytes (on the wire) that finished serialisation.
     pub tx_bytes: u64,
     /// Sum over departures of the time the packet spent queued + in service (ns).
     pub sojourn_ns_sum: u64,
@@ -102,7 +112,10 @@ struct Backlogged {
 /// simultaneous events (`Channel::advance_for`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Ahead {
+    /// When the packet reaches the channel's input (ns).
     pub input_ns: u64,
+    /// When the engine would have scheduled that arrival (ns): it orders the arrival among
+    /// events at the same time.
     pub announced_ns: u64,
 }
 
@@ -133,6 +146,40 @@ pub enum Enqueued<P = Packet> {
 
 /// One direction of a link.
 ///
+/// ```
+/// use ccfair_sim::link::{Channel, Enqueued, OnWire};
+///
+/// // What the channel carries only needs a size on the wire.
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Pkt(u32);
+/// impl OnWire for Pkt {
+///     fn wire_bytes(&self) -> u32 {
+///         self.0
+///     }
+/// }
+///
+/// // 12 Mbit/s (a 1500-byte packet takes 1 ms), 10 ms of propagation, a buffer of two
+/// // packets counting the one in service, no random loss.
+/// let mut ch: Channel<Pkt> = Channel::new(12_000_000, 10_000_000, 2, 0.0, 1);
+/// assert_eq!(ch.serialisation_ns(1500), 1_000_000);
+///
+/// // Three packets at t = 0: the first is serialised at once, the second waits, the
+/// // third finds the buffer full.
+/// let first = ch.enqueue(0, Pkt(1500));
+/// // The pipe was empty: the engine schedules the first arrival, 1 ms + 10 ms later.
+/// assert!(matches!(first, Enqueued::Accepted(Some(11_000_000))));
+/// assert!(matches!(ch.enqueue(0, Pkt(1500)), Enqueued::Accepted(None)));
+/// assert!(matches!(ch.enqueue(0, Pkt(1500)), Enqueued::BufferFull(Pkt(1500))));
+///
+/// // At the first arrival the channel hands the packet over and says when the next
+/// // one arrives: one serialisation time later.
+/// let (pkt, next) = ch.arrival();
+/// assert_eq!((pkt, next), (Pkt(1500), Some(12_000_000)));
+/// ch.advance(12_000_000);
+/// let c = ch.counters();
+/// assert_eq!((c.arrivals, c.tx_pkts, c.drops_queue), (3, 2, 1));
+/// ```
+///
 /// Service is FIFO at a constant rate, so a packet's departure time is known when it is
 /// accepted: max(now, previous departure) + serialisation time. The channel therefore needs
 /// no event per departure; it keeps the departure times of accepted packets and counts as
@@ -155,6 +202,7 @@ pub struct Channel<P: OnWire = Packet> {
     /// The last packet size serialised and its time: a channel carries mostly one size
     /// (full segments, or bare ACKs), so this skips the division for most packets.
     last_size: (u32, u64),
+    /// Probability that a packet is lost on the wire after its serialisation (Bernoulli).
     pub loss_prob: f64,
 
     // Line 1: the buffer and the pipe.
@@ -164,6 +212,7 @@ pub struct Channel<P: OnWire = Packet> {
     pipe: Fifo<(u64, P)>,
 
     // Line 2.
+    /// Propagation delay, ns.
     pub delay_ns: u64,
     /// When the last packet accepted and not lost reaches the far end, whether it went into
     /// the pipe or was handed on ahead of time.
@@ -171,6 +220,8 @@ pub struct Channel<P: OnWire = Packet> {
     /// Packets offered, and accepted (`counters()` subtracts those still in the buffer).
     arrivals: u64,
     accepted_pkts: u64,
+    /// Buffer size, packets, counting the packet in service (see the module documentation;
+    /// `netem.rs` and `link/serve.rs` for what it counts with netem and a queue discipline).
     pub buffer_pkts: u32,
     /// What `buffer_pkts` counts (`netem.rs`).
     pub queue: Queue,
@@ -194,6 +245,9 @@ pub struct Channel<P: OnWire = Packet> {
 }
 
 impl<P: OnWire> Channel<P> {
+    /// A drop-tail channel at `rate_bps` (bit/s), with `delay_ns` of propagation, a buffer of
+    /// `buffer_pkts` packets counting the one in service, and random loss `loss_prob` drawn
+    /// from a stream seeded with `seed`. Nothing is allocated until packets come.
     pub fn new(rate_bps: u64, delay_ns: u64, buffer_pkts: u32, loss_prob: f64, seed: u64) -> Self {
         let mut channel = Channel {
             rate_bps,
@@ -274,6 +328,7 @@ impl<P: OnWire> Channel<P> {
             + self.serve.as_deref().map_or(0, Self::qdisc_reserved_bytes)
     }
 
+    /// Whether the engine offers it packets ahead of time ([`Channel::feed_ahead`]).
     pub fn is_fed_ahead(&self) -> bool {
         self.fed_ahead
     }
@@ -374,6 +429,7 @@ impl<P: OnWire> Channel<P> {
         self.backlog.len() - self.told_ahead.packets as usize
     }
 
+    /// Bytes (on the wire) in the buffer at the last `advance`, counting the packet in service.
     pub fn occupancy_bytes(&self) -> u64 {
         if let Some(s) = self.qdisc_state() {
             return Self::qdisc_occupancy(s).1;

@@ -11,6 +11,7 @@
 /// timestamps, 2 + 8 x 3 for SACK), as Linux sends them.
 pub const MAX_SACK_BLOCKS: usize = 3;
 
+/// A range of segments a SACK block reports received, `start..end`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SackBlock {
     /// First segment covered.
@@ -19,15 +20,20 @@ pub struct SackBlock {
     pub end: u64,
 }
 
+/// What a packet is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A data segment (MSS payload, or less for the last one of a finite flow).
     Data,
+    /// A pure ACK from the receiver (possibly with SACK blocks).
     Ack,
     /// The three-way handshake (RFC 9293 section 3.5): SYN and the final ACK travel on the
     /// data path, SYN-ACK on the ACK path. Sequence numbers count data segments only, so
     /// these carry none.
     Syn,
+    /// The receiver's SYN-ACK.
     SynAck,
+    /// The sender's ACK that completes the handshake.
     HandshakeAck,
 }
 
@@ -37,6 +43,7 @@ impl Kind {
         matches!(self, Kind::Data | Kind::Syn | Kind::HandshakeAck)
     }
 
+    /// The kind as the trace table writes it (`"data"`, `"synack"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Data => "data",
@@ -62,7 +69,10 @@ pub enum Ecn {
     /// Not ECN-capable transport: a queue that would mark drops instead.
     #[default]
     NotEct = 0,
+    /// ECN-capable transport, codepoint 1 (`INET_ECN_ECT_1`; L4S uses it, ccfair's senders
+    /// never set it).
     Ect1 = 1,
+    /// ECN-capable transport, codepoint 0 (`INET_ECN_ECT_0`): what an ECN sender sets.
     Ect0 = 2,
     /// Congestion experienced: set by a queue instead of a drop.
     Ce = 3,
@@ -83,15 +93,20 @@ impl Ecn {
 pub struct TcpFlags(pub u8);
 
 impl TcpFlags {
+    /// No flag.
     pub const NONE: TcpFlags = TcpFlags(0);
+    /// ECN-Echo (`TCPHDR_ECE`).
     pub const ECE: TcpFlags = TcpFlags(0x40);
+    /// Congestion Window Reduced (`TCPHDR_CWR`).
     pub const CWR: TcpFlags = TcpFlags(0x80);
 
+    /// Whether every flag of `other` is set.
     #[inline]
     pub fn contains(self, other: TcpFlags) -> bool {
         self.0 & other.0 == other.0
     }
 
+    /// These flags and those of `other`.
     #[inline]
     pub fn with(self, other: TcpFlags) -> TcpFlags {
         TcpFlags(self.0 | other.0)
@@ -133,10 +148,12 @@ impl WireSack {
 /// No SACK blocks: a packet's `sack` when `n_sack` is 0.
 pub const NO_SACK: [WireSack; MAX_SACK_BLOCKS] = [WireSack::NONE; MAX_SACK_BLOCKS];
 
-/// 64 bytes: one cache line in its slot of the [`PacketSlab`] ([`Slot`]).
+/// 64 bytes: one cache line in its slot of the [`PacketSlab`] (`Slot`).
 #[derive(Clone, Copy, Debug)]
 pub struct Packet {
+    /// The flow's index in the spec.
     pub flow: u32,
+    /// What the packet is.
     pub kind: Kind,
     /// Ack: number of valid entries in `sack`. The first may be a D-SACK block.
     pub n_sack: u8,
@@ -152,6 +169,7 @@ pub struct Packet {
     pub payload_bytes: u32,
     /// TCP timestamps option (RFC 7323), in the sender's millisecond ticks.
     pub tsval: u32,
+    /// The timestamp echoed (`tsecr`): the `tsval` of the packet this one answers.
     pub tsecr: u32,
     /// Ack and SynAck: the receive window advertised, in bytes (the header's field shifted
     /// by the window scale; the SYN-ACK's is unscaled).
@@ -216,7 +234,9 @@ impl Packet {
 /// from its slot: at many flows that read missed the cache on most hops).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRef {
+    /// The packet's slot in the [`PacketSlab`].
     pub slot: u32,
+    /// Bytes on the wire (IP packet size).
     pub wire_bytes: u32,
     /// The packet's channel is the engine's route table entry `hop` (`world.rs`,
     /// `Simulation::routes`, which holds every flow's data path and ACK path), so the next
@@ -269,6 +289,7 @@ impl PacketSlab {
         }
     }
 
+    /// The packet behind `r`.
     pub fn get(&self, r: PacketRef) -> &Packet {
         &self.slots[r.slot as usize].0
     }
@@ -291,6 +312,7 @@ impl PacketSlab {
         crate::prefetch::line(self.slots.as_ptr().wrapping_add(r.slot as usize) as *const u8);
     }
 
+    /// The packet behind `r`, to change it on the way (a queue's CE mark).
     pub fn get_mut(&mut self, r: PacketRef) -> &mut Packet {
         &mut self.slots[r.slot as usize].0
     }
@@ -311,6 +333,7 @@ impl PacketSlab {
         self.slots.len() - self.free.len()
     }
 
+    /// No packet stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -5,6 +5,8 @@
 /// Ask the CPU to bring the cache line at `p` into the first-level cache; a no-op off
 /// x86-64.
 #[inline(always)]
+// The prefetch intrinsic is an `unsafe fn`; it is this crate's only unsafe code.
+#[allow(unsafe_code)]
 pub fn line(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint: it reads nothing into the program and never faults,

@@ -24,7 +24,9 @@ pub type Label = &'static str;
 
 /// How a field type is stored.
 pub trait Cell: Copy {
+    /// The column type in the results schema.
     const DTYPE: Dtype;
+    /// A column of these values.
     fn column(v: Vec<Self>) -> ColumnData;
 }
 
@@ -58,7 +60,7 @@ pub(crate) fn push_chunked<T>(v: &mut Vec<T>, x: T) {
     v.push(x);
 }
 
-/// The capacity [`push_chunked`] gives a column of `rows` rows: 64, doubling up to a
+/// The capacity `push_chunked` gives a column of `rows` rows: 64, doubling up to a
 /// chunk, then whole chunks.
 pub fn chunked_capacity(rows: usize) -> usize {
     if rows == 0 {
@@ -84,7 +86,7 @@ macro_rules! rows {
         #[doc = concat!("[`", stringify!($row), "`] rows.")]
         #[derive(Default)]
         pub struct $store {
-            $(pub $field: Vec<$ty>,)*
+            $(#[doc = concat!("Per row: ", $doc)] pub $field: Vec<$ty>,)*
         }
 
         impl $store {
@@ -97,14 +99,17 @@ macro_rules! rows {
                 }
             }
 
+            /// Append one row (columns grow in chunks, `push_chunked`).
             pub fn push(&mut self, r: &$row) {
                 $(push_chunked(&mut self.$field, r.$field);)*
             }
 
+            /// Rows stored.
             pub fn len(&self) -> usize {
                 self.rows_len()
             }
 
+            /// No row stored.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
@@ -266,6 +271,7 @@ rows_len!(LinkSummaries, link);
 /// sample; ~45 per value when each column filled its NaN gap as it got its next value).
 #[derive(Default)]
 pub struct FlowRecorder {
+    /// The per-flow samples (the fixed columns of the time series).
     pub samples: FlowSamples,
     internals: Vec<Internal>,
     /// Per flow, its internals in runs of samples that report the same names.
@@ -329,6 +335,7 @@ impl InternalRun {
 }
 
 impl FlowRecorder {
+    /// An empty recorder (columns grow as samples come).
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
@@ -374,6 +381,9 @@ impl FlowRecorder {
         }
     }
 
+    /// The time series: the samples' columns, then one column per internal any registered
+    /// algorithm reports, in the schema's name and unit (NaN where a flow's algorithm has no
+    /// such internal).
     pub fn into_table(self) -> Table {
         let rows = self.samples.len();
         let mut t = self.samples.into_table();
@@ -593,7 +603,11 @@ pub fn link_sample<P: OnWire>(
 /// percentiles over the window (ms) and fq_codel's shared queues.
 #[derive(Clone, Copy, Debug)]
 pub struct LinkExtras {
+    /// Sojourn time percentiles (p50, p95, p99) of the packets that left in the measurement
+    /// window, ms (NaN when none did).
     pub sojourn_ms: [f64; 3],
+    /// fq_codel: how many of the flow directions crossing the channel share their queue with
+    /// another (NaN for other queues).
     pub fq_shared_flows: f64,
 }
 

@@ -20,13 +20,18 @@ use crate::record::{FlowSample, FlowSummary, LinkSample, LinkSummary};
 /// Storage type of a column (Parquet: int64, float64, string, bool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dtype {
+    /// Integer (stored as int64; the engine's counters are u64).
     I64,
+    /// Floating point (NaN for "not available").
     F64,
+    /// Text.
     Str,
+    /// Boolean.
     Bool,
 }
 
 impl Dtype {
+    /// The Parquet/Arrow type name (`"int64"`, `"float64"`, `"string"`, `"bool"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Dtype::I64 => "int64",
@@ -49,9 +54,13 @@ pub enum By {
 /// One column of a results table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
+    /// Column name, with its unit as a suffix (`goodput_mbps`).
     pub name: String,
+    /// Storage type.
     pub dtype: Dtype,
+    /// Who fills it.
     pub by: By,
+    /// One-line description (what docs/results.md lists).
     pub doc: String,
 }
 

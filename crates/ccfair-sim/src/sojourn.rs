@@ -68,6 +68,7 @@ impl SojournHistogram {
         self.total += 1;
     }
 
+    /// Packets recorded (those that left inside the window).
     pub fn count(&self) -> u64 {
         self.total
     }
@@ -89,6 +90,7 @@ impl SojournHistogram {
         unreachable!("the counts sum to the total")
     }
 
+    /// Heap bytes the histogram holds (its buckets, once the first packet is recorded).
     pub fn reserved_bytes(&self) -> u64 {
         (self.counts.capacity() * 8) as u64
     }

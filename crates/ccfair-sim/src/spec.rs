@@ -16,18 +16,29 @@ use ccfair_cc::params::ParamError;
 
 use crate::error::SimError;
 
+/// A resolved run: the topology (nodes, links), the flows with their routes, algorithms and
+/// TCP options, and the run's timing. The Python layer builds it from a scenario
+/// (`ccfair check --engine` prints it as JSON); [`Simulation::new`](crate::Simulation::new)
+/// checks it and runs it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSpec {
+    /// Simulated time the run lasts, ns.
     pub duration_ns: u64,
+    /// Seed of every random stream of the run (each flow, channel and queue discipline derives
+    /// its own from it, so adding one changes no other's draws).
     pub seed: u64,
     /// Interval of the per-flow and per-link time series.
     pub sample_interval_ns: u64,
     /// Goodput is measured over `[measure_start_ns, measure_end_ns)`.
     pub measure_start_ns: u64,
+    /// End of the measurement window, ns (at most `duration_ns`).
     pub measure_end_ns: u64,
+    /// Node names; links and flows refer to nodes by index into this list.
     pub nodes: Vec<String>,
+    /// The links; link `i` carries channels `2*i` (a to b) and `2*i + 1` (b to a).
     pub links: Vec<LinkSpec>,
+    /// The flows, each a TCP connection from `src` to `dst`.
     pub flows: Vec<FlowSpec>,
     /// Flows (indices) whose packets are traced hop by hop (`trace.rs`); a diagnostic that
     /// changes no result.
@@ -35,14 +46,20 @@ pub struct RunSpec {
     pub trace_flows: Vec<usize>,
 }
 
+/// A full-duplex link between two nodes: its rate, propagation delay, buffer, loss and
+/// queue apply to each direction.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
+    /// The link's name in results (`link_name`).
     pub name: String,
-    /// Node indices.
+    /// One end (node index): channel `2*i` runs from `a` to `b`.
     pub a: usize,
+    /// The other end (node index).
     pub b: usize,
+    /// Rate of each direction, bit/s (on-the-wire bytes, headers included).
     pub rate_bps: u64,
+    /// One-way propagation delay, ns.
     pub delay_ns: u64,
     /// Drop-tail capacity in packets, counting the packet in service (see docs/model.md).
     pub buffer_pkts: u32,
@@ -88,6 +105,7 @@ pub enum Queue {
 }
 
 impl Queue {
+    /// The default queue (which a spec need not write).
     pub fn is_droptail(&self) -> bool {
         *self == Queue::Droptail
     }
@@ -147,11 +165,16 @@ impl LinkSpec {
     }
 }
 
+/// One TCP connection: where it goes, the algorithm it runs, when it starts and stops, and
+/// its TCP options.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
+    /// The flow's name in results (`flow_name`).
     pub name: String,
+    /// The sending node (index into `RunSpec::nodes`).
     pub src: usize,
+    /// The receiving node (index into `RunSpec::nodes`).
     pub dst: usize,
     /// Channels crossed by data, in order from `src` to `dst`.
     pub path: Vec<usize>,
@@ -162,6 +185,7 @@ pub struct FlowSpec {
     /// Module parameters (JSON object; defaults filled in by normalisation).
     #[serde(default)]
     pub cca_params: Value,
+    /// When the application starts (connects, or writes without the handshake), ns.
     pub start_ns: u64,
     /// The flow starts at `start_ns` plus a uniform random offset in `[0, start_jitter_ns]`
     /// drawn from the flow's own stream (0 = exactly at `start_ns`). Makes repetitions of
@@ -174,6 +198,7 @@ pub struct FlowSpec {
     /// Bytes the application writes in total (bulk flows: none = infinite).
     #[serde(default)]
     pub size_bytes: Option<u64>,
+    /// The TCP substrate's options (Linux's defaults unless set).
     #[serde(default)]
     pub tcp: TcpOptions,
 }
@@ -317,15 +342,19 @@ pub struct TcpOptions {
     expecting = "must be \"fit\", \"linux\" or three byte counts [min, default, max]"
 )]
 pub enum Rmem {
+    /// `"fit"` or `"linux"`.
     Named(RmemName),
     /// `tcp_rmem` as three numbers of bytes: min, default, max.
     Bytes([u64; 3]),
 }
 
+/// The named settings of `rmem` and `wmem`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RmemName {
+    /// Large enough that no window limits a flow (see `TcpOptions::rmem`).
     Fit,
+    /// Linux's stock sysctl.
     Linux,
 }
 
@@ -336,6 +365,7 @@ pub enum RmemName {
     expecting = "wmem: must be \"fit\", \"linux\" or three byte counts [min, default, max]"
 )]
 pub enum Wmem {
+    /// `"fit"` or `"linux"`.
     Named(RmemName),
     /// `tcp_wmem` as three numbers of bytes: min, default, max.
     Bytes([u64; 3]),
@@ -344,6 +374,7 @@ pub enum Wmem {
 /// TSO deferral (`TcpOptions::tso_defer`): on (Linux 6.18's rule), off, or the 4.x rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TsoDefer {
+    /// No deferral (`false`).
     Off,
     /// Linux 6.18 (`true`).
     Linux,
@@ -398,9 +429,13 @@ pub enum Pacer {
 /// PRR's rule below ssthresh (`TcpOptions::prr`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Prr {
+    /// Linux 5.19+ (`"linux-6.18"`): `max(prr_delivered - prr_out, newly acked)`, plus one when
+    /// `snd_una` advanced and nothing was newly lost.
     #[default]
     #[serde(rename = "linux-6.18")]
     Linux618,
+    /// Linux 4.x (`"linux-4.x"`): plus one only when retransmitted data was acknowledged and no
+    /// retransmission was lost, else packet conservation.
     #[serde(rename = "linux-4.x")]
     Linux4x,
 }
@@ -408,11 +443,14 @@ pub enum Prr {
 /// The tail loss probe's schedule (`TcpOptions::tlp_schedule`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TlpSchedule {
+    /// Linux 6.18: Open or CWR; 2 srtt + 2 ms.
     #[default]
     #[serde(rename = "linux-6.18")]
     Linux618,
+    /// Linux 4.15: Open only; 2 srtt + 2 jiffies.
     #[serde(rename = "linux-4.15")]
     Linux415,
+    /// Linux 4.13: Open only; max(2 srtt, 10 ms).
     #[serde(rename = "linux-4.13")]
     Linux413,
 }
@@ -420,9 +458,11 @@ pub enum TlpSchedule {
 /// The receiver's window model (`TcpOptions::rcv_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RcvWindow {
+    /// Linux 6.18: window from the measured payload/truesize ratio, `tcp_rcvbuf_grow`.
     #[default]
     #[serde(rename = "linux-6.18")]
     Linux618,
+    /// Linux 4.13/4.15: half the buffer (`tcp_adv_win_scale` 1), 4.x autotuning.
     #[serde(rename = "linux-4.x")]
     Linux4x,
 }
@@ -431,7 +471,9 @@ pub enum RcvWindow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tso {
+    /// One segment per skb, paced segment by segment (the default idealisation).
     Off,
+    /// `tcp_tso_autosize`: skbs of about 1 ms of data at the pacing rate.
     Linux,
 }
 
@@ -514,7 +556,7 @@ impl TcpOptions {
         }
         self.host_latency
             .check()
-            .map_err(|e| ParamError::new("host_latency", e))?;
+            .map_err(|e| ParamError::new("host_latency", e.to_string()))?;
         let positive = [
             ("mss", self.mss as u64),
             ("init_cwnd", self.init_cwnd as u64),
@@ -674,6 +716,7 @@ pub const DATA_HEADER_BYTES: u32 = 52;
 pub const ACK_BYTES: u32 = 52;
 /// Extra bytes of a SACK option: 2 NOPs + kind + length, then 8 bytes per block.
 pub const SACK_OPTION_BASE_BYTES: u32 = 4;
+/// Bytes per SACK block (two 32-bit edges).
 pub const SACK_BLOCK_BYTES: u32 = 8;
 
 impl RunSpec {

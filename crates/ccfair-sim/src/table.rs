@@ -1,14 +1,20 @@
 //! Column-oriented result tables, handed to Python as typed arrays.
 
+/// One column's values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ColumnData {
+    /// Integers (counters, indices, times in ns).
     U64(Vec<u64>),
+    /// Floating point values (NaN: not available).
     F64(Vec<f64>),
+    /// Labels from a fixed set (CA states, directions, packet kinds).
     Str(Vec<&'static str>),
+    /// Other text (names from the spec).
     Text(Vec<String>),
 }
 
 impl ColumnData {
+    /// Number of values.
     pub fn len(&self) -> usize {
         match self {
             ColumnData::U64(v) => v.len(),
@@ -18,6 +24,7 @@ impl ColumnData {
         }
     }
 
+    /// No value.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -26,23 +33,28 @@ impl ColumnData {
 /// A table as named columns of equal length.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Table {
+    /// The columns in order: (name, values).
     pub columns: Vec<(String, ColumnData)>,
 }
 
 impl Table {
+    /// Append a column (of the same length as the others).
     pub fn push(&mut self, name: &str, data: ColumnData) {
         debug_assert!(self.columns.is_empty() || self.columns[0].1.len() == data.len());
         self.columns.push((name.to_string(), data));
     }
 
+    /// Number of rows (0 for a table without columns).
     pub fn n_rows(&self) -> usize {
         self.columns.first().map_or(0, |(_, c)| c.len())
     }
 
+    /// The column called `name`.
     pub fn column(&self, name: &str) -> Option<&ColumnData> {
         self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
     }
 
+    /// The floating-point column called `name` (`None` if absent or of another type).
     pub fn f64(&self, name: &str) -> Option<&[f64]> {
         match self.column(name)? {
             ColumnData::F64(v) => Some(v),
@@ -99,6 +111,7 @@ impl Table {
         h
     }
 
+    /// The integer column called `name` (`None` if absent or of another type).
     pub fn u64(&self, name: &str) -> Option<&[u64]> {
         match self.column(name)? {
             ColumnData::U64(v) => Some(v),

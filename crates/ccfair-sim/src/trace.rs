@@ -28,6 +28,7 @@ pub enum TraceEvent {
 }
 
 impl TraceEvent {
+    /// The event's name in the trace table (`"drop_queue"`).
     pub fn as_str(self) -> &'static str {
         match self {
             TraceEvent::Enqueue => "enqueue",
@@ -43,11 +44,15 @@ impl TraceEvent {
 /// One packet of a traced flow at one channel.
 #[derive(Clone, Copy, Debug)]
 pub struct TraceRow {
+    /// When it happened, ns.
     pub t_ns: u64,
+    /// The flow's index.
     pub flow: u32,
+    /// The channel: link `channel / 2`, direction a to b when even, b to a when odd.
     pub channel: u32,
     /// Position on the flow's route (0 = the first link).
     pub hop: u16,
+    /// What happened to the packet.
     pub event: TraceEvent,
     /// "data", "ack", "syn", "synack", "handshake_ack".
     pub kind: &'static str,
@@ -85,10 +90,12 @@ impl Trace {
         })
     }
 
+    /// Whether `flow` is traced.
     pub fn is_traced(&self, flow: u32) -> bool {
         self.traced.get(flow as usize).copied().unwrap_or(false)
     }
 
+    /// Keep `row` if its flow is traced.
     pub fn record(&mut self, row: TraceRow) {
         if self.is_traced(row.flow) {
             self.rows.push(row);

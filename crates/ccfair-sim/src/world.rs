@@ -24,6 +24,7 @@ use crate::trace::{Trace, TraceEvent, TraceRow};
 /// Seed stream tags, so that flows and links draw from independent streams (public: the
 /// kernel backend's forwarder draws a channel's random losses from the same stream).
 pub const STREAM_FLOW: u64 = 1;
+/// The stream of a link direction's random losses: (seed, STREAM_CHANNEL, link, direction).
 pub const STREAM_CHANNEL: u64 = 2;
 /// The stream of a link direction's queue discipline: (seed, STREAM_QDISC, link,
 /// direction), for PIE's and RED's draws and fq_codel's hash key.
@@ -85,9 +86,11 @@ const ROUTE_FED: u32 = 1 << 31;
 /// Engine counters of a run.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EngineStats {
+    /// Events the engine ran.
     pub events: u64,
     /// Packets that finished serialisation on a channel (one per packet per hop).
     pub packet_hops: u64,
+    /// The most events pending at once.
     pub peak_heap_len: usize,
     /// Bytes the engine held for packets at the run's peak: packet slots, retransmission-queue
     /// slots, and the channels' buffer and pipe slots. None of these storages shrinks, so
@@ -99,6 +102,8 @@ pub struct EngineStats {
     pub peak_packets: u64,
 }
 
+/// What a run produced: the result tables (columns as `schema.rs` lists them) and the
+/// engine's own counters.
 pub struct RunResult {
     /// Per-flow summary (one row per flow), with every algorithm's counters as columns.
     pub flows: Table,
@@ -110,9 +115,12 @@ pub struct RunResult {
     pub link_summary: Table,
     /// Per-packet trace of the flows in `RunSpec::trace_flows` (`trace.rs`), if any.
     pub trace: Option<Table>,
+    /// The engine's counters (events, packet-hops, peak memory).
     pub stats: EngineStats,
 }
 
+/// A run being simulated: the channels of every link direction, the flows' senders and
+/// receivers, the event queue, and the recorders.
 pub struct Simulation {
     spec: RunSpec,
     now: u64,
@@ -148,6 +156,29 @@ pub struct Simulation {
 
 impl Simulation {
     /// Build a simulation from a resolved spec. Errors name the offending field.
+    ///
+    /// ```
+    /// use ccfair_sim::{SimError, Simulation};
+    /// # let spec = serde_json::json!({
+    /// #     "duration_ns": 2_000_000_000u64, "seed": 1, "sample_interval_ns": 100_000_000,
+    /// #     "measure_start_ns": 0, "measure_end_ns": 2_000_000_000u64, "nodes": ["h1", "h2"],
+    /// #     "links": [{"name": "h1-h2", "a": 0, "b": 1, "rate_bps": 10_000_000,
+    /// #                "delay_ns": 20_000_000, "buffer_pkts": 50}],
+    /// #     "flows": [{"name": "flow1", "src": 0, "dst": 1, "path": [0], "ack_path": [1],
+    /// #                "cca": "cubic", "cca_params": {}, "start_ns": 0}],
+    /// # });
+    /// # let spec = ccfair_sim::parse_spec(&spec.to_string()).unwrap();
+    /// // A two-host spec (see the crate documentation) whose flow sends its data on
+    /// // channel 1, which runs from h2 to h1.
+    /// let mut bad = spec.clone();
+    /// bad.flows[0].path = vec![1];
+    /// let Err(SimError::Spec { path, message }) = Simulation::new(bad) else {
+    ///     panic!("refused")
+    /// };
+    /// assert_eq!(path, "flows[0].path");
+    /// assert_eq!(message, "channel 1 does not start at node 0");
+    /// assert!(Simulation::new(spec).is_ok());
+    /// ```
     pub fn new(spec: RunSpec) -> Result<Self, SimError> {
         Self::with_feed_ahead(spec, true)
     }
@@ -259,6 +290,28 @@ impl Simulation {
     /// Run to the end of the scenario without an event budget (tests, benchmarks).
     ///
     /// Panics if the loop's progress guard stops the run (`run_bounded`).
+    ///
+    /// ```
+    /// use ccfair_sim::Simulation;
+    /// # let spec = serde_json::json!({
+    /// #     "duration_ns": 2_000_000_000u64, "seed": 1, "sample_interval_ns": 100_000_000,
+    /// #     "measure_start_ns": 0, "measure_end_ns": 2_000_000_000u64, "nodes": ["h1", "h2"],
+    /// #     "links": [{"name": "h1-h2", "a": 0, "b": 1, "rate_bps": 10_000_000,
+    /// #                "delay_ns": 20_000_000, "buffer_pkts": 50}],
+    /// #     "flows": [{"name": "flow1", "src": 0, "dst": 1, "path": [0], "ack_path": [1],
+    /// #                "cca": "cubic", "cca_params": {}, "start_ns": 0}],
+    /// # });
+    /// # let spec = ccfair_sim::parse_spec(&spec.to_string()).unwrap();
+    /// // The same spec and seed give the same tables, bit for bit.
+    /// let a = Simulation::new(spec.clone()).unwrap().run();
+    /// let b = Simulation::new(spec.clone()).unwrap().run();
+    /// assert!(a.timeseries.identical(&b.timeseries) && a.flows.identical(&b.flows));
+    /// // Another seed draws other host latencies, so the packets' timing differs.
+    /// let mut reseeded = spec;
+    /// reseeded.seed = 2;
+    /// let c = Simulation::new(reseeded).unwrap().run();
+    /// assert!(!a.timeseries.identical(&c.timeseries));
+    /// ```
     pub fn run(self) -> RunResult {
         self.run_bounded(u64::MAX)
             .expect("the run stopped making progress")
@@ -990,7 +1043,7 @@ fn note_sent(conn: &mut ConnectionTimes, pkt: &Packet, now: u64) {
 }
 
 /// When a flow's connection packets entered the network (ns after t = 0). Both backends
-/// fill the same columns from these (see [`push_connection_columns`]).
+/// fill the same columns from these (see [`connection_columns`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ConnectionTimes {
     /// The first SYN entered the network.
@@ -1022,9 +1075,13 @@ pub fn connection_columns(c: &ConnectionTimes) -> ConnectionColumns {
 
 /// See [`connection_columns`].
 pub struct ConnectionColumns {
+    /// When the first SYN entered the network, s after t = 0 (NaN if never).
     pub syn_sent_s: f64,
+    /// When the first data segment entered the network, s after t = 0 (NaN if never).
     pub first_data_sent_s: f64,
+    /// First SYN sent to first SYN-ACK received, ms (NaN if either never happened).
     pub handshake_rtt_ms: f64,
+    /// SYNs sent beyond the first.
     pub syn_retrans_pkts: u64,
 }
 

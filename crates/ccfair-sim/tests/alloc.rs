@@ -3,6 +3,10 @@
 //!
 //! Its own test binary, because it installs a counting global allocator.
 
+// A global allocator is an `unsafe impl GlobalAlloc`: counting needs one, and it only
+// forwards to the system allocator.
+#![allow(unsafe_code)]
+
 mod common;
 use common::*;
 use serde_json::json;
@@ -15,16 +19,21 @@ struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+// allocator keeps the system allocator's guarantees; counting touches only an atomic.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract of `GlobalAlloc::alloc`, passed on.
         unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System` through `alloc`/`realloc` above, with `layout`.
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with `layout`; the caller's contract, passed on.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }

@@ -9,7 +9,7 @@
 //! (`rtt_cnt`, `delivered`, `extra_acked`) are u64/u32 here and never wrap.
 //!
 //! On top of stock BBRv1 sit the two RTprop modifications of reference 6.3 (forced expire
-//! and RTprop update), both off by default; see [`Bbr::rtprop_modification`].
+//! and RTprop update), both off by default; see `Bbr::rtprop_modification`.
 
 pub mod params;
 #[cfg(test)]
@@ -83,9 +83,11 @@ use crate::{CaEvent, CaState, CongestionControl, RateSample, TcpSock};
 
 /// Bandwidth unit: packets per µs scaled by 2^24 (about 715 bit/s per unit at MSS 1448).
 pub const BW_SCALE: u32 = 24;
+/// One packet per µs in bandwidth units (`BW_UNIT` of tcp_bbr.c).
 pub const BW_UNIT: u64 = 1 << BW_SCALE;
 /// Gains are fractions of 256.
 pub const BBR_SCALE: u32 = 8;
+/// A gain of 1.0 (`BBR_UNIT`): gains are in 1/256ths.
 pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
 
 /// Phases of the PROBE_BW gain cycle.
@@ -162,13 +164,18 @@ fn mul_shr(a: u64, b: u64, shift: u32) -> u64 {
 /// `enum bbr_mode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// `BBR_STARTUP`: ramp up at high gain until the bandwidth stops growing.
     Startup,
+    /// `BBR_DRAIN`: drain the queue STARTUP built.
     Drain,
+    /// `BBR_PROBE_BW`: steady state, cycling the pacing gain to probe for bandwidth.
     ProbeBw,
+    /// `BBR_PROBE_RTT`: cut inflight to 4 packets to measure the round-trip propagation time.
     ProbeRtt,
 }
 
 impl Mode {
+    /// The mode's name as Linux prints it (`"PROBE_BW"`), used as the flow's `cca_state`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Startup => "STARTUP",
@@ -371,14 +378,17 @@ impl Bbr {
         }
     }
 
+    /// The parameters this instance runs with (resolved: every version-dependent flag set).
     pub fn params(&self) -> &BbrParams {
         &self.params
     }
 
+    /// Current mode (`bbr->mode`).
     pub fn mode(&self) -> Mode {
         self.mode
     }
 
+    /// Event counters so far (PROBE_RTT entries, forced expiries, ...), for the flows table.
     pub fn counters(&self) -> BbrCounters {
         self.counters
     }
@@ -402,18 +412,23 @@ impl Bbr {
         }
     }
 
+    /// Current pacing gain (`bbr->pacing_gain`), in [`BBR_UNIT`]s.
     pub fn pacing_gain(&self) -> u32 {
         self.pacing_gain
     }
 
+    /// Current cwnd gain (`bbr->cwnd_gain`), in [`BBR_UNIT`]s.
     pub fn cwnd_gain(&self) -> u32 {
         self.cwnd_gain
     }
 
+    /// Phase of the PROBE_BW gain cycle (`bbr->cycle_idx`, 0 to `CYCLE_LEN - 1`).
     pub fn cycle_idx(&self) -> u32 {
         self.cycle_idx
     }
 
+    /// STARTUP found the pipe full (`bbr_full_bw_reached`): the bandwidth grew less than 25% in
+    /// three rounds.
     pub fn full_bw_reached(&self) -> bool {
         self.full_bw_reached
     }

@@ -75,13 +75,18 @@ pub const MIN_CWND: f64 = 2.0;
 /// Upper bound on the velocity, for numerical safety only (ccp_copa caps at 0xffff).
 const MAX_VELOCITY: f64 = 65536.0;
 
+/// Copa's mode (paper section 2.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// delta fixed at `CopaParams::delta`: aim at 1/delta packets of standing queue.
     Default = 0,
+    /// A buffer-filling competitor is present: AIMD on 1/delta (+1 per loss-free RTT, halved on
+    /// loss).
     Competitive = 1,
 }
 
 impl Mode {
+    /// The mode's name in the time series' `cca_state` (`"default"`, `"competitive"`).
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Default => "default",
@@ -90,6 +95,8 @@ impl Mode {
     }
 }
 
+/// Copa's state for one connection: its RTT filters, fractional cwnd, velocity, mode and
+/// delta (see the module documentation for the rules and the choices the paper leaves open).
 #[derive(Debug)]
 pub struct Copa {
     p: Resolved,
@@ -156,6 +163,8 @@ impl Copa {
         Ok(Self::from_resolved(params.resolve()?))
     }
 
+    /// Copa with parameters already resolved (every variant-dependent option decided), before
+    /// the first ACK: slow start, cwnd 10 packets, v = 1, default mode.
     pub fn from_resolved(p: Resolved) -> Self {
         Copa {
             p,
@@ -198,15 +207,20 @@ impl Copa {
 
     // ----- read-only views (tests and metrics)
 
+    /// The resolved parameters this instance runs with.
     pub fn params(&self) -> &Resolved {
         &self.p
     }
+    /// Current mode.
     pub fn mode(&self) -> Mode {
         self.mode
     }
+    /// Current delta (1/packets): `params().delta` in default mode, at most that in competitive
+    /// mode.
     pub fn delta(&self) -> f64 {
         1.0 / self.inv_delta
     }
+    /// Current velocity v (1 to 2^16): how many packets per RTT the next cwnd step is worth.
     pub fn velocity(&self) -> f64 {
         self.velocity
     }
@@ -214,15 +228,19 @@ impl Copa {
     pub fn cwnd(&self) -> f64 {
         self.cwnd
     }
+    /// Copa's own slow start (cwnd doubles per RTT) has not ended yet.
     pub fn in_slow_start(&self) -> bool {
         self.slow_start
     }
+    /// `RTTmin`: min RTT over the RTTmin window, µs; 0 before the first sample.
     pub fn rtt_min_us(&self) -> u64 {
         self.rtt_min_us
     }
+    /// `RTTstanding`: min RTT over the last srtt/2, µs; 0 before the first sample.
     pub fn rtt_standing_us(&self) -> u64 {
         self.rtt_standing_us
     }
+    /// Queueing delay `dq = RTTstanding - RTTmin`, µs.
     pub fn dq_us(&self) -> u64 {
         self.dq_us
     }
@@ -230,6 +248,7 @@ impl Copa {
     pub fn target_rate_pps(&self) -> f64 {
         self.target_rate_pps
     }
+    /// Switches between default and competitive mode so far.
     pub fn mode_switches(&self) -> u64 {
         self.mode_switches
     }

@@ -148,29 +148,51 @@ crate::param_table! {
     }
 }
 
-/// Parameters with every variant-dependent option decided.
+/// Parameters with every variant-dependent option decided; each field is the
+/// [`CopaParams`] option of the same name, where it is documented in full.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Resolved {
+    /// Which reference the other options defaulted to.
     pub variant: CopaVariant,
+    /// delta in default mode and its upper bound in competitive mode, 1/packets.
     pub delta: f64,
+    /// Competitive mode is enabled.
     pub competitive: bool,
+    /// Velocity is enabled (else v stays 1).
     pub velocity: bool,
+    /// RTTmin window, s.
     pub rtt_min_window_s: f64,
+    /// RTTmin window in RTTmin, when longer than `rtt_min_window_s` (0: off).
     pub rtt_min_window_rtts: f64,
+    /// Gain of Copa's own srtt EWMA; 0 uses the substrate's srtt.
     pub srtt_gain: f64,
+    /// Competitive-mode detector window, srtt.
     pub mode_window_rtts: f64,
+    /// Window of the recent maximum queueing delay, srtt.
     pub mode_max_window_rtts: f64,
+    /// "Nearly empty" threshold, as a fraction of the recent maximum queueing delay.
     pub mode_threshold: f64,
+    /// The RTT series the detector watches.
     pub mode_signal: ModeSignal,
+    /// Leave competitive mode only on a new nearly-empty reading.
     pub mode_return_needs_new_empty: bool,
+    /// How the velocity evolves.
     pub velocity_rule: VelocityRule,
+    /// Same-direction windows before v starts doubling (paper rule).
     pub velocity_rtts: u32,
+    /// Reset v to 1 when an ACK's decision opposes the current direction (paper rule).
     pub velocity_reset_on_opposite: bool,
+    /// ACKs at connection start that leave cwnd unchanged.
     pub probe_acks: u32,
+    /// genericCC's ReduceOnLoss (cwnd x 0.7 after a window with more than 30% loss).
     pub loss_reduce: bool,
+    /// In competitive mode, halve 1/delta at most once per srtt.
     pub delta_halve_once_per_rtt: bool,
+    /// In competitive mode, add 1 to 1/delta only after an RTT without loss.
     pub delta_ai_needs_lossless_rtt: bool,
+    /// An RTO restarts slow start from init_cwnd.
     pub rto_restart: bool,
+    /// What an ECN mark does.
     pub ecn_response: EcnResponse,
 }
 

@@ -24,9 +24,12 @@ use std::collections::VecDeque;
 /// Resolution of a window: samples closer than `window / BUCKETS` may share an entry.
 pub const BUCKETS: u64 = 256;
 
+/// Which extreme a [`WindowedExtremum`] keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Extremum {
+    /// The smallest value of the window (RTTmin, RTTstanding).
     Min,
+    /// The largest value of the window (the detector's recent maximum queueing delay).
     Max,
 }
 
@@ -57,18 +60,22 @@ impl WindowedExtremum {
         }
     }
 
+    /// Forget every sample (the buffer keeps its capacity).
     pub fn clear(&mut self) {
         self.entries.clear();
     }
 
+    /// Entries held (each stands for one or more samples).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// No sample held.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// Entries the buffer holds without reallocating.
     pub fn capacity(&self) -> usize {
         self.entries.capacity()
     }

@@ -155,7 +155,9 @@ struct RateState {
 /// A congestion control module inside a minimal Linux sender. `cc` and `tp` are public:
 /// tests read the module's state and set socket fields to build a situation.
 pub struct TestSender<C> {
+    /// The module under test.
     pub cc: C,
+    /// The socket state the module reads and writes; the driver keeps it as Linux would.
     pub tp: TcpSock,
     /// The sample built by the last ACK.
     pub last_rs: RateSample,
@@ -241,6 +243,7 @@ impl<C: CongestionControl> TestSender<C> {
 
     // ------------------------------------------------------------------ time
 
+    /// The sender's clock (`tp.now_ns`), ns.
     pub fn now_ns(&self) -> u64 {
         self.tp.now_ns
     }

@@ -56,6 +56,7 @@ struct Drop {
 
 /// One flow: its sender, delays, receiver and loss detection.
 pub struct Flow<C> {
+    /// The flow's sender (its module and socket state).
     pub s: TestSender<C>,
     /// Propagation before the bottleneck and after it (data, then the ACK's return).
     d1_ns: u64,
@@ -153,6 +154,7 @@ impl<C: CongestionControl> Flow<C> {
 
 /// Flows over one bottleneck.
 pub struct Path<C> {
+    /// The flows, in the order they were added; their index is the flow's id.
     pub flows: Vec<Flow<C>>,
     /// Serialization time of one packet at the bottleneck.
     ser_ns: u64,

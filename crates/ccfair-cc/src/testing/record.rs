@@ -9,32 +9,55 @@ use crate::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpSock}
 /// One hook call with its arguments and the socket fields the hooks read most.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Hook {
+    /// `init`.
     Init,
+    /// `ssthresh`, with cwnd when it was called.
     Ssthresh {
+        /// `snd_cwnd` at the call, packets.
         cwnd: u32,
     },
+    /// `cong_avoid` with its arguments.
     CongAvoid {
+        /// The cumulative ACK, segment number.
         ack: u64,
+        /// Packets newly (S)ACKed.
         acked: u32,
+        /// `snd_cwnd` at the call, packets.
         cwnd: u32,
     },
+    /// `cong_control` with the rate sample and the delivery counters it is read against.
     CongControl {
+        /// The rate sample passed.
         rs: RateSampleFields,
+        /// `tp.delivered` at the call, packets.
         delivered: u64,
+        /// `tp.delivered_mstamp_ns` at the call.
         delivered_mstamp_ns: u64,
+        /// `snd_cwnd` at the call, packets.
         cwnd: u32,
     },
+    /// `set_state` with the new state.
     SetState(CaState),
+    /// `cwnd_event` with the event.
     CwndEvent(CaEvent),
+    /// `pkts_acked` with the [`AckSample`]'s fields.
     PktsAcked {
+        /// `AckSample::pkts_acked`.
         pkts_acked: u32,
+        /// `AckSample::rtt_us`.
         rtt_us: i64,
+        /// `AckSample::in_flight`.
         in_flight: u32,
     },
+    /// `undo_cwnd`.
     UndoCwnd,
+    /// `in_ack_event` with its flags and the delivery counters.
     InAckEvent {
+        /// The `CA_ACK_*` flags.
         flags: u32,
+        /// `tp.delivered` at the call, packets.
         delivered: u64,
+        /// `tp.delivered_ce` at the call, packets.
         delivered_ce: u64,
     },
 }
@@ -42,16 +65,27 @@ pub enum Hook {
 /// The fields of a [`RateSample`] (which has no `PartialEq` of its own, being engine API).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateSampleFields {
+    /// `RateSample::prior_mstamp_ns`.
     pub prior_mstamp_ns: u64,
+    /// `RateSample::prior_delivered`.
     pub prior_delivered: u64,
+    /// `RateSample::delivered`.
     pub delivered: i64,
+    /// `RateSample::interval_us`.
     pub interval_us: i64,
+    /// `RateSample::rtt_us`.
     pub rtt_us: i64,
+    /// `RateSample::losses`.
     pub losses: u32,
+    /// `RateSample::acked_sacked`.
     pub acked_sacked: u32,
+    /// `RateSample::prior_in_flight`.
     pub prior_in_flight: u32,
+    /// `RateSample::is_app_limited`.
     pub is_app_limited: bool,
+    /// `RateSample::is_retrans`.
     pub is_retrans: bool,
+    /// `RateSample::is_ack_delayed`.
     pub is_ack_delayed: bool,
 }
 
@@ -78,11 +112,15 @@ pub type HookLog = Arc<Mutex<Vec<(u64, Hook)>>>;
 
 /// Wraps `inner`, appending `(tp.now_ns, hook)` to `log` on every call.
 pub struct Recording<C> {
+    /// The module whose calls are logged.
     pub inner: C,
+    /// The log, shared with the handle [`Recording::new`] returns.
     pub log: HookLog,
 }
 
 impl<C: CongestionControl> Recording<C> {
+    /// Wrap `inner`; returns the recording and a handle to its log, to read after the module
+    /// has moved into a substrate.
     pub fn new(inner: C) -> (Self, HookLog) {
         let log = HookLog::default();
         (

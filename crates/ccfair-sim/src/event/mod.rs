@@ -15,6 +15,8 @@ use std::collections::BinaryHeap;
 use near::Near;
 use wheel::{Wheel, SLOTS};
 
+/// Everything the engine schedules. Flow and channel ids are indices into the run's flows
+/// and channel list (at most [`MAX_EVENT_ID`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// The head of a channel's propagation pipe reaches the far end.
@@ -30,8 +32,11 @@ pub enum Event {
     FlowStop(u32),
     /// A flow timer (see `TimerKind`).
     FlowTimer(u32, TimerKind),
+    /// Record one row of time series (every `sample_interval_ns`).
     Sample,
+    /// The measurement window starts (`measure_start_ns`): counters are taken as its zero.
     MeasureStart,
+    /// The measurement window ends (`measure_end_ns`).
     MeasureEnd,
 }
 
@@ -49,6 +54,7 @@ pub enum TimerKind {
     CompSack = 3,
 }
 
+/// Number of [`TimerKind`]s (the size of a flow's table of timer deadlines).
 pub const N_TIMER_KINDS: usize = 4;
 
 /// Heap entries are one `u128`: the time (high 64 bits), then the insertion sequence (40
@@ -107,6 +113,7 @@ impl EventCode {
         (self.0 >> ID_BITS == 0).then_some(self.0 as u32)
     }
 
+    /// The event, decoded.
     #[inline]
     pub fn event(self) -> Event {
         decode(self.0)
@@ -191,6 +198,8 @@ impl EventQueue {
         ((time_ns as u128) << 64) | key as u128
     }
 
+    /// Schedule `event` at `time_ns`; among events at the same time, it runs after those pushed
+    /// before it.
     #[inline]
     pub fn push(&mut self, time_ns: u64, event: Event) {
         let e = self.entry(time_ns, event);
@@ -280,6 +289,7 @@ impl EventQueue {
         self.near.settle();
     }
 
+    /// Remove and return the earliest event (the first pushed, among equal times).
     pub fn pop(&mut self) -> Option<(u64, Event)> {
         self.first()?;
         let top = self.near.pop().expect("filled");
@@ -316,6 +326,7 @@ impl EventQueue {
             .map(|e| (entry_time(e), EventCode(e as u64 & ((1 << EVENT_BITS) - 1))))
     }
 
+    /// The time of the earliest event, ns, left in the queue.
     pub fn peek_time(&mut self) -> Option<u64> {
         self.first().map(entry_time)
     }
@@ -378,10 +389,12 @@ impl EventQueue {
         self.far_first = u64::MAX;
     }
 
+    /// Events pending.
     pub fn len(&self) -> usize {
         self.near.len() + self.wheel.len() + self.far.len()
     }
 
+    /// No event pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -49,7 +49,10 @@ struct Inbound<P> {
 /// an empty pipe, and a wake-up of the channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Service {
+    /// When the first packet put into an empty propagation pipe reaches the far end (ns), to
+    /// schedule as a `ChannelArrival`.
     pub arrival: Option<u64>,
+    /// When the queue discipline next needs the channel (ns), to schedule as a `ChannelWake`.
     pub wake: Option<u64>,
 }
 

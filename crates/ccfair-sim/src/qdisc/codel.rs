@@ -43,11 +43,17 @@ fn before(a: u32, b: u32) -> bool {
 /// CoDel's parameters in its own units (`struct codel_params`).
 #[derive(Clone, Copy, Debug)]
 pub struct CodelConsts {
+    /// Target sojourn time, CoDel time units (1024 ns).
     pub target: u32,
+    /// Interval over which the sojourn must stay above target before dropping, CoDel time
+    /// units.
     pub interval: u32,
+    /// Sojourn above which ECN-capable packets are marked CE regardless of the control law,
+    /// CoDel time units ([`DISABLED_THRESHOLD`]: off).
     pub ce_threshold: u32,
     /// Bytes of backlog at or below which CoDel does not drop.
     pub mtu: u32,
+    /// Mark ECN-capable packets instead of dropping them.
     pub ecn: bool,
 }
 
@@ -77,6 +83,8 @@ pub struct CodelVars {
     pub count: u32,
     /// `count` when the dropping state was last entered.
     pub lastcount: u32,
+    /// In the dropping state: drops follow the control law until the sojourn falls below
+    /// target.
     pub dropping: bool,
     /// 1 / sqrt(count) as a fraction of 2^16.
     pub rec_inv_sqrt: u16,
@@ -91,7 +99,9 @@ pub struct CodelVars {
 /// Statistics CoDel keeps (`struct codel_stats`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CodelStats {
+    /// Largest packet seen, bytes.
     pub maxpacket: u32,
+    /// Packets the control law dropped (`drop_count`; marks are not counted).
     pub drop_count: u32,
 }
 
@@ -116,6 +126,7 @@ pub fn control_law(t: u32, interval: u32, rec_inv_sqrt: u16) -> u32 {
 /// Where CoDel takes packets from: a qdisc's FIFO or one of fq_codel's flow queues
 /// (`dequeue_func`; taking a packet lowers the qdisc's backlog, which CoDel reads).
 pub trait CodelQueue<P> {
+    /// Take the head packet (`dequeue_func`).
     fn take(&mut self) -> Option<Queued<P>>;
     /// The whole qdisc's backlog in bytes after the take (`sch->qstats.backlog`; for
     /// fq_codel the sum over all its flows, as Linux passes it).
@@ -258,6 +269,7 @@ where
 }
 
 impl<P: OnWire> Codel<P> {
+    /// `codel_init` with `p`'s parameters and a limit of `limit_pkts` packets waiting.
     pub fn new(p: &CodelParams, limit_pkts: u32) -> Self {
         Codel {
             queue: PacketFifo::new(),
@@ -297,26 +309,32 @@ impl<P: OnWire> Codel<P> {
         dequeue(queue, now_ns, consts, vars, stats, sink)
     }
 
+    /// Packets waiting (`qdisc_qlen`).
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// No packet waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes waiting (`sch->qstats.backlog`).
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
 
+    /// Call `f` on every packet waiting, oldest first.
     pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
         self.queue.for_each(f)
     }
 
+    /// Heap bytes of the queue's storage.
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
     }
 
+    /// Make room for `packets` more, so that queueing them allocates nothing.
     pub fn reserve(&mut self, packets: usize) {
         self.queue.reserve(packets);
     }

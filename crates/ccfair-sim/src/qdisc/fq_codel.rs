@@ -77,6 +77,43 @@ pub struct FqCodel<P> {
 
 impl<P: OnWire> FqCodel<P> {
     /// With `limit_pkts` (`sch->limit`) and the hash key `perturbation`.
+    ///
+    /// ```
+    /// use ccfair_sim::link::OnWire;
+    /// use ccfair_sim::packet::Ecn;
+    /// use ccfair_sim::qdisc::fq_codel::FqCodel;
+    /// use ccfair_sim::qdisc::{QdiscConfig, Queued, Sink};
+    /// use ccfair_sim::spec::Queue;
+    /// use serde_json::json;
+    ///
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Pkt(char);
+    /// impl OnWire for Pkt {
+    ///     fn wire_bytes(&self) -> u32 {
+    ///         1500
+    ///     }
+    /// }
+    ///
+    /// // One queue per flow direction, so that the two flows below cannot collide.
+    /// let table = json!({"hash": "per_flow"});
+    /// let Some(QdiscConfig::FqCodel(p)) = QdiscConfig::parse(Queue::FqCodel, &table).unwrap()
+    /// else {
+    ///     unreachable!()
+    /// };
+    /// let mut q: FqCodel<Pkt> = FqCodel::new(&p, 100, 0);
+    /// let mut sink = Sink::default();
+    /// // Flow 0 (key 0) queues three packets, then flow 1 (key 2) one.
+    /// for (pkt, key) in [('a', 0), ('a', 0), ('a', 0), ('b', 2)] {
+    ///     let item = Queued { pkt: Pkt(pkt), enqueue_ns: 0, ecn: Ecn::NotEct };
+    ///     q.enqueue(item, key, &mut sink);
+    /// }
+    /// // Deficit round robin with a quantum of 1514 bytes: flow 0 spends its quantum (two
+    /// // packets), then flow 1's packet goes before flow 0's third.
+    /// let order: String = std::iter::from_fn(|| q.dequeue(1_000, &mut sink))
+    ///     .map(|item| item.pkt.0)
+    ///     .collect();
+    /// assert_eq!(order, "aaba");
+    /// ```
     pub fn new(p: &FqCodelParams, limit_pkts: u32, perturbation: u64) -> Self {
         let n = p.flows as usize;
         let flow = Flow {
@@ -286,18 +323,22 @@ impl<P: OnWire> FqCodel<P> {
         Some(item)
     }
 
+    /// Packets waiting over all flows (`qdisc_qlen`).
     pub fn len(&self) -> usize {
         self.qlen as usize
     }
 
+    /// No packet waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes waiting over all flows (`sch->qstats.backlog`).
     pub fn backlog_bytes(&self) -> u64 {
         self.backlog
     }
 
+    /// New flows and over-memory drops so far.
     pub fn stats(&self) -> FqStats {
         self.stats
     }
@@ -307,6 +348,7 @@ impl<P: OnWire> FqCodel<P> {
         self.memory_usage
     }
 
+    /// Call `f` on every packet waiting, flow by flow.
     pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
         for flow in &self.flows {
             let mut at = flow.head;
@@ -318,10 +360,12 @@ impl<P: OnWire> FqCodel<P> {
         }
     }
 
+    /// Make room for `packets` more, so that queueing them allocates nothing.
     pub fn reserve(&mut self, packets: usize) {
         self.nodes.reserve(packets);
     }
 
+    /// Heap bytes of the flow table, the packet nodes and the flow lists.
     pub fn reserved_bytes(&self) -> u64 {
         (self.flows.capacity() * std::mem::size_of::<Flow>()
             + self.backlogs.capacity() * 4

@@ -35,8 +35,11 @@ pub use params::QdiscConfig;
 /// A packet held by a queue discipline, with the time it entered and its ECN field.
 #[derive(Clone, Copy, Debug)]
 pub struct Queued<P> {
+    /// The packet (a reference to it in the simulator, a handle in the kernel backend).
     pub pkt: P,
+    /// When it entered the discipline, ns: its sojourn time counts from here.
     pub enqueue_ns: u64,
+    /// Its IP ECN field, which a mark turns to CE.
     pub ecn: Ecn,
 }
 
@@ -86,6 +89,7 @@ pub enum MarkCause {
 pub enum Fate {
     /// Entered the queue (reported only when traced).
     Enqueued,
+    /// Dropped, for this reason.
     Dropped(DropCause),
     /// Marked CE and kept.
     Marked(MarkCause),
@@ -94,10 +98,15 @@ pub enum Fate {
 /// Drops and marks by cause.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FateCounts {
+    /// [`DropCause::Overlimit`] drops.
     pub drops_overlimit: u64,
+    /// [`DropCause::Aqm`] drops.
     pub drops_aqm: u64,
+    /// [`DropCause::Random`] drops.
     pub drops_random: u64,
+    /// [`MarkCause::Aqm`] marks.
     pub marks_aqm: u64,
+    /// [`MarkCause::CeThreshold`] marks.
     pub marks_ce_threshold: u64,
 }
 
@@ -108,6 +117,7 @@ pub struct Sink<P> {
     events: Fifo<(u64, P, Fate)>,
     /// Report acceptances and marks too (a traced run).
     pub traced: bool,
+    /// Drops and marks reported so far, by cause.
     pub counts: FateCounts,
 }
 
@@ -122,6 +132,7 @@ impl<P: Copy> Default for Sink<P> {
 }
 
 impl<P: Copy> Sink<P> {
+    /// Report a drop at `t_ns` (always kept: the engine frees the packet).
     pub fn drop(&mut self, t_ns: u64, pkt: P, cause: DropCause) {
         match cause {
             DropCause::Overlimit => self.counts.drops_overlimit += 1,
@@ -131,6 +142,7 @@ impl<P: Copy> Sink<P> {
         self.events.push_back((t_ns, pkt, Fate::Dropped(cause)));
     }
 
+    /// Report a CE mark at `t_ns` (always kept: the engine marks its copy of the packet).
     pub fn mark(&mut self, t_ns: u64, pkt: P, cause: MarkCause) {
         match cause {
             MarkCause::Aqm => self.counts.marks_aqm += 1,
@@ -139,6 +151,7 @@ impl<P: Copy> Sink<P> {
         self.events.push_back((t_ns, pkt, Fate::Marked(cause)));
     }
 
+    /// Report an acceptance at `t_ns`; kept only when the channel is traced.
     pub fn enqueued(&mut self, t_ns: u64, pkt: P) {
         if self.traced {
             self.events.push_back((t_ns, pkt, Fate::Enqueued));
@@ -150,6 +163,7 @@ impl<P: Copy> Sink<P> {
         self.events.pop_front()
     }
 
+    /// No report waiting.
     pub fn is_empty(&self) -> bool {
         self.events.is_empty()
     }
@@ -167,15 +181,58 @@ pub struct FqStats {
 
 /// A queue discipline.
 pub enum Qdisc<P> {
+    /// CoDel (net/sched/sch_codel.c).
     Codel(codel::Codel<P>),
+    /// fq_codel (net/sched/sch_fq_codel.c).
     FqCodel(fq_codel::FqCodel<P>),
+    /// PIE (net/sched/sch_pie.c).
     Pie(pie::Pie<P>),
+    /// RED (net/sched/sch_red.c).
     Red(red::Red<P>),
 }
 
 impl<P: OnWire> Qdisc<P> {
     /// A discipline of `config` for a channel of `rate_bps` whose buffer is `limit_pkts`
     /// packets, created at `origin_ns` (its timers count from there), drawing from `rng`.
+    ///
+    /// ```
+    /// use ccfair_cc::rng::Rng;
+    /// use ccfair_sim::link::OnWire;
+    /// use ccfair_sim::packet::Ecn;
+    /// use ccfair_sim::qdisc::{DropCause, Fate, Qdisc, QdiscConfig, Queued, Sink};
+    /// use ccfair_sim::spec::Queue;
+    /// use serde_json::json;
+    ///
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Pkt(u32);
+    /// impl OnWire for Pkt {
+    ///     fn wire_bytes(&self) -> u32 {
+    ///         self.0
+    ///     }
+    /// }
+    ///
+    /// // CoDel as a link's spec names it (target 5 ms, interval 100 ms: Linux's defaults),
+    /// // with a limit of 20 packets waiting.
+    /// let config = QdiscConfig::parse(Queue::Codel, &json!({})).unwrap().unwrap();
+    /// let mut q: Qdisc<Pkt> = Qdisc::new(&config, 20, 10_000_000, 0, Rng::new(1));
+    /// let mut sink = Sink::default();
+    /// let ms = 1_000_000;
+    /// for _ in 0..21 {
+    ///     let item = Queued { pkt: Pkt(1500), enqueue_ns: 0, ecn: Ecn::NotEct };
+    ///     q.enqueue(item, 0, &mut sink);
+    /// }
+    /// // The 21st packet found the queue full.
+    /// assert_eq!(sink.take(), Some((0, Pkt(1500), Fate::Dropped(DropCause::Overlimit))));
+    /// assert_eq!(q.len(), 20);
+    ///
+    /// // A packet that waited 10 ms (above target) starts CoDel's interval; one that has
+    /// // waited above target for a whole interval makes CoDel drop at dequeue.
+    /// assert!(q.dequeue(10 * ms, &mut sink).is_some());
+    /// assert!(sink.is_empty());
+    /// assert!(q.dequeue(120 * ms, &mut sink).is_some());
+    /// assert_eq!(sink.take(), Some((120 * ms, Pkt(1500), Fate::Dropped(DropCause::Aqm))));
+    /// assert_eq!(q.len(), 17);
+    /// ```
     pub fn new(
         config: &QdiscConfig,
         limit_pkts: u32,
@@ -254,6 +311,7 @@ impl<P: OnWire> Qdisc<P> {
         }
     }
 
+    /// No packet waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -139,9 +139,13 @@ ccfair_cc::param_table! {
 /// A link's queue discipline with its parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum QdiscConfig {
+    /// `queue = "codel"`.
     Codel(CodelParams),
+    /// `queue = "fq_codel"`.
     FqCodel(FqCodelParams),
+    /// `queue = "pie"`.
     Pie(PieParams),
+    /// `queue = "red"`.
     Red(RedParams),
 }
 

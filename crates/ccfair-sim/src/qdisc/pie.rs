@@ -34,18 +34,29 @@ fn ticks(ns: u64) -> u64 {
 /// PIE's parameters in its units (`struct pie_params`).
 #[derive(Clone, Copy, Debug)]
 pub struct PieConsts {
+    /// Target queueing delay, psched ticks (64 ns).
     pub target: u64,
+    /// Interval of the probability update, ns.
     pub tupdate_ns: u64,
+    /// Gain on the delay's distance to target, sixteenths.
     pub alpha: u32,
+    /// Gain on the delay's trend, sixteenths.
     pub beta: u32,
+    /// Mark ECN-capable packets instead of dropping them while the probability is at most
+    /// 10%.
     pub ecn: bool,
+    /// Scale the drop probability by the packet's size relative to the MTU.
     pub bytemode: bool,
+    /// Estimate the delay from the dequeue rate (RFC 8033) instead of packet timestamps.
     pub dq_rate_estimator: bool,
+    /// Time after start during which no packet is dropped early, psched ticks.
     pub burst_allowance: u64,
+    /// Bytes per MTU-sized packet (`psched_mtu`), for the 2-packet floor and byte mode.
     pub mtu: u32,
 }
 
 impl PieConsts {
+    /// From the spec's parameters, as sch_pie.c converts tc's values to its units.
     pub fn new(p: &PieParams) -> Self {
         PieConsts {
             target: ticks(p.target_ns),
@@ -64,14 +75,24 @@ impl PieConsts {
 /// PIE's state (`struct pie_vars`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PieVars {
+    /// Current queueing delay, psched ticks.
     pub qdelay: u64,
+    /// Queueing delay at the previous probability update, psched ticks.
     pub qdelay_old: u64,
+    /// Burst allowance left, psched ticks (no early drop while above 0).
     pub burst_time: u64,
+    /// Start of the current dequeue-rate measurement, psched ticks.
     pub dq_tstamp: u64,
+    /// Drop probability, a fraction of [`MAX_PROB`].
     pub prob: u64,
+    /// Probability accumulated since the last drop (the derandomisation of RFC 8033 section
+    /// 5.1), a fraction of [`MAX_PROB`].
     pub accu_prob: u64,
+    /// Bytes dequeued in the current measurement (`DQCOUNT_INVALID` outside one).
     pub dq_count: u64,
+    /// Average dequeue rate, bytes per psched tick scaled by 2^8 (`PIE_SCALE`).
     pub avg_dq_rate: u32,
+    /// Backlog at the previous probability update, bytes.
     pub backlog_old: u32,
 }
 
@@ -343,6 +364,7 @@ impl<P: OnWire> Pie<P> {
         Some(item)
     }
 
+    /// When the probability update runs next, ns.
     pub fn next_timer_ns(&self) -> u64 {
         self.next_timer_ns
     }
@@ -353,26 +375,32 @@ impl<P: OnWire> Pie<P> {
         self.next_timer_ns += self.consts.tupdate_ns;
     }
 
+    /// Packets waiting (`qdisc_qlen`).
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// No packet waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes waiting (`sch->qstats.backlog`).
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
 
+    /// Call `f` on every packet waiting, oldest first.
     pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
         self.queue.for_each(f)
     }
 
+    /// Heap bytes of the queue's storage.
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
     }
 
+    /// Make room for `packets` more, so that queueing them allocates nothing.
     pub fn reserve(&mut self, packets: usize) {
         self.queue.reserve(packets);
     }

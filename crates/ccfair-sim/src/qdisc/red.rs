@@ -39,12 +39,21 @@ pub struct RedConsts {
     pub limit_bytes: u32,
     /// The thresholds in bytes scaled by 2^Wlog, as the average is kept.
     pub qth_min: u64,
+    /// The maximum threshold, bytes scaled by 2^Wlog (see `qth_min`).
     pub qth_max: u64,
+    /// `max - min` in bytes, unscaled (the divisor of adaptive RED's `max_p_delta`).
     pub qth_delta: u32,
+    /// log2 of the averaging weight's inverse: the average moves 2^-Wlog of the way to each
+    /// sample.
     pub wlog: u8,
+    /// log2 of the probability scale of `tc_red_eval_P` (`Plog`).
     pub plog: u8,
+    /// log2 of the idle table's cell, µs (`Scell_log`).
     pub scell_log: u8,
+    /// Longest idle time the table covers, µs (255 cells).
     pub scell_max: u32,
+    /// The idle-damping table: entry `i` is how many times to halve the average after `i` cells
+    /// of idle time (`Stab`).
     pub stab: [u8; STAB_SIZE],
     /// Marking probability at max as a Q0.32 fraction (`max_P`).
     pub max_p: u32,
@@ -52,6 +61,7 @@ pub struct RedConsts {
     pub max_p_delta: u32,
     /// Adaptive RED's target range of the average (bytes).
     pub target_min: u32,
+    /// Upper end of the target range (bytes).
     pub target_max: u32,
 }
 
@@ -234,8 +244,11 @@ pub struct RedVars {
 /// What RED does with an arriving packet (`red_action`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
+    /// Below `min`: accept.
     DontMark,
+    /// Between `min` and `max`: the probability draw chose this packet.
     ProbMark,
+    /// Above `max`: every packet.
     HardMark,
 }
 
@@ -375,6 +388,7 @@ impl<P: OnWire> Red<P> {
         item
     }
 
+    /// When adaptive RED's update runs next, ns (every 500 ms, also when not adaptive).
     pub fn next_timer_ns(&self) -> u64 {
         self.next_timer_ns
     }
@@ -401,34 +415,42 @@ impl<P: OnWire> Red<P> {
         c.max_p_delta = ((c.max_p + c.qth_delta / 2) / c.qth_delta).max(1);
     }
 
+    /// Packets waiting (`qdisc_qlen`).
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
+    /// No packet waiting.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// Bytes waiting (`sch->qstats.backlog`).
     pub fn backlog_bytes(&self) -> u64 {
         self.queue.bytes()
     }
 
+    /// Call `f` on every packet waiting, oldest first.
     pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
         self.queue.for_each(f)
     }
 
+    /// Heap bytes of the queue's storage.
     pub fn reserved_bytes(&self) -> u64 {
         self.queue.reserved_bytes()
     }
 
+    /// Make room for `packets` more, so that queueing them allocates nothing.
     pub fn reserve(&mut self, packets: usize) {
         self.queue.reserve(packets);
     }
 
+    /// The averaging state (tests, diagnostics).
     pub fn vars(&self) -> &RedVars {
         &self.vars
     }
 
+    /// The constants in RED's units, `max_p` as adaptive RED left it.
     pub fn consts(&self) -> &RedConsts {
         &self.consts
     }

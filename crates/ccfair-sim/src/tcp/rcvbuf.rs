@@ -112,6 +112,7 @@ pub fn rmem_bytes(rmem: Rmem, fit_max_bytes: u64) -> [u64; 3] {
     }
 }
 
+/// One receiver's buffer and advertised window (see the module documentation), in bytes.
 pub struct RcvBuf {
     /// Linux 6.18's window model or 4.x's (module docs).
     model: RcvWindow,
@@ -127,11 +128,16 @@ pub struct RcvBuf {
     truesize: u64,
     rmem_max: u64,
     scaling_ratio: u64,
+    /// The receiver's window scale (`rcv_wscale`): advertised windows are multiples of
+    /// 2^`rcv_wscale` bytes.
     pub rcv_wscale: u32,
     sk_rcvbuf: u64,
     /// `sk_rmem_alloc`: truesize of the segments queued (unread or out of order).
     rmem_alloc: u64,
+    /// `tp->window_clamp`: the largest window the receiver will advertise, bytes.
     pub window_clamp: u64,
+    /// `tp->rcv_ssthresh`: the current cap on the advertised window, grown by
+    /// `tcp_grow_window`, bytes.
     pub rcv_ssthresh: u64,
     /// The window last advertised (bytes, scale-aligned), from `rcv_wup` (the caller's).
     pub rcv_wnd: u64,

@@ -9,16 +9,22 @@ use ccfair_cc::minmax::MinMax;
 /// `TCP_RTO_MAX`: 120 s.
 pub const RTO_MAX_US: u64 = 120_000_000;
 
+/// A connection's RTT estimator: srtt, mdev and rttvar as Linux keeps them, the RTO, and
+/// the windowed min RTT.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
     /// Smoothed RTT in µs << 3 (0 = no sample yet).
     pub srtt_us8: u64,
     /// Mean deviation in µs << 2.
     pub mdev_us: u64,
+    /// `tp->mdev_max_us`: the largest mdev in the current RTT window, µs << 2.
     pub mdev_max_us: u64,
+    /// `tp->rttvar_us`: the RTO's variance term, µs (RTO = srtt + rttvar): the smoothed
+    /// `mdev_max_us`, at least `rto_min_us`.
     pub rttvar_us: u64,
     /// `rtt_seq`: snd_nxt when the current RTT window started.
     pub rtt_seq: u64,
+    /// `tcp_rto_min` (the floor of `rttvar_us`), µs.
     pub rto_min_us: u64,
     /// Windowed min RTT (`tp->rtt_min`), time base in jiffies.
     min_rtt: MinMax,
@@ -27,6 +33,8 @@ pub struct RttEstimator {
 }
 
 impl RttEstimator {
+    /// No sample yet; the RTO floor is `rto_min_us` and the min-RTT window
+    /// `min_rtt_win_jiffies` (`tcp_min_rtt_wlen` x HZ).
     pub fn new(rto_min_us: u64, min_rtt_win_jiffies: u64) -> Self {
         RttEstimator {
             srtt_us8: 0,
@@ -88,6 +96,7 @@ impl RttEstimator {
         ((self.srtt_us8 >> 3) + self.rttvar_us).min(RTO_MAX_US)
     }
 
+    /// Smoothed RTT, µs (0 before the first sample).
     pub fn srtt_us(&self) -> u64 {
         self.srtt_us8 >> 3
     }

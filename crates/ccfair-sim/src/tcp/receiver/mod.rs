@@ -39,6 +39,9 @@ const COMP_SACK_NR: u32 = 44;
 /// `sysctl_tcp_comp_sack_delay_ns`.
 const COMP_SACK_DELAY_NS: u64 = 1_000_000;
 
+/// The receiving end of one flow, as Linux's: in-order and out-of-order delivery, SACK
+/// blocks and D-SACK, delayed and quick ACKs, SACK compression, the receive window and ECN
+/// echo.
 pub struct Receiver {
     flow: u32,
     jiffy_ns: u64,
@@ -63,6 +66,7 @@ pub struct Receiver {
     established: bool,
     synacks_sent: u32,
     synack_first_tx_ns: u64,
+    /// `tp->rcv_nxt`: the next segment expected in order.
     pub rcv_nxt: u64,
     /// `rcv_nxt` when the last ACK was sent.
     rcv_wup: u64,
@@ -85,6 +89,7 @@ pub struct Receiver {
     compressed_ack: u32,
     compressed_ack_rcv_nxt: u64,
     dup_ack_counter: u32,
+    /// SACK compression timer deadline (ns), when armed.
     pub comp_sack_at: Option<u64>,
     /// `tcp.sack_compression` and `tcp.ofo_quickack` (4.x: false, true).
     sack_compression: bool,
@@ -97,8 +102,11 @@ pub struct Receiver {
     pub buf: RcvBuf,
     /// Payload bytes delivered in order to the application.
     pub delivered_bytes: u64,
+    /// Data segments received (duplicates included).
     pub data_pkts_received: u64,
+    /// Data segments received that held nothing new (already received).
     pub dup_pkts_received: u64,
+    /// ACKs sent (not counting the SYN-ACK).
     pub acks_sent: u64,
     /// Time the last in-order byte arrived (flow completion).
     pub last_delivery_ns: u64,

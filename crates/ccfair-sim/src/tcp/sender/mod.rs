@@ -68,10 +68,14 @@ const RACK_RECOVERY_THRESH: u8 = 16;
 const MAX_REORDERING: u32 = 300;
 const NONE: u64 = u64::MAX;
 
+/// What the one retransmission timer (`icsk_retransmit_timer`) is armed for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum XmitTimer {
+    /// The retransmission timeout (`ICSK_TIME_RETRANS`).
     Retrans,
+    /// A tail loss probe (`ICSK_TIME_LOSS_PROBE`).
     LossProbe,
+    /// RACK's reordering timeout (`ICSK_TIME_REO_TIMEOUT`).
     ReoTimeout,
 }
 
@@ -220,14 +224,23 @@ impl SenderOptions {
 /// Counters for the per-flow summary.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SenderStats {
+    /// Data segments sent for the first time.
     pub data_pkts_sent: u64,
+    /// Segments retransmitted (loss recovery, RTO and loss probes).
     pub retrans_pkts: u64,
+    /// Retransmission timeouts that fired.
     pub rto_count: u64,
+    /// Tail loss probes sent.
     pub tlp_count: u64,
+    /// Entries into Recovery.
     pub recoveries: u64,
+    /// Spurious reductions undone (DSACK, timestamps, F-RTO).
     pub undo_count: u64,
+    /// Sum of the RTT samples given to congestion control, µs (for the mean).
     pub rtt_sum_us: u64,
+    /// Number of those samples.
     pub rtt_samples: u64,
+    /// Smallest RTT sample, µs (`u64::MAX` before any).
     pub rtt_min_us: u64,
     /// ACKs that carried ECE once ECN was on (`FLAG_ECE`).
     pub ece_acks: u64,
@@ -235,7 +248,11 @@ pub struct SenderStats {
     pub ecn_reductions: u64,
 }
 
+/// The sending end of one flow, as Linux's: the retransmission queue and scoreboard, SACK
+/// and RACK-TLP loss detection, recovery with PRR, undo, the timers, pacing, TSO and the
+/// socket buffer, calling the flow's congestion control at Linux's points.
 pub struct Sender {
+    /// The connection state the congestion control reads and writes.
     pub tp: TcpSock,
     /// Hooks are called as `(*self.cc).hook(..)`, through the box's vtable: test builds
     /// also have `impl CongestionControl for Box<dyn CongestionControl>`, which method
@@ -322,9 +339,11 @@ pub struct Sender {
     /// Segmentation offload (`tso.rs`) and the socket buffer (`sndbuf.rs`).
     tso: tso::Tso,
     sndbuf: sndbuf::SndBuf,
+    /// Counters for the flow's summary.
     pub stats: SenderStats,
     /// Time when the last byte of a finite flow was acknowledged.
     pub completed_ns: Option<u64>,
+    /// The application has started (connected, or written without the handshake).
     pub started: bool,
 }
 
@@ -339,6 +358,8 @@ fn sent_after(t1: u64, t2: u64, seq1: u64, seq2: u64) -> bool {
 }
 
 impl Sender {
+    /// Flow `flow`'s sender with `opts`, running `cc`; `size_bytes` is what the application
+    /// writes (`None`: a bulk flow). Nothing is sent until the application starts.
     pub fn new(
         flow: u32,
         opts: &TcpOptions,
@@ -439,18 +460,22 @@ impl Sender {
         }
     }
 
+    /// When the retransmission timer fires, ns (`None`: not armed).
     pub fn xmit_timer_deadline(&self) -> Option<u64> {
         self.xmit_timer.map(|(t, _)| t)
     }
 
+    /// When the pacer lets the next packet leave, ns (`None`: not waiting).
     pub fn pacing_deadline(&self) -> Option<u64> {
         self.pacing_wake
     }
 
+    /// Smoothed RTT, µs (0 before the first sample).
     pub fn srtt_us(&self) -> u64 {
         self.rtt.srtt_us()
     }
 
+    /// Current retransmission timeout (`icsk_rto`), µs; each expiry doubles it.
     pub fn rto_us(&self) -> u64 {
         self.rto_us
     }
@@ -468,6 +493,7 @@ impl Sender {
         self.segs.reserved_bytes()
     }
 
+    /// Payload bytes cumulatively acknowledged.
     pub fn bytes_acked(&self) -> u64 {
         self.seg_bytes_upto(self.tp.snd_una)
     }
