@@ -169,7 +169,7 @@ def metric_vs_buffer(
     one line per value of ``lines`` (greys, markers and line styles), each repetition a dot,
     95% bands clipped to the metric's range (:func:`ccfair.analysis.stats.bounds_of`), one panel per
     ``panels`` combination. ``diagonal`` draws y = x (e.g. a queue against its buffer)."""
-    runs = results.runs()
+    runs = results.run_metrics()
     runs = runs[runs["baseline"].isna()]
     if runs.empty or metric not in runs.columns:
         return []
@@ -244,7 +244,7 @@ def dots(
     one panel per ``panels`` combination. ``table`` is ``"ccas"`` (per-algorithm values, e.g.
     ``per_flow_mbps``) or ``"runs"`` (run metrics, e.g. ``jain_index``); ``where`` keeps rows
     whose columns have these values."""
-    frame = results.ccas() if table == "ccas" else results.runs()
+    frame = results.ccas() if table == "ccas" else results.run_metrics()
     frame = frame[frame["baseline"].isna()]
     for k, v in (where or {}).items():
         if k in frame.columns:
@@ -365,7 +365,7 @@ def flow_distribution(
     fair share (goodput x number of flows / total goodput; 1 = an equal split), each flow of
     each repetition a dot coloured by flow, a box over them per point (middle half, median),
     one group per value of ``hue`` (marker shape), one panel per ``panels`` combination."""
-    flows = results.flows()
+    flows = results.flows
     flows = flows[flows["baseline"].isna()]
     if flows.empty:
         return []

@@ -58,7 +58,7 @@ def heatmaps(
 
     Returns (name, figure) pairs, names like ``heatmap-reno-bbr``.
     """
-    flows = results.flows()
+    flows = results.flows
     flows = flows[flows["baseline"].isna()]
     if flows.empty:
         return []

@@ -54,7 +54,7 @@ def throughput_delay(
     so that better is up and to the right. Runs of one point and algorithm (repetitions)
     get their mean as a large marker and their 1-standard-deviation ellipse.
 
-    ``flows`` is a flows table (``RunResult.flows``, ``Results.flows()`` or
+    ``flows`` is a flows table (``RunResult.flows``, ``Results.flows`` or
     ``load_table(DIR, "flows")``); ``by`` (a column, e.g. the grid key ``"ccas"``) draws one
     panel per value.
 

@@ -129,7 +129,10 @@ AXIS_LABELS = {
     "share_frac": "share of goodput",
     "queue_p99_bdp": "queue, 99th percentile [BDP]",
     "queue_p99_pkts": "queue, 99th percentile [packets]",
+    "queue_wait_mean_ms": "queue wait at the bottleneck [ms]",
     "qdelay_mean_ms": "queueing delay [ms]",
+    "goodput_1s_cv": "coefficient of variation of 1 s goodput",
+    "goodput_1s_swing_mbps": "swing of 1 s goodput, p95 - p5 [Mbit/s]",
     "queue_delay_p95_ms": "queueing delay, 95th percentile [ms]",
 }
 

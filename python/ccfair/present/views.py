@@ -99,7 +99,7 @@ class ResultsPlots:
         res = self._res
         if by is None and "ccas" in res.grid_keys:
             by = "ccas"
-        flows = res.flows()
+        flows = res.flows
         return throughput_delay(flows[flows["baseline"].isna()], delay=delay, by=by)
 
     def timeseries(self, run_id: str | None = None, **kwargs: Any) -> Figure:
@@ -133,10 +133,10 @@ def run_html(r: Any) -> str:
 
 def results_html(res: Any, *, max_rows: int = 20) -> str:
     """A results directory: runs, points and the first rows of the per-point summary."""
-    runs = res.runs()
+    runs = res.run_metrics()
     values = [
         c
-        for c in ["goodput_mbps", "jain_index", "utilisation_frac", "qdelay_mean_ms"]
+        for c in ["goodput_mbps", "jain_index", "utilisation_frac", "queue_wait_mean_ms"]
         if c in runs.columns
     ]
     values += [c for c in runs.columns if c.endswith("_share_frac")]
