@@ -26,6 +26,7 @@ import pandas as pd
 
 from ccfair.analysis.stats import ci95, welch_ci95
 from ccfair.errors import ResultsError
+from ccfair.results.columns import check_columns
 from ccfair.spec.identity import IdentityJson, spec_identity
 from ccfair.spec.resolved import DERIVED_FLOW_KEYS, DERIVED_LINK_KEYS
 
@@ -52,8 +53,6 @@ DEFAULT_METRICS = (
 def compare_results(a: Results, b: Results, values: Sequence[str] | None) -> pd.DataFrame:
     """The comparison table of :meth:`ccfair.Results.compare` (B - A per matched point and
     metric)."""
-    from ccfair.results.directory import check_columns
-
     a_runs, b_runs = a.run_metrics(), b.run_metrics()
     if values is None:
         shares = sorted(

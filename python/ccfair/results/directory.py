@@ -44,6 +44,8 @@ from ccfair.analysis.flows import STABILITY_COLUMNS
 from ccfair.analysis.stats import summarize
 from ccfair.errors import ResultsError, SpecError, show
 from ccfair.present.views import ResultsPlots, results_html
+from ccfair.results.columns import check_columns
+from ccfair.results.compare import compare_results
 from ccfair.results.derived import (
     DERIVED_COLUMNS,
     STABILITY_INPUT,
@@ -59,7 +61,7 @@ from ccfair.store.schema import MARKER_TABLE, TABLES
 from ccfair.store.sweep_record import read_sweep_record
 from ccfair.units import parse_duration, parse_rate, parse_size
 
-__all__ = ["PERCENTILES", "RENAMED", "Results", "RUN_METRICS"]
+__all__ = ["PERCENTILES", "RUN_METRICS", "Results"]
 
 #: Percentiles of the repetitions in every point summary (:meth:`Results.point_summary`).
 PERCENTILES = (5, 50, 95)
@@ -76,18 +78,6 @@ RUN_METRICS = (
     "queue_p99_bdp",
     *STABILITY_COLUMNS,
 )
-
-#: Names a metric table no longer has -> what it is called now (a request for the old name
-#: is an error naming the new one).
-RENAMED = {
-    "qdelay_mean_ms": (
-        "queue_wait_mean_ms",
-        "the run metrics' queue wait at the bottleneck (mean sojourn minus one "
-        "serialisation) is queue_wait_mean_ms; qdelay_mean_ms is each flow's sampled RTT "
-        "minus its base RTT, a column of the flows",
-    ),
-    "index": ("point_index", "the sweep point's index is point_index"),
-}
 
 #: Quantity labels of a grid axis -> the numeric column beside them: suffix, parser, scale.
 _QUANTITIES = (
@@ -386,7 +376,9 @@ class Results:
         finished = [rid for rid in self.run_ids if rid in set(ids)]
         if not finished:
             raise ResultsError(f"{self.root}: no finished run at {labels}")
+        where = ", ".join(f"{k} {v}" for k, v in labels.items())
         record.update(
+            name=f"{record.get('name', self.root.name)} ({where})",
             points=keep,
             run_ids=ids,
             n_points=len(keep),
@@ -804,42 +796,8 @@ class Results:
         Example:
             >>> Results("results/v1").compare("results/v2")  # doctest: +SKIP
         """
-        from ccfair.results.compare import compare_results
-
         b = other if isinstance(other, Results) else Results(other)
         return compare_results(self, b, values)
-
-
-def check_columns(
-    frame: pd.DataFrame, names: Sequence[str], field: str, *, numeric: bool = True
-) -> None:
-    """Every one of ``names`` is a column of ``frame`` (numeric, if ``numeric``): else a
-    :class:`SpecError` at ``field`` naming the columns there are (and a renamed column's
-    new name).
-
-    Example:
-        >>> check_columns(pd.DataFrame({"jain_index": [1.0]}), ["share_bbr"], "values")
-        Traceback (most recent call last):
-        ...
-        ccfair.errors.SpecError: values: "share_bbr" is not a column of this table (columns: \
-jain_index)
-    """
-    for name in names:
-        if not isinstance(name, str) or name not in frame.columns:
-            renamed = RENAMED.get(name) if isinstance(name, str) else None
-            if renamed is not None and renamed[0] in frame.columns:
-                raise SpecError(field, name, f"is not a column of this table: {renamed[1]}")
-            known = [
-                str(c)
-                for c in frame.columns
-                if not numeric or pd.api.types.is_numeric_dtype(frame[c])
-            ]
-            shown = ", ".join(known[:60]) + (
-                f", ... ({len(known)} in all)" if len(known) > 60 else ""
-            )
-            raise SpecError(field, name, f"is not a column of this table (columns: {shown})")
-        if numeric and not pd.api.types.is_numeric_dtype(frame[name]):
-            raise SpecError(field, name, "is not a numeric column; it has no mean")
 
 
 _HARM_COLUMNS = [

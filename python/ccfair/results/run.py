@@ -253,7 +253,7 @@ class RunResult:
 
     @property
     def plot(self) -> Any:
-        """Figures of this run: ``r.plot.timeseries()``, ``r.plot.delay()`` (matplotlib
+        """Figures of this run: ``r.plot.timeseries()``, ``r.plot.throughput_delay()`` (matplotlib
         Figures; see :class:`ccfair.present.views.RunPlots`)."""
         return RunPlots(self)
 
