@@ -33,11 +33,16 @@ RENAMED = {
 
 
 def check_columns(
-    frame: pd.DataFrame, names: Sequence[str], field: str, *, numeric: bool = True
+    frame: pd.DataFrame,
+    names: Sequence[str],
+    field: str,
+    *,
+    numeric: bool = True,
+    table: str = "this table",
 ) -> None:
-    """Every one of ``names`` is a column of ``frame`` (numeric, if ``numeric``): else a
-    :class:`SpecError` at ``field`` naming the columns there are (and a renamed column's
-    new name).
+    """Every one of ``names`` is a column of ``frame`` (``table`` in messages; numeric, if
+    ``numeric``): else a :class:`SpecError` at ``field`` naming the columns there are (and
+    a renamed column's new name).
 
     Example:
         >>> import pandas as pd
@@ -53,7 +58,7 @@ jain_index)
         if not isinstance(name, str) or name not in frame.columns:
             renamed = RENAMED.get(name) if isinstance(name, str) else None
             if renamed is not None and renamed[0] in frame.columns:
-                raise SpecError(field, name, f"is not a column of this table: {renamed[1]}")
+                raise SpecError(field, name, f"is not a column of {table}: {renamed[1]}")
             known = [
                 str(c)
                 for c in frame.columns
@@ -62,6 +67,6 @@ jain_index)
             shown = ", ".join(known[:60]) + (
                 f", ... ({len(known)} in all)" if len(known) > 60 else ""
             )
-            raise SpecError(field, name, f"is not a column of this table (columns: {shown})")
+            raise SpecError(field, name, f"is not a column of {table} (columns: {shown})")
         if numeric and not pd.api.types.is_numeric_dtype(frame[name]):
-            raise SpecError(field, name, "is not a numeric column; it has no mean")
+            raise SpecError(field, name, f"is not a numeric column of {table}; it has no mean")

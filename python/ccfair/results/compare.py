@@ -61,7 +61,7 @@ def compare_results(a: Results, b: Results, values: Sequence[str] | None) -> pd.
         values = [*DEFAULT_METRICS, *shares]
     else:
         for side in (a_runs, b_runs):
-            check_columns(side, values, "values")
+            check_columns(side, values, "values", table="the run metrics")
     labels, a_keys, b_keys = _match(a, b, a_runs, b_runs)
     a_groups = dict(tuple(a_runs.groupby(a_keys, sort=False)))
     b_groups = dict(tuple(b_runs.groupby(b_keys, sort=False)))
