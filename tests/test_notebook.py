@@ -120,6 +120,25 @@ def test_flows_report_the_stability_of_their_one_second_goodput():
         assert flow["goodput_1s_swing_mbps"] == pytest.approx(swing)
 
 
+def test_a_stopped_flows_stability_counts_the_seconds_it_ran():
+    sc = ccfair.Scenario.from_dict(
+        {
+            "duration": "5s",
+            "sample_interval": "100ms",
+            "links": [{"between": ["a", "b"], "rate": "20Mbit/s", "delay": "5ms"}],
+            "flows": [
+                {"name": "short", "src": "a", "dst": "b", "cca": "cubic", "stop": "2s"},
+                {"name": "long", "src": "a", "dst": "b", "cca": "cubic"},
+            ],
+        }
+    )
+    r = ccfair.run(sc)
+    ts = r.timeseries[r.timeseries["flow_name"] == "short"].sort_values("t_s")
+    per_s = ts["goodput_mbps"].to_numpy()[:20].reshape(2, 10).mean(axis=1)
+    short = r.flows.set_index("flow_name").loc["short"]
+    assert short["goodput_1s_cv"] == pytest.approx(per_s.std() / per_s.mean())
+
+
 # ---- a results directory's tables -----------------------------------------------------------
 
 

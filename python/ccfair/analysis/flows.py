@@ -10,7 +10,8 @@ Definitions (docs/results.md, "Columns the result objects add"):
 - ``bottleneck_hop``: for a cross flow, which of the main flow's bottlenecks it crosses,
   counted along the main flow's path from 1 (the parking lot's ``L1``); missing otherwise;
 - 1 s goodput: payload delivered in order in each whole second of the measurement window
-  from the flow's start (``start_s``) on, from the sampled goodput (``goodput_mbps`` of the
+  from the flow's start (``start_s``) on, until the window's end or, before it, the flow's
+  last byte (a flow of finite size) or its stop, from the sampled goodput (``goodput_mbps`` of the
   time series is the payload since the previous sample: its running sum, interpolated at the
   window's edges, gives the delivery up to any instant);
 - ``goodput_1s_cv``: standard deviation of the 1 s goodputs over their mean (population

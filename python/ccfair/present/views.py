@@ -168,7 +168,9 @@ def results_html(res: Any, *, max_rows: int = 20) -> str:
         if c in runs.columns
     ]
     values += [c for c in runs.columns if c.endswith("_share_frac")]
-    summary = res.point_summary(runs, values).drop(columns=["point_key"], errors="ignore")
+    summary = res.point_summary(runs, values, percentiles=()).drop(
+        columns=["point_key"], errors="ignore"
+    )
     table = summary.head(max_rows).to_html(
         index=False, float_format=lambda v: f"{v:.4g}", na_rep=""
     )

@@ -20,7 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ccfair.analysis.flows import STABILITY_COLUMNS, flow_roles, stability_table
+from ccfair.units import parse_duration
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made
     import pandas as pd
@@ -51,7 +54,8 @@ def stored(table: str, frame: pd.DataFrame) -> pd.DataFrame:
 
 def flow_facts(specs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run and flow: ``run_id``, ``flow`` (its index), ``cca``, ``role`` and
-    ``bottleneck_hop`` (:func:`ccfair.analysis.flows.flow_roles`), from normalised specs.
+    ``bottleneck_hop`` (:func:`ccfair.analysis.flows.flow_roles`), and ``stop_s`` (when the
+    spec stops the flow; NaN for none), from normalised specs.
 
     Example:
         >>> import ccfair
@@ -65,8 +69,12 @@ def flow_facts(specs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     for run_id, spec in specs.items():
         flows = spec.get("flows", [])
         for i, (f, (role, hop)) in enumerate(zip(flows, flow_roles(spec), strict=True)):
-            rows.append((run_id, i, f.get("cca"), role, hop))
-    frame = pd.DataFrame(rows, columns=["run_id", "flow", "cca", "role", "bottleneck_hop"])
+            stop = parse_duration(f.get("stop")) if f.get("stop") is not None else None
+            rows.append(
+                (run_id, i, f.get("cca"), role, hop, np.nan if stop is None else stop / 1e9)
+            )
+    columns = ["run_id", "flow", "cca", "role", "bottleneck_hop", "stop_s"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["flow"] = frame["flow"].astype("int64")
     frame["bottleneck_hop"] = frame["bottleneck_hop"].astype("Int64")
     return frame
@@ -88,23 +96,32 @@ def with_facts(frame: pd.DataFrame, facts: pd.DataFrame, columns: tuple[str, ...
 
 
 def with_stability(
-    flows: pd.DataFrame, timeseries: pd.DataFrame | None, windows: pd.DataFrame
+    flows: pd.DataFrame,
+    timeseries: pd.DataFrame | None,
+    windows: pd.DataFrame,
+    facts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """``flows`` with :data:`ccfair.analysis.flows.STABILITY_COLUMNS` appended (or
     replaced): from ``timeseries`` (:data:`STABILITY_INPUT`; None: NaN) over each run's
     measurement window (``windows``: ``run_id``, ``measure_start_s``, ``measure_end_s``),
-    from each flow's start."""
-    import numpy as np
-
+    from each flow's start to the window's end, or before it to the flow's last byte (a
+    flow of finite size, ``completion_time_s``) or its stop (``facts``' ``stop_s``)."""
     out = flows.drop(columns=[c for c in STABILITY_COLUMNS if c in flows.columns])
     if timeseries is None or flows.empty or "start_s" not in flows.columns:
         return out.assign(**{c: np.full(len(flows), np.nan) for c in STABILITY_COLUMNS})
     spans = flows[["run_id", "flow", "start_s"]].merge(windows, on="run_id", how="left")
+    start = flows["start_s"].to_numpy(float)
+    end = spans["measure_end_s"].to_numpy(float)
+    if "completion_time_s" in flows.columns:
+        done = start + flows["completion_time_s"].to_numpy(float)
+        end = np.where(np.isfinite(done), np.minimum(end, done), end)
+    if facts is not None:
+        keys = flows[["run_id", "flow"]].astype({"flow": "int64"})
+        stop = keys.merge(facts[["run_id", "flow", "stop_s"]], on=["run_id", "flow"], how="left")
+        stop_s = stop["stop_s"].to_numpy(float)
+        end = np.where(np.isfinite(stop_s), np.minimum(end, stop_s), end)
     spans = spans.assign(
-        start_s=np.maximum(
-            spans["start_s"].to_numpy(float), spans["measure_start_s"].to_numpy(float)
-        ),
-        end_s=spans["measure_end_s"].to_numpy(float),
+        start_s=np.maximum(start, spans["measure_start_s"].to_numpy(float)), end_s=end
     )
     table = stability_table(timeseries, spans)
     return out.assign(**{c: table[c].to_numpy() for c in STABILITY_COLUMNS})

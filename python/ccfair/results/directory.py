@@ -435,7 +435,7 @@ class Results:
             flows = with_facts(self.table("flows"), self._facts(), ("role", "bottleneck_hop"))
             runs = self.table("runs")
             windows = runs[["run_id", "measure_start_s", "measure_end_s"]]
-            flows = with_stability(flows, self._goodput_samples(), windows)
+            flows = with_stability(flows, self._goodput_samples(), windows, self._facts())
             self._cache["_flows"] = _FlowsTable(self._labelled("flows", flows))
         return self._cache["_flows"]
 

@@ -454,7 +454,8 @@ def _with_derived(
     if table == "timeseries":
         return with_facts(frame, facts, DERIVED_COLUMNS["timeseries"])
     frame = with_facts(frame, facts, ("role", "bottleneck_hop"))
-    return with_stability(frame, *stability_inputs())
+    timeseries, window = stability_inputs()
+    return with_stability(frame, timeseries, window, facts)
 
 
 def build_result(
