@@ -129,21 +129,36 @@ def stability_table(
 ) -> pd.DataFrame:
     """:data:`STABILITY_COLUMNS` per flow: ``timeseries`` has ``keys``, ``t_s`` and
     ``goodput_mbps``; ``windows`` has ``keys``, ``start_s`` (the later of the flow's start
-    and the measurement window's) and ``end_s`` (the window's end), one row per flow.
-    Returns ``windows``' keys with the two columns, in ``windows``' order."""
+    and the measurement window's) and ``end_s``, one row per flow. Returns ``windows``' keys
+    with the two columns, in ``windows``' order.
+
+    Vectorised over the flows' keys (a sweep's time series has millions of rows): the rows
+    are ordered by flow with a stable sort of integer codes, which keeps each flow's samples
+    in the order they were recorded, by time."""
     import pandas as pd
 
     columns = list(keys)
-    samples = {
-        key: (group["t_s"].to_numpy(), group["goodput_mbps"].to_numpy())
-        for key, group in timeseries.sort_values([*columns, "t_s"], kind="stable").groupby(
-            columns, sort=False
-        )
-    }
+    both = pd.concat([windows[columns], timeseries[columns]], ignore_index=True)
+    codes = np.zeros(len(both), dtype=np.int64)
+    for column in columns:  # one integer per key: the keys' codes in mixed radix
+        part, uniques = pd.factorize(both[column])
+        codes = codes * max(1, len(uniques)) + part
+    flow_code, sample_code = codes[: len(windows)], codes[len(windows) :]
+    order = np.argsort(sample_code, kind="stable")
+    t = timeseries["t_s"].to_numpy(dtype=float)[order]
+    g = timeseries["goodput_mbps"].to_numpy(dtype=float)[order]
+    sorted_codes = sample_code[order]
+    first = np.searchsorted(sorted_codes, flow_code, side="left")
+    last = np.searchsorted(sorted_codes, flow_code, side="right")
+    starts = windows["start_s"].to_numpy(dtype=float)
+    ends = windows["end_s"].to_numpy(dtype=float)
     rows = []
-    empty = (np.array([]), np.array([]))
-    for rec in windows[[*columns, "start_s", "end_s"]].itertuples(index=False):
-        key = tuple(rec[: len(columns)])
-        t, g = samples.get(key if len(key) > 1 else key[0], empty)
-        rows.append((*key, *one_second_stability(t, g, rec[-2], rec[-1])))
-    return pd.DataFrame(rows, columns=[*columns, *STABILITY_COLUMNS])
+    for i in range(len(windows)):
+        ti, gi = t[first[i] : last[i]], g[first[i] : last[i]]
+        if len(ti) > 1 and np.any(np.diff(ti) < 0):  # samples not in time order
+            by_time = np.argsort(ti, kind="stable")
+            ti, gi = ti[by_time], gi[by_time]
+        rows.append(one_second_stability(ti, gi, starts[i], ends[i]))
+    out = windows[columns].reset_index(drop=True)
+    values = np.array(rows, dtype=float).reshape(len(windows), 2)
+    return out.assign(**{c: values[:, j] for j, c in enumerate(STABILITY_COLUMNS)})
