@@ -134,7 +134,7 @@ def _match(
         points = runs.groupby(match, sort=False)["point_key"].nunique()
         if (points > 1).any():
             key = points.index[int(np.argmax(points.to_numpy() > 1))]
-            sample = runs[match == key]
+            sample = runs[[m == key for m in match]]
             raise ResultsError(
                 f"compare: {res.root} holds {int(points.max())} points of one {how} "
                 f"(backends {', '.join(sorted(set(sample['backend'])))}; e.g. runs "
@@ -202,12 +202,12 @@ def _by_name(
         mine = a_named.get(name, [])
         if len(mine) != 1 or len(theirs) != 1:
             continue  # none, or ambiguous: left without a partner
-        a_rid = a_left[a_keys[a_left.index] == mine[0]]["run_id"].iloc[0]
-        b_rid = b_left[b_keys[b_left.index] == theirs[0]]["run_id"].iloc[0]
+        a_rid = a_left[[k == mine[0] for k in a_keys[a_left.index]]]["run_id"].iloc[0]
+        b_rid = b_left[[k == theirs[0] for k in b_keys[b_left.index]]]["run_id"].iloc[0]
         differ = spec_differences(_without_seed(a.specs()[a_rid]), _without_seed(b.specs()[b_rid]))
-        out[b_keys == theirs[0]] = pd.Series(
-            [mine[0]] * int((b_keys == theirs[0]).sum()), dtype=object
-        ).to_numpy()
+        for index, key in b_keys.items():  # B's point's runs take A's key
+            if key == theirs[0]:
+                out.at[index] = mine[0]
         warnings.warn(
             CompareWarning(
                 f"compare: matched the one point of scenario {name[0]!r} of each side by its "

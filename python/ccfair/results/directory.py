@@ -341,10 +341,6 @@ class Results:
             out[name] = (key, pd.Series(values, index=frame.index, dtype="float64"))
         return out
 
-    def _label_columns(self) -> list[str]:
-        """The columns of :meth:`points` that say which point a row belongs to."""
-        return list(self.points().columns)
-
     def select(self, **labels: Any) -> Results:
         """The runs of the points with these grid labels, as a :class:`Results` of their
         own (its axes hold the selected value only): a figure or table of one testbed, one
@@ -578,7 +574,7 @@ class Results:
         ``goodput_1s_cv``, ``goodput_1s_swing_mbps`` (means over its flows) and
         ``retrans_pkts`` (sum)."""
         flows = self.flows
-        keys = self._label_columns()
+        keys = list(self.points().columns)  # what says which point a row belongs to
         data = flows.assign(baseline=flows["baseline"].fillna(""))
         # Per point and run: a run shared by two points is in the table under each.
         total = data.groupby(["run_id", "point_index"])["goodput_mbps"].transform("sum")
