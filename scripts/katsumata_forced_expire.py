@@ -108,7 +108,7 @@ def per_run(results_dir: Path) -> pd.DataFrame:
     if not (results_dir / "runs").is_dir():
         raise ScriptError(f"{results_dir}: not a results directory (no runs/)")
     res = ccfair.Results(results_dir)
-    flows = res.flows()
+    flows = res.flows
     if "alpha" not in flows.columns or "params.bbr" not in flows.columns:
         runs = res.table("runs")[["run_id", "spec_json"]]
         labels = runs.spec_json.apply(labels_from_spec)

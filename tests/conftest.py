@@ -32,3 +32,28 @@ def kernel_backend() -> None:
         if os.environ.get("CCFAIR_REQUIRE_KERNEL") == "1":
             pytest.fail(f"kernel backend {reason}")
         pytest.skip(f"kernel backend {reason}")
+
+
+@pytest.fixture(scope="session")
+def grid3(tmp_path_factory):
+    """A small sweep with three axes (algorithms x buffer x delay, 2 repetitions): every
+    figure has an axis it does not show (tests/test_no_pooling.py, test_notebook.py)."""
+    from ccfair.execution.sweeps import run_sweep
+    from ccfair.results.directory import Results
+    from ccfair.spec.sweep import Sweep
+
+    root = tmp_path_factory.mktemp("grid3") / "r"
+    sweep = Sweep.from_dict(
+        {
+            "name": "grid3",
+            "base": {"builder": "dumbbell", "duration": "3s", "sample_interval": "100ms"},
+            "grid": {
+                "ccas": [["bbr", "bbr"], ["cubic", "bbr"]],
+                "alpha": [1, 4],
+                "delay": ["2ms", "18ms"],
+            },
+            "repetitions": 2,
+        }
+    )
+    assert run_sweep(sweep, root, workers=2, progress=False, log=lambda m: None).complete
+    return Results(root)

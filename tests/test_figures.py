@@ -146,7 +146,7 @@ def test_metric_curves_use_greys_not_algorithm_colours_and_stay_in_0_1(res):
 
 def test_heatmap_cells_are_the_mean_goodput_with_the_range_of_repetitions(res):
     (name, fig), *_ = heatmaps(res, x="ccas", y="alpha")
-    flows = res.flows()
+    flows = res.flows
     ax = fig.axes[0]
     panel = ax.get_title().split(" ")[0]
     texts = [t.get_text() for t in ax.texts]

@@ -14,6 +14,7 @@ import ccfair
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from ccfair.results.derived import DERIVED_COLUMNS, stored
 from ccfair.results.run import RunResult
 from ccfair.store import schema
 from ccfair.store.schema import MARKER_TABLE, TABLES
@@ -54,9 +55,12 @@ def test_a_fresh_process_runs_and_saves_without_importing_pandas(tmp_path):
     assert out["after_run"] == []
     assert out["after_save"] == []  # reliable, spec and save() read the Arrow tables
     assert out["reliable"] is True and out["name"] == "dumbbell"
-    # The first read converts the table (and imports pandas): the columns of the schema.
+    # The first read converts the table (and imports pandas): the columns of the schema,
+    # then those the result derives from them.
     assert "pandas" in out["after_flows"]
-    assert out["columns"] == [c["name"] for c in schema.columns("flows")]
+    assert out["columns"] == [c["name"] for c in schema.columns("flows")] + list(
+        DERIVED_COLUMNS["flows"]
+    )
     assert out["trace_rows"] > 0
     assert len(pq.read_table(tmp_path / "flows").column("flow_name")) == 2
 
@@ -72,8 +76,9 @@ def test_frames_are_what_reading_the_saved_files_gives(tmp_path):
     for table in ALL_TABLES:
         saved = pd.read_parquet(tmp_path / table / f"{r.run_id}.parquet")
         frame = getattr(r, table)
-        pd.testing.assert_frame_equal(frame, saved, check_exact=True)
-        assert list(frame.columns) == [c["name"] for c in schema.columns(table)]
+        pd.testing.assert_frame_equal(stored(table, frame), saved, check_exact=True)
+        added = list(DERIVED_COLUMNS.get(table, ()))
+        assert list(frame.columns) == [c["name"] for c in schema.columns(table)] + added
         assert isinstance(frame.index, pd.RangeIndex)
     assert r.flows is r.flows  # converted once, then the same frame
 
@@ -88,7 +93,7 @@ def test_frames_are_those_run_returned_before_the_tables_were_lazy():
             want = want.drop(columns=["started_at", "wall_time_s"])
             got = r.runs.drop(columns=["started_at", "wall_time_s"])
         else:
-            got = getattr(r, table)
+            got = stored(table, getattr(r, table))
         pd.testing.assert_frame_equal(got, want, check_exact=True)
         assert got.dtypes.to_dict() == want.dtypes.to_dict()
 

@@ -67,7 +67,7 @@ def test_points_list_grid_labels_and_baselines(res):
 
 
 def test_run_metrics_agree_with_the_raw_tables(res):
-    runs = res.runs()
+    runs = res.run_metrics()
     flows = res.table("flows")
     links = res.table("link_summary")
     for _, row in runs.iterrows():
@@ -87,13 +87,13 @@ def test_run_metrics_agree_with_the_raw_tables(res):
         assert row["loss_frac"] == pytest.approx(
             (bn["drop_queue_pkts"] + bn["drop_random_pkts"]) / bn["arrival_pkts"]
         )
-        # Queueing delay: sojourn minus one 1500-byte serialisation at 50 Mbit/s (240 us).
-        assert row["qdelay_mean_ms"] == pytest.approx(bn["sojourn_mean_ms"] - 0.24)
+        # Queue wait: sojourn minus one 1500-byte serialisation at 50 Mbit/s (240 us).
+        assert row["queue_wait_mean_ms"] == pytest.approx(bn["sojourn_mean_ms"] - 0.24)
         assert 0 < row["utilisation_frac"] <= 1
 
 
 def test_point_summary_is_the_mean_and_ci_over_repetitions(res):
-    runs = res.runs()
+    runs = res.run_metrics()
     summary = res.point_summary(runs, ["bbr_share_frac"])
     point = summary[(summary["ccas"] == "reno-bbr") & (summary["alpha"] == 4)].iloc[0]
     reps = runs[(runs["ccas"] == "reno-bbr") & (runs["alpha"] == 4) & runs["baseline"].isna()]
@@ -113,7 +113,7 @@ def test_per_cca_table_sums_flows_of_each_algorithm(res):
     assert base["share_frac"].to_numpy() == pytest.approx(1.0)
     assert set(base["ccas"]) == {"reno-reno"}
     mixed = ccas[ccas["baseline"].isna()]
-    assert mixed.groupby("index")["share_frac"].sum().to_numpy() == pytest.approx(1.0)
+    assert mixed.groupby("point_index")["share_frac"].sum().to_numpy() == pytest.approx(1.0)
 
 
 def test_harm_is_relative_to_the_own_kind_baseline(res):
@@ -182,8 +182,8 @@ def test_model_table_covers_only_bbr_against_loss_based(res):
         assert m["q_pkts"] == buffers[m["alpha"]] and m["n_bbr"] == 1 and m["n_loss"] == 1
         assert m["equal_rtt"] and m["sync_start"] and m["stock_bbr"]
         assert m["ware_full"] == pytest.approx(ware_full_share(m["c_pps"], 0.040, m["q_pkts"], 1))
-        runs = res.runs().set_index("index")
-        assert m["measured"] == pytest.approx(runs.loc[m["index"], "bbr_share_frac"])
+        runs = res.run_metrics().set_index("point_index")
+        assert m["measured"] == pytest.approx(runs.loc[m["point_index"], "bbr_share_frac"])
 
 
 def test_metrics_cli_prints_and_exports(res, tmp_path):
@@ -262,10 +262,14 @@ def test_points_that_share_a_run_each_keep_their_row_and_label(tmp_path):
         ("reno-bbr", "tenrtt"),
     ]
     assert grid["run_id"].nunique() == 2  # the labels name the same two scenarios
-    runs = res.runs()
+    runs = res.run_metrics()
     assert len(runs[runs["baseline"].isna()]) == 4
     assert set(pts.loc[pts["baseline"].notna(), "baseline"]) == {"reno", "bbr"}
-    assert list(pts["index"]) == sorted(pts["index"])
+    assert list(pts["point_index"]) == sorted(pts["point_index"])
+    # The tables name each point's run under each point's labels; each share adds up to
+    # 1 per point (a run shared by two points was counted twice in its total).
+    ccas = res.ccas()
+    assert ccas.groupby("point_index")["share_frac"].sum().to_numpy() == pytest.approx(1.0)
 
 
 def test_rep_comes_from_the_sweep_record_in_a_partial_directory(res, tmp_path):
@@ -306,7 +310,7 @@ def test_a_seed_axis_is_a_grid_key_like_any_other(tmp_path):
     )
     run_sweep(sw, tmp_path, workers=1, progress=False, log=lambda m: None)
     res = Results(tmp_path)
-    runs = res.runs()
+    runs = res.run_metrics()
     assert sorted(zip(runs["alpha"], runs["seed"], strict=True)) == [(1, 1), (1, 2), (4, 1), (4, 2)]
     summary = res.point_summary(runs, ["goodput_mbps"])
     assert len(summary) == 4 and (summary["n"] == 1).all()

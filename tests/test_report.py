@@ -15,6 +15,7 @@ import pytest
 from ccfair.presets import PRESETS, count_runs
 from ccfair.presets.base import REPETITIONS
 from ccfair.report import setup as report_setup
+from ccfair.results.directory import Results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -325,8 +326,8 @@ def test_the_setup_names_every_testbed_profile_the_runs_used():
 
 def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tmp_path):
     """`reproduce --profile A --profile B` adds a profile axis; the report then draws the
-    generic figures, with a panel per combination of the other axes (a line per algorithm
-    needs one point per buffer: this crashed when more than two axes varied besides it)."""
+    preset's own figures once per profile (it drew generic ones instead, and before those
+    crashed when more than two axes varied besides the buffer)."""
     out = cli(
         "reproduce",
         "harada-dumbbell",
@@ -344,7 +345,15 @@ def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tm
     assert {p["params"]["profile"] for p in sweep["points"]} == {"ideal", "mininet-netem"}
     assert len(sweep["points"]) == 2 * 24
     names = {p.stem for p in (tmp_path / "figures").glob("*.svg")}
-    assert {"throughput-vs-buffer", "throughput-delay"} <= names
+    own = PRESETS["harada-dumbbell"].figures(Results(tmp_path).select(profile="ideal"))
+    assert {"heatmap-reno-bbr", "model-vs-measured"} <= {name for name, _, _ in own}
+    for profile in ("ideal", "mininet-netem"):
+        for name, _, _ in own:
+            assert f"{name}--profile-{profile}" in names
+    assert "throughput-delay" in names
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    summary = page.split('<h2 id="setup">')[0]  # the headline figure, of the first profile
+    assert 'id="fig-heatmap-reno-bbr--profile-ideal"' in summary
     bad = cli(
         "reproduce",
         "harada-dumbbell",

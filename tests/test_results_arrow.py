@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from ccfair import _core, backends
 from ccfair.execution.runs import _with_trace
+from ccfair.results.derived import stored
 from ccfair.results.run import build_result
 from ccfair.store import schema
 from ccfair.store.directory import write_arrow_tables
@@ -149,7 +150,7 @@ def _assert_same_files(
             assert path.read_bytes() == ref.read_bytes(), (way, table)
         assert sent[table] == ref.read_bytes(), table
         # The frames ccfair.run returns are what reading the file gives.
-        frame = interactive.runs if table == "runs" else getattr(interactive, table)
+        frame = stored(table, getattr(interactive, table))  # without the derived columns
         pd.testing.assert_frame_equal(frame, pd.read_parquet(ref), check_exact=True)
         out[table] = expected
     return out

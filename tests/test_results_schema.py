@@ -15,6 +15,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from ccfair.errors import ResultsError
+from ccfair.results.compare import CompareWarning
 from ccfair.results.directory import Results
 from ccfair.store import schema
 from ccfair.store.read import load_table
@@ -133,9 +134,9 @@ def test_metrics_of_plain_runs_never_average_different_scenarios(tmp_path):
         assert out.returncode == 0, out.stderr
     res = Results(root)
     assert res.points()["point_key"].nunique() == 2
-    summary = res.point_summary(res.runs(), ["goodput_mbps", "jain_index"])
+    summary = res.point_summary(res.run_metrics(), ["goodput_mbps", "jain_index"])
     assert sorted(summary["n"]) == [1, 2]
-    runs = res.runs()
+    runs = res.run_metrics()
     pair = runs[runs["scenario"] == summary.loc[summary["n"] == 2, "scenario"].iloc[0]]
     assert sorted(pair["seed"]) == [1, 2] and sorted(pair["rep"]) == [0, 1]
     row = summary[summary["n"] == 2].iloc[0]
@@ -205,7 +206,9 @@ def test_results_in_a_notebook_xarray_and_compare(tmp_path):
     res = Results(a)
     assert "3 runs" in repr(res) and "1 points" in repr(res)
     assert "<table" in res._repr_html_()
-    cmp = res.compare(b)
+    # One point each, named alike, the rate changed: matched by name, saying what differs.
+    with pytest.warns(CompareWarning, match=r"differ in links\[2\]\.rate$"):
+        cmp = res.compare(b)
     g = cmp[cmp["metric"] == "goodput_mbps"].iloc[0]
     assert g["a_n"] == 3 and g["b_n"] == 3
     assert g["diff"] == pytest.approx(g["b_mean"] - g["a_mean"])
@@ -213,6 +216,7 @@ def test_results_in_a_notebook_xarray_and_compare(tmp_path):
     out = _cli("compare", str(a), str(b))
     assert out.returncode == 0, out.stderr
     assert "goodput_mbps" in out.stdout and "diff" in out.stdout
+    assert out.stderr.startswith("warning: compare: matched the one point of scenario 'pair'")
     fig = res.plot.throughput_delay()
     # One legend for the figure, outside the data, naming each algorithm.
     (legend,) = fig.legends
@@ -223,7 +227,9 @@ def test_results_in_a_notebook_xarray_and_compare(tmp_path):
     else:
         dset = res.to_xarray()
         assert dict(dset.sizes) == {"scenario": 1, "backend": 1, "rep": 3}
-        assert float(dset["jain_index"].mean()) == pytest.approx(res.runs()["jain_index"].mean())
+        assert float(dset["jain_index"].mean()) == pytest.approx(
+            res.run_metrics()["jain_index"].mean()
+        )
 
 
 def test_cli_plot_on_a_one_run_directory(tmp_path):

@@ -533,7 +533,7 @@ def test_compare_and_plot_failures_are_one_error_line(tmp_path):
     line = one_error_line(cli("compare", str(a), str(b)))
     assert "share no grid point or scenario" in line
     line = one_error_line(cli("compare", str(a), str(a), "--metric", "nope_frac"))
-    assert line.startswith('error: --metric: "nope_frac" is not a runs column')
+    assert line.startswith('error: --metric: "nope_frac" is not a column of the run metrics')
     line = one_error_line(cli("plot", str(a), "--window", "nope"))
     assert "--window" in line
     line = one_error_line(cli("plot", str(a), "--window=0:inf"))
@@ -548,7 +548,9 @@ def test_report_and_plot_outputs_are_checked_before_drawing(tmp_path):
     ccfair.run(ccfair.dumbbell(2, "reno", duration="1s")).save(a)
     (tmp_path / "file.txt").write_text("mine")
     line = one_error_line(cli("compare", str(a), str(a), "--metric", "run_id"))
-    assert line == 'error: --metric: "run_id" is not a numeric runs column; it has no mean'
+    assert line == (
+        'error: --metric: "run_id" is not a numeric column of the run metrics; it has no mean'
+    )
     line = one_error_line(cli("report", str(a), "--out", ""))
     assert line == 'error: --out: "" is not a file path for the report'
     line = one_error_line(cli("plot", str(a), "--out", str(tmp_path / "file.txt")))

@@ -5,16 +5,23 @@ bytes. Users write strings with units (``"18ms"``, ``"50Mbit/s"``, ``"10MB"``) o
 (seconds, bit/s, bytes). Parsing is exact (decimal arithmetic, no binary floating-point
 rounding) and rounds to the nearest integer unit; formatting picks the largest unit in which
 the value is a whole number, so that ``parse(format(x)) == x``.
+
+Numbers may come from numpy or any other library: :func:`plain` turns them into Python's
+own (``np.float64(0.01)`` into ``0.01``, an array into a list), as every way into a spec does
+first.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
+from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
 __all__ = [
     "NS_PER_S",
+    "plain",
     "parse_duration",
     "parse_rate",
     "parse_size",
@@ -76,8 +83,38 @@ RATE_HINT = 'e.g. "50Mbit/s", "50Mbps", "1Gbit/s", "100kbit/s", or a number in b
 SIZE_HINT = 'e.g. "10MB" (10e6 bytes), "1MiB", or an integer number of bytes'
 
 
+def plain(value: Any) -> Any:
+    """``value`` with every number as Python's own: a numpy scalar as the ``int``, ``float``
+    or ``bool`` it holds, a numpy array as a (nested) list, any other ``numbers.Integral`` as
+    an ``int`` and ``numbers.Real`` as a ``float``, through dicts, lists and tuples. Anything
+    else is returned as it is. A notebook's numbers (``np.linspace``, ``np.int64`` seeds)
+    then mean what the same Python numbers mean.
+
+    Example:
+        >>> import numpy as np
+        >>> plain({"delay": np.float64(0.01), "alpha": np.linspace(1, 2, 2), "on": np.bool_(1)})
+        {'delay': 0.01, 'alpha': [1.0, 2.0], 'on': True}
+    """
+    if value is None or isinstance(value, str | bool):
+        return value
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        return plain(value.tolist())  # a numpy scalar or array; bool_ becomes bool
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(plain(v) for v in value)
+    if isinstance(value, numbers.Integral):
+        return value if type(value) is int else int(value)
+    if isinstance(value, numbers.Real):
+        return value if type(value) is float else float(value)
+    return value
+
+
 def _parse(value: Any, units: dict[str, int], bare_unit: int) -> int | None:
     """Exact value in base units (rounded half up), or None if not understood."""
+    value = plain(value)
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

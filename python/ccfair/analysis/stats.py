@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -120,24 +121,32 @@ def ci95(values: Any) -> float:
     return t_quantile(0.975, n - 1) * float(np.std(x, ddof=1)) / math.sqrt(n)
 
 
+#: Columns that are shares without a ``_frac`` suffix: Jain's index and the model table's
+#: BBR shares (:func:`ccfair.analysis.models.model_table`).
+_SHARES = frozenset({"jain_index", "measured", "ware_simple", "ware_full"})
+
+
 def bounds_of(column: str) -> tuple[float | None, float | None]:
     """The physical range of a metric, (lower, upper); None where it is unbounded.
 
-    Jain's index and fractions lie in [0, 1] (harm, a relative loss, only below 1); rates,
-    delays, packet counts and BDP multiples are not negative. A confidence interval is never
-    drawn or printed beyond these (a t interval of 2 runs easily is).
+    Jain's index, shares (the model table's measured and predicted BBR shares among them)
+    and fractions lie in [0, 1] (harm, a relative loss, only below 1); rates, delays, packet
+    counts, BDP multiples and coefficients of variation are not negative. A confidence
+    interval is never drawn or printed beyond these (a t interval of 2 runs easily is).
 
     Example:
         >>> bounds_of("jain_index"), bounds_of("harm_goodput_frac"), bounds_of("goodput_mbps")
         ((0.0, 1.0), (None, 1.0), (0.0, None))
+        >>> bounds_of("measured"), bounds_of("goodput_1s_cv")
+        ((0.0, 1.0), (0.0, None))
     """
-    if column == "jain_index":
+    if column in _SHARES:
         return (0.0, 1.0)
     if column.startswith("harm_"):
         return (None, 1.0)
     if column.endswith("_frac"):
         return (0.0, 1.0)
-    if column.endswith(("_mbps", "_ms", "_pkts", "_bdp", "_count", "_bytes", "_s")):
+    if column.endswith(("_mbps", "_ms", "_pkts", "_bdp", "_count", "_bytes", "_s", "_cv")):
         return (0.0, None)
     return (None, None)
 
@@ -162,20 +171,31 @@ def clipped_interval(
 
 
 def summarize(
-    frame: pd.DataFrame, by: list[str], values: list[str], *, sort: bool = False
+    frame: pd.DataFrame,
+    by: list[str],
+    values: list[str],
+    *,
+    sort: bool = False,
+    percentiles: Sequence[float] = (),
 ) -> pd.DataFrame:
-    """Mean, 95% CI half-width (``<col>_ci95``) and count (``n``) of ``values`` per group.
+    """Mean, 95% CI half-width (``<col>_ci95``) and count (``n``) of ``values`` per group,
+    and each of ``percentiles`` (``<col>_p5`` for 5: of the group's values, linearly
+    interpolated between them as ``numpy.percentile`` does).
 
     Example:
         >>> import pandas as pd
         >>> df = pd.DataFrame({"k": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]})
-        >>> summarize(df, ["k"], ["x"]).to_dict("records")[0]["x"]
-        2.0
+        >>> row = summarize(df, ["k"], ["x"], percentiles=[50, 95]).to_dict("records")[0]
+        >>> row["x"], row["x_p50"], row["x_p95"]
+        (2.0, 2.0, 2.9)
     """
     import pandas as pd
 
+    def names(v: str) -> list[str]:
+        return [v, f"{v}_ci95", *(f"{v}_p{p:g}" for p in percentiles)]
+
     if frame.empty:
-        return pd.DataFrame(columns=[*by, "n", *[c for v in values for c in (v, f"{v}_ci95")]])
+        return pd.DataFrame(columns=[*by, "n", *[c for v in values for c in names(v)]])
     # Vectorised (a report summarises thousands of runs): group statistics in one pass,
     # labels taken from each group's first row so that they stay as written (2, not 2.0).
     data = frame.reset_index(drop=True)
@@ -197,6 +217,9 @@ def summarize(
         t = np.array([t_quantile(0.975, int(c) - 1) if c >= 2 else np.nan for c in count])
         out[col] = mean
         out[f"{col}_ci95"] = t * std / np.sqrt(np.maximum(count, 1))
+        for p in percentiles:
+            q = groups[f"_v{i}"].quantile(p / 100, interpolation="linear")
+            out[f"{col}_p{p:g}"] = q.to_numpy(dtype=float)
     return out
 
 

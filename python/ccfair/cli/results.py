@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from ccfair.analysis.models import model_table
-from ccfair.cli.common import fail
 from ccfair.errors import ResultsError, SpecError
 from ccfair.present.style import save
 from ccfair.present.timeseries import timeseries
 from ccfair.report.page import write_report
+from ccfair.results.compare import CompareWarning
 from ccfair.results.directory import Results
 from ccfair.store.directory import table_folder
 from ccfair.units import parse_duration
@@ -95,11 +96,17 @@ def _parse_window(text: str | None) -> tuple[float, float] | None:
 def cmd_compare(args: argparse.Namespace) -> int:
     a, b = Results(args.a), Results(args.b)
     try:
-        frame = a.compare(b, values=args.metric)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CompareWarning)
+            frame = a.compare(b, values=args.metric)
     except SpecError as exc:  # name the option, not the Python argument
         raise SpecError("--metric", exc.value, exc.message, with_value=False) from None
-    if frame.empty:  # one error line, exit 2, like every failure (module docstring)
-        return fail(f"compare: {a.root} and {b.root} share no grid point or scenario")
+    for w in caught:  # points matched by name although their scenarios differ
+        print(f"warning: {w.message}", file=sys.stderr)
+    unmatched = frame.attrs.get("unmatched", {})
+    for side, root in (("a", a.root), ("b", b.root)):
+        if unmatched.get(side):
+            print(f"note: {unmatched[side]} point(s) of {root} have no match", file=sys.stderr)
     if args.csv:
         frame.to_csv(args.csv, index=False)
         print(f"{len(frame)} rows -> {args.csv}")
@@ -117,7 +124,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if args.table == "points":
         frame = res.points()
     elif args.table == "flows":
-        frame = res.flows()
+        frame = res.flows
         if not args.per_run:
             frame = res.point_summary(
                 frame, ["goodput_mbps", "share_frac", "rtt_p95_ms"], ["flow_name", "cca"]
@@ -139,7 +146,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         if not args.per_run and not frame.empty:
             frame = res.point_summary(frame, ["measured", "ware_simple", "ware_full", "x_bdp"])
     else:
-        frame = res.runs()
+        frame = res.run_metrics()
         if not args.per_run:
             values = [
                 "goodput_mbps",
@@ -147,7 +154,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                 *[c for c in frame.columns if c.endswith("_share_frac")],
                 "utilisation_frac",
                 "loss_frac",
-                "qdelay_mean_ms",
+                "queue_wait_mean_ms",
             ]
             frame = res.point_summary(frame, values)
     missing = res.incomplete()

@@ -3,6 +3,8 @@ intervals), a metric against a grid key, dots per point, and per-flow distributi
 
 Intervals are 95% Student t over the repetitions, clipped to the metric's physical range
 (:func:`ccfair.analysis.stats.bounds_of`), with each repetition drawn as a dot and n stated.
+A grid axis a figure is not told to show gets a panel per value (:func:`hidden_axes`): no
+line, dot or box mixes two configurations.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from ccfair.present.style import (
     axis_order,
     cca_color,
     cca_marker,
+    check_one_point,
     grid,
+    hidden_axes,
     key_combos,
     legend_outside,
     level_style,
@@ -107,9 +111,10 @@ def throughput_vs_buffer(
     if table.empty:
         return []
     # Every other axis that varies gets panels too: a line must have one point per buffer.
-    varying = [k for k in results.grid_keys if k != x and len(results.axes.get(k, [])) > 1]
+    varying = hidden_axes(results, table, [x])
     keys = [k for k in dict.fromkeys([*panels, *varying]) if k in table.columns]
     summary = results.point_summary(table, [value], ["cca"])
+    check_one_point(summary, [*keys, "cca", x], "throughput against the buffer")
     combos = key_combos(summary, keys, results.axes)
     fig, axes = grid(len(combos))
     capacity = results_capacity(results)
@@ -169,7 +174,7 @@ def metric_vs_buffer(
     one line per value of ``lines`` (greys, markers and line styles), each repetition a dot,
     95% bands clipped to the metric's range (:func:`ccfair.analysis.stats.bounds_of`), one panel per
     ``panels`` combination. ``diagonal`` draws y = x (e.g. a queue against its buffer)."""
-    runs = results.runs()
+    runs = results.run_metrics()
     runs = runs[runs["baseline"].isna()]
     if runs.empty or metric not in runs.columns:
         return []
@@ -179,6 +184,10 @@ def metric_vs_buffer(
         k for k in panels if k in summary.columns and len(results.axes.get(k, [None, None])) > 1
     ]
     lines = lines if lines in summary.columns else None
+    # Every axis neither on x, nor a line, nor a panel gets panels too: a line is one
+    # configuration's points.
+    keys += hidden_axes(results, summary, [x, lines, *keys])
+    check_one_point(summary, [*keys, *([lines] if lines else []), x], f"{metric} against {x}")
     combos = key_combos(summary, keys, results.axes)
     fig, axes = grid(len(combos))
     handles: dict[str, Any] = {}
@@ -190,7 +199,7 @@ def metric_vs_buffer(
             line = sel if lv is None else sel[sel[lines] == lv]
             mine = raw if lv is None else raw[raw[lines] == lv]
             order = axis_order(line[x], results.axes.get(x))
-            line = line.groupby(x, sort=False).first().loc[order].reset_index()
+            line = line.set_index(x).loc[order].reset_index()
             xv = np.asarray([float(v) for v in line[x]])
             mean = line[metric].to_numpy(dtype=float)
             half = line[f"{metric}_ci95"].to_numpy(dtype=float)
@@ -244,7 +253,7 @@ def dots(
     one panel per ``panels`` combination. ``table`` is ``"ccas"`` (per-algorithm values, e.g.
     ``per_flow_mbps``) or ``"runs"`` (run metrics, e.g. ``jain_index``); ``where`` keeps rows
     whose columns have these values."""
-    frame = results.ccas() if table == "ccas" else results.runs()
+    frame = results.ccas() if table == "ccas" else results.run_metrics()
     frame = frame[frame["baseline"].isna()]
     for k, v in (where or {}).items():
         if k in frame.columns:
@@ -254,6 +263,8 @@ def dots(
     extra = ["cca"] if table == "ccas" else []
     summary = results.point_summary(frame, [value], extra)
     keys = [k for k in panels if k in summary.columns and len(set(summary[k])) > 1]
+    keys += hidden_axes(results, summary, [x, hue, *keys])
+    check_one_point(summary, [*keys, *extra, *([hue] if hue else []), x], f"{value} by {x}")
     combos = key_combos(summary, keys, results.axes)
     ncol = len(list(dict.fromkeys(summary[keys[-1]]))) if keys else 1
     fig, axes = grid(len(combos), ncol_max=max(1, min(ncol, 4)), w=3.6, h=3.0)
@@ -365,7 +376,7 @@ def flow_distribution(
     fair share (goodput x number of flows / total goodput; 1 = an equal split), each flow of
     each repetition a dot coloured by flow, a box over them per point (middle half, median),
     one group per value of ``hue`` (marker shape), one panel per ``panels`` combination."""
-    flows = results.flows()
+    flows = results.flows
     flows = flows[flows["baseline"].isna()]
     if flows.empty:
         return []
@@ -373,8 +384,10 @@ def flow_distribution(
     count = flows.groupby("run_id")["goodput_mbps"].transform("count")
     flows = flows.assign(rel=flows["goodput_mbps"] * count / total.where(total > 0))
     keys = [k for k in panels if k in flows.columns and len(set(flows[k])) > 1]
+    keys += hidden_axes(results, flows, [x, hue, *keys])
+    check_one_point(flows, [*keys, *([hue] if hue else []), x], "flow distribution")
     combos = key_combos(flows, keys, results.axes)
-    fig, axes = grid(len(combos), ncol_max=3, w=4.2, h=3.0)
+    fig, axes = grid(len(combos), ncol_max=4, w=4.2, h=3.0)
     xs = axis_order(flows[x], results.axes.get(x))
     hues = axis_order(flows[hue], results.axes.get(hue)) if hue and hue in flows.columns else [None]
     width = 0.8 / len(hues)

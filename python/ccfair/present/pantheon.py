@@ -1,10 +1,11 @@
 """Throughput against delay, Pantheon style: per run, each algorithm's mean goodput per flow
 against its flows' delay; the mean over a point's repetitions with its 1-standard-deviation
-ellipse.
+ellipse, labelled with the point it is (its grid values) wherever a panel holds several.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,6 +48,7 @@ def throughput_delay(
     delay: str = "rtt_p95_ms",
     by: str | None = None,
     title: str = "",
+    point_labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """Throughput against delay per algorithm, Pantheon style: for every run, each
     algorithm's mean goodput per flow against its flows' mean ``delay`` (default the 95th
@@ -54,9 +56,10 @@ def throughput_delay(
     so that better is up and to the right. Runs of one point and algorithm (repetitions)
     get their mean as a large marker and their 1-standard-deviation ellipse.
 
-    ``flows`` is a flows table (``RunResult.flows``, ``Results.flows()`` or
+    ``flows`` is a flows table (``RunResult.flows``, ``Results.flows`` or
     ``load_table(DIR, "flows")``); ``by`` (a column, e.g. the grid key ``"ccas"``) draws one
-    panel per value.
+    panel per value. ``point_labels`` (``point_key`` -> text, e.g. "buffer 4 x BDP, D =
+    18 ms") names the point of each mean marker beside it.
 
     Example:
         >>> fig = throughput_delay(ccfair.load_table("results", "flows"))  # doctest: +SKIP
@@ -98,16 +101,27 @@ def throughput_delay(
                 handles.setdefault(str(cca), h)
                 if len(reps) >= 3:
                     _ellipse(ax, x, y, color)
+                if point_labels and "point_key" in reps:
+                    ax.annotate(
+                        point_labels.get(str(reps["point_key"].iloc[0]), ""),
+                        (float(np.nanmean(x)), float(np.nanmean(y))),
+                        xytext=(4, 3),
+                        textcoords="offset points",
+                        fontsize=5.5,
+                        color="#333333",
+                        zorder=4,
+                    )
         ax.invert_xaxis()
         ax.set_xlabel(f"{delay.removesuffix('_ms').replace('_', ' ')} [ms] (better: right)")
         ax.set_ylabel("goodput per flow [Mbit/s]")
         ax.grid(alpha=0.3)
         if panel is not None:
             ax.set_title(point_label(by, panel) if by else str(panel), fontsize=10)
+    named = ", labelled with its point" if point_labels else ""
     legend_outside(
         fig,
         list(handles.values()),
-        title="hollow: one run; filled: mean of a point's repetitions; "
+        title=f"hollow: one run; filled: mean of a point's repetitions{named}; "
         "shaded: 1-sd ellipse (3+ repetitions)",
     )
     if title:

@@ -9,7 +9,10 @@
 - **greys with markers and line styles** (:data:`LEVEL_STYLES`) for any other variable (delay,
   number of flows, variant), so that no algorithm colour means anything else; links (queues,
   capacity, buffer) are black or grey;
-- axis labels name the quantity and its unit; legends sit outside the data.
+- axis labels name the quantity and its unit; legends sit outside the data;
+- **nothing pooled**: a grid axis a figure does not draw (as its x axis, a line, a colour
+  or a panel) gets panels or figures of its own (:func:`hidden_axes`), so that every mean,
+  interval and "n" is over the repetitions of one configuration (:func:`check_one_point`).
 
 Every figure is a :class:`matplotlib.figure.Figure` built without pyplot (no global state, no
 backend switch) by :func:`new_figure`, which imports matplotlib on the first figure;
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ccfair.algorithms import names as algorithm_names
+from ccfair.errors import ResultsError
 from ccfair.spec.topology import bottlenecks
 from ccfair.store.files import make_dir, replace_via_temporary
 from ccfair.units import parse_duration, parse_rate
@@ -129,7 +133,10 @@ AXIS_LABELS = {
     "share_frac": "share of goodput",
     "queue_p99_bdp": "queue, 99th percentile [BDP]",
     "queue_p99_pkts": "queue, 99th percentile [packets]",
+    "queue_wait_mean_ms": "queue wait at the bottleneck [ms]",
     "qdelay_mean_ms": "queueing delay [ms]",
+    "goodput_1s_cv": "coefficient of variation of 1 s goodput",
+    "goodput_1s_swing_mbps": "swing of 1 s goodput, p95 - p5 [Mbit/s]",
     "queue_delay_p95_ms": "queueing delay, 95th percentile [ms]",
 }
 
@@ -225,6 +232,45 @@ def _ms_text(value: Any) -> str:
 
 def tick(key: str, value: Any) -> str:
     return _ms_text(value) if key == "delay" else str(value)
+
+
+def hidden_axes(results: Results, frame: pd.DataFrame, shown: Sequence[str | None]) -> list[str]:
+    """The grid keys that vary among ``frame``'s rows and that a figure does not show (not
+    in ``shown``): the figure draws a panel or a figure per combination of their values
+    rather than average over them.
+
+    Example:
+        >>> hidden_axes(res, res.run_metrics(), ["alpha"])  # doctest: +SKIP
+        ['ccas', 'delay']
+    """
+    return [
+        k
+        for k in results.grid_keys
+        if k not in shown and k in frame.columns and frame[k].nunique(dropna=False) > 1
+    ]
+
+
+def check_one_point(frame: pd.DataFrame, keys: Sequence[str], what: str) -> None:
+    """Refuse to draw ``what`` if one combination of ``keys`` (what a figure tells apart)
+    holds runs of more than one point (``point_key``): their mean would pool
+    configurations (:class:`ResultsError` naming the labels)."""
+    if "point_key" not in frame.columns or frame.empty:
+        return
+    keys = [k for k in dict.fromkeys(keys) if k in frame.columns]
+    counts = frame.groupby(keys, dropna=False, sort=False)["point_key"].nunique() if keys else None
+    if counts is None:
+        n = frame["point_key"].nunique()
+        if n > 1:
+            raise ResultsError(f"{what}: would pool the runs of {n} points; name the axes to show")
+        return
+    if (counts > 1).any():
+        where = counts[counts > 1].index[0]
+        where = where if isinstance(where, tuple) else (where,)
+        label = ", ".join(f"{k}={v}" for k, v in zip(keys, where, strict=True))
+        raise ResultsError(
+            f"{what}: {int(counts.max())} points share the labels {label} (runs outside the "
+            "sweep's grid, or of two backends); drawing them as one would pool them"
+        )
 
 
 def varying_keys(results: Results) -> list[str]:

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 from ccfair.present.curves import metric_vs_buffer
 from ccfair.present.heatmaps import heatmaps
 from ccfair.present.pantheon import throughput_delay
-from ccfair.present.style import SMOOTH_S
+from ccfair.present.style import SMOOTH_S, hidden_axes, point_label
 from ccfair.present.timeseries import run_timeseries, run_title, timeseries
 
 if TYPE_CHECKING:  # pandas and matplotlib are imported where a figure is made
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from ccfair.results.directory import Results
@@ -95,12 +96,17 @@ class ResultsPlots:
 
     def throughput_delay(self, *, delay: str = "rtt_p95_ms", by: str | None = None) -> Figure:
         """Throughput against delay per algorithm over every run (see
-        :func:`throughput_delay`); ``by`` defaults to the grid key ``ccas`` if present."""
+        :func:`throughput_delay`); ``by`` defaults to the grid key ``ccas`` if present. Each
+        point's mean marker is labelled with the values of the grid axes that vary and the
+        panels do not show."""
         res = self._res
         if by is None and "ccas" in res.grid_keys:
             by = "ccas"
-        flows = res.flows()
-        return throughput_delay(flows[flows["baseline"].isna()], delay=delay, by=by)
+        flows = res.flows
+        flows = flows[flows["baseline"].isna()]
+        return throughput_delay(
+            flows, delay=delay, by=by, point_labels=_point_labels(res, flows, by)
+        )
 
     def timeseries(self, run_id: str | None = None, **kwargs: Any) -> Figure:
         """Time series of one run (the only one if ``run_id`` is omitted)."""
@@ -110,6 +116,28 @@ class ResultsPlots:
                 raise ValueError(f"run_id: this directory holds {len(res.run_ids)} runs; name one")
             run_id = res.run_ids[0]
         return timeseries(res, run_id, **kwargs)
+
+
+def _point_labels(res: Results, flows: pd.DataFrame, by: str | None) -> dict[str, str] | None:
+    """``point_key`` -> what tells the point apart within its panel: the values of the grid
+    axes that vary and ``by`` does not show; without a grid, the scenario (and backend, and
+    the point key where those are alike). None when every panel holds one point."""
+    per_panel = flows.groupby(by)["point_key"].nunique() if by else [flows["point_key"].nunique()]
+    if max(per_panel, default=0) <= 1:
+        return None
+    points = flows.drop_duplicates("point_key").set_index("point_key")
+    keys = hidden_axes(res, flows, [by])
+    if keys:
+        return {
+            str(pk): ", ".join(point_label(k, row[k]) for k in keys)
+            for pk, row in points.iterrows()
+        }
+    text = points["scenario"].astype(str)
+    if points["backend"].nunique() > 1:
+        text = text + " (" + points["backend"].astype(str) + ")"
+    if text.duplicated(keep=False).any():
+        text = text + " " + points.index.str[:6]
+    return {str(pk): t for pk, t in text.items()}
 
 
 def _esc(x: Any) -> str:
@@ -133,14 +161,16 @@ def run_html(r: Any) -> str:
 
 def results_html(res: Any, *, max_rows: int = 20) -> str:
     """A results directory: runs, points and the first rows of the per-point summary."""
-    runs = res.runs()
+    runs = res.run_metrics()
     values = [
         c
-        for c in ["goodput_mbps", "jain_index", "utilisation_frac", "qdelay_mean_ms"]
+        for c in ["goodput_mbps", "jain_index", "utilisation_frac", "queue_wait_mean_ms"]
         if c in runs.columns
     ]
     values += [c for c in runs.columns if c.endswith("_share_frac")]
-    summary = res.point_summary(runs, values).drop(columns=["point_key"], errors="ignore")
+    summary = res.point_summary(runs, values, percentiles=()).drop(
+        columns=["point_key"], errors="ignore"
+    )
     table = summary.head(max_rows).to_html(
         index=False, float_format=lambda v: f"{v:.4g}", na_rep=""
     )

@@ -1,10 +1,16 @@
 """The report's figures: a preset's own when the directory holds a preset's sweep, otherwise
 generic ones chosen from the grid axes; both end with throughput against delay. Saved as PNG,
 SVG and PDF, in processes of their own.
+
+A preset's figures know its own grid axes. A sweep of it with another axis (a testbed, a
+host kernel: ``reproduce --profile A --profile B``) gets the preset's figures once per value
+of that axis, each named ``<figure>--<key>-<value>`` and captioned with the value, rather
+than figures that would mix the values' runs.
 """
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing as mp
 import os
 from collections.abc import Callable
@@ -12,30 +18,57 @@ from pathlib import Path
 from typing import Any
 
 from ccfair.analysis.models import model_table
+from ccfair.errors import CcfairError
 from ccfair.present.curves import throughput_vs_buffer
 from ccfair.present.heatmaps import heatmaps
 from ccfair.present.model import model_vs_measured
-from ccfair.present.style import SMOOTH_S, point_label, save, varying_keys
+from ccfair.present.style import SMOOTH_S, point_label, save, slug, varying_keys
 from ccfair.present.timeseries import timeseries
-from ccfair.presets import PRESETS
+from ccfair.presets import PRESETS, Preset
 from ccfair.results.directory import Results
 
 Figures = list[tuple[str, str, Any]]
 
+#: Between a preset figure's name and the axis value it is drawn for.
+SPLIT = "--"
+
 
 def make_figures(res: Results) -> Figures:
-    """The figures of a results directory: its preset's when the sweep came from one,
-    otherwise generic ones chosen from the grid axes; both end with throughput against
-    delay per algorithm."""
-    preset = (res.record or {}).get("sweep", {}).get("preset")
-    # A preset run under several testbed profiles has an axis its own figures do not know;
-    # the generic ones show every axis rather than mixing the profiles' runs.
-    profiles = res.axes.get("profile", []) if "profile" in res.grid_keys else []
-    if preset in PRESETS and len(profiles) <= 1:
-        figs = PRESETS[preset].figures(res)
-    else:
-        figs = _generic_figures(res)
+    """The figures of a results directory: its preset's when the sweep came from one (once
+    per value of any axis the preset's grid lacks), otherwise generic ones chosen from the
+    grid axes; both end with throughput against delay per algorithm."""
+    preset = PRESETS.get((res.record or {}).get("sweep", {}).get("preset", ""))
+    figs = _generic_figures(res) if preset is None else _preset_figures(res, preset)
     return [*figs, _throughput_delay_figure(res)]
+
+
+def foreign_axes(res: Results, preset: Preset) -> list[str]:
+    """The axes of ``res`` with several values that ``preset``'s grids do not have (a
+    testbed, a host kernel added to its sweep)."""
+    own = {*preset.full["grid"], *preset.quick["grid"]}
+    return [k for k in res.grid_keys if k not in own and len(res.axes[k]) > 1]
+
+
+def _preset_figures(res: Results, preset: Preset) -> Figures:
+    """``preset``'s figures, once per combination of the values of its foreign axes, each
+    named ``<figure>--<key>-<value>`` and captioned with the combination."""
+    keys = foreign_axes(res, preset)
+    if not keys:
+        return preset.figures(res)
+    figs: Figures = []
+    for values in itertools.product(*(res.axes[k] for k in keys)):
+        labels = dict(zip(keys, values, strict=True))
+        try:
+            part = res.select(**labels)
+        except CcfairError:  # no finished run there (an incomplete sweep)
+            continue
+        where = ", ".join(point_label(k, v) for k, v in labels.items())
+        suffix = "-".join(f"{slug(k)}-{slug(v)}" for k, v in labels.items())
+        figs += [
+            (f"{name}{SPLIT}{suffix}", f"{caption.rstrip('.')} ({where}).", fig)
+            for name, caption, fig in preset.figures(part)
+        ]
+    return figs
 
 
 def _throughput_delay_figure(res: Results) -> tuple[str, str, Any]:

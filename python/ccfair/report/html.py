@@ -55,6 +55,7 @@ _HEADERS = {
     "jain_index": "Jain index",
     "utilisation_frac": "utilisation",
     "loss_frac": "loss rate",
+    "queue_wait_mean_ms": "queue wait [ms]",
     "qdelay_mean_ms": "queueing delay [ms]",
     "queue_delay_p95_ms": "queue delay p95 [ms]",
     "queue_p99_bdp": "queue p99 [BDP]",

@@ -56,7 +56,7 @@ class _Metrics:
 
 def metrics(res: Results) -> _Metrics:
     labels = varying_keys(res) if res.grid_keys else ["scenario", "backend"]
-    runs = res.runs()
+    runs = res.run_metrics()
     runs = (
         runs.assign(overflowed=(runs["drop_queue_pkts"] > 0).astype(float))
         if "drop_queue_pkts" in runs.columns
@@ -69,9 +69,10 @@ def metrics(res: Results) -> _Metrics:
         *share_cols,
         "utilisation_frac",
         "loss_frac",
-        "qdelay_mean_ms",
+        "queue_wait_mean_ms",
         "queue_p99_bdp",
     ]
+    run_values = [v for v in run_values if v in runs.columns]
     point_runs = res.point_summary(runs, [*run_values, "overflowed"])
     ccas = res.ccas()
     cca_values = ["per_flow_mbps", "share_frac", "rtt_p95_ms", "qdelay_p95_ms"]
@@ -99,6 +100,9 @@ class Embedded:
     @classmethod
     def of(cls, figures: dict[str, tuple[str, str]], preset: Preset | None, rel: str) -> Embedded:
         head = [f for f in (preset.headline if preset else ()) if f in figures]
+        if not head and preset is not None:  # drawn per testbed: the first one's headline
+            split = {f.split("--")[0]: f for f in reversed(list(figures))}
+            head = [split[f] for f in preset.headline if f in split]
         if not head and figures:
             head = [next(iter(figures))]
         # Numbered in reading order: the summary's headline figures first.
@@ -225,7 +229,7 @@ def points_section(m: _Metrics) -> list[str]:
         '<h2 id="points">Per grid point</h2>',
         f"<p>{_INTERVAL_NOTE} total goodput: all flows over the measurement window; Jain "
         "index of the flows' goodput; X share: algorithm X's share of goodput; at the "
-        "bottleneck(s): utilisation, loss rate, queueing delay (mean sojourn minus one "
+        "bottleneck(s): utilisation, loss rate, queue wait (mean sojourn minus one "
         "serialisation), queue p99 (99th percentile of the sampled queue, in BDPs of the "
         "buffer's reference path) and buffer overflowed (fraction of the repetitions with a "
         "drop from a full buffer: 0 means the buffer never filled). Column definitions: "

@@ -1,6 +1,7 @@
-"""A results directory as a whole: its finished runs with their grid points, and the metric
-tables over them (per flow, per algorithm, per run and per grid point; harm; two directories
-compared).
+"""A results directory as a whole: its finished runs with their grid points, its tables named
+as one run's (``res.runs``, ``res.flows``, ``res.timeseries``, ``res.links``,
+``res.link_summary``, each with the point's labels), and the metrics derived from them (per
+run, per point, per algorithm; harm; two directories compared).
 
 Definitions (docs/experiments.md, "Metrics"; docs/reference.md 8.4):
 
@@ -9,47 +10,106 @@ Definitions (docs/experiments.md, "Metrics"; docs/reference.md 8.4):
 - share of an algorithm: its flows' goodput / all flows' goodput;
 - Jain index: (sum x)^2 / (n sum x^2) over the flows' goodput;
 - bottleneck links of a run: on every flow's data path, the link direction(s) of the lowest
-  rate; utilisation, loss rate and queueing delay are taken over them;
+  rate; utilisation, loss rate and queue wait are taken over them;
 - loss rate: (queue drops + random drops) / arrivals at the bottleneck(s);
-- queueing delay: mean sojourn at the bottleneck minus one packet's serialisation time (the
-  time spent waiting in the queue), in ms;
+- queue wait (``queue_wait_mean_ms``): mean sojourn at the bottleneck minus one packet's
+  serialisation time (the time spent waiting in the queue), in ms;
+- stability of a flow's goodput: coefficient of variation and 5th-95th percentile swing of
+  its goodput over 1 s windows (:mod:`ccfair.analysis.flows`);
 - harm (Ware et al., HotNets 2019): for the flows of algorithm A in a run against other
   algorithms, against the *baseline* run (the same scenario with every flow running A):
   goodput harm = (baseline - with) / baseline, delay harm = (with - baseline) / with;
   computed wherever the sweep includes the baseline run;
-- mean and 95% confidence interval over repetitions: Student t (:mod:`ccfair.analysis.stats`).
+- mean and 95% confidence interval over repetitions: Student t (:mod:`ccfair.analysis.stats`),
+  with the 5th, 50th and 95th percentiles of the repetitions.
 
 Example:
     >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
-    >>> res.point_summary(res.runs(), ["jain_index"]).head()  # doctest: +SKIP
+    >>> res.point_metrics(["jain_index"]).head()  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ccfair.analysis.stats import ci95, summarize, welch_ci95
-from ccfair.errors import ResultsError, SpecError
+from ccfair.analysis.flows import STABILITY_COLUMNS
+from ccfair.analysis.stats import summarize
+from ccfair.errors import ResultsError, SpecError, show
 from ccfair.present.views import ResultsPlots, results_html
+from ccfair.results.columns import check_columns
+from ccfair.results.compare import compare_results
+from ccfair.results.derived import (
+    DERIVED_COLUMNS,
+    STABILITY_INPUT,
+    flow_facts,
+    with_facts,
+    with_stability,
+)
 from ccfair.spec.topology import PACKET_BYTES, bottlenecks
 from ccfair.store.directory import check_versions, finished_run_ids
 from ccfair.store.files import looked_up
 from ccfair.store.read import load_table, read_run_table, read_tables
 from ccfair.store.schema import MARKER_TABLE, TABLES
 from ccfair.store.sweep_record import read_sweep_record
+from ccfair.units import parse_duration, parse_rate, parse_size
 
-__all__ = ["Results"]
+__all__ = ["PERCENTILES", "RUN_METRICS", "Results"]
+
+#: Percentiles of the repetitions in every point summary (:meth:`Results.point_summary`).
+PERCENTILES = (5, 50, 95)
+
+#: The run metrics :meth:`Results.point_metrics` summarises by default (with every
+#: ``<cca>_share_frac``).
+RUN_METRICS = (
+    "goodput_mbps",
+    "jain_index",
+    "utilisation_frac",
+    "loss_frac",
+    "queue_wait_mean_ms",
+    "queue_delay_p95_ms",
+    "queue_p99_bdp",
+    *STABILITY_COLUMNS,
+)
+
+#: Quantity labels of a grid axis -> the numeric column beside them: suffix, parser, scale.
+_QUANTITIES = (
+    ("ms", parse_duration, 1e6),
+    ("mbps", parse_rate, 1e6),
+    ("bytes", parse_size, 1),
+)
+
+
+class _RunsTable(pd.DataFrame):
+    """``res.runs``: a plain DataFrame that, called as the method ``runs()`` once was (it
+    gave the derived metrics), says what to write instead."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "Results.runs is the runs table (an attribute, as RunResult.runs), not a method; "
+            "the per-run metrics that Results.runs() returned are Results.run_metrics(), "
+            "their summary per point Results.point_metrics()"
+        )
+
+
+class _FlowsTable(pd.DataFrame):
+    """``res.flows``; ``res.flows()`` (a method before) still gives the same table."""
+
+    def __call__(self) -> pd.DataFrame:
+        return pd.DataFrame(self)
 
 
 class Results:
-    """The finished runs of a results directory with their grid points, and the metric
-    tables over them. Tables are read once and cached.
+    """The finished runs of a results directory with their grid points: its tables, named as
+    one run's (:class:`ccfair.RunResult`), and the metrics derived from them. Tables are
+    read once and cached.
 
     Attributes:
         root: the directory.
@@ -57,12 +117,19 @@ class Results:
         run_ids: finished runs.
         axes: grid key -> labels in grid order (empty without a sweep record).
 
+    Tables (each with the point's labels: :meth:`points`): ``runs``, ``flows``,
+    ``timeseries``, ``links``, ``link_summary``. Derived: :meth:`run_metrics` (one row per
+    run), :meth:`point_metrics` (per point, over repetitions), :meth:`ccas`, :meth:`harm`.
+
     Example:
         >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
-        >>> res.point_summary(res.runs(), ["jain_index"]).head()  # doctest: +SKIP
+        >>> res.flows.groupby("cca")["goodput_mbps"].mean()  # doctest: +SKIP
+        >>> res.point_metrics(["jain_index"]).head()  # doctest: +SKIP
     """
 
     def __init__(self, results_dir: str | os.PathLike[str]) -> None:
+        if not isinstance(results_dir, str | os.PathLike):
+            raise ResultsError(f"{show(results_dir)} is not a results directory path")
         self.root = looked_up(Path(results_dir))
         if self.root.exists() and not self.root.is_dir():
             raise ResultsError(f"{self.root}: is a file, not a results directory")
@@ -81,7 +148,7 @@ class Results:
             versions = {1}
         check_versions(self.root, versions)
         self.axes: dict[str, list[Any]] = dict(self.record["axes"]) if self.record else {}
-        self._cache: dict[str, pd.DataFrame] = {MARKER_TABLE: runs}
+        self._cache: dict[str, Any] = {MARKER_TABLE: runs}
 
     # ---- display ----------------------------------------------------------------------
 
@@ -128,8 +195,9 @@ class Results:
     # ---- raw tables -------------------------------------------------------------------
 
     def table(self, name: str) -> pd.DataFrame:
-        """A results table over all finished runs (``runs``, ``flows``, ``link_summary``,
-        ``timeseries``, ``links``)."""
+        """A results table over all finished runs as its files hold it (``runs``,
+        ``flows``, ``link_summary``, ``timeseries``, ``links``): the schema's columns, no
+        labels (see :attr:`flows` and the other tables for those)."""
         if name not in self._cache:
             if name not in (MARKER_TABLE, *TABLES):
                 load_table(self.root, name)  # raises the one-line error naming the tables
@@ -158,10 +226,10 @@ class Results:
         """Run id -> normalised spec."""
         if "_specs" not in self._cache:
             runs = self.table("runs")
-            self._cache["_specs"] = {  # type: ignore[assignment]
+            self._cache["_specs"] = {
                 rid: json.loads(s) for rid, s in zip(runs["run_id"], runs["spec_json"], strict=True)
             }
-        return self._cache["_specs"]  # type: ignore[return-value]
+        return self._cache["_specs"]
 
     # ---- points -----------------------------------------------------------------------
 
@@ -170,11 +238,18 @@ class Results:
         finished run the sweep record does not list (e.g. plain ``ccfair run``s), with what
         groups it: ``point_key`` (the normalised spec and backend without the seed: runs
         with the same key are repetitions of one point), ``scenario``, ``backend``,
-        ``seed``, ``index``, ``baseline`` and ``rep`` from the sweep record (unlisted runs:
-        0, 1, ... by seed within the point), and a column per grid key (its label; missing
-        for unlisted runs). Points whose scenarios are the same (a baseline that is also a
-        grid point, a named value equal to the default) share one run and each have their
-        row."""
+        ``seed``, ``point_index``, ``baseline`` and ``rep`` from the sweep record (unlisted
+        runs: 0, 1, ... by seed within the point), and a column per grid key: its label as
+        written, missing for unlisted runs. An axis of plain numbers (``alpha``,
+        ``n_flows``) is a numeric column; an axis of quantities has, beside its labels
+        (``"18ms"``), their value in a column named for the unit: ``<key>_ms`` for
+        durations, ``<key>_mbps`` for rates, ``<key>_bytes`` for sizes. Points whose
+        scenarios are the same (a baseline that is also a grid point, a named value equal to
+        the default) share one run and each have their row.
+
+        Example:
+            >>> Results("results/harada-dumbbell").points()[["delay", "delay_ms"]]  # doctest: +SKIP
+        """
         if "points" in self._cache:
             return self._cache["points"]
         runs = self.table("runs")
@@ -184,7 +259,7 @@ class Results:
         record = pd.DataFrame(
             {
                 "run_id": [p["run_id"] for p in listed],
-                "index": pd.Series([p["index"] for p in listed], dtype="Int64"),
+                "point_index": pd.Series([p["index"] for p in listed], dtype="Int64"),
                 "baseline": pd.Series([p["baseline"] for p in listed], dtype=object),
                 "rep": pd.Series([p["rep"] for p in listed], dtype="Int64"),
                 # Labels as written (2 stays 2, not 2.0 next to 0.5); named apart until the
@@ -195,9 +270,11 @@ class Results:
                 },
             }
         )
-        on_record = base.merge(record, on="run_id", how="inner").sort_values("index", kind="stable")
+        on_record = base.merge(record, on="run_id", how="inner").sort_values(
+            "point_index", kind="stable"
+        )
         unlisted = base[~base["run_id"].isin(record["run_id"])].copy()
-        unlisted["index"] = pd.Series(dtype="Int64")
+        unlisted["point_index"] = pd.Series(dtype="Int64")
         unlisted["baseline"] = pd.Series(dtype=object)
         unlisted["rep"] = (
             unlisted.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
@@ -208,36 +285,204 @@ class Results:
         for key in self.grid_keys:  # a label replaces a runs column of its name (seed)
             label = frame.pop(f"_label_{key}")
             frame[key] = label.where(label.notna(), frame[key]) if key in frame else label
-        frame["index"] = (
+        frame["point_index"] = (
             range(len(frame))
             if self.record is None
-            else frame["index"].fillna(pd.Series(range(len(frame))) + len(frame)).astype(int)
+            else frame["point_index"].fillna(pd.Series(range(len(frame))) + len(frame)).astype(int)
         )
         frame["rep"] = frame["rep"].astype(int)
-        columns = ["run_id", "point_key", "scenario", "backend", "seed", "index", "baseline"]
+        columns = ["run_id", "point_key", "scenario", "backend", "seed", "point_index", "baseline"]
         columns = [c for c in columns if c not in self.grid_keys]
-        frame = frame[[*columns, *self.grid_keys, "rep"]]
+        coordinates = self._coordinates(frame)
+        frame = frame.assign(**{name: values for name, (_, values) in coordinates.items()})
+        frame = frame[[*columns, *self.grid_keys, *coordinates, "rep"]]
         self._cache["points"] = frame
+        self._cache["_coordinates"] = {name: key for name, (key, _) in coordinates.items()}
         return frame
+
+    def coordinates(self) -> dict[str, str]:
+        """The numeric columns beside quantity labels (:meth:`points`) -> their grid key.
+
+        Example:
+            >>> Results("results/harada-dumbbell").coordinates()  # doctest: +SKIP
+            {'delay_ms': 'delay'}
+        """
+        self.points()
+        return dict(self._cache["_coordinates"])
+
+    def _coordinates(self, frame: pd.DataFrame) -> dict[str, tuple[str, pd.Series]]:
+        """Numbers beside the grid labels (:meth:`points`): an axis of plain numbers
+        becomes numeric in place; an axis of quantities gets a ``<key>_<unit>`` column
+        (name -> its key and values)."""
+        out: dict[str, tuple[str, pd.Series]] = {}
+        for key in self.grid_keys:
+            labels = frame[key]
+            given = [v for v in labels if v is not None and v == v]
+            if not given:
+                continue
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in given):
+                whole = all(isinstance(v, int) for v in given) and len(given) == len(labels)
+                frame[key] = labels.astype("int64" if whole else "float64")
+                continue
+            if not all(isinstance(v, str) for v in given):
+                continue
+            kinds = [
+                (unit, parse, scale)
+                for unit, parse, scale in _QUANTITIES
+                if all(parse(v) is not None for v in given)
+            ]
+            if len(kinds) != 1:  # not quantities, or bare numbers any unit would read
+                continue
+            unit, parse, scale = kinds[0]
+            name = f"{key}_{unit}"
+            if name in frame.columns or name in self.grid_keys:
+                continue
+            values = [parse(v) / scale if isinstance(v, str) else np.nan for v in labels]
+            out[name] = (key, pd.Series(values, index=frame.index, dtype="float64"))
+        return out
+
+    def select(self, **labels: Any) -> Results:
+        """The runs of the points with these grid labels, as a :class:`Results` of their
+        own (its axes hold the selected value only): a figure or table of one testbed, one
+        buffer, ... A value may be written as the label is (``delay="18ms"``, ``alpha=4``).
+
+        Example:
+            >>> Results("results/harada-dumbbell").select(profile="ideal")  # doctest: +SKIP
+        """
+        for key, value in labels.items():
+            if key not in self.axes:
+                raise SpecError(
+                    key,
+                    value,
+                    f"is not a grid key of {self.root} (grid keys: "
+                    f"{', '.join(self.grid_keys) or 'none'})",
+                    with_value=False,
+                )
+            if value not in self.axes[key]:
+                raise SpecError(
+                    key, value, f"is not a value of the axis (values: {self.axes[key]})"
+                )
+        record = copy.deepcopy(self.record) or {}
+        keep = [
+            p
+            for p in record.get("points", [])
+            if all(p["params"].get(k) == v for k, v in labels.items())
+        ]
+        ids = list(dict.fromkeys(p["run_id"] for p in keep))
+        finished = [rid for rid in self.run_ids if rid in set(ids)]
+        if not finished:
+            raise ResultsError(f"{self.root}: no finished run at {labels}")
+        where = ", ".join(f"{k} {v}" for k, v in labels.items())
+        record.update(
+            name=f"{record.get('name', self.root.name)} ({where})",
+            points=keep,
+            run_ids=ids,
+            n_points=len(keep),
+            axes={k: ([labels[k]] if k in labels else v) for k, v in self.axes.items()},
+        )
+        out = copy.copy(self)
+        out.record = record
+        out.axes = dict(record["axes"])
+        out.run_ids = finished
+        mine = set(finished)
+        out._cache = {
+            name: frame[frame["run_id"].isin(mine)].reset_index(drop=True)
+            for name, frame in self._cache.items()
+            if name in (MARKER_TABLE, *TABLES)
+        }
+        return out
+
+    # ---- tables, named as a run's -----------------------------------------------------
+
+    def _labelled(self, name: str, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (rows of the ``name`` table) with the point's labels in front: one row
+        per point and row of its run (a run shared by two points appears under each)."""
+        points = self.points()
+        if name in ("links", "link_summary"):  # a link's own delay_ms and rate_mbps stay
+            points = points.drop(
+                columns=[c for c in points.columns if c in frame.columns and c != "run_id"]
+            )
+        same = [c for c in points.columns if c != "run_id" and c in frame.columns]
+        if name == MARKER_TABLE:  # scenario, backend, seed: the same values
+            frame = frame.drop(columns=[c for c in same if c not in self.grid_keys])
+        return points.merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))
+
+    def _facts(self) -> pd.DataFrame:
+        if "_facts" not in self._cache:
+            self._cache["_facts"] = flow_facts(self.specs())
+        return self._cache["_facts"]
+
+    @property
+    def runs(self) -> pd.DataFrame:
+        """The runs table with each run's point (:meth:`points`): provenance and the
+        normalised spec (``spec_json``), one row per point and run. The per-run metrics
+        (``runs()`` before) are :meth:`run_metrics`."""
+        if "_runs" not in self._cache:
+            self._cache["_runs"] = _RunsTable(self._labelled(MARKER_TABLE, self.table("runs")))
+        return self._cache["_runs"]
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """One row per run and flow: the point's labels, rep, and the flows table
+        (``goodput_mbps``, ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``,
+        ``qdelay_p95_ms``, ``retrans_pkts``...) with the columns results add: ``role``,
+        ``bottleneck_hop``, ``goodput_1s_cv`` and ``goodput_1s_swing_mbps`` (docs/results.md)."""
+        if "_flows" not in self._cache:
+            flows = with_facts(self.table("flows"), self._facts(), ("role", "bottleneck_hop"))
+            runs = self.table("runs")
+            windows = runs[["run_id", "measure_start_s", "measure_end_s"]]
+            flows = with_stability(flows, self._goodput_samples(), windows, self._facts())
+            self._cache["_flows"] = _FlowsTable(self._labelled("flows", flows))
+        return self._cache["_flows"]
+
+    def _goodput_samples(self) -> pd.DataFrame:
+        """The time series' goodput samples of every run (four columns of its files)."""
+        if "timeseries" in self._cache:
+            return self._cache["timeseries"][STABILITY_INPUT]
+        paths = [self.root / "timeseries" / f"{rid}.parquet" for rid in self.run_ids]
+        return read_tables(paths, columns=STABILITY_INPUT)
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        """The time series of every run: the point's labels, rep, the samples and each
+        flow's ``cca``, ``role`` and ``bottleneck_hop`` (docs/results.md)."""
+        if "_timeseries" not in self._cache:
+            ts = with_facts(self.table("timeseries"), self._facts(), DERIVED_COLUMNS["timeseries"])
+            self._cache["_timeseries"] = self._labelled("timeseries", ts)
+        return self._cache["_timeseries"]
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """The links' samples of every run, with the point's labels and rep."""
+        if "_links" not in self._cache:
+            self._cache["_links"] = self._labelled("links", self.table("links"))
+        return self._cache["_links"]
+
+    @property
+    def link_summary(self) -> pd.DataFrame:
+        """The link summaries of every run, with the point's labels and rep."""
+        if "_link_summary" not in self._cache:
+            table = self.table("link_summary")
+            self._cache["_link_summary"] = self._labelled("link_summary", table)
+        return self._cache["_link_summary"]
 
     # ---- metric tables ----------------------------------------------------------------
 
-    def flows(self) -> pd.DataFrame:
-        """One row per run and flow: the point's labels, rep, and the flow's summary
-        (``goodput_mbps``, ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``,
-        ``qdelay_p95_ms``, ``retrans_pkts``...)."""
-        flows = self.table("flows")
-        return self.points().merge(flows, on="run_id", how="inner", suffixes=("", "_of_run"))
-
-    def runs(self) -> pd.DataFrame:
+    def run_metrics(self) -> pd.DataFrame:
         """One row per run: the point's labels, rep, and run metrics: ``goodput_mbps`` (all
-        flows), ``jain_index``, ``<cca>_share_frac`` per algorithm, and at the bottleneck(s)
-        ``utilisation_frac``, ``loss_frac``, ``qdelay_mean_ms`` (mean sojourn minus one
-        packet's serialisation), ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``,
-        ``drop_queue_pkts`` (buffer overflows) and the sampled queue's 99th percentile
-        ``queue_p99_pkts`` and ``queue_p99_bdp`` (the largest over the bottlenecks)."""
-        if "runs_metrics" in self._cache:
-            return self._cache["runs_metrics"].copy()
+        flows), ``jain_index``, ``<cca>_share_frac`` per algorithm, the stability of the
+        flows' 1 s goodput (``goodput_1s_cv``, ``goodput_1s_swing_mbps``: means over the
+        run's flows), and at the bottleneck(s) ``utilisation_frac``, ``loss_frac``,
+        ``queue_wait_mean_ms`` (mean sojourn minus one packet's serialisation),
+        ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``, ``drop_queue_pkts`` (buffer
+        overflows) and the sampled queue's 99th percentile ``queue_p99_pkts`` and
+        ``queue_p99_bdp`` (the largest over the bottlenecks).
+
+        Example:
+            >>> Results("results/harada-dumbbell").run_metrics()["jain_index"]  # doctest: +SKIP
+        """
+        if "run_metrics" in self._cache:
+            return self._cache["run_metrics"].copy()
         flows = self.table("flows")
         links = self.table("link_summary")
         specs = self.specs()
@@ -259,6 +504,8 @@ class Results:
         for cca in dict.fromkeys(flows["cca"]):
             mine = by_cca.xs(cca, level="cca").reindex(per_run.index)
             per_run[f"{cca}_share_frac"] = (mine / total).where(total > 0)
+        stability = self.flows.drop_duplicates(["run_id", "flow"])
+        per_run = per_run.join(stability.groupby("run_id")[list(STABILITY_COLUMNS)].mean())
         # The bottleneck link directions of every run, then their link summaries.
         keys = []
         names = {}
@@ -278,7 +525,7 @@ class Results:
         q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
         sel = sel.assign(
             _drops=sel["drop_queue_pkts"] + sel["drop_random_pkts"],
-            _qdelay=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
+            _wait=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
             _q99=q99_pkts,
             _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
         )
@@ -286,7 +533,7 @@ class Results:
             utilisation_frac=("utilisation_frac", "mean"),
             _arrivals=("arrival_pkts", "sum"),
             _drops=("_drops", "sum"),
-            qdelay_mean_ms=("_qdelay", "mean"),
+            queue_wait_mean_ms=("_wait", "mean"),
             queue_delay_p95_ms=("queue_delay_p95_ms", "max"),
             buffer_pkts=("buffer_pkts", "mean"),
             buffer_bdp=("buffer_bdp", "mean"),
@@ -301,17 +548,36 @@ class Results:
             agg[col] = agg[col].astype(float)
         frame = per_run.join(agg, how="left").reset_index()
         out = self.points().merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))
-        self._cache["runs_metrics"] = out
+        self._cache["run_metrics"] = out
         return out.copy()
+
+    def point_metrics(
+        self, values: Sequence[str] | None = None, *, percentiles: Sequence[float] = PERCENTILES
+    ) -> pd.DataFrame:
+        """The run metrics per point (:meth:`point_summary` of :meth:`run_metrics`): for
+        each of ``values`` (default :data:`RUN_METRICS` and every ``<cca>_share_frac``) the
+        mean over the repetitions, its 95% interval's half-width (``<v>_ci95``) and the
+        repetitions' percentiles (``<v>_p5``, ``<v>_p50``, ``<v>_p95``), with ``n``.
+
+        Example:
+            >>> Results("results/harada-dumbbell").point_metrics(["jain_index"])  # doctest: +SKIP
+        """
+        runs = self.run_metrics()
+        if values is None:
+            shares = [c for c in runs.columns if c.endswith("_share_frac")]
+            values = [v for v in (*RUN_METRICS, *shares) if v in runs.columns]
+        return self.point_summary(runs, list(values), percentiles=percentiles)
 
     def ccas(self) -> pd.DataFrame:
         """One row per run and algorithm: ``flow_count``, ``per_flow_mbps`` (mean over its
-        flows), ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``, ``qdelay_p95_ms`` (means over
-        its flows) and ``retrans_pkts`` (sum)."""
-        flows = self.flows()
-        keys = list(self.points().columns)
+        flows), ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``, ``qdelay_p95_ms``,
+        ``goodput_1s_cv``, ``goodput_1s_swing_mbps`` (means over its flows) and
+        ``retrans_pkts`` (sum)."""
+        flows = self.flows
+        keys = list(self.points().columns)  # what says which point a row belongs to
         data = flows.assign(baseline=flows["baseline"].fillna(""))
-        total = data.groupby(["run_id"])["goodput_mbps"].transform("sum")
+        # Per point and run: a run shared by two points is in the table under each.
+        total = data.groupby(["run_id", "point_index"])["goodput_mbps"].transform("sum")
         data = data.assign(_total=total)
         out = (
             data.groupby([*keys, "cca"], sort=False, dropna=False)
@@ -323,6 +589,8 @@ class Results:
                 rtt_mean_ms=("rtt_mean_ms", "mean"),
                 rtt_p95_ms=("rtt_p95_ms", "mean"),
                 qdelay_p95_ms=("qdelay_p95_ms", "mean"),
+                goodput_1s_cv=("goodput_1s_cv", "mean"),
+                goodput_1s_swing_mbps=("goodput_1s_swing_mbps", "mean"),
                 retrans_pkts=("retrans_pkts", "sum"),
             )
             .reset_index()
@@ -418,20 +686,42 @@ class Results:
     # ---- aggregation over repetitions -------------------------------------------------
 
     def point_summary(
-        self, frame: pd.DataFrame, values: list[str], extra_keys: list[str] | None = None
+        self,
+        frame: pd.DataFrame,
+        values: Sequence[str],
+        extra_keys: Sequence[str] | None = None,
+        *,
+        percentiles: Sequence[float] = PERCENTILES,
     ) -> pd.DataFrame:
-        """Mean and 95% CI of ``values`` over the repetitions of each point (and per
-        ``extra_keys``, e.g. ``["flow_name"]`` for flows, ``["cca"]`` for algorithms), in grid
-        order. Repetitions are the runs of one ``point_key`` (same normalised spec and
-        backend, different seeds), so runs of different scenarios are never averaged, in a
-        sweep's directory or one of plain runs. Points are labelled by the grid keys, or by
-        ``scenario`` and ``backend`` without a sweep record. Baseline points are kept apart
-        (column ``baseline``, "" for grid points)."""
-        labels = self.grid_keys or ["scenario", "backend"]
+        """Mean, 95% CI (``<v>_ci95``, the half-width) and percentiles (``<v>_p5``,
+        ``<v>_p50``, ``<v>_p95``: of the repetitions' values, linearly interpolated between
+        them) of ``values`` over the repetitions of each point (and per ``extra_keys``, e.g.
+        ``["flow_name"]`` for flows, ``["cca"]`` for algorithms), in grid order, with the
+        number of repetitions ``n``. Repetitions are the runs of one ``point_key`` (same
+        normalised spec and backend, different seeds), so runs of different scenarios are
+        never averaged, in a sweep's directory or one of plain runs. Points are labelled by
+        the grid keys (and their numeric columns), or by ``scenario`` and ``backend``
+        without a sweep record. Baseline points are kept apart (column ``baseline``, "" for
+        grid points). A name that is not a column of ``frame`` is a :class:`SpecError`
+        naming the columns there are.
+
+        Example:
+            >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
+            >>> res.point_summary(res.ccas(), ["share_frac"], ["cca"])  # doctest: +SKIP
+        """
+        if isinstance(values, str):
+            values = [values]
+        check_columns(frame, values, "values")
+        if extra_keys:
+            check_columns(frame, extra_keys, "extra_keys", numeric=False)
+        labels = [
+            *(self.grid_keys or ["scenario", "backend"]),
+            *(c for c in self.coordinates() if c in frame.columns),
+        ]
         by = [*labels, "baseline", "point_key", *(extra_keys or [])]
         data = frame.assign(baseline=frame["baseline"].fillna(""))
-        data = data.sort_values("index", kind="stable")
-        out = summarize(data, by, [v for v in values if v in data.columns])
+        data = data.sort_values("point_index", kind="stable")
+        out = summarize(data, by, list(values), percentiles=percentiles)
         if len(out) and (out["baseline"] == "").all():
             out = out.drop(columns=["baseline"])
         return out
@@ -441,12 +731,15 @@ class Results:
     def to_xarray(self, values: list[str] | None = None) -> Any:
         """The run metrics as an ``xarray.Dataset`` with one dimension per grid key plus
         ``rep`` (without a sweep record: ``scenario``, ``backend`` and ``rep``); baseline runs
-        are left out. ``values`` picks metrics of :meth:`runs` (default: every numeric one).
-        Needs xarray (``pip install 'ccfair[xarray]'``).
+        are left out. An axis of plain numbers has numeric coordinates
+        (``ds.sel(alpha=4)``); an axis of quantities keeps its labels (``ds.sel(delay="18ms")``)
+        with their values as a coordinate beside them (``ds["delay_ms"]``). ``values`` picks
+        metrics of :meth:`run_metrics` (default: every numeric one). Needs xarray
+        (``pip install 'ccfair[xarray]'``).
 
         Example:
             >>> ds = Results("results/harada-dumbbell-quick").to_xarray()  # doctest: +SKIP
-            >>> ds["jain_index"].mean("rep").sel(ccas="reno-bbr")  # doctest: +SKIP
+            >>> ds["jain_index"].mean("rep").sel(ccas="reno-bbr", alpha=4)  # doctest: +SKIP
         """
         try:
             import xarray  # noqa: F401
@@ -454,18 +747,31 @@ class Results:
             raise ImportError(
                 "Results.to_xarray needs xarray: pip install 'ccfair[xarray]' (or xarray)"
             ) from None
-        runs = self.runs()
+        runs = self.run_metrics()
         runs = runs[runs["baseline"].isna()]
         dims = [*(self.grid_keys or ["scenario", "backend"]), "rep"]
-        skip = {"index", "seed", "n_flows", *dims}
+        coordinates = {c: k for c, k in self.coordinates().items() if c in runs.columns}
+        skip = {"point_index", "seed", "n_flows", *dims, *coordinates}
         if values is None:
             values = [
                 c for c in runs.columns if c not in skip and pd.api.types.is_numeric_dtype(runs[c])
             ]
-        frame = runs.assign(**{k: runs[k].astype(str) for k in dims if k != "rep"})
+        else:
+            check_columns(runs, values, "values")
+        frame = runs.assign(
+            **{
+                k: runs[k].astype(str)
+                for k in dims
+                if k != "rep" and not pd.api.types.is_numeric_dtype(runs[k])
+            }
+        )
         if frame.duplicated(dims).any():
             raise ResultsError(f"{self.root}: two runs share one {dims} cell; cannot make a grid")
-        return frame.set_index(dims)[values].to_xarray()
+        ds = frame.set_index(dims)[values].to_xarray()
+        for name, key in coordinates.items():
+            value_of = dict(zip(frame[key], frame[name], strict=False))
+            ds = ds.assign_coords({name: (key, [value_of.get(v, np.nan) for v in ds[key].values])})
+        return ds
 
     def compare(
         self, other: Results | str | os.PathLike[str], values: list[str] | None = None
@@ -473,92 +779,21 @@ class Results:
         """Line up the matching points of this directory (A) and ``other`` (B) and compare
         run metrics: per point and metric, each side's mean, 95% CI half-width and count over
         repetitions, ``diff`` = B - A and ``diff_ci95`` (Welch's t interval of the
-        difference), ``significant`` when the interval excludes 0. Points match on the grid
-        keys both directories share (e.g. two versions or two settings of one sweep, or the
-        simulator against the kernel backend), else on the scenario name.
+        difference), ``significant`` when the interval excludes 0.
+
+        Points match on their grid labels when the two directories have the same grid keys
+        (two versions or two settings of one sweep, or the simulator against the kernel
+        backend), else on their whole normalised scenario, seed and backend aside. Nothing
+        is pooled: an axis one directory has and the other lacks, or several points of one
+        side at one label (two backends in one directory), is a :class:`ResultsError`, as
+        is a pair of directories with no point in common (it names what differs).
+        ``frame.attrs["unmatched"]`` counts the points of each side without a partner.
 
         Example:
             >>> Results("results/v1").compare("results/v2")  # doctest: +SKIP
         """
         b = other if isinstance(other, Results) else Results(other)
-        a_runs, b_runs = self.runs(), b.runs()
-        keys = [k for k in self.grid_keys if k in b.grid_keys] or ["scenario"]
-        keys = [*keys, "baseline"]
-        if values is None:
-            values = [
-                "goodput_mbps",
-                "jain_index",
-                "utilisation_frac",
-                "loss_frac",
-                "qdelay_mean_ms",
-                *sorted(
-                    c
-                    for c in set(a_runs.columns) & set(b_runs.columns)
-                    if c.endswith("_share_frac")
-                ),
-            ]
-        else:
-            shared = set(a_runs.columns) & set(b_runs.columns)
-            unknown = [v for v in values if v not in shared]
-            if unknown:
-                raise SpecError(
-                    "values",
-                    unknown[0],
-                    "is not a runs column of both directories (docs/results.md, 'runs')",
-                )
-            for v in values:
-                if not (
-                    pd.api.types.is_numeric_dtype(a_runs[v])
-                    and pd.api.types.is_numeric_dtype(b_runs[v])
-                ):
-                    raise SpecError("values", v, "is not a numeric runs column; it has no mean")
-        rows = []
-        a_groups = dict(
-            tuple(
-                a_runs.assign(baseline=a_runs["baseline"].fillna("")).groupby(
-                    keys, sort=False, dropna=False
-                )
-            )
-        )
-        b_groups = dict(
-            tuple(
-                b_runs.assign(baseline=b_runs["baseline"].fillna("")).groupby(
-                    keys, sort=False, dropna=False
-                )
-            )
-        )
-        for key, ga in a_groups.items():
-            gb = b_groups.get(key)
-            if gb is None:
-                continue
-            label = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-            for v in values:
-                if v not in ga.columns or v not in gb.columns:
-                    continue
-                xa = ga[v].to_numpy(dtype=float)
-                xb = gb[v].to_numpy(dtype=float)
-                xa, xb = xa[np.isfinite(xa)], xb[np.isfinite(xb)]
-                diff_ci = welch_ci95(xa, xb)
-                diff = float(xb.mean() - xa.mean()) if len(xa) and len(xb) else np.nan
-                rows.append(
-                    {
-                        **label,
-                        "metric": v,
-                        "a_mean": float(xa.mean()) if len(xa) else np.nan,
-                        "a_ci95": ci95(xa),
-                        "a_n": len(xa),
-                        "b_mean": float(xb.mean()) if len(xb) else np.nan,
-                        "b_ci95": ci95(xb),
-                        "b_n": len(xb),
-                        "diff": diff,
-                        "diff_ci95": diff_ci,
-                        "significant": bool(abs(diff) > diff_ci) if np.isfinite(diff_ci) else False,
-                    }
-                )
-        out = pd.DataFrame(rows)
-        if len(out) and (out["baseline"] == "").all():
-            out = out.drop(columns=["baseline"])
-        return out
+        return compare_results(self, b, values)
 
 
 _HARM_COLUMNS = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,14 @@ from ccfair import backends
 from ccfair.analysis.stats import jain_index
 from ccfair.errors import ResultsError
 from ccfair.present.views import RunPlots, run_html
+from ccfair.results.derived import (
+    DERIVED_COLUMNS,
+    STABILITY_INPUT,
+    flow_facts,
+    stored,
+    with_facts,
+    with_stability,
+)
 from ccfair.store.directory import (
     check_schema,
     finished_run_ids,
@@ -198,8 +206,33 @@ class RunResult:
     def _frame_of(self, table: str, source: Any) -> pd.DataFrame:
         if table == "trace":
             return _trace_frame(self.run_id, *source)
-        # The frames are what reading the files back gives (tests/test_results_arrow.py).
-        return source.to_pandas()
+        # The frames are what reading the files back gives (tests/test_results_arrow.py),
+        # and the columns derived from them (ccfair.results.derived).
+        frame = source.to_pandas()
+        if table not in DERIVED_COLUMNS:
+            return frame
+        return _with_derived(table, frame, self.spec, self._stability_inputs)
+
+    def _stability_inputs(self) -> tuple[pd.DataFrame | None, pd.DataFrame]:
+        """The time series' goodput samples (from its Arrow table while it was never read,
+        else from its frame; None without one) and the run's measurement window."""
+        import pandas as pd
+
+        window = pd.DataFrame(
+            {
+                "run_id": [self.run_id],
+                "measure_start_s": [float(self._run_value("measure_start_s"))],
+                "measure_end_s": [float(self._run_value("measure_end_s"))],
+            }
+        )
+        source = self.__dict__.get("_sources", {}).get("timeseries")
+        if source is not None and "timeseries" not in self.__dict__:
+            return source.select(STABILITY_INPUT).to_pandas(), window
+        try:
+            frame = self.timeseries
+        except AttributeError:
+            return None, window
+        return frame[STABILITY_INPUT], window
 
     def _run_value(self, column: str) -> Any:
         # One value of the runs row without converting the table: from the Arrow table while
@@ -220,7 +253,7 @@ class RunResult:
 
     @property
     def plot(self) -> Any:
-        """Figures of this run: ``r.plot.timeseries()``, ``r.plot.delay()`` (matplotlib
+        """Figures of this run: ``r.plot.timeseries()``, ``r.plot.throughput_delay()`` (matplotlib
         Figures; see :class:`ccfair.present.views.RunPlots`)."""
         return RunPlots(self)
 
@@ -358,8 +391,8 @@ class RunResult:
             source = sources.get(table)
             if source is not None and table not in self.__dict__:
                 out[table] = source
-            else:
-                out[table] = arrow_table(getattr(self, table), table)
+            else:  # the schema's columns: those the result adds are derived when read
+                out[table] = arrow_table(stored(table, getattr(self, table)), table)
         return out
 
 
@@ -391,7 +424,38 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
             frames[table] = pd.read_parquet(path)
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{path}: cannot be read ({exc})") from None
+    spec = json.loads(frames[MARKER_TABLE]["spec_json"].iloc[0])
+    run = frames[MARKER_TABLE].iloc[0]
+    window = pd.DataFrame(
+        {
+            "run_id": [run_id],
+            "measure_start_s": [float(run["measure_start_s"])],
+            "measure_end_s": [float(run["measure_end_s"])],
+        }
+    )
+    inputs = frames["timeseries"][STABILITY_INPUT], window
+    for table in DERIVED_COLUMNS:
+        frames[table] = _with_derived(table, frames[table], spec, lambda: inputs)
     return RunResult(run_id=run_id, **frames)
+
+
+def _with_derived(
+    table: str,
+    frame: pd.DataFrame,
+    spec: dict[str, Any],
+    stability_inputs: Callable[[], tuple[pd.DataFrame | None, pd.DataFrame]],
+) -> pd.DataFrame:
+    """``frame`` of ``table`` with the columns the result adds (:data:`DERIVED_COLUMNS`):
+    each flow's facts from the spec and, for the flows, the stability of its goodput."""
+    if "flow" not in frame.columns or "run_id" not in frame.columns:
+        return frame
+    run_ids = list(dict.fromkeys(frame["run_id"])) or [""]
+    facts = flow_facts(dict.fromkeys(run_ids, spec))
+    if table == "timeseries":
+        return with_facts(frame, facts, DERIVED_COLUMNS["timeseries"])
+    frame = with_facts(frame, facts, ("role", "bottleneck_hop"))
+    timeseries, window = stability_inputs()
+    return with_stability(frame, timeseries, window, facts)
 
 
 def build_result(

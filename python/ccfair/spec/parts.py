@@ -46,6 +46,7 @@ from ccfair.units import (
     parse_duration,
     parse_rate,
     parse_size,
+    plain,
 )
 
 __all__ = [
@@ -247,6 +248,7 @@ class _SpecMeta(type(BaseModel)):  # type: ignore[misc]
     class go through here; pydantic's nested validation does not."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = plain(args), plain(kwargs)  # numpy's numbers as Python's
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:

@@ -55,6 +55,7 @@ from ccfair.spec.pydantic_errors import spec_error_of
 from ccfair.spec.resolve import resolve
 from ccfair.spec.resolved import DERIVED_FLOW_KEYS, DERIVED_LINK_KEYS, Resolved
 from ccfair.spec.toml import check_nesting, decode_error, dumps, load_toml, read_spec_file
+from ccfair.units import plain
 
 __all__ = ["Scenario", "as_scenario"]
 
@@ -107,6 +108,7 @@ class Scenario(SpecModel):
         """
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a scenario table (a dict of keys)")
+        data = plain(data)  # numpy's numbers as Python's
         _check_bounds(data)
         try:
             sc = cls.model_validate(dict(data))

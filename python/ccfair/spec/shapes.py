@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,9 +18,23 @@ from ccfair.errors import SpecError, show
 from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
 from ccfair.spec.parts import DurationLike, RateLike, SizeLike, check_rate
 from ccfair.spec.scenario import Scenario
-from ccfair.units import DURATION_HINT, parse_duration
+from ccfair.units import DURATION_HINT, parse_duration, plain
 
 __all__ = ["MAX_PARKING_LOT_HOPS", "default_scenario", "dumbbell", "parking_lot"]
+
+
+_Builder = typing.TypeVar("_Builder", bound=typing.Callable[..., Scenario])
+
+
+def _plain_arguments(builder: _Builder) -> _Builder:
+    """A builder that takes numpy's numbers (``np.float64(0.01)``, ``np.int64(2)``) as the
+    Python numbers they hold (:func:`ccfair.units.plain`)."""
+
+    @functools.wraps(builder)
+    def wrapper(*args: Any, **kwargs: Any) -> Scenario:
+        return builder(*plain(args), **plain(kwargs))
+
+    return typing.cast(_Builder, wrapper)
 
 
 def _per_flow(arg: str, value: Any, n: int, *, scalar_types: tuple[type, ...]) -> list[Any]:
@@ -106,6 +121,7 @@ def _flow_entry(
     return entry
 
 
+@_plain_arguments
 def dumbbell(
     n_flows: int = 2,
     ccas: str | Sequence[str] = "cubic",
@@ -232,6 +248,7 @@ def dumbbell(
 MAX_PARKING_LOT_HOPS = min(MAX_FLOWS - 1, (MAX_LINKS - 2) // 3, (MAX_NODES - 3) // 3)
 
 
+@_plain_arguments
 def parking_lot(
     hops: int = 10,
     main_cca: str = "cubic",

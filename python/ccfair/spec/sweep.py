@@ -66,6 +66,7 @@ from ccfair.spec.grid import (
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario
 from ccfair.spec.toml import check_file_name, check_nesting, load_toml, read_spec_file
+from ccfair.units import plain
 
 __all__ = ["PRESET_NAMES", "Point", "Sweep"]
 
@@ -202,6 +203,7 @@ class Sweep:
         """
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a sweep table (a dict of keys)")
+        data = plain(data)  # numpy's numbers and arrays as Python's
         check_nesting(data, "")
         for key in data:
             if key not in _SWEEP_KEYS:

@@ -34,11 +34,11 @@ def read_run_table(path: Path) -> pd.DataFrame:
     return _read_arrow(path).to_pandas()
 
 
-def _read_arrow(path: Path) -> Any:
+def _read_arrow(path: Path, columns: list[str] | None = None) -> Any:
     try:
         import pyarrow.parquet as pq
 
-        return pq.read_table(path)
+        return pq.read_table(path, columns=columns)
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
         # A resume checks footers only (reading every page of every run would cost what
         # the runs did), so damage inside a file is recomputed once its marker is gone.
@@ -70,17 +70,20 @@ def load_table(
     return read_tables(paths)
 
 
-def read_tables(paths: list[Path]) -> pd.DataFrame:
+def read_tables(paths: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """Several run files of one table as one frame. Each file must have the table's
     columns (:func:`columns_problem`): a missing one would be read as nulls, one of another
-    type would fail the concatenation. (The schema version is not checked here.)
+    type would fail the concatenation. (The schema version is not checked here.) With
+    ``columns``, only those are read (a file lacking one is a :class:`ResultsError`).
 
     Opening a file costs more than reading it: they are read on a few threads (pyarrow
     releases the GIL) and converted to pandas once, not once per run."""
     import pyarrow as pa
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(paths)))) as pool:
-        tables = list(pool.map(_read_arrow, paths))
+        tables = list(pool.map(lambda p: _read_arrow(p, columns), paths))
+    if columns is not None:
+        return pa.concat_tables(tables, promote_options="default").to_pandas()
     for path, table in zip(paths, tables, strict=True):
         if path.parent.name == MARKER_TABLE and not _of_this_schema(table):
             continue  # another version's runs: check_versions says so, naming the version
