@@ -19,7 +19,11 @@
 //! See docs/kernel.md.
 
 pub mod bpfcc;
+// How build.rs finds clang and libbpf's headers, compiled here for its unit tests.
 pub mod bpfsys;
+#[cfg(test)]
+#[path = "../build_support.rs"]
+mod build_support;
 pub mod config;
 pub mod forwarder;
 pub mod grid;
