@@ -9,6 +9,7 @@ import functools
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -281,7 +282,6 @@ def test_zsh_completion_is_the_bash_function_under_bashcompinit():
     bash, zsh = completion_script("bash"), completion_script("zsh")
     function = bash[bash.index("_ccfair()") : bash.index("\ncomplete ")]
     assert function in zsh and "bashcompinit" in zsh
-    assert one_error_line(cli("completion", "fish")).startswith("error: ")
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,6 +356,22 @@ def test_reproduce_dry_run_refuses_bad_values_in_one_line(args, field):
     assert field in line
 
 
+def test_bad_values_of_the_new_options_are_one_line(results_dir, sweep_file, tmp_path):
+    line = one_error_line(cli("metrics", str(results_dir), "--csv", ""))
+    assert line.startswith('error: --csv: "" is not a file path')
+    line = one_error_line(
+        cli("compare", str(results_dir), str(results_dir), "--csv", "-", "--json")
+    )
+    assert "--csv" in line and "--json" in line
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    line = one_error_line(cli("sweep", str(sweep_file), "--dry-run", "--out", str(a_file)))
+    assert line == f"error: {a_file}: is not a directory (--out)"
+    line = one_error_line(cli("completion", "fish"))
+    assert '"fish" is not one of bash, zsh' in line
+    assert "--json" in one_error_line(cli("ccas", "--json=yes"))
+
+
 def test_bench_frontend_runs_from_an_installed_package(tmp_path):
     """Installed, the package has no scenarios/ beside it: the bench makes its own scenario."""
     site = tmp_path / "site-packages"
@@ -376,3 +392,27 @@ def test_bench_frontend_runs_from_an_installed_package(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "ccfair check" in out.stdout and "harada-dumbbell --quick" in out.stdout
+
+
+def documented_keys(heading: str) -> set[str]:
+    """The keys of the table under ``heading`` in docs/cli.md (its first column)."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = text[text.index(heading) :].split("\n### ", 1)[0]
+    keys: set[str] = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            keys |= set(re.findall(r"`(\w+)`", line.split("|")[1]))
+    return keys
+
+
+def test_the_json_shapes_are_those_docs_cli_md_documents(sweep_file, tmp_path):
+    good, bad = small_toml(tmp_path), tmp_path / "bad.toml"
+    bad.write_text("nonsense = 1\n")
+    checked = json.loads(cli("check", str(good), str(bad), "--json", "--engine").stdout)
+    assert set(checked[0]) | set(checked[1]) == documented_keys("### `ccfair check --json")
+    dry = json_of(
+        cli("reproduce", "harada-dumbbell", "--quick", "--dry-run", "--json", cwd=tmp_path)
+    )
+    assert set(dry) == documented_keys("### `ccfair sweep --dry-run --json`")
+    swept = json_of(cli("sweep", str(sweep_file), "--dry-run", "--json", cwd=tmp_path))
+    assert set(swept) == set(dry) - {"preset"}

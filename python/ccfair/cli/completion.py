@@ -121,7 +121,7 @@ def _bash_function() -> str:
 
 def script(shell: str) -> str:
     """The completion script for ``shell`` (``bash`` or ``zsh``)."""
-    head = f"# ccfair's completion for {shell}: eval \"$(ccfair completion {shell})\" in ~/."
+    head = f'# ccfair\'s completion for {shell}: eval "$(ccfair completion {shell})" in ~/.'
     if shell == "zsh":
         head += "zshrc, after compinit\nautoload -U +X bashcompinit && bashcompinit\n"
     else:

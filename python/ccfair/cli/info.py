@@ -24,30 +24,32 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Check every file given (each failure is one ``error:`` line naming its file); exit
     status 2 if any failed."""
     lim = limits_of(args)
-    reports = []
+    reports = []  # for --json
+    failed = 0
     for path in args.scenario:
         try:
             report = _check_file(path, lim)
         except (CcfairError, OSError) as exc:
+            failed += 1
             message = _failure(path, exc)
             fail(message)
             reports.append({"file": path, "valid": False, "error": message})
             continue
+        resolved = report.pop("resolved")
         if args.json:
-            resolved = report.pop("resolved")
             del report["summary"]
             if args.engine:
                 report["engine_spec"] = resolved.engine_spec
             reports.append(report)
-        elif args.engine:
-            print(json.dumps(report["resolved"].engine_spec, indent=2))
+            continue
+        if args.engine:
+            print(json.dumps(resolved.engine_spec, indent=2))
         else:
             _print_check(report)
-        if not args.json:
-            sys.stdout.flush()  # each file's report before the next file's error line
+        sys.stdout.flush()  # each file's report before the next file's error line
     if args.json:
         print_json(reports)
-    return 2 if any(not r["valid"] for r in reports) else 0
+    return 2 if failed else 0
 
 
 def _failure(path: str, exc: BaseException) -> str:

@@ -106,7 +106,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SpecError("--metric", exc.value, exc.message, with_value=False) from None
     if frame.empty:  # one error line, exit 2, like every failure (module docstring)
         return fail(f"compare: {a.root} and {b.root} share no grid point or scenario")
-    if args.csv or args.json:
+    if args.csv is not None or args.json:
         _write_table(frame, args)
         return 0
     print(f"A = {a.root} ({len(a.run_ids)} runs), B = {b.root} ({len(b.run_ids)} runs)")
@@ -158,7 +158,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     missing = res.incomplete()
     if missing is not None:  # on stderr, once the table is made: CSV and JSON stay as asked
         print(f"warning: {missing}", file=sys.stderr)
-    if args.csv or args.json:
+    if args.csv is not None or args.json:
         _write_table(frame, args)
     else:
         with pd.option_context(
@@ -172,9 +172,11 @@ def _write_table(frame: pd.DataFrame, args: argparse.Namespace) -> None:
     """``--json`` (records on stdout), ``--csv -`` (CSV on stdout) or ``--csv FILE`` (a
     notice on stderr)."""
     if args.json:
-        if args.csv:
+        if args.csv is not None:
             raise SpecError("--csv", args.csv, "and --json both print the table; give one")
         print_json(records(frame))
+    elif not args.csv.strip():
+        raise SpecError("--csv", args.csv, "is not a file path (or - for stdout)")
     elif args.csv == "-":
         frame.to_csv(sys.stdout, index=False)
     else:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ccfair.cli.options import limits_of
 from ccfair.cli.output import print_json, say_unless
-from ccfair.errors import SpecError
+from ccfair.errors import ResultsError, SpecError
 from ccfair.execution.plan import plan_sweep
 from ccfair.execution.sweeps import run_sweep
 from ccfair.limits import estimate, estimate_sweep, most_parallel, sweep_totals
@@ -63,6 +63,8 @@ def _dry_run(
     """What ``--dry-run`` reports: the points, the resource estimate and the time (after a
     short calibration), counting runs already finished in ``out``. Runs nothing, writes
     nothing."""
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ResultsError(f"{out}: is not a directory (--out)")
     points = sweep.expand(limits=lim)
     estimates = {}
     for p in points:

@@ -171,7 +171,7 @@ def plan_sweep(
         runs_to_run=len(todo),
         backend=b.name,
         workers=n_workers,
-        cpu_s=sum(seconds),
+        cpu_s=float(sum(seconds)),
         wall_s=None if n_workers is None else _makespan(seconds, n_workers),
         calibration=calibration,
     )
