@@ -6,13 +6,15 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-# Debian packages the tests need: chromium renders the HTML report (report test); iproute2's
-# `ip` builds the kernel backend's namespaces (kernel tests); clang and libbpf-dev build
-# ccfair's BPF congestion controls (bpf/, compiled by crates/ccfair-emu/build.rs) and libbpf1
-# loads them; bpftool inspects them (docs/kernel.md).
+# Debian packages the tests need: chromium renders the HTML report (report test); the kernel
+# backend's, as README.md ("Install") lists them: iproute2's `ip` builds the namespaces and
+# `tc` the veth data path's qdiscs (kernel tests); clang and libbpf-dev build ccfair's BPF
+# congestion controls (bpf/, compiled by crates/ccfair-emu/build.rs, which looks for them
+# again on the next build if they were missing) and libbpf1 loads them; bpftool inspects
+# them (docs/kernel.md). Installed before the Python package, whose build needs them.
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+{ command -v ip && command -v tc; } >/dev/null 2>&1 || missing+=(iproute2)
 command -v clang >/dev/null 2>&1 || missing+=(clang)
 [ -f /usr/include/bpf/bpf_helpers.h ] || missing+=(libbpf-dev)
 command -v bpftool >/dev/null 2>&1 || missing+=(bpftool)

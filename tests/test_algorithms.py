@@ -80,7 +80,7 @@ def test_unknown_algorithm_names_the_closest():
     try:
         algorithm("cubci")
     except KeyError as exc:
-        assert "did you mean 'cubic'" in str(exc.args[0])
+        assert 'did you mean "cubic"' in str(exc.args[0])
     else:
         raise AssertionError("no KeyError")
 

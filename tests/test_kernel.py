@@ -29,6 +29,7 @@ from ccfair.backends.kernel import selfcheck as kernel_selfcheck
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario
 from ccfair.store import schema
+from kernel_runs import SWEEP_RETRIES, reliable_run
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Child processes import the package under test, whatever else is installed.
@@ -56,19 +57,6 @@ def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     )
 
 
-def run_kernel(sc: Scenario, attempts: int = 6, **kw) -> ccfair.RunResult:
-    """A kernel run, run again (up to ``attempts`` in all) while its self-checks flag it:
-    a VM's host can stall a real-time thread for tens of ms now and then (docs/kernel.md),
-    and a flagged run is rerun, never kept, as ``ccfair validate`` does. Six attempts: on
-    the 2-vCPU VM of docs/validation, up to four runs in five were flagged on bad days
-    (docs/validation/10hop), and the assertions still need one reliable run."""
-    for _ in range(attempts):
-        r = ccfair.run(sc, backend="kernel", **kw)
-        if bool(r.runs.iloc[0]["reliable"]):
-            break
-    return r
-
-
 def one_link(duration: str = "30s", cca: str = "cubic") -> Scenario:
     """One flow over 50 Mbit/s with RTT 40 ms and a 100-packet buffer."""
     return ccfair.dumbbell(
@@ -85,7 +73,7 @@ def test_single_cubic_flow_fills_the_link(kernel_backend):
     """CUBIC over 50 Mbit/s, RTT 40 ms, 1 BDP: >= 97% of the goodput ceiling, min RTT within
     1 ms of 40 ms, samples every 10 +- 2 ms, and the simulator's tables."""
     sc = ccfair.dumbbell(1, "cubic", bottleneck_delay="18ms", buffer_bdp=1.0, duration="15s")
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     f = r.flows.iloc[0]
     ceiling = 50 * PAYLOAD
     assert f["goodput_mbps"] >= 0.97 * ceiling, f["goodput_mbps"] / ceiling
@@ -144,7 +132,7 @@ def test_bbr_against_cubic_at_half_a_bdp_records_both_flows(kernel_backend):
     own model (TCP_CC_INFO) is in the simulator's columns."""
     sc = ccfair.dumbbell(2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=0.5)
     sc = Scenario.from_dict({**sc.to_dict(), "duration": "12s"})
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     f = r.flows.set_index("flow_name")
     assert (f["goodput_mbps"] > 0.5).all(), f["goodput_mbps"]
     assert f["goodput_mbps"].sum() >= 0.9 * 50 * PAYLOAD
@@ -180,7 +168,7 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
         duration="3s",
         starts=["0s", "1s"],
     )
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     hs_ideal_us = resolved.flow("flow1").base_rtt_ns / 1e3
@@ -207,7 +195,7 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
     """The forwarder traces a flow's packets hop by hop, with the simulator's columns:
     positions in bytes from the ISN on, drops that match the flows table."""
     sc = ccfair.parking_lot(2, "cubic", "reno", buffer_bdp=0.5, duration="3s")
-    r = run_kernel(sc, trace=["main"])
+    r = reliable_run(sc, trace=["main"])
     s = ccfair.run(sc, trace=["main"])
     assert list(r.trace.columns) == list(s.trace.columns)
     t = r.trace
@@ -234,7 +222,7 @@ def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
 def test_kernel_tables_have_the_simulators_columns(kernel_backend, tmp_path):
     """Same tables and columns (and dtypes) as the simulator; Parquet round trip."""
     sc = one_link("3s")
-    k = run_kernel(sc)
+    k = reliable_run(sc)
     s = ccfair.run(sc, backend="sim")
     # The algorithm's own counters and internals are the simulator's model, not Linux's.
     internals = ("cubic_", "bbr_", "copa_")
@@ -260,7 +248,7 @@ def test_two_hop_parking_lot_routes_every_flow(kernel_backend):
     not depend on it, and the lateness bound is a tenth of the smallest RTT, so a shorter one
     would make the run fail on a VM's ordinary 2-3 ms stalls rather than on routing."""
     sc = ccfair.parking_lot(2, "cubic", "cubic", delay="18ms", buffer_bdp=1.0, duration="8s")
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     for name in ("main", "cross1", "cross2"):
@@ -285,7 +273,7 @@ def test_ten_hop_parking_lot_runs_every_flow_on_its_path(kernel_backend):
     sc = ccfair.parking_lot(
         10, "cubic", "cubic", rate="10Mbit/s", delay="18ms", buffer_bdp=1.0, duration="8s"
     )
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     f = r.flows.set_index("flow_name")
     resolved = sc.resolve()
     assert len(f) == 11
@@ -706,7 +694,9 @@ def test_a_kernel_sweep_runs_one_point_at_a_time_by_default(kernel_backend, tmp_
         }
     )
     said: list[str] = []
-    outcome = run_sweep(sw, tmp_path / "res", progress=False, log=said.append)
+    outcome = run_sweep(
+        sw, tmp_path / "res", progress=False, log=said.append, retries=SWEEP_RETRIES
+    )
     assert sorted(outcome.executed) == sorted({p.run_id for p in sw.expand()})
     assert any("1 local worker(s)" in m for m in said), said
     runs = ccfair.load_table(tmp_path / "res", "runs")

@@ -22,7 +22,8 @@ from ccfair.backends.kernel import checks as kernel_checks
 from ccfair.backends.kernel import host as kernel_host
 from ccfair.backends.kernel import machine as kernel_machine
 from ccfair.backends.kernel import run as kernel_run
-from test_kernel import ENV, assert_nothing_left, cli, run_kernel, start_run, tag_of
+from kernel_runs import reliable_run
+from test_kernel import ENV, assert_nothing_left, cli, start_run, tag_of
 
 OFFERED = ["reno", "cubic", "bbr"]
 
@@ -144,7 +145,7 @@ def test_each_socket_runs_its_own_program_and_parameters(bpf_backend, tmp_path):
         cca_params=[None, {"fixed_start_phase": 2}, None],
         duration="6s",
     )
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     ts = r.timeseries[r.timeseries["cca_state"] != "connecting"]
     by = {name: g for name, g in ts.groupby("flow_name")}
     # flow1: Linux's bbr, its model from TCP_CC_INFO (no round count there).
@@ -199,8 +200,8 @@ def test_stock_bpf_bbr_matches_the_kernels_bbr_on_one_point(bpf_backend):
     Linux's bbr agree on goodput, the bandwidth model, the pacing rate in PROBE_BW and when
     PROBE_RTT comes (10 s after the min RTT was last set)."""
     sc = ccfair.dumbbell(1, "bbr", bottleneck_delay="18ms", buffer_bdp=1.0, duration="12s")
-    linux = run_kernel(sc)
-    bpf = run_kernel(sc, force_bpf=True)
+    linux = reliable_run(sc)
+    bpf = reliable_run(sc, force_bpf=True)
     assert linux.runs.iloc[0]["run_id"] != bpf.runs.iloc[0]["run_id"]
     # Never repetitions of one point: the program is not the module.
     assert linux.runs.iloc[0]["point_key"] != bpf.runs.iloc[0]["point_key"]
@@ -237,7 +238,7 @@ def test_copa_samples_its_mode_and_delta(bpf_backend):
     sc = ccfair.dumbbell(
         2, ["copa", "cubic"], bottleneck_rate="20Mbit/s", buffer_bdp=4.0, duration="15s"
     )
-    r = run_kernel(sc)
+    r = reliable_run(sc)
     # After the handshake the internals are there; the delays once the first RTT sample
     # came (NaN before, as in the simulator).
     copa = r.timeseries.query("flow_name == 'flow1' and cca_state != 'connecting'")
@@ -249,7 +250,7 @@ def test_copa_samples_its_mode_and_delta(bpf_backend):
     assert copa["copa_delta"].min() < 0.5 and copa["copa_delta"].max() <= 0.5
     assert r.flows.iloc[0]["copa_mode_switch_count"] >= 1
 
-    alone = run_kernel(
+    alone = reliable_run(
         ccfair.dumbbell(1, "copa", bottleneck_rate="20Mbit/s", buffer_bdp=2.0, duration="8s")
     )
     ts = alone.timeseries.query("cca_state != 'connecting' and t_s > 0.5")

@@ -216,8 +216,16 @@ def test_the_cli_prints_the_flows_table_pandas_writes(tmp_path):
     data["duration"] = "1s"
     data.pop("measure", None)
     r = ccfair.run(ccfair.Scenario.from_dict(data))
-    printed = p.stdout.splitlines()[-1]  # after the "running ..." line
-    assert json.loads(printed) == json.loads(r.flows.to_json(orient="records"))
+    # stdout is the JSON alone ("running ..." went to stderr), every value in full; JSON has
+    # no NaN: a missing number is null.
+    printed = json.loads(p.stdout)
+    assert [list(row) for row in printed] == [list(r.flows.columns)] * len(r.flows)
+    for row, (_, want) in zip(printed, r.flows.iterrows(), strict=True):
+        for column, value in row.items():
+            if value is None:
+                assert pd.isna(want[column]), column
+            else:
+                assert value == want[column], column
 
 
 def test_a_none_trace_can_be_deleted_like_any_attribute():

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from ccfair import _core, backends
-from ccfair.execution.runs import _with_trace
+from ccfair.execution.runs import with_trace
 from ccfair.results.derived import stored
 from ccfair.results.run import build_result
 from ccfair.store import schema
@@ -121,7 +121,7 @@ FACTS = {"ccfair_version": "v", "git_revision": "g", "host": "h", "kernel": "k",
 
 def _run_raw(sc: Any, trace: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:
     resolved = sc.resolve()
-    return resolved, _core.run(json.dumps(_with_trace(resolved, trace)))
+    return resolved, _core.run(json.dumps(with_trace(resolved, trace)))
 
 
 def _assert_same_files(

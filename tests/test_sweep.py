@@ -309,9 +309,13 @@ def test_cli_dry_run_lists_points_without_running(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert lines[-2].startswith("4 points, 4 distinct runs")
-    # The resource estimate of the whole sweep: 4 runs x 5 tables + sweep.json + .ccfair-lock.
-    assert lines[-1].startswith("estimate: ") and "22 files" in lines[-1], lines[-1]
+    assert len([ln for ln in lines if "  rep=" in ln]) == 4  # one line per point
+    # The totals, the resource estimate of the whole sweep (4 runs x 5 tables + sweep.json +
+    # .ccfair-lock) and the time (two lines: after a calibration of this machine).
+    assert lines[-4].startswith("4 points, 4 distinct runs")
+    assert lines[-3].startswith("estimate: ") and "22 files" in lines[-3], lines[-3]
+    assert lines[-2].startswith("time: 4 runs (4 to run, 0 already finished in results/d)")
+    assert "calibrated on this machine" in lines[-1]
     assert not (tmp_path / "results").exists()
 
 

@@ -294,7 +294,8 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
     p = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     assert p.returncode == 0, p.stderr
     # Four kernel runs (a flagged one is run again under the same number).
-    assert "kernel 4/4" in p.stdout and "kernel 5/" not in p.stdout
+    # Progress on stderr, the table on stdout.
+    assert "kernel 4/4" in p.stderr and "kernel 5/" not in p.stderr
     assert "sim_share_%" in p.stdout
     runs = pd.read_parquet(out / "validate_runs.parquet")
     assert len(runs) == 8 and set(runs["rep"]) == {0, 1}
@@ -329,7 +330,7 @@ def test_validate_a_two_point_sweep_with_repetitions_and_resume(kernel_backend, 
     again = subprocess.run(cmd, capture_output=True, text=True, env=ENV)
     assert again.returncode == 0, again.stderr
     if stored["reliable"].all():
-        assert "kernel 1/" not in again.stdout and again.stdout.count("simulator:") == 4
+        assert "kernel 1/" not in again.stderr and again.stderr.count("simulator:") == 4
         rerun = pd.read_parquet(out / "validate_runs.parquet")
         assert rerun["share_sim"].tolist() == runs["share_sim"].tolist()
 

@@ -26,6 +26,7 @@ from ccfair.backends.veth import netem_available
 from ccfair.errors import SpecError
 from ccfair.spec.identity import run_id_of
 from ccfair.spec.scenario import Scenario
+from kernel_runs import reliable_run
 
 #: Payload share of a 1500-byte packet: the goodput ceiling is rate x 1448 / 1500.
 PAYLOAD = 1448 / 1500
@@ -180,16 +181,6 @@ def test_qdisc_counts_fill_the_link_summary_over_the_run():
 # Runs (root)
 
 
-def run_veth(sc: Scenario, attempts: int = 6) -> ccfair.RunResult:
-    """A veth run, run again (up to ``attempts`` in all) while its self-checks flag it, as
-    tests/test_kernel.py does: a VM's host stalls a thread now and then."""
-    for _ in range(attempts):
-        r = ccfair.run(sc, backend="veth")
-        if bool(r.runs.iloc[0]["reliable"]):
-            break
-    return r
-
-
 def assert_nothing_left(sc: Scenario) -> None:
     tag = run_id_of(sc.resolve().normalized, "veth")[:8]
     assert [n for n in kernel_host.list_netns() if n.startswith(f"ccf-{tag}-")] == []
@@ -202,7 +193,7 @@ def test_two_flows_over_veth_share_the_htb_rate_and_the_pfifo_drops(kernel_backe
     reached, the bottleneck's queue drops, its byte counts are of IP packets, every
     namespace is removed."""
     sc = zero_delay()
-    r = run_veth(sc)
+    r = reliable_run(sc, backend="veth")
     run = r.runs.iloc[0]
     assert run["backend"] == "veth" and bool(run["reliable"]), run["selfcheck_flags"]
     assert r.format_selfcheck().startswith("self-check ok: kernel-forwarded packets")
@@ -258,7 +249,7 @@ def test_a_netem_limit_counts_the_delay_line_closed_form(kernel_backend):
     sc = Scenario.from_dict({**base, "links": links})
     cap = 10 * 1448 * 8 / 0.040 / 1e6
     sim = ccfair.run(sc).flows.iloc[0]["goodput_mbps"]
-    real = run_veth(sc).flows.iloc[0]["goodput_mbps"]
+    real = reliable_run(sc, backend="veth").flows.iloc[0]["goodput_mbps"]
     assert sim <= cap * 1.02 and real <= cap * 1.05, (sim, real, cap)
     assert real >= 0.5 * cap, (real, cap)
     assert_nothing_left(sc)
@@ -277,7 +268,7 @@ def test_droptail_with_delay_matches_the_simulator_on_one_flow(kernel_backend):
         buffer_bdp=1.0,
         duration="15s",
     )
-    r = run_veth(sc)
+    r = reliable_run(sc, backend="veth")
     f = r.flows.iloc[0]
     assert f["goodput_mbps"] >= 0.95 * 20 * PAYLOAD
     assert abs(f["rtt_min_ms"] - 40) <= 1.5, f["rtt_min_ms"]

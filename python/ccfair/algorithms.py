@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import textwrap
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccfair import _core
+from ccfair.errors import did_you_mean
 
 __all__ = [
     "Algorithm",
@@ -145,9 +145,10 @@ def algorithm(name: str) -> Algorithm:
     """
     found = algorithms().get(name)
     if found is None:
-        hint = difflib.get_close_matches(name, names(), n=1)
-        did = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise KeyError(f"{name!r} is not an algorithm; known: {', '.join(names())}{did}")
+        raise KeyError(
+            f"{name!r} is not an algorithm{did_you_mean(name, names())} "
+            f"(known: {', '.join(names())})"
+        )
     return found
 
 

@@ -14,6 +14,9 @@ packet-hop: a count that, unlike wall time, barely moves on a noisy machine, so 
 the engine can be judged by it. ``--history FILE`` appends one JSON line per invocation (the
 commit, the date and every case's numbers) to ``FILE``, e.g. ``benches/history.jsonl``, so a
 regression shows in review.
+
+``--json`` prints the same numbers as one JSON document on stdout instead of the tables
+(docs/cli.md); notes go to stderr.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import _core
+from ccfair.errors import SpecError
 from ccfair.execution.sweeps import run_sweep
 from ccfair.presets import PRESETS
 from ccfair.report.figures import make_figures, save_figures
 from ccfair.report.page import write_report
 from ccfair.results.directory import Results
 from ccfair.results.run import build_result
-from ccfair.spec.shapes import dumbbell, parking_lot
+from ccfair.spec.shapes import default_scenario, dumbbell, parking_lot
 from ccfair.spec.sweep import Sweep
 from ccfair.store.directory import finished_run_ids
 from ccfair.store.read import load_table
@@ -232,17 +236,30 @@ def build_kind() -> str:
     return "pgo" if _core.BUILD_PGO else "plain"
 
 
-def append_history(path: str, results: dict[str, dict[str, Any]], quick: bool) -> None:
-    """Append one line (JSON) with this invocation's numbers to the history file ``path``."""
-    line = {
+def history_record(results: dict[str, dict[str, Any]], quick: bool) -> dict[str, Any]:
+    """This invocation's numbers as one record: the commit, the date, the build, every case."""
+    return {
         "commit": git_revision(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "quick": quick,
         "build": build_kind(),
         "cases": results,
     }
+
+
+def append_history(path: str, results: dict[str, dict[str, Any]], quick: bool) -> None:
+    """Append one line (JSON) with this invocation's numbers to the history file ``path``."""
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(line, sort_keys=True) + "\n")
+        f.write(json.dumps(history_record(results, quick), sort_keys=True) + "\n")
+
+
+def _printer(as_json: bool) -> Any:
+    """``print`` for the text tables, or nothing with ``--json``."""
+    return (lambda *args, **kwargs: None) if as_json else print
+
+
+def _print_json(document: Any) -> None:
+    print(json.dumps(document, indent=1, allow_nan=False))
 
 
 def main(
@@ -250,21 +267,25 @@ def main(
     cases: list[str] | None = None,
     instructions: bool = False,
     history: str | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Run the benchmark cases and print a table; returns an exit status."""
+    """Run the benchmark cases and print a table (``as_json``: the history record); returns
+    an exit status."""
+    say = _printer(as_json)  # the tables, not printed with --json
     duration = "5s" if quick else "60s"
-    if instructions and shutil.which("valgrind") is None:
-        print("note: valgrind is not installed; instructions per packet-hop are not counted")
-        instructions = False
     selected = [c for c in CASES if cases is None or c.name in cases]
-    unknown = set(cases or []) - {c.name for c in CASES}
+    unknown = sorted(set(cases or []) - {c.name for c in CASES})
     if unknown:
-        print(f"error: --case: unknown {sorted(unknown)}; known: {[c.name for c in CASES]}")
-        return 2
+        raise SpecError(
+            "--case", unknown[0], f"is not a case (cases: {', '.join(c.name for c in CASES)})"
+        )
+    if instructions and shutil.which("valgrind") is None:
+        sys.stderr.write("note: valgrind is not installed; instructions per hop are not counted\n")
+        instructions = False
     kind = build_kind()
     hint = " (bash scripts/install_pgo.sh: the profile-guided build)" if kind == "plain" else ""
-    print(f"simulator build: {kind}{hint}")
-    print(
+    say(f"simulator build: {kind}{hint}")
+    say(
         f"{'case':28s} {'wall s':>8s} {'sim/wall':>9s} {'Mhops/s':>8s} {'engine MB':>9s} "
         f"{'proc MB':>8s} {'instr/hop':>9s} {'after/eng':>9s} {'sweep/eng':>9s}  target"
     )
@@ -284,24 +305,26 @@ def main(
         after = m.get("build_s", 0.0) + m.get("save_s", 0.0)
         ratio = f"{after / m['wall_s']:.2f}" if "build_s" in m and m["wall_s"] > 0 else "-"
         sweep = f"{m['sweep_s'] / m['wall_s']:.2f}" if "sweep_s" in m and m["wall_s"] > 0 else "-"
-        print(
+        say(
             f"{case.name:28s} {m['wall_s']:8.3f} {m['sim_s'] / m['wall_s']:9.1f} "
             f"{m['packet_hops'] / m['wall_s'] / 1e6:8.2f} {m['engine_mb']:9.1f} "
             f"{m['peak_mb']:8.1f} {'-' if ir is None else f'{ir:.0f}':>9s} {ratio:>9s} "
             f"{sweep:>9s}  {target}"
         )
-        print(f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events")
-    print(
+        say(f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events")
+    say(
         "    after/eng: ccfair.run's tables built (build_result) and saved (RunResult.save), "
         "over the engine's wall time;\n    sweep/eng: a sweep worker's, the engine's columns "
         "written as Parquet through Arrow only (build_result + write_tables, no frame read); "
         f"medians of {HANDOVER_REPEAT}"
     )
     if instructions:
-        print(f"    instr/hop: callgrind, {INSTRUCTIONS_DURATION} simulated, engine run only")
+        say(f"    instr/hop: callgrind, {INSTRUCTIONS_DURATION} simulated, engine run only")
     if history:
         append_history(history, results, quick)
-        print(f"appended to {history}")
+        sys.stderr.write(f"appended to {history}\n")
+    if as_json:
+        _print_json(history_record(results, quick))
     return 0
 
 
@@ -309,14 +332,17 @@ def main(
 SWEEP_TARGETS_S = {"harada-dumbbell": 60.0, "harada-10hop": 900.0}
 
 
-def sweep_main(names: list[str], quick: bool = False, workers: int | None = None) -> int:
+def sweep_main(
+    names: list[str], quick: bool = False, workers: int | None = None, as_json: bool = False
+) -> int:
     """Run presets' sweeps from scratch in a temporary directory and report their wall time
     next to the targets; returns an exit status."""
+    say = _printer(as_json)  # the tables, not printed with --json
     unknown = [n for n in names if n not in PRESETS]
     if unknown:
-        print(f"error: --sweep: unknown {unknown}; presets: {list(PRESETS)}")
-        return 2
-    print(f"{'sweep':22s} {'runs':>5s} {'wall s':>8s} {'runs/s':>7s} {'sim s/wall s':>12s}  target")
+        raise SpecError("--sweep", unknown[0], f"is not a preset (presets: {', '.join(PRESETS)})")
+    rows = []
+    say(f"{'sweep':22s} {'runs':>5s} {'wall s':>8s} {'runs/s':>7s} {'sim s/wall s':>12s}  target")
     for name in names:
         sweep = PRESETS[name].sweep(quick=quick)
         with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
@@ -330,30 +356,46 @@ def sweep_main(names: list[str], quick: bool = False, workers: int | None = None
         verdict = ""
         if target is not None and not quick:
             verdict = f"<= {target:g} s ({'met' if outcome.wall_s <= target else 'NOT met'})"
-        print(
+        say(
             f"{sweep.name:22s} {outcome.total:5d} {outcome.wall_s:8.1f} "
             f"{outcome.total / outcome.wall_s:7.2f} {sim_s / outcome.wall_s:12.1f}  {verdict}"
         )
+        rows.append(
+            {
+                "sweep": sweep.name,
+                "runs": outcome.total,
+                "wall_s": outcome.wall_s,
+                "sim_s": sim_s,
+                "target_wall_s": target,
+                "complete": outcome.complete,
+            }
+        )
         if not outcome.complete:
-            print(f"    incomplete: {outcome.summary()}")
-            return 1
-    return 0
+            sys.stderr.write(f"incomplete: {outcome.summary()}\n")
+            break
+    if as_json:
+        _print_json(rows)
+    return 0 if all(r["complete"] for r in rows) else 1
 
 
-def report_main(targets: list[str], quick: bool = False, workers: int | None = None) -> int:
+def report_main(
+    targets: list[str], quick: bool = False, workers: int | None = None, as_json: bool = False
+) -> int:
     """Time writing the report of each target: a results directory (read only: the report
     and its figures go to a temporary directory), or a preset, whose grid (full, or quick
     with ``quick``) is first run with 5 s runs into a temporary directory (as many runs and
     points as the real sweep, shorter time series). Prints the time of each step; returns
     an exit status."""
+    say = _printer(as_json)  # the tables, not printed with --json
     for target in targets:
         if not os.path.isdir(target) and target not in PRESETS:
-            print(
-                f"error: --report: {target!r} is neither a results directory nor a preset "
-                f"({', '.join(PRESETS)})"
+            raise SpecError(
+                "--report",
+                target,
+                f"is neither a results directory nor a preset ({', '.join(PRESETS)})",
             )
-            return 2
-    print(
+    rows = []
+    say(
         f"{'report of':28s} {'runs':>5s} {'figs':>5s} {'total s':>8s} {'metrics':>8s} "
         f"{'figures':>8s} {'saving':>8s} {'page':>6s}"
     )
@@ -373,7 +415,7 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
                     log=lambda m: None,
                 )
                 if not outcome.complete:
-                    print(f"    incomplete: {outcome.summary()}")
+                    sys.stderr.write(f"incomplete: {outcome.summary()}\n")
                     return 1
                 label = f"{d['name']} (5 s runs)"
             steps: dict[str, float] = {}
@@ -391,11 +433,16 @@ def report_main(targets: list[str], quick: bool = False, workers: int | None = N
             )
 
             n_runs = len(finished_run_ids(results_dir))
-        print(
+        say(
             f"{label:28s} {n_runs:5d} {n_figs:5d} {total:8.1f} {steps.get('metrics', 0):8.1f} "
             f"{steps.get('figures', 0):8.1f} {steps.get('saving figures', 0):8.1f} "
             f"{steps.get('page', 0):6.2f}"
         )
+        rows.append(
+            {"report_of": label, "runs": n_runs, "figures": n_figs, "total_s": total, **steps}
+        )
+    if as_json:
+        _print_json(rows)
     return 0
 
 
@@ -415,20 +462,34 @@ def _median_wall(cmd: list[str], repeat: int = 5) -> float:
     return sorted(walls)[len(walls) // 2]
 
 
-def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
+def frontend_main(
+    scenario: str | None = None, preset: str = "harada-dumbbell", as_json: bool = False
+) -> int:
     """Front-end speed: the start of ``import ccfair``, ``ccfair --help`` and ``ccfair check``
-    (median wall time of 5 fresh processes), then a preset's quick sweep against the time to
-    draw its report's figures; returns an exit status."""
+    of ``scenario`` (default: the built-in scenario, written to a temporary file, so that an
+    installed package needs no source tree), median wall time of 5 fresh processes; then a
+    preset's quick sweep against the time to draw its report's figures; returns an exit
+    status."""
+    say = _printer(as_json)  # the tables, not printed with --json
     py = sys.executable
-    print(f"{'start-up':34s} {'median wall s':>13s}")
-    for label, cmd in (
-        ("python -c 'import ccfair'", [py, "-c", "import ccfair"]),
-        ("ccfair --help", [py, "-m", "ccfair", "--help"]),
-        (f"ccfair check {os.path.basename(scenario)}", [py, "-m", "ccfair", "check", scenario]),
-    ):
-        print(f"{label:34s} {_median_wall(cmd):13.3f}")
-
+    startup = []
     with tempfile.TemporaryDirectory(prefix="ccfair-bench-") as tmp:
+        if scenario is None:
+            scenario = os.path.join(tmp, "default.toml")
+            Path(scenario).write_text(default_scenario().to_toml(), encoding="utf-8")
+        say(f"{'start-up':34s} {'median wall s':>13s}")
+        for label, cmd in (
+            ("python -c 'import ccfair'", [py, "-c", "import ccfair"]),
+            ("ccfair --help", [py, "-m", "ccfair", "--help"]),
+            (
+                f"ccfair check {os.path.basename(scenario)}",
+                [py, "-m", "ccfair", "check", scenario],
+            ),
+        ):
+            wall = _median_wall(cmd)
+            startup.append({"command": label, "median_wall_s": wall})
+            say(f"{label:34s} {wall:13.3f}")
+
         out = os.path.join(tmp, "r")
         outcome = run_sweep(
             PRESETS[preset].sweep(quick=True), out, progress=False, log=lambda m: None
@@ -437,8 +498,19 @@ def frontend_main(scenario: str, preset: str = "harada-dumbbell") -> int:
         figures = make_figures(Results(out))
         save_figures(figures, os.path.join(tmp, "figures"))
         fig_s = time.perf_counter() - t0
-    print(
+    say(
         f"{preset} --quick: sweep {outcome.wall_s:.2f} s ({outcome.total} runs), "
         f"{len(figures)} figures {fig_s:.2f} s (ratio figures/sweep {fig_s / outcome.wall_s:.2f})"
     )
+    if as_json:
+        _print_json(
+            {
+                "startup": startup,
+                "preset": preset,
+                "sweep_runs": outcome.total,
+                "sweep_wall_s": outcome.wall_s,
+                "figures": len(figures),
+                "figures_s": fig_s,
+            }
+        )
     return 0

@@ -20,9 +20,10 @@ Values in messages are shortened (:func:`show`), so a 1 MB value never makes a 1
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
@@ -31,6 +32,9 @@ __all__ = [
     "ResultsError",
     "RunError",
     "SpecError",
+    "close_matches",
+    "closest",
+    "did_you_mean",
     "format_path",
     "show",
 ]
@@ -177,6 +181,50 @@ def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}...({len(text)} chars)...{text[-half:]}"
+
+
+def closest(name: Any, choices: Iterable[str]) -> str | None:
+    """The choice ``name`` was probably meant to be: the same name in another case
+    (``"CUBIC"`` -> ``"cubic"``), else the closest by spelling, compared in lower case;
+    ``None`` when nothing is close.
+
+    Example:
+        >>> closest("CUBIC", ["reno", "cubic"]), closest("rum", ["run", "check"])
+        ('cubic', 'run')
+        >>> closest("xyz", ["run"]) is None
+        True
+    """
+    if not isinstance(name, str):
+        return None
+    known = list(choices)
+    by_lower = {c.lower(): c for c in reversed(known)}  # the first of equal names wins
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    hint = difflib.get_close_matches(name.lower()[:MAX_SHOWN_CHARS], list(by_lower), n=1)
+    return by_lower[hint[0]] if hint else None
+
+
+def close_matches(name: Any, choices: Iterable[str]) -> list[str]:
+    """``[closest(name, choices)]``, or ``[]``: a drop-in for ``difflib.get_close_matches(name,
+    choices, n=1)`` that also finds a name written in another case.
+
+    Example:
+        >>> close_matches("Dumbbell", ["dumbbell", "parking_lot"])
+        ['dumbbell']
+    """
+    hint = closest(name, choices)
+    return [] if hint is None else [hint]
+
+
+def did_you_mean(name: Any, choices: Iterable[str]) -> str:
+    """``'; did you mean "cubic"?'`` for a message about ``name``, or ``""``.
+
+    Example:
+        >>> "x" + did_you_mean("Reno", ["reno"])
+        'x; did you mean "reno"?'
+    """
+    hint = closest(name, choices)
+    return f"; did you mean {show(hint)}?" if hint is not None else ""
 
 
 def format_path(loc: Sequence[str | int]) -> str:

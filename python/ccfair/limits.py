@@ -47,6 +47,7 @@ __all__ = [
     "estimate_sweep",
     "format_bytes",
     "most_parallel",
+    "sweep_totals",
 ]
 
 #: Flows of one scenario (validation stays within seconds; the engine allows 2^19).
@@ -259,9 +260,40 @@ def check_runs(n_runs: int, limits: Limits, what: str) -> None:
         )
 
 
-def estimate_sweep(points: Any) -> str:
-    """Totals of a sweep's estimates (``ccfair sweep --dry-run``): events and rows summed over
-    its distinct runs, the largest run's memory, files and bytes written.
+def sweep_totals(points: Any, estimates: dict[str, Estimate] | None = None) -> dict[str, int]:
+    """Totals of a sweep's estimates over its distinct runs: ``runs``, ``events`` and
+    ``timeseries_rows`` summed, ``memory_bytes`` of the largest run, ``files`` (with
+    ``sweep.json`` and ``.ccfair-lock``) and ``output_bytes`` (uncompressed). ``estimates``
+    (run id -> :class:`Estimate`) saves estimating runs again.
+
+    Example:
+        >>> from ccfair.spec.sweep import Sweep
+        >>> sw = Sweep.from_dict({"base": {"builder": "dumbbell", "duration": "2s"},
+        ...                       "grid": {"alpha": [1, 2]}})
+        >>> totals = sweep_totals(sw.expand())
+        >>> totals["runs"], totals["files"]
+        (2, 12)
+    """
+    runs = {p.run_id: p for p in points}
+    known = estimates or {}
+    totals = dict.fromkeys(("events", "timeseries_rows", "memory_bytes", "output_bytes"), 0)
+    for rid, p in runs.items():
+        est = known.get(rid) or estimate(p.scenario.resolve())
+        totals["events"] += est.events
+        totals["timeseries_rows"] += est.timeseries_rows + est.link_rows
+        totals["output_bytes"] += est.output_bytes
+        totals["memory_bytes"] = max(totals["memory_bytes"], est.memory_bytes)
+    return {
+        "runs": len(runs),
+        **totals,
+        "files": len(runs) * FILES_PER_RUN + 2,  # + sweep.json and .ccfair-lock
+    }
+
+
+def estimate_sweep(points: Any, estimates: dict[str, Estimate] | None = None) -> str:
+    """Totals of a sweep's estimates (:func:`sweep_totals`) in one line, as ``ccfair sweep
+    --dry-run`` prints them: events and rows summed over its distinct runs, the largest
+    run's memory, files and bytes written.
 
     Example:
         >>> from ccfair.spec.sweep import Sweep
@@ -270,18 +302,10 @@ def estimate_sweep(points: Any) -> str:
         >>> print(estimate_sweep(sw.expand()))  # doctest: +ELLIPSIS
         estimate: ... events in all, ... time-series rows, largest run ... of memory, 12 files ...
     """
-    runs = {p.run_id: p for p in points}
-    events = rows = out_bytes = 0
-    memory = 0
-    for p in runs.values():
-        est = estimate(p.scenario.resolve())
-        events += est.events
-        rows += est.timeseries_rows + est.link_rows
-        out_bytes += est.output_bytes
-        memory = max(memory, est.memory_bytes)
-    files = len(runs) * FILES_PER_RUN + 2  # + sweep.json and .ccfair-lock
+    t = sweep_totals(points, estimates)
     return (
-        f"estimate: {format_count(events)} events in all, {format_count(rows)} time-series "
-        f"rows, largest run {format_bytes(memory)} of memory, {files} files "
-        f"({format_bytes(out_bytes)} uncompressed)"
+        f"estimate: {format_count(t['events'])} events in all, "
+        f"{format_count(t['timeseries_rows'])} time-series rows, largest run "
+        f"{format_bytes(t['memory_bytes'])} of memory, {t['files']} files "
+        f"({format_bytes(t['output_bytes'])} uncompressed)"
     )

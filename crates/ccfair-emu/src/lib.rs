@@ -85,7 +85,11 @@
 //! ```
 
 pub mod bpfcc;
+// How build.rs finds clang and libbpf's headers, compiled here for its unit tests.
 pub mod bpfsys;
+#[cfg(test)]
+#[path = "../build_support.rs"]
+mod build_support;
 pub mod config;
 pub mod error;
 pub mod forwarder;

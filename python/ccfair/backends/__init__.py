@@ -23,13 +23,12 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from typing import Any
 
 from ccfair.backends.base import CAPABILITIES, Backend
-from ccfair.errors import SpecError, show
+from ccfair.errors import SpecError, close_matches, show
 
 __all__ = ["REGISTRY", "get", "has", "names", "require", "unknown", "with_capability"]
 
@@ -66,7 +65,7 @@ def unknown(value: Any) -> str:
         >>> unknown("kernal")[:52]
         '"kernal" is not a backend; did you mean "kernel"? (b'
     """
-    hint = difflib.get_close_matches(str(value), list(REGISTRY), n=1)
+    hint = close_matches(str(value), list(REGISTRY))
     more = f'; did you mean "{hint[0]}"?' if hint else ";"
     return f"{show(value)} is not a backend{more} (backends: {', '.join(REGISTRY)})"
 

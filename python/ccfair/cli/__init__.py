@@ -6,16 +6,19 @@ arguments, files, encodings), a resource limit, a results directory that cannot 
 written, the kernel backend unable to run here, runs that failed, a lost Dask scheduler, and
 (saying so) an internal error; 128 + the signal number after SIGINT or SIGTERM (a kernel run
 cleans up first). ``--debug`` shows the traceback of an internal error instead (exit 1).
+Output into a pipe whose reader has gone (``ccfair ... | head``) ends quietly with status 0.
 
 The parser (:mod:`~ccfair.cli.parser`) imports nothing heavy, so that ``ccfair --help`` starts
 at once; each command's module (:data:`COMMANDS`: ``run``, ``info``, ``sweep``,
-``results``, ``study``) is imported when its command runs, and imports what it needs at the
-top. The CLI is the top layer of the package: it may import every other.
+``results``, ``study``, ``completion``) is imported when its command runs, and imports what
+it needs at the top. The CLI is the top layer of the package: it may import every other.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import select
 import sys
 from collections.abc import Sequence
 
@@ -43,11 +46,37 @@ COMMANDS: dict[str, str] = {
     "metrics": "results",
     "validate": "study",
     "bench": "study",
+    "completion": "completion",
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ccfair`` command; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
+        # The reader of stdout went away (`ccfair ... | head`): what it wanted is printed.
+        # Python would flush stdout again at exit and fail; point it at /dev/null instead.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
+
+
+def _stdout_reader_gone() -> bool:
+    """stdout is a pipe without a reader (Linux's poll reports POLLERR on its write end):
+    the broken pipe is the user's ``| head``, not a pipe of ccfair's own (a worker's)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):  # no stdout, or not a file
+        return False
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -60,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"interrupted (signal {signum}); cleaned up", file=sys.stderr)
         return 128 + signum
     except OSError as exc:  # a file or directory the user named cannot be used
-        if args.debug:
+        if args.debug or (isinstance(exc, BrokenPipeError) and _stdout_reader_gone()):
             raise
         where = f"{exc.filename}: " if exc.filename else ""
         return fail(f"{where}{exc.strerror or exc}")

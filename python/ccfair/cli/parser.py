@@ -1,24 +1,67 @@
 """The argument parser of the ``ccfair`` command: every command with its options. Imports
 nothing heavy (the backends' registry for ``--backend``'s choices, ``_core`` for the
 version): ``ccfair --help`` and argument errors are quick.
+
+A command's options and arguments come in any order (``plot DIR -q RUN_ID``: argparse's
+intermixed parsing), ``--debug`` goes before or after the command, and a bad argument is one
+``error:`` line with exit status 2, suggesting the closest command or choice in any case
+(``ccfair rum``: did you mean "run"?).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from ccfair import _core, backends
+from ccfair.errors import did_you_mean, show
 
 __all__ = ["build_parser"]
 
 
 class _Parser(argparse.ArgumentParser):
+    """An argument error is one line on stderr and exit status 2 (no usage block)."""
+
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
+        if not message.startswith(f"{self.prog}: "):
+            message = f"{self.prog}: {message.removeprefix('argument ')} (see {self.prog} --help)"
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """argparse's check of a choice, with the closest one in any case."""
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(c) for c in choices]
+        if isinstance(action, argparse._SubParsersAction):
+            what = f"{show(value)} is not a command"
+        else:
+            where = "/".join(action.option_strings) or action.metavar or action.dest
+            what = f"{where}: {show(value)} is not one of {', '.join(names)}"
+        hint = did_you_mean(value, names)
+        if isinstance(action, argparse._SubParsersAction):
+            hint += f" ({', '.join(names)})"
+        raise argparse.ArgumentError(None, f"{self.prog}: {what}{hint}")
+
+
+class _CommandParser(_Parser):
+    """A command's parser: options and positional arguments in any order."""
+
+    _intermixed = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixed:  # the two passes of parse_known_intermixed_args
+            return super().parse_known_args(args, namespace)
+        self._intermixed = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixed = False
 
 
 def _backend_names() -> list[str]:
@@ -35,6 +78,14 @@ def _count(text: str) -> int:
     if value != value or value in (float("inf"), float("-inf")) or value != int(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
     return int(value)
+
+
+def _add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print {what} as JSON on stdout, and nothing else (docs/cli.md)",
+    )
 
 
 def _add_limit_options(p: argparse.ArgumentParser, *, runs: bool = False) -> None:
@@ -62,6 +113,7 @@ def _add_builders_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("names", nargs="*", metavar="NAME", help="only these builders")
     b.add_argument("--markdown", action="store_true", help="print docs/builders.md (every builder)")
+    _add_json_option(b, "the builders with their arguments")
 
 
 def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -74,7 +126,8 @@ def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--metric", action="append", help="run metric to compare (repeatable; default: main ones)"
     )
-    c.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
+    c.add_argument("--csv", metavar="FILE", help="write CSV instead of printing ('-': stdout)")
+    _add_json_option(c, "the rows of the table")
 
 
 def _add_run_parser(sub: argparse._SubParsersAction) -> None:
@@ -100,8 +153,8 @@ def _add_run_parser(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--duration", help='override the duration, e.g. "10s"')
-    r.add_argument("--json", action="store_true", help="print the per-flow table as JSON")
-    r.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    _add_json_option(r, "the per-flow table")
+    r.add_argument("--quiet", "-q", action="store_true", help="print nothing on stdout")
     _add_limit_options(r)
 
 
@@ -110,16 +163,18 @@ def _add_check_parser(sub: argparse._SubParsersAction) -> None:
         "check",
         help="validate scenario files, show what they resolve to and what they will cost",
     )
-    c.add_argument("scenario", nargs="+")
+    c.add_argument("scenario", nargs="+", metavar="FILE", help="scenario TOML files")
     c.add_argument("--engine", action="store_true", help="print the engine's resolved spec")
+    _add_json_option(c, "each file's resolution, estimate or error")
     _add_limit_options(c)
 
 
 def _add_cleanup_parser(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser(
+    c = sub.add_parser(
         "cleanup",
         help="remove network namespaces left by kernel runs that crashed (needs root)",
     )
+    _add_json_option(c, "the namespaces removed")
 
 
 def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
@@ -177,7 +232,8 @@ def _add_validate_parser(sub: argparse._SubParsersAction) -> None:
         help="give the simulator's hosts the turnaround measured on the testbed (the JSON of "
         "scripts/measure_host_latency.py --out; docs/model.md)",
     )
-    v.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    v.add_argument("--quiet", "-q", action="store_true", help="print nothing on stdout")
+    _add_json_option(v, "the per-point comparison and the summary")
 
 
 def _add_ccas_parser(sub: argparse._SubParsersAction) -> None:
@@ -186,7 +242,7 @@ def _add_ccas_parser(sub: argparse._SubParsersAction) -> None:
         help="list congestion control algorithms and their parameters (types, units, meanings)",
     )
     a.add_argument("names", nargs="*", metavar="NAME", help="only these algorithms")
-    a.add_argument("--json", action="store_true", help="print the metadata as JSON")
+    _add_json_option(a, "the algorithms' metadata")
     a.add_argument(
         "--markdown", action="store_true", help="print docs/algorithms.md (every algorithm)"
     )
@@ -228,6 +284,7 @@ def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
         help="time the start of import/--help/check and a quick preset's figures vs its sweep",
     )
     b.add_argument("--frontend-scenario", metavar="FILE", help="scenario for --frontend's check")
+    _add_json_option(b, "the numbers")
 
 
 def _add_retries_option(parser: argparse.ArgumentParser) -> None:
@@ -254,9 +311,11 @@ def _add_sweep_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument(
         "--dry-run",
         action="store_true",
-        help="list the points, run ids and the resource estimate only",
+        help="list the points, run ids, the resource estimate and an estimate of the time "
+        "(after a short calibration of this machine); run nothing",
     )
     s.add_argument("--quiet", "-q", action="store_true", help="no progress bar or summary")
+    _add_json_option(s, "the outcome (with --dry-run: the points and estimates)")
     _add_retries_option(s)
     _add_limit_options(s, runs=True)
 
@@ -267,6 +326,12 @@ def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     )
     rp.add_argument("name", nargs="?", help="preset name (see --list)")
     rp.add_argument("--list", action="store_true", help="list the presets")
+    rp.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="the number of runs, the resource estimate and an estimate of the time (after a "
+        "short calibration of this machine); run nothing",
+    )
     rp.add_argument("--quick", action="store_true", help="reduced grid, short runs (demo, CI)")
     rp.add_argument("--baselines", action="store_true", help="add own-kind runs (for harm)")
     rp.add_argument(
@@ -292,6 +357,7 @@ def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--workers", type=int, help="local worker processes (default: cores)")
     rp.add_argument("--cluster", metavar="ADDRESS", help="Dask scheduler, e.g. tcp://host:8786")
     rp.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    _add_json_option(rp, "the outcome (with --list: the presets; with --dry-run: the estimates)")
     _add_retries_option(rp)
     _add_limit_options(rp, runs=True)
 
@@ -301,6 +367,7 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     rep.add_argument("results", help="results directory")
     rep.add_argument("--out", help="report file (default: RESULTS/report.html)")
     rep.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    _add_json_option(rep, "the report's path")
 
 
 def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
@@ -327,6 +394,7 @@ def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
         help="moving-average window of goodput (default 1; 0 draws the raw samples)",
     )
     pl.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    _add_json_option(pl, "the files written, per run")
 
 
 def _add_metrics_parser(sub: argparse._SubParsersAction) -> None:
@@ -339,8 +407,19 @@ def _add_metrics_parser(sub: argparse._SubParsersAction) -> None:
         help="which table (default: run metrics per grid point)",
     )
     m.add_argument("--per-run", action="store_true", help="one row per run, no aggregation")
-    m.add_argument("--csv", metavar="FILE", help="write CSV instead of printing")
-    m.add_argument("--json", action="store_true", help="print JSON records")
+    m.add_argument("--csv", metavar="FILE", help="write CSV instead of printing ('-': stdout)")
+    _add_json_option(m, "the table's rows")
+
+
+def _add_completion_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser(
+        "completion",
+        help="print the shell completion script (bash or zsh; docs/cli.md)",
+        description="Print a completion script for commands, options, choices and names. "
+        'bash: eval "$(ccfair completion bash)" in ~/.bashrc; zsh: eval "$(ccfair completion '
+        'zsh)" in ~/.zshrc, after compinit.',
+    )
+    c.add_argument("shell", choices=["bash", "zsh"], help="the shell")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -348,7 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccfair", description="Congestion-control fairness lab.")
     p.add_argument("--version", action="version", version=f"ccfair {_core.__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=_CommandParser
+    )
     _add_run_parser(sub)
     _add_check_parser(sub)
     _add_cleanup_parser(sub)
@@ -362,4 +443,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plot_parser(sub)
     _add_compare_parser(sub)
     _add_metrics_parser(sub)
+    _add_completion_parser(sub)
+    for command in sub.choices.values():  # --debug also after the command
+        command.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show tracebacks of internal errors",
+        )
     return p

@@ -11,6 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from ccfair.analysis.models import model_table
+from ccfair.cli.common import fail
+from ccfair.cli.output import notice, print_json, records, say_unless
 from ccfair.errors import ResultsError, SpecError
 from ccfair.present.style import save
 from ccfair.present.timeseries import timeseries
@@ -22,8 +24,11 @@ from ccfair.units import parse_duration
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    path = write_report(args.results, args.out, log=(lambda msg: None) if args.quiet else None)
-    print(path)
+    path = write_report(args.results, args.out, log=say_unless(args.quiet))
+    if args.json:
+        print_json({"report": path})
+    else:
+        print(path)
     return 0
 
 
@@ -33,11 +38,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     if not ids and len(res.run_ids) == 1:
         ids = res.run_ids  # a directory of one run needs no run id
     if not ids:
-        print(
-            f"error: plot: {res.root} holds {len(res.run_ids)} runs; give RUN_ID... or --all",
-            file=sys.stderr,
-        )
-        return 2
+        return fail(f"plot: {res.root} holds {len(res.run_ids)} runs; give RUN_ID... or --all")
     unknown = [r for r in ids if r not in set(res.run_ids)]
     if unknown:
         raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
@@ -49,6 +50,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     # The default folder is the results directory's own: a link there is refused.
     out = Path(args.out) if args.out is not None else table_folder(res.root, "figures")
     pts = res.points().drop_duplicates("run_id").set_index("run_id")
+    written = []
     for i, rid in enumerate(ids, 1):
         label = None
         if rid in pts.index and res.grid_keys:
@@ -61,8 +63,13 @@ def cmd_plot(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a flow or window that does not fit the run
             raise SpecError("plot", None, str(exc), with_value=False) from None
         paths = save(fig, out, f"timeseries-{rid}", formats=args.format)
-        if not args.quiet:
+        written.append({"run_id": rid, "files": paths})
+        if args.json:
+            say_unless(args.quiet)(f"[{i}/{len(ids)}] {rid}")
+        elif not args.quiet:
             print(f"[{i}/{len(ids)}] {', '.join(str(p) for p in paths)}", flush=True)
+    if args.json:
+        print_json(written)
     return 0
 
 
@@ -103,13 +110,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SpecError("--metric", exc.value, exc.message, with_value=False) from None
     for w in caught:  # points matched by name although their scenarios differ
         print(f"warning: {w.message}", file=sys.stderr)
+    if frame.empty:  # one error line, exit 2, like every failure (module docstring)
+        return fail(f"compare: {a.root} and {b.root} share no grid point or scenario")
     unmatched = frame.attrs.get("unmatched", {})
     for side, root in (("a", a.root), ("b", b.root)):
         if unmatched.get(side):
             print(f"note: {unmatched[side]} point(s) of {root} have no match", file=sys.stderr)
-    if args.csv:
-        frame.to_csv(args.csv, index=False)
-        print(f"{len(frame)} rows -> {args.csv}")
+    if args.csv is not None or args.json:
+        _write_table(frame, args)
         return 0
     print(f"A = {a.root} ({len(a.run_ids)} runs), B = {b.root} ({len(b.run_ids)} runs)")
     print("diff = B - A; diff_ci95: Welch 95% interval half-width; * where it excludes 0")
@@ -160,14 +168,27 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     missing = res.incomplete()
     if missing is not None:  # on stderr, once the table is made: CSV and JSON stay as asked
         print(f"warning: {missing}", file=sys.stderr)
-    if args.csv:
-        frame.to_csv(args.csv, index=False)
-        print(f"{len(frame)} rows -> {args.csv}")
-    elif args.json:
-        print(frame.to_json(orient="records"))
+    if args.csv is not None or args.json:
+        _write_table(frame, args)
     else:
         with pd.option_context(
             "display.max_rows", None, "display.max_columns", None, "display.width", 200
         ):
             print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
+
+
+def _write_table(frame: pd.DataFrame, args: argparse.Namespace) -> None:
+    """``--json`` (records on stdout), ``--csv -`` (CSV on stdout) or ``--csv FILE`` (a
+    notice on stderr)."""
+    if args.json:
+        if args.csv is not None:
+            raise SpecError("--csv", args.csv, "and --json both print the table; give one")
+        print_json(records(frame))
+    elif not args.csv.strip():
+        raise SpecError("--csv", args.csv, "is not a file path (or - for stdout)")
+    elif args.csv == "-":
+        frame.to_csv(sys.stdout, index=False)
+    else:
+        frame.to_csv(args.csv, index=False)
+        notice(f"{len(frame)} rows -> {args.csv}")

@@ -11,7 +11,8 @@ from pathlib import Path
 from ccfair import backends
 from ccfair.backends.kernel.host import KernelError, cleanup, missing_capabilities
 from ccfair.cli.options import limits_of
-from ccfair.execution.runs import run
+from ccfair.cli.output import print_json, records, say_unless
+from ccfair.execution.runs import run, with_trace
 from ccfair.spec.scenario import Scenario, as_scenario
 from ccfair.spec.shapes import default_scenario
 from ccfair.store.directory import check_run_dir, write_file_atomic
@@ -33,6 +34,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         sc = Scenario.from_dict(data)
     b = backends.get(args.backend or sc.backend or "sim")
     backend = b.name
+    if args.trace:
+        with_trace(sc.resolve(), args.trace)  # a flow that is not there: before anything runs
     if b.needs_host_setup:
         # Reject what this machine cannot run, and a missing privilege, before saying
         # anything runs (api.run checks again).
@@ -43,16 +46,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out is not None:
         # Before the run: a directory that cannot take it fails now, not after a long run.
         check_run_dir(out, extra=("trace",) if args.trace else ())
-    if not args.quiet:
-        where = (
-            f" on the {b.name} backend, in real time ({sc.duration / 1e9:g} s)"
-            if b.real_time
-            else ""
-        )
-        print(
-            f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links){where}...",
-            flush=True,
-        )
+    say = say_unless(args.quiet)
+    where = (
+        f" on the {b.name} backend, in real time ({sc.duration / 1e9:g} s)" if b.real_time else ""
+    )
+    say(f"running {sc.name!r} ({len(sc.flows)} flows, {len(sc.links)} links){where}...")
     result = run(sc, backend=backend, trace=args.trace or (), limits=limits_of(args))
     if out is not None:
         result.save(out)
@@ -60,10 +58,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             path = Path(out) / "trace" / f"{result.run_id}.parquet"
             trace = result.trace
             write_file_atomic(path, lambda tmp: trace.to_parquet(tmp, index=False))
-            if not args.quiet:
-                print(f"trace: {path} ({len(result.trace)} packet events)")
+            say(f"trace: {path} ({len(result.trace)} packet events)")
     if args.json:
-        print(result.flows.to_json(orient="records"))
+        print_json(records(result.flows))
     elif not args.quiet:
         print(result.format_summary())
         if out is not None:
@@ -81,6 +78,9 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
             f"{' and '.join(missing)}"
         )
     removed = cleanup()
+    if args.json:
+        print_json({"removed": removed})
+        return 0
     for name in removed:
         print(f"removed namespace {name}")
     print(f"{len(removed)} leftover namespace(s) removed")

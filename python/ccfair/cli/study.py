@@ -10,6 +10,7 @@ from typing import Any
 
 from ccfair.bench import frontend_main, report_main, sweep_main
 from ccfair.bench import main as bench_main
+from ccfair.cli.output import print_json, records, say_unless
 from ccfair.errors import SpecError
 from ccfair.validate.points import measured_host_latency
 from ccfair.validate.study import validate
@@ -32,10 +33,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.host_latency:
         sim_tcp["host_latency"] = measured_host_latency(args.host_latency)
 
-    def progress(message: str) -> None:
-        if not args.quiet:
-            print(message, flush=True)
-
     if not args.inputs and args.preset is None:
         raise SpecError(
             "validate", None, "needs SCENARIO or SWEEP files, or --preset NAME", with_value=False
@@ -50,12 +47,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         retries=args.retries,
         rerun_flagged=not args.keep_flagged,
         command="ccfair validate " + " ".join(sys.argv[2:]),
-        progress=progress,
+        progress=say_unless(args.quiet),
         finished_only=args.finished_only,
         sim_tcp=sim_tcp or None,
         reference=args.reference,
     )
-    if not args.quiet:
+    if args.json:
+        print_json(
+            {
+                "points": records(v.points),
+                "summary": records(v.summary),
+                "report": Path(args.out) / "validate.md",
+                "figures": v.figures,
+            }
+        )
+    elif not args.quiet:
         print(v.format_table())
         print(f"report: {args.out}/validate.md  figures: {args.out}/figures/")
     return 0
@@ -63,12 +69,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.frontend:
-        scenario = Path(__file__).resolve().parents[3] / "scenarios" / "dumbbell.toml"
-        return frontend_main(str(args.frontend_scenario or scenario))
+        return frontend_main(args.frontend_scenario, as_json=args.json)
     if args.sweep:
-        return sweep_main(args.sweep, quick=args.quick, workers=args.workers)
+        return sweep_main(args.sweep, quick=args.quick, workers=args.workers, as_json=args.json)
     if args.report:
-        return report_main(args.report, quick=args.quick, workers=args.workers)
+        return report_main(args.report, quick=args.quick, workers=args.workers, as_json=args.json)
     return bench_main(
-        quick=args.quick, cases=args.case, instructions=args.instructions, history=args.history
+        quick=args.quick,
+        cases=args.case,
+        instructions=args.instructions,
+        history=args.history,
+        as_json=args.json,
     )

@@ -28,7 +28,7 @@ from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.results.run import RunResult, build_result
 from ccfair.spec.scenario import Scenario, as_scenario
 
-__all__ = ["run", "run_many"]
+__all__ = ["run", "run_many", "with_trace"]
 
 
 @contextlib.contextmanager
@@ -124,7 +124,7 @@ def _execute(
         backends.require(b, "bpf_programs", "force_bpf", force_bpf)
     identity = b.identity(force_bpf)
     rid = resolved.identity_json.run_id(identity)
-    engine_spec = _with_trace(resolved, trace)
+    engine_spec = with_trace(resolved, trace)
     if not b.checks_limits:
         _limits.check(engine_spec, lim)
     started = datetime.now(UTC).isoformat(timespec="seconds")
@@ -144,8 +144,15 @@ def _execute(
     return resolved, out.raw, record
 
 
-def _with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:
-    """The engine spec, asking for a trace of the named flows."""
+def with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:
+    """The engine spec of ``resolved``, asking for a trace of the named flows; a
+    :class:`SpecError` for a name that is not a flow.
+
+    Example:
+        >>> import ccfair
+        >>> with_trace(ccfair.dumbbell(2, "reno").resolve(), ["flow2"])["trace_flows"]
+        [1]
+    """
     if isinstance(trace, str) or not isinstance(trace, Sequence):
         raise SpecError("trace", trace, "is not a list of flow names")
     names = [f.name for f in resolved.flows]

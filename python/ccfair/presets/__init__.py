@@ -28,10 +28,9 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
-from ccfair.errors import SpecError
+from ccfair.errors import SpecError, close_matches
 from ccfair.presets.base import Preset
 from ccfair.presets.harada import harada_dumbbell_preset, harada_parking_preset
 from ccfair.presets.katsumata import katsumata_preset
@@ -62,7 +61,7 @@ def get(name: str) -> Preset:
         5
     """
     if name not in PRESETS:
-        hint = difflib.get_close_matches(name, list(PRESETS), n=1)
+        hint = close_matches(name, list(PRESETS))
         more = f'; did you mean "{hint[0]}"?' if hint else ""
         raise SpecError("preset", name, f"is not a preset{more} (presets: {', '.join(PRESETS)})")
     return PRESETS[name]

@@ -14,14 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccfair.errors import SpecError, show
+from ccfair.errors import SpecError, close_matches, show
 from ccfair.spec.scenario import Scenario
 from ccfair.spec.shapes import dumbbell, parking_lot
 from ccfair.units import format_duration, parse_duration
@@ -117,7 +116,7 @@ def get(name: Any, field: str = "base.builder") -> Builder:
     """
     if isinstance(name, str) and name in BUILDERS:
         return BUILDERS[name]
-    hint = difflib.get_close_matches(str(name), list(BUILDERS), n=1)
+    hint = close_matches(str(name), list(BUILDERS))
     more = f'; did you mean "{hint[0]}"?' if hint else ";"
     raise SpecError(
         field,

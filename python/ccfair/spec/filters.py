@@ -16,13 +16,12 @@ Example:
 from __future__ import annotations
 
 import ast
-import difflib
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ccfair.errors import SpecError, show
+from ccfair.errors import SpecError, close_matches, show
 from ccfair.units import parse_duration, parse_rate
 
 __all__ = ["Filter", "compile_filter", "evaluate", "MAX_FILTER_CHARS", "MAX_FILTER_DEPTH"]
@@ -160,7 +159,7 @@ def compile_filter(index: int, text: Any, names: Sequence[str]) -> Filter:
         if isinstance(node, ast.Name) and node.id not in names and node.id not in FUNCTIONS:
             if node.id == "p":
                 continue
-            hint = difflib.get_close_matches(node.id, names, n=1)
+            hint = close_matches(node.id, names)
             more = f'; did you mean "{hint[0]}"?' if hint else ""
             raise SpecError(
                 where,

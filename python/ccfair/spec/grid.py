@@ -14,14 +14,13 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ccfair.algorithms import names as algorithm_names
-from ccfair.errors import SpecError, show
+from ccfair.errors import SpecError, close_matches, show
 from ccfair.spec import builders
 from ccfair.spec.parts import Flow, Link
 from ccfair.spec.scenario import Scenario
@@ -145,7 +144,7 @@ def _check_field(key: str, name: str, section: str) -> None:
     if name in allowed:
         return
     where = "a scenario field" if not section else f"a field of {section}"
-    hint = difflib.get_close_matches(name, allowed, n=1)
+    hint = close_matches(name, allowed)
     more = f'; did you mean "{hint[0]}"?' if hint else ""
     raise SpecError(
         f"grid.{key}",
@@ -233,7 +232,7 @@ def classify(key: str, builder: str | None) -> str:
             )
         known = algorithm_names()
         if cca not in known:
-            hint = difflib.get_close_matches(cca, known, n=1)
+            hint = close_matches(cca, known)
             more = f'; did you mean "{hint[0]}"?' if hint else ""
             raise SpecError(
                 f"grid.{key}",
@@ -274,7 +273,7 @@ def classify(key: str, builder: str | None) -> str:
     first = tokens[0]
     if not isinstance(first, str) or first not in _FIELDS[""]:
         known = [*DERIVED, *(builders.get(builder).parameters() if builder else [])]
-        hint = difflib.get_close_matches(str(first), [*known, *_FIELDS[""]], n=1)
+        hint = close_matches(str(first), [*known, *_FIELDS[""]])
         more = f'; did you mean "{hint[0]}"?' if hint else ""
         raise SpecError(
             f"grid.{key}",

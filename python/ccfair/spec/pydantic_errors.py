@@ -12,14 +12,13 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import typing
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ccfair.errors import SpecError, format_path, show
+from ccfair.errors import SpecError, close_matches, format_path, show
 
 __all__ = ["spec_error_of"]
 
@@ -77,7 +76,7 @@ def spec_error_of(exc: ValidationError, model: type[BaseModel]) -> SpecError:
         elif kind == "extra_forbidden":
             parent = _model_at(model, loc[:-1])
             allowed = list(parent.model_fields) if parent is not None else []
-            hint = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            hint = close_matches(str(loc[-1]), allowed)
             did = f"did you mean {show(hint[0])}? " if hint else ""
             errors.append(
                 SpecError(

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import typing
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccfair import _core
 from ccfair.algorithms import names as algorithm_names
-from ccfair.errors import SpecError, format_path, show
+from ccfair.errors import SpecError, close_matches, format_path, show
 from ccfair.spec.parts import (
     PROFILES,
     U32_MAX,
@@ -65,7 +64,7 @@ _MISSING = object()
 
 
 def _did_you_mean(name: str, choices: Sequence[str]) -> str:
-    hint = difflib.get_close_matches(name, choices, n=1)
+    hint = close_matches(name, choices)
     return f"; did you mean {show(hint[0])}?" if hint else ""
 
 

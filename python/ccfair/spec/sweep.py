@@ -35,7 +35,6 @@ so two points that describe the same run share one id and run once. See docs/exp
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import itertools
 import json
@@ -47,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import backends
-from ccfair.errors import SpecError, show
+from ccfair.errors import SpecError, close_matches, show
 from ccfair.limits import MAX_REPETITIONS, Limits, as_limits, check, check_runs
 from ccfair.spec import builders
 from ccfair.spec.filters import Filter, compile_filter, evaluate
@@ -207,7 +206,7 @@ class Sweep:
         check_nesting(data, "")
         for key in data:
             if key not in _SWEEP_KEYS:
-                hint = difflib.get_close_matches(key, _SWEEP_KEYS, n=1)
+                hint = close_matches(key, _SWEEP_KEYS)
                 more = f'; did you mean "{hint[0]}"?' if hint else ";"
                 raise SpecError(
                     key,
@@ -512,7 +511,7 @@ def _check_estimate(resolved: Any, lim: Limits, labels: Mapping[str, Any], rep: 
 
 def _check_preset(preset: Any) -> None:
     if not isinstance(preset, str) or preset not in PRESET_NAMES:
-        hint = difflib.get_close_matches(str(preset), list(PRESET_NAMES), n=1)
+        hint = close_matches(str(preset), list(PRESET_NAMES))
         more = f'; did you mean "{hint[0]}"?' if hint else ""
         raise SpecError(
             "preset", preset, f"is not a preset{more} (presets: {', '.join(PRESET_NAMES)})"
@@ -580,7 +579,7 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
         params = b.parameters()
         for key in raw:
             if key != "builder" and key not in params:
-                hint = difflib.get_close_matches(key, params, n=1)
+                hint = close_matches(key, params)
                 more = f'; did you mean "{hint[0]}"?' if hint else ";"
                 raise SpecError(
                     f"base.{key}",
