@@ -13,6 +13,7 @@ from ccfair.cli.options import limits_of
 from ccfair.errors import SpecError
 from ccfair.limits import check, estimate
 from ccfair.spec import builders as builder_registry
+from ccfair.spec import queues
 from ccfair.spec.scenario import as_scenario
 
 
@@ -34,7 +35,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
             print(
                 f"  link {link.name:12s} {link.a}-{link.b}  {link.rate_bps / 1e6:g} Mbit/s  "
-                f"{link.delay_ns / 1e6:g} ms  buffer {link.buffer_pkts} pkt ({bdp})"
+                f"{link.delay_ns / 1e6:g} ms  buffer {link.buffer_pkts} pkt ({bdp})  "
+                f"queue {queues.describe(link.queue, link.qdisc)}"
             )
         for flow in resolved.flows:
             print(
