@@ -381,3 +381,12 @@ def test_check_shows_each_links_queue_and_options(tmp_path):
     lines = out.stdout.splitlines()
     assert any("queue codel target=5ms interval=100ms ecn=true mtu=1514" in ln for ln in lines)
     assert any("queue droptail" in ln for ln in lines)
+
+
+def test_docs_spec_md_holds_the_generated_option_tables():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "spec.md").read_text()
+    begin = text.index(queues.MARKDOWN_BEGIN)
+    end = text.index(queues.MARKDOWN_END) + len(queues.MARKDOWN_END)
+    assert text[begin:end] + "\n" == queues.format_markdown()
