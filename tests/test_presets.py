@@ -145,3 +145,41 @@ def test_report_warns_of_runs_identical_for_no_reason(tmp_path):
     page = _report_of(tmp_path, ["alpha = [8]", '"tcp.frto" = [true, false]'])
     summary = page.split('id="summary"')[1].split('id="setup"')[0]
     assert "1 group(s) of runs ended identical for no reason ccfair can see" in summary
+
+
+def test_harada_aqm_asks_for_ecn_exactly_with_codel_and_never_pools_queues(tmp_path):
+    """harada-aqm: fq_codel behind stock hosts, CoDel with ECN behind hosts that ask for it;
+    every figure is drawn per queue discipline."""
+    from ccfair.execution.sweeps import run_sweep
+    from ccfair.results.directory import Results
+
+    preset = PRESETS["harada-aqm"]
+    seen = set()
+    for p in preset.sweep(quick=True).expand():
+        r = p.scenario.resolve()
+        bn = r.link("bottleneck")
+        ecn = {f.tcp["ecn"] for f in r.flows}
+        seen.add((bn.queue, bn.qdisc["ecn"], *ecn))
+    assert seen == {("fq_codel", True, 2), ("codel", True, 1)}
+    # A small grid of the preset (one delay, two buffers, one repetition, 3 s runs).
+    d = preset.sweep_dict(quick=True, repetitions=1)
+    d["base"] = {**d["base"], "duration": "3s"}
+    d["grid"] = {**d["grid"], "delay": ["2ms"]}
+    run_sweep(Sweep.from_dict(d), tmp_path, workers=1, progress=False)
+    res = Results(tmp_path)
+    figs = preset.figures(res)
+    names = [n for n, _, _ in figs]
+    for queue in ("fq_codel", "codel-ecn"):
+        for pair in ("reno-bbr", "cubic-bbr", "reno-cubic"):
+            assert f"heatmap-{queue}-{pair}" in names
+    assert set(preset.headline) <= set(names)
+    for name, _, fig in figs:
+        if name.startswith("heatmap-"):
+            queue = "codel+ecn" if "codel-ecn" in name else "fq_codel"
+            assert f"queue {queue}:" in fig.get_suptitle(), (name, fig.get_suptitle())
+    # The panels of the curves are per queue and pair: never one panel for two queues.
+    curves = [f for n, _, f in figs if n in ("jain_index-vs-alpha", "sojourn-p95-vs-buffer")]
+    assert len(curves) == 2
+    for fig in curves:
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        assert len(titles) == 6 and all(t.startswith("queue ") for t in titles), titles

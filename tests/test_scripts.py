@@ -2,7 +2,8 @@
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
 scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
 benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
-scripts/install_pgo.sh, benches/estimate_check.py, scripts/katsumata_forced_expire.py)."""
+scripts/install_pgo.sh, benches/estimate_check.py, scripts/katsumata_forced_expire.py,
+scripts/aqm_tables.py)."""
 
 from __future__ import annotations
 
@@ -284,3 +285,11 @@ def test_estimate_check_finds_the_closest_runs_within_their_estimate():
         timeout=60,
     )
     assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_aqm_tables_refuses_a_directory_that_is_no_sweep(tmp_path):
+    p = _script("aqm_tables.py", str(tmp_path / "nowhere"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'nowhere'} is not a sweep's results directory"
+    ]

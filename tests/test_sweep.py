@@ -290,7 +290,7 @@ def test_cli_rejects_a_bad_sweep_file_with_one_line_and_status_2(tmp_path):
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert lines == [
         'error: grid.links.bottleneck.delai: "delai" is not a field of links; did you mean '
-        '"delay"? (fields: name, between, rate, delay, buffer, loss, queue)'
+        '"delay"? (fields: name, between, rate, delay, buffer, loss, queue, qdisc)'
     ]
     assert not (tmp_path / "r").exists()  # nothing written
 

@@ -444,3 +444,50 @@ def test_the_agreement_figure_shows_flagged_runs_apart(tmp_path):
     fig = val_figures.agreement_figure(points, tmp_path / "a.png", val_compare.flagged_points(runs))
     empty = val_figures.agreement_figure(points, tmp_path / "b.png", None)
     assert fig.stat().st_size > empty.stat().st_size > 0  # the hollow markers are drawn
+
+
+def test_the_sojourn_at_queue_disciplines_is_compared():
+    sc = ccfair.dumbbell(
+        2, ["cubic", "reno"], bottleneck_queue="codel", bottleneck_delay="8ms", duration="4s"
+    )
+    sim = ccfair.run(sc)
+    other = ccfair.run(sc)
+    # A made-up "kernel" result whose bottleneck held packets 10% longer.
+    ls = other.link_summary
+    for col in ("sojourn_p50_ms", "sojourn_p95_ms", "sojourn_p99_ms"):
+        ls[col] = ls[col] * 1.1
+    links = val_compare.compare_links("p", sim, other)
+    # Both directions of the bottleneck (the only link with a discipline), nothing else.
+    assert list(zip(links["link"], links["direction"], strict=True)) == [
+        ("bottleneck", "ab"),
+        ("bottleneck", "ba"),
+    ]
+    assert (links["queue"] == "codel").all()
+    ab = links.iloc[0]
+    assert ab["sojourn_p95_kernel"] == pytest.approx(1.1 * ab["sojourn_p95_sim"])
+    assert ab["mark_aqm_sim"] == ab["mark_aqm_kernel"] == 0
+    runs = links.assign(pair="cubic vs reno", rep=0, kernel_reliable=True)
+    pts = val_compare.summarize_link_points(runs)
+    assert pts.iloc[0]["sojourn_p95_rel_diff"] == pytest.approx(0.1)
+    text = "\n".join(val_markdown._sojourn_section(pts))
+    assert "### Queueing delay at the queue disciplines" in text
+    assert "**met** (median 10.0%, largest 10.0%, 0 of 2 beyond)" in text
+    # Links without a discipline have no sojourn to compare.
+    plain = ccfair.run(ccfair.dumbbell(2, ["cubic", "reno"], duration="2s"))
+    assert val_compare.compare_links("p", plain, plain).empty
+    assert val_markdown._sojourn_section(pd.DataFrame()) == []
+
+
+def test_a_study_with_a_queue_discipline_writes_its_sojourn_tables(monkeypatch, tmp_path):
+    sc = ccfair.dumbbell(2, ["reno", "cubic"], bottleneck_queue="fq_codel", duration="2s")
+    kernel_sc = val_points.kernel_variant(sc)
+    rid = val.run_id_of(kernel_sc.resolve().normalized, "kernel")
+    stand_in = ccfair.run(kernel_sc, backend="sim")  # not a real kernel run
+    monkeypatch.setattr(val, "finished_run_ids", lambda results: {rid})
+    monkeypatch.setattr(val, "load", lambda results, run_id: stand_in)
+    (tmp_path / "results").mkdir()
+    v = val.validate([sc], out=tmp_path, finished_only=True, timeseries_figures=0)
+    assert set(v.link_points["queue"]) == {"fq_codel"}
+    assert (v.link_points["sojourn_p95_rel_diff"].abs() < 1e-9).all()
+    assert (tmp_path / "validate_link_points.csv").exists()
+    assert "Queueing delay at the queue disciplines" in (tmp_path / "validate.md").read_text()

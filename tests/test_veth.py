@@ -136,6 +136,139 @@ def test_the_veth_path_refuses_what_it_cannot_run_naming_the_field():
     veth.check_scenario(zero_delay().resolve(), netem=False)  # nothing to refuse
 
 
+def bottleneck_lines(sc: Scenario) -> list[str]:
+    p = planned(sc)
+    return [line for lines in p.tc.values() for line in lines if "cv0a1b2c3d2a" in line]
+
+
+def test_a_queue_discipline_is_linuxs_own_qdisc_with_the_links_options():
+    sc = ccfair.dumbbell(
+        2,
+        "cubic",
+        bottleneck_delay="18ms",
+        bottleneck_queue={"queue": "codel", "ecn": True, "target": "4ms"},
+    )
+    bott = bottleneck_lines(sc)
+    assert bott[0].startswith("qdisc add dev cv0a1b2c3d2a root handle 5: stab overhead -14 netem")
+    assert bott[3] == (
+        "qdisc add dev cv0a1b2c3d2a parent 1:1 handle 10: codel limit 1000 target 4000us "
+        "interval 100000us ecn"
+    )
+    fq = bottleneck_lines(
+        zero_delay(bottleneck_queue={"queue": "fq_codel", "ce_threshold": "1ms", "flows": 64})
+    )
+    assert fq[-1].endswith(
+        "handle 10: fq_codel limit 30 flows 64 target 5000us interval 100000us quantum 1514 "
+        "memory_limit 33554432 drop_batch 64 ecn ce_threshold 1000us"
+    )
+    pie = bottleneck_lines(zero_delay(bottleneck_queue={"queue": "pie", "alpha": 4}))
+    assert pie[-1].endswith(
+        "handle 10: pie limit 30 target 15000us tupdate 15000us alpha 4 beta 20 noecn "
+        "nobytemode no_dq_rate_estimator"
+    )
+    # RED: tc's byte limit from the buffer, the link's rate as its bandwidth, the
+    # thresholds left to tc unless set (it computes the simulator's defaults).
+    red = bottleneck_lines(zero_delay(bottleneck_queue={"queue": "red", "ecn": True}))
+    assert red[-1].endswith(
+        "handle 10: red limit 45000 avpkt 1000 probability 0.02 bandwidth 20000000bit ecn"
+    )
+    red = bottleneck_lines(
+        zero_delay(bottleneck_queue={"queue": "red", "min": "9kB", "max": "27kB", "burst": 20})
+    )
+    assert "red limit 45000 min 9000 max 27000 avpkt 1000 burst 20 probability" in red[-1]
+
+
+def test_a_queue_discipline_the_kernel_lacks_is_refused_by_name():
+    sc = zero_delay(bottleneck_queue="fq_codel").resolve()
+    with pytest.raises(SpecError) as e:
+        veth.check_scenario(sc, netem=False, have_qdisc=lambda kind: kind != "fq_codel")
+    assert e.value.path == "links[2].queue"
+    assert "this kernel has no fq_codel qdisc (CONFIG_NET_SCH_FQ_CODEL)" in str(e.value)
+    assert 'backend = "kernel"' in str(e.value)
+    veth.check_scenario(sc, netem=False, have_qdisc=lambda kind: True)
+    # Options of ccfair's disciplines that tc cannot set.
+    for queue, bad, path in (
+        ({"queue": "fq_codel", "hash": "per_flow"}, "per_flow", "links[2].qdisc.hash"),
+        ({"queue": "codel", "mtu": 9014}, 9014, "links[2].qdisc.mtu"),
+        ({"queue": "pie", "burst_allowance": "0s"}, 0, "links[2].qdisc.burst_allowance"),
+    ):
+        with pytest.raises(SpecError) as e:
+            veth.check_scenario(zero_delay(bottleneck_queue=queue).resolve(), netem=False)
+        assert e.value.path == path and e.value.value == bad, str(e.value)
+        assert "cannot be set on Linux's" in str(e.value)
+    lossy = zero_delay(bottleneck_queue="codel", bottleneck_loss=0.01).resolve()
+    with pytest.raises(SpecError, match=r"links\[2\]\.loss: 0.01 random loss on a codel link"):
+        veth.check_scenario(lossy, netem=True)
+
+
+def test_a_queue_disciplines_statistics_split_its_drops_and_count_its_marks():
+    # tc -s -j qdisc show: fq_codel at handle 10: under HTB (tc's q_fq_codel.c xstats).
+    qdiscs = [
+        {
+            "kind": "htb",
+            "handle": "1:",
+            "root": True,
+            "packets": 900,
+            "bytes": 1350000,
+            "drops": 0,
+            "qlen": 0,
+        },
+        {
+            "kind": "fq_codel",
+            "handle": "10:",
+            "parent": "1:1",
+            "packets": 900,
+            "bytes": 1350000,
+            "drops": 30,
+            "qlen": 2,
+            "maxpacket": 1514,
+            "drop_overlimit": 4,
+            "new_flow_count": 7,
+            "ecn_mark": 12,
+            "ce_mark": 3,
+            "drop_overmemory": 1,
+        },
+    ]
+    c = veth.counts_of(qdiscs)
+    assert (c["drops"], c["limit_drops"], c["marks"], c["ce_marks"]) == (30, 4, 12, 3)
+    assert (c["new_flows"], c["overmemory_drops"]) == (7, 1)
+    red = veth.counts_of(
+        [
+            {
+                "kind": "red",
+                "handle": "10:",
+                "root": True,
+                "packets": 10,
+                "bytes": 1,
+                "drops": 5,
+                "qlen": 0,
+                "marked": 6,
+                "early": 3,
+                "pdrop": 2,
+            }
+        ]
+    )
+    assert (red["limit_drops"], red["marks"], red["new_flows"]) == (2, 6, -1)
+    spec = zero_delay(1, bottleneck_queue="fq_codel").resolve().engine_spec
+    counts = [veth.counts_of([])] * 6
+    counts[2] = c
+    raw: dict = {}
+    veth.fill_link_summary(raw, counts, spec)
+    import numpy as np
+
+    def col(name: str, dtype: str) -> list:
+        return list(np.frombuffer(raw[name][1], dtype=dtype))
+
+    assert col("drop_queue_pkts", "<u8")[2] == 4
+    assert col("drop_aqm_pkts", "<u8")[2] == 26
+    assert col("mark_aqm_pkts", "<u8")[2] == 12
+    assert col("mark_ce_threshold_pkts", "<u8")[2] == 3
+    assert col("fq_new_flow_count", "<f8")[2] == 7
+    assert col("fq_drop_overmemory_pkts", "<f8")[2] == 1
+    assert np.isnan(col("fq_new_flow_count", "<f8")[0])  # an access link: drop-tail
+    assert col("arrival_pkts", "<u8")[2] == 900 + 30 + 2
+
+
 def test_flows_needing_two_routes_to_one_host_from_one_node_are_refused():
     spec = zero_delay(1).resolve().engine_spec
     # A second flow to the same receiver whose data path leaves h1 over another link:
@@ -220,14 +353,16 @@ def test_two_flows_over_veth_share_the_htb_rate_and_the_pfifo_drops(kernel_backe
     assert_nothing_left(sc)
 
 
-needs_netem = pytest.mark.skipif(
-    not netem_available(), reason=f"{veth.NETEM_MISSING}: run on a kernel with netem"
-)
+@pytest.fixture
+def needs_netem(kernel_backend) -> None:
+    """Skip, naming what is missing, on a kernel without netem. A fixture, not a mark: the
+    probe creates a namespace, which only tests that run the kernel backend may do."""
+    if not netem_available():
+        pytest.skip(f"{veth.NETEM_MISSING}: run on a kernel with netem")
 
 
 @pytest.mark.kernel
-@needs_netem
-def test_a_netem_limit_counts_the_delay_line_closed_form(kernel_backend):
+def test_a_netem_limit_counts_the_delay_line_closed_form(kernel_backend, needs_netem):
     """netem holding delay and queue (Mininet's TCLink): with a limit of 10 packets and a
     one-way delay of 40 ms at 20 Mbit/s (66.7 packets in the delay line), at most 10
     packets are ever held, so one flow's goodput is capped at 10 x 1448 B / 40 ms =
@@ -256,8 +391,7 @@ def test_a_netem_limit_counts_the_delay_line_closed_form(kernel_backend):
 
 
 @pytest.mark.kernel
-@needs_netem
-def test_droptail_with_delay_matches_the_simulator_on_one_flow(kernel_backend):
+def test_droptail_with_delay_matches_the_simulator_on_one_flow(kernel_backend, needs_netem):
     """A drop-tail link with a netem delay stage: one CUBIC flow at 20 Mbit/s, RTT 40 ms,
     1 BDP fills the link and sees the propagation RTT, as on the simulator."""
     sc = ccfair.dumbbell(

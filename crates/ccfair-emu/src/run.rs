@@ -645,9 +645,13 @@ fn flow_summary(
         first_data_sent_s: c.first_data_sent_s,
         handshake_rtt_ms: c.handshake_rtt_ms,
         syn_retrans_pkts: c.syn_retrans_pkts,
-        // ECN is not read from the hosts yet.
-        ecn_negotiated: f64::NAN,
-        ce_received_pkts: f64::NAN,
+        // ECN as the hosts' sockets report it (docs/kernel.md, "ECN"): whether the sender's
+        // connection negotiated it, and the CE-marked segments the receiver's socket saw
+        // (Linux 6.18's tcpi_received_ce; NaN before 6.18). Linux counts no ACKs with ECE
+        // (its tcpi_delivered_ce counts the packets they acknowledge) and no reductions for
+        // ECE, per socket or per namespace: those two stay NaN.
+        ecn_negotiated: if s.ecn_negotiated { 1.0 } else { 0.0 },
+        ce_received_pkts: r.received_ce.map_or(f64::NAN, |n| n as f64),
         ece_received_pkts: f64::NAN,
         ecn_reduction_count: f64::NAN,
     }

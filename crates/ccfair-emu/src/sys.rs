@@ -297,6 +297,12 @@ pub fn into_stream(fd: OwnedFd) -> TcpStream {
 /// `struct tcp_info` of a socket (tcp(7) TCP_INFO). The kernel copies
 /// min(our size, its size) bytes, so fields it lacks stay zero.
 pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
+    tcp_info_len(fd).map(|(info, _)| info)
+}
+
+/// [`tcp_info`] and how many bytes the kernel filled (its own `struct tcp_info` may end
+/// before ours: [`TcpInfo::has_received_ce`]).
+pub fn tcp_info_len(fd: RawFd) -> io::Result<(TcpInfo, usize)> {
     let mut info = TcpInfo::default();
     let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
     // SAFETY: getsockopt(2) writes at most `len` bytes into a repr(C) struct of plain
@@ -310,7 +316,7 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
             &mut len,
         )
     })?;
-    Ok(info)
+    Ok((info, len as usize))
 }
 
 /// BBR's `struct tcp_bbr_info` through tcp(7) TCP_CC_INFO (net/ipv4/tcp_bbr.c

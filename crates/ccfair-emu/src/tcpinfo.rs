@@ -1,8 +1,10 @@
 //! What Linux reports about a TCP socket, mapped onto the simulator's time-series columns.
 //!
-//! `struct tcp_info` is laid out as in include/uapi/linux/tcp.h (Linux 6.7+, which added
-//! `tcpi_total_rto*`); `struct tcp_bbr_info` as in include/uapi/linux/inet_diag.h. The
-//! mapping to ccfair's columns follows docs/results.md; each field says where it comes from.
+//! `struct tcp_info` is laid out as in include/uapi/linux/tcp.h of Linux 6.18 (6.7 added
+//! `tcpi_total_rto*`, 6.18 Accurate ECN's counters after them); `struct tcp_bbr_info` as in
+//! include/uapi/linux/inet_diag.h. The mapping to ccfair's columns follows docs/results.md;
+//! each field says where it comes from. An older kernel fills fewer bytes (getsockopt
+//! reports how many): [`TcpInfo::has_received_ce`] says whether it filled the 6.18 fields.
 
 /// `struct tcp_info` (include/uapi/linux/tcp.h). Plain integers only, so every byte pattern
 /// is a valid value; the kernel fills min(sizeof, its own size) bytes.
@@ -144,6 +146,38 @@ pub struct TcpInfo {
     pub tcpi_total_rto_recoveries: u16,
     /// Time spent in RTO recoveries, ms (Linux 6.7+).
     pub tcpi_total_rto_time: u32,
+
+    /// CE-marked segments received (Linux 6.18: `tp->received_ce`, counted by
+    /// `tcp_ecn_received_counters` in include/net/tcp_ecn.h for every ECN mode, GRO
+    /// segments counted one by one).
+    pub tcpi_received_ce: u32,
+    /// Accurate ECN's byte counters (6.18); not used by ccfair, which runs classic ECN.
+    pub tcpi_delivered_e1_bytes: u32,
+    pub tcpi_delivered_e0_bytes: u32,
+    pub tcpi_delivered_ce_bytes: u32,
+    pub tcpi_received_e1_bytes: u32,
+    pub tcpi_received_e0_bytes: u32,
+    pub tcpi_received_ce_bytes: u32,
+    /// `tcpi_ecn_mode : 2, tcpi_accecn_opt_seen : 2, tcpi_accecn_fail_mode : 4,
+    /// tcpi_options2 : 24` (6.18).
+    pub tcpi_ecn_bits: u32,
+}
+
+/// `TCPI_OPT_ECN` (include/uapi/linux/tcp.h): the connection negotiated ECN.
+pub const TCPI_OPT_ECN: u8 = 8;
+
+impl TcpInfo {
+    /// Whether a `tcp_info` of `len` bytes (what getsockopt returned) holds
+    /// `tcpi_received_ce`: a 6.18 kernel's does, an older one's ends before it.
+    pub fn has_received_ce(len: usize) -> bool {
+        len >= std::mem::offset_of!(TcpInfo, tcpi_received_ce) + 4
+    }
+
+    /// Whether the connection negotiated ECN (`tcpi_options & TCPI_OPT_ECN`, set by
+    /// `tcp_get_info` in net/ipv4/tcp.c for a connection in an ECN mode).
+    pub fn ecn_negotiated(&self) -> bool {
+        self.tcpi_options & TCPI_OPT_ECN != 0
+    }
 }
 
 /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h): ssthresh before the first reduction.
@@ -309,7 +343,28 @@ mod tests {
         assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_delivery_rate), 160);
         assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_snd_wnd), 228);
         assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_total_rto), 240);
-        assert_eq!(std::mem::size_of::<TcpInfo>(), 248);
+        // Linux 6.18's Accurate ECN fields follow tcpi_total_rto_time.
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_received_ce), 248);
+        assert_eq!(std::mem::offset_of!(TcpInfo, tcpi_ecn_bits), 276);
+        assert_eq!(std::mem::size_of::<TcpInfo>(), 280);
+    }
+
+    #[test]
+    fn ecn_fields_are_read_only_when_the_kernel_filled_them() {
+        // A 6.7 .. 6.17 kernel copies 248 bytes, a 6.18 one 280.
+        assert!(!TcpInfo::has_received_ce(248));
+        assert!(TcpInfo::has_received_ce(252));
+        assert!(TcpInfo::has_received_ce(280));
+        let t = TcpInfo {
+            tcpi_options: 1 | 2 | 4 | TCPI_OPT_ECN,
+            ..TcpInfo::default()
+        };
+        assert!(t.ecn_negotiated());
+        let t = TcpInfo {
+            tcpi_options: 1 | 2 | 4 | 16,
+            ..TcpInfo::default()
+        };
+        assert!(!t.ecn_negotiated());
     }
 
     #[test]

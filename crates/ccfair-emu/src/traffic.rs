@@ -21,7 +21,7 @@ use crate::error::EmuError;
 use crate::forwarder::Control;
 use crate::grid::Grid;
 use crate::sys;
-use crate::tcpinfo::{BbrInfo, Sample};
+use crate::tcpinfo::{BbrInfo, Sample, TcpInfo};
 
 /// Write chunk of the sender and read buffer of the receiver.
 const IO_CHUNK: usize = 256 * 1024;
@@ -158,6 +158,8 @@ pub struct SenderOut {
     pub reord_seen: u64,
     /// `tcpi_min_rtt`, µs (NaN without a sample).
     pub min_rtt_us: f64,
+    /// The connection negotiated ECN (`tcpi_options & TCPI_OPT_ECN`).
+    pub ecn_negotiated: bool,
     /// Mean of the srtt samples (a time average at the sampling interval).
     pub mean_srtt_us: f64,
     /// TcpExt counters of the sender's namespace over the run (end minus start).
@@ -197,6 +199,9 @@ pub struct ReceiverOut {
     pub data_segs_in: u64,
     /// `tcpi_segs_out` of the receiving socket.
     pub segs_out: u64,
+    /// CE-marked segments the receiving socket saw (`tcpi_received_ce`); None when the
+    /// kernel's `tcp_info` has no such field (before Linux 6.18).
+    pub received_ce: Option<u64>,
 }
 
 fn wait_t0(ctl: &Control) -> Result<u64, EmuError> {
@@ -285,9 +290,11 @@ pub fn receiver(
         run.wait()?;
     }
     if let Some(stream) = &run.stream {
-        if let Ok(info) = sys::tcp_info(stream.as_raw_fd()) {
+        if let Ok((info, len)) = sys::tcp_info_len(stream.as_raw_fd()) {
             run.out.data_segs_in = u64::from(info.tcpi_data_segs_in);
             run.out.segs_out = u64::from(info.tcpi_segs_out);
+            run.out.received_ce =
+                TcpInfo::has_received_ce(len).then(|| u64::from(info.tcpi_received_ce));
         }
     }
     Ok(run.out)
@@ -722,6 +729,7 @@ impl<'a> SenderRun<'a> {
         out.dsack_dups = info.tcpi_dsack_dups as u64;
         out.reord_seen = info.tcpi_reord_seen as u64;
         out.min_rtt_us = Sample::from_info(&info, None).min_rtt_us;
+        out.ecn_negotiated = info.ecn_negotiated();
         out.mean_srtt_us = if self.srtt_count == 0 {
             f64::NAN
         } else {

@@ -207,10 +207,10 @@ rows! {
         first_data_sent_s: f64 = "the first data segment entered the network",
         handshake_rtt_ms: f64 = "first SYN sent to SYN-ACK received at the sender's host",
         syn_retrans_pkts: u64 = "SYNs sent beyond the first",
-        ecn_negotiated: f64 = "1 if the handshake negotiated ECN (tcp.ecn, tcp.ecn_receiver), else 0 (kernel: NaN, not read)",
-        ce_received_pkts: f64 = "data packets that reached the receiver CE-marked (kernel: NaN, not read)",
-        ece_received_pkts: f64 = "ACKs with ECE the sender took as an echo of a CE mark (ECN negotiated; kernel: NaN, not read)",
-        ecn_reduction_count: f64 = "window reductions an ECE started (entries to the CWR state; kernel: NaN, not read)",
+        ecn_negotiated: f64 = "1 if the handshake negotiated ECN (tcp.ecn, tcp.ecn_receiver), else 0 (kernel: the sender's tcpi_options)",
+        ce_received_pkts: f64 = "data packets that reached the receiver CE-marked (kernel: the receiver's tcpi_received_ce, which also counts duplicates; NaN before Linux 6.18)",
+        ece_received_pkts: f64 = "ACKs with ECE the sender took as an echo of a CE mark (ECN negotiated; kernel: NaN, Linux counts no such ACKs)",
+        ecn_reduction_count: f64 = "window reductions an ECE started (entries to the CWR state; kernel: NaN, Linux counts none)",
     }
 }
 

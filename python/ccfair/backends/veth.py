@@ -1,8 +1,10 @@
 """The kernel backend on the veth data path: the host's Linux TCP stack in network
 namespaces joined by veth pairs, with the links as tc qdiscs (HTB for the rate, netem for
-the delay and, with ``queue = "netem"``, the queue), as Mininet builds them
-(:mod:`ccfair.backends.kernel.veth`, docs/kernel.md "The veth data path"). Needs netem for
-any link with a delay; the TUN path (``backend = "kernel"``) needs nothing of the kind.
+the delay and, with ``queue = "netem"``, the queue; Linux's codel, fq_codel, pie or red for a
+link with that queue discipline), as Mininet builds them (:mod:`ccfair.backends.kernel.veth`,
+docs/kernel.md "The veth data path"). Needs netem for any link with a delay, and each queue
+discipline a scenario names; the TUN path (``backend = "kernel"``) needs nothing of the
+kind.
 
 Example:
     >>> BACKEND.name, BACKEND.real_time, BACKEND.identity(force_bpf=True)
@@ -23,27 +25,40 @@ from ccfair.backends.kernel.veth import check_scenario
 
 
 @functools.cache
-def netem_available() -> bool:
-    """Whether this kernel offers the netem qdisc: tried once on the loopback device of a
-    namespace ccfair creates and removes (``ccf-<8 hex>-0-netemprobe``). False without root.
+def qdisc_available(kind: str) -> bool:
+    """Whether this kernel offers the qdisc ``kind`` (``netem``, ``codel``, ``fq_codel``,
+    ``pie``, ``red``): tried once on the loopback device of a namespace ccfair creates and
+    removes (``ccf-<8 hex>-0-qdiscprobe``). False without root.
 
     Example:
-        >>> isinstance(netem_available(), bool)  # doctest: +SKIP
+        >>> isinstance(qdisc_available("fq_codel"), bool)  # doctest: +SKIP
         True
     """
     if missing_capabilities():
         return False
-    name = f"ccf-{os.getpid() & 0xFFFFFFFF:08x}-0-netemprobe"
+    name = f"ccf-{os.getpid() & 0xFFFFFFFF:08x}-0-qdiscprobe"
     if subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode != 0:
         return False
+    # A probe of each kind with its mandatory arguments (RED's limit and avpkt).
+    args = {"netem": ["delay", "1ms"], "red": ["limit", "150000", "avpkt", "1000"]}
     try:
         proc = subprocess.run(
-            ["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+            ["tc", "-n", name, "qdisc", "add", "dev", "lo", "root", kind, *args.get(kind, [])],
             capture_output=True,
         )
         return proc.returncode == 0
     finally:
         subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def netem_available() -> bool:
+    """Whether this kernel offers the netem qdisc (:func:`qdisc_available`).
+
+    Example:
+        >>> isinstance(netem_available(), bool)  # doctest: +SKIP
+        True
+    """
+    return qdisc_available("netem")
 
 
 class VethBackend(KernelBackend):
@@ -68,7 +83,12 @@ class VethBackend(KernelBackend):
         """The kernel backend's checks, then
         :func:`ccfair.backends.kernel.veth.check_scenario`."""
         super().check(resolved, force_bpf=force_bpf)
-        check_scenario(resolved, netem=netem_available(), engine_spec=engine_spec)
+        check_scenario(
+            resolved,
+            netem=netem_available(),
+            engine_spec=engine_spec,
+            have_qdisc=qdisc_available,
+        )
 
     def preflight(self) -> None:
         """The kernel backend's, and tc (iproute2) on PATH."""

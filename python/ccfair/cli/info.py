@@ -17,6 +17,7 @@ from ccfair.cli.output import print_json
 from ccfair.errors import CcfairError, SpecError
 from ccfair.limits import Limits, check, estimate
 from ccfair.spec import builders as builder_registry
+from ccfair.spec import queues
 from ccfair.spec.scenario import as_scenario
 
 
@@ -76,6 +77,7 @@ def _check_file(path: str, lim: Limits) -> dict[str, Any]:
             "buffer_bdp": link.buffer_bdp,
             "bdp_pkts": link.bdp_pkts,
             "reference": link.reference,
+            "queue": queues.describe(link.queue, link.qdisc),
         }
         for link in resolved.links
     ]
@@ -111,7 +113,8 @@ def _print_check(report: dict[str, Any]) -> None:
         )
         print(
             f"  link {link['name']:12s} {link['a']}-{link['b']}  {link['rate_bps'] / 1e6:g} "
-            f"Mbit/s  {link['delay_ns'] / 1e6:g} ms  buffer {link['buffer_pkts']} pkt ({bdp})"
+            f"Mbit/s  {link['delay_ns'] / 1e6:g} ms  buffer {link['buffer_pkts']} pkt ({bdp})  "
+            f"queue {link['queue']}"
         )
     for flow in report["flows"]:
         print(

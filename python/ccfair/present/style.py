@@ -150,6 +150,8 @@ _SHORT = {
     "rtt_ratio": "RTT spread",
     "params.bbr": "BBR",
     "ccas": "",
+    "bottleneck_queue": "queue",
+    "tcp.ecn": "hosts' tcp_ecn",
 }
 
 

@@ -12,11 +12,12 @@ lists the same choices. Nothing here is tuned to make a figure look like a paper
 
 The presets are registered here (:data:`PRESETS`), each built by its study's module
 (:mod:`~ccfair.presets.harada`, :mod:`~ccfair.presets.ogino`, :mod:`~ccfair.presets.ogawa`,
-:mod:`~ccfair.presets.katsumata`) from :mod:`~ccfair.presets.base`. A sweep names its preset
-by name (``preset = "..."``); the names a sweep may give are
-:data:`ccfair.spec.sweep.PRESET_NAMES` (the spec sits below the presets), which a test keeps
-equal to :data:`PRESETS`. Presets may import every layer below them (execution, results,
-figures, analysis, the spec); the report, the studies and the CLI above use them.
+:mod:`~ccfair.presets.katsumata`, :mod:`~ccfair.presets.aqm`) from
+:mod:`~ccfair.presets.base`. A sweep names its preset by name (``preset = "..."``); the
+names a sweep may give are :data:`ccfair.spec.sweep.PRESET_NAMES` (the spec sits below the
+presets), which a test keeps equal to :data:`PRESETS`. Presets may import every layer below
+them (execution, results, figures, analysis, the spec); the report, the studies and the CLI
+above use them.
 
 Example:
     >>> p = get("katsumata-rtprop")
@@ -31,11 +32,13 @@ from __future__ import annotations
 from typing import Any
 
 from ccfair.errors import SpecError, close_matches
+from ccfair.presets.aqm import harada_aqm_preset
 from ccfair.presets.base import Preset
 from ccfair.presets.harada import harada_dumbbell_preset, harada_parking_preset
 from ccfair.presets.katsumata import katsumata_preset
 from ccfair.presets.ogawa import ogawa_preset
 from ccfair.presets.ogino import ogino_preset
+from ccfair.spec.sweep import Sweep
 
 __all__ = ["PRESETS", "Preset", "count_runs", "get"]
 
@@ -49,6 +52,7 @@ PRESETS: dict[str, Preset] = {
         ogino_preset(),
         ogawa_preset(),
         katsumata_preset(),
+        harada_aqm_preset(),
     )
 }
 
@@ -68,12 +72,17 @@ def get(name: str) -> Preset:
 
 
 def count_runs(sweep_dict: dict[str, Any]) -> int:
-    """Runs of a preset's grid (product of the axes x repetitions), without validating it.
+    """Runs of a preset's grid (product of the axes x repetitions, less the points its
+    filters remove), without building them.
 
     Example:
         >>> count_runs(get("harada-dumbbell").full)
         270
+        >>> count_runs(get("harada-aqm").full)
+        540
     """
+    if sweep_dict.get("filters"):
+        return Sweep.from_dict({"name": "count", **sweep_dict}).filtered_runs()
     n = sweep_dict.get("repetitions", 1)
     for values in sweep_dict["grid"].values():
         n *= len(values)

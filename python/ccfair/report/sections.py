@@ -443,7 +443,7 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
             more = f" and {len(never) - 12} more" if len(never) > 12 else ""
             out.append(
                 f"<b>The buffer never filled</b> in any repetition at {len(never)} point(s) "
-                f"(no packet dropped at the bottleneck): {esc(text)}{more}. There the flows "
+                f"(no packet dropped for a full buffer): {esc(text)}{more}. There the flows "
                 "kept less data in the network than the buffer holds, so any larger buffer is "
                 "the same network and gives the same runs, seed by seed."
             )

@@ -472,11 +472,13 @@ class Results:
         """One row per run: the point's labels, rep, and run metrics: ``goodput_mbps`` (all
         flows), ``jain_index``, ``<cca>_share_frac`` per algorithm, the stability of the
         flows' 1 s goodput (``goodput_1s_cv``, ``goodput_1s_swing_mbps``: means over the
-        run's flows), and at the bottleneck(s) ``utilisation_frac``, ``loss_frac``,
+        run's flows), and at the bottleneck(s) ``utilisation_frac``, ``loss_frac`` (every
+        drop: buffer overflows, a queue discipline's drops, random loss),
         ``queue_wait_mean_ms`` (mean sojourn minus one packet's serialisation),
         ``queue_delay_p95_ms``, ``buffer_pkts``, ``buffer_bdp``, ``drop_queue_pkts`` (buffer
-        overflows) and the sampled queue's 99th percentile ``queue_p99_pkts`` and
-        ``queue_p99_bdp`` (the largest over the bottlenecks).
+        overflows), the sampled queue's 99th percentile ``queue_p99_pkts`` and
+        ``queue_p99_bdp`` and, at a queue discipline, ``sojourn_p95_ms`` (the largest over
+        the bottlenecks; NaN without a discipline).
 
         Example:
             >>> Results("results/harada-dumbbell").run_metrics()["jain_index"]  # doctest: +SKIP
@@ -523,8 +525,11 @@ class Results:
         # reference path (buffer_pkts / buffer_bdp): where it stays below the buffer and
         # nothing is dropped, the buffer never filled.
         q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
+        aqm_drops = sel["drop_aqm_pkts"] if "drop_aqm_pkts" in sel.columns else 0
+        sojourn_p95 = sel["sojourn_p95_ms"] if "sojourn_p95_ms" in sel.columns else float("nan")
         sel = sel.assign(
-            _drops=sel["drop_queue_pkts"] + sel["drop_random_pkts"],
+            _drops=sel["drop_queue_pkts"] + aqm_drops + sel["drop_random_pkts"],
+            _sojourn_p95=sojourn_p95,
             _wait=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
             _q99=q99_pkts,
             _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
@@ -540,6 +545,7 @@ class Results:
             drop_queue_pkts=("drop_queue_pkts", "sum"),
             queue_p99_pkts=("_q99", "max"),
             queue_p99_bdp=("_q99_bdp", "max"),
+            sojourn_p95_ms=("_sojourn_p95", "max"),
         )
         arrivals = agg.pop("_arrivals").astype(float)
         drops = agg.pop("_drops").astype(float)

@@ -210,6 +210,13 @@ def _rtt_spread(kwargs: Mapping[str, Any], ratio: Any, n: int) -> list[str]:
     return out
 
 
+_QUEUE_DOC = (
+    'the bottleneck\'s queue: a name ("droptail", the default, "netem", "codel", '
+    '"fq_codel", "pie", "red") or a table of the name and the discipline\'s options '
+    '({queue = "codel", ecn = true, target = "5ms"}; docs/spec.md, "Queue disciplines"); '
+    "with a discipline and no buffer_bdp or buffer_pkts, the buffer is its Linux limit"
+)
+
 _COMMON_DOCS = {
     "start_jitter": "every flow starts at a seeded random offset in [0, start_jitter]",
     "tcp": "the [tcp] table (TCP options of every flow)",
@@ -238,6 +245,7 @@ DUMBBELL = Builder(
         "buffer_pkts": "bottleneck buffer in packets (instead of buffer_bdp)",
         "buffer_reference": "the flow whose path is the BDP reference",
         "bottleneck_loss": "random loss probability of the bottleneck link",
+        "bottleneck_queue": _QUEUE_DOC,
         "access_rate": "rate of every access link",
         "access_delay": "one-way delay of the sender access links: one for all, or one per flow",
         "receiver_delay": "one-way delay of the receiver access links: one for all, or one "
@@ -253,6 +261,7 @@ DUMBBELL = Builder(
         "alpha": "buffer_bdp",
         "rate": "bottleneck_rate",
         "loss": "bottleneck_loss",
+        "bottleneck_queue": "bottleneck_queue",
     },
     derived=("ccas", "n_flows", "per_cca", "rtt_ratio"),
     grid_arguments=_dumbbell_grid,
@@ -298,6 +307,7 @@ PARKING_LOT = Builder(
         "buffer_bdp": "buffer of L<i> in BDPs of cross<i> (default 2.0 when buffer_pkts is "
         "not given)",
         "buffer_pkts": "buffer of every bottleneck in packets (instead of buffer_bdp)",
+        "bottleneck_queue": _QUEUE_DOC.replace("the bottleneck's", "every bottleneck's"),
         "access_rate": "rate of every access link",
         "access_delay": "one-way delay of every access link",
         "main_params": "algorithm parameters of the main flow",
@@ -307,7 +317,12 @@ PARKING_LOT = Builder(
         "cross_starts": "start times of the cross flows: one for all, or one per hop",
         **_COMMON_DOCS,
     },
-    aliases={"delay": "delay", "alpha": "buffer_bdp", "rate": "rate"},
+    aliases={
+        "delay": "delay",
+        "alpha": "buffer_bdp",
+        "rate": "rate",
+        "bottleneck_queue": "bottleneck_queue",
+    },
     derived=("ccas",),
     grid_arguments=_parking_lot_grid,
     unsupported={"loss": "set links.L1.loss etc. by path"},

@@ -21,7 +21,7 @@ from typing import Any
 
 from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, close_matches, show
-from ccfair.spec import builders
+from ccfair.spec import builders, queues
 from ccfair.spec.parts import Flow, Link
 from ccfair.spec.scenario import Scenario
 
@@ -46,6 +46,9 @@ DERIVED: dict[str, str] = {
     "alpha": "buffer of the bottleneck link(s), as a multiple of the reference flow's BDP",
     "rate": "rate of the bottleneck link(s)",
     "loss": "random loss probability of the bottleneck link(s)",
+    "bottleneck_queue": "queue of the bottleneck link(s): a name (droptail, netem, codel, "
+    "fq_codel, pie, red) or a table of the name and the discipline's options "
+    '({queue = "codel", ecn = true}); labelled "codel+ecn"',
     "ccas": "the flows' algorithms: a list with one per flow, or one per group of flows "
     "(dumbbell); [main, cross] for a parking lot",
     "n_flows": "number of flows of a dumbbell",
@@ -77,8 +80,18 @@ def value_label(value: Any) -> Label:
 
 
 def axis(key: str, raw: Any) -> list[tuple[Label, Any]]:
+    """The (label, value) pairs of grid axis ``key``: a table names its values; a list's
+    values label themselves (a ``bottleneck_queue`` as :func:`ccfair.spec.queues.label`
+    says: ``"fq_codel"``, ``"codel+ecn"``).
+
+    Example:
+        >>> axis("bottleneck_queue", ["fq_codel", {"queue": "codel", "ecn": True}])
+        [('fq_codel', 'fq_codel'), ('codel+ecn', {'queue': 'codel', 'ecn': True})]
+    """
     if isinstance(raw, Mapping):
         items = [(str(k), v) for k, v in raw.items()]
+    elif isinstance(raw, list) and key == "bottleneck_queue":
+        items = [(queues.label(v), v) for v in raw]
     elif isinstance(raw, list):
         items = [(value_label(v), v) for v in raw]
     else:
@@ -241,7 +254,7 @@ def classify(key: str, builder: str | None) -> str:
                 with_value=False,
             )
         return "params"
-    if key in ("delay", "alpha", "rate", "loss"):
+    if key in ("delay", "alpha", "rate", "loss", "bottleneck_queue"):
         unsupported = builders.get(builder).unsupported if builder is not None else {}
         if key in unsupported:
             raise SpecError(
@@ -375,16 +388,22 @@ def apply_table_derived(
             flow["cca"] = value[i // per]
             flow.pop("cca_params", None)
         return
-    field_name = {"delay": "delay", "rate": "rate", "loss": "loss", "alpha": "buffer"}[key]
+    field_name = {"delay": "delay", "rate": "rate", "loss": "loss", "alpha": "buffer"}.get(key)
     for link in _bottleneck_links(doc, bottlenecks, key):
-        if key == "alpha":
+        if key == "bottleneck_queue":
+            queue, qdisc = queues.split_queue_value(value, "grid.bottleneck_queue")
+            link["queue"] = queue
+            link.pop("qdisc", None)
+            if qdisc is not None:
+                link["qdisc"] = dict(qdisc)
+        elif key == "alpha":
             buf = link.get("buffer")
             ref = buf.get("reference") if isinstance(buf, Mapping) else None
             if ref is None:
                 ref = doc["flows"][0].get("name", "flow1")
             link["buffer"] = {"bdp": value, "reference": ref}
         else:
-            link[field_name] = value
+            link[str(field_name)] = value
     del labels
 
 

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from ccfair import _core
+from ccfair.spec import queues
 
 __all__ = ["RUN_ID", "IdentityJson", "point_key", "run_id_of", "spec_identity"]
 
@@ -102,9 +103,15 @@ def _cca_defaults(cca: str) -> dict[str, Any]:
     return json.loads(_core.normalize_cca(cca, "{}"))
 
 
+@functools.cache
+def _qdisc_defaults(queue: str) -> dict[str, Any]:
+    return queues.from_engine(queue, json.loads(_core.normalize_qdisc(queue, "{}")))
+
+
 def spec_identity(normalized: dict[str, Any]) -> dict[str, Any]:
-    """What names a run: the normalised spec without the TCP options and algorithm
-    parameters that are at their defaults. The normalised record keeps them all; the
+    """What names a run: the normalised spec without the TCP options, algorithm
+    parameters and queue-discipline options that are at their defaults. The normalised
+    record keeps them all; the
     identity leaves them out so that a ccfair version adding an option (at a default that
     keeps the old behaviour) keeps every earlier run id, and finished runs, the kernel's
     above all, stay valid.
@@ -147,7 +154,22 @@ def spec_identity(normalized: dict[str, Any]) -> dict[str, Any]:
         flows.append(f)
     if "flows" in out:
         out["flows"] = flows
+    if any(isinstance(link, dict) and "qdisc" in link for link in out.get("links", [])):
+        out["links"] = [_link_identity(link) for link in out["links"]]
     return out
+
+
+def _link_identity(link: Any) -> Any:
+    """A link without the options of its queue discipline that are at their defaults."""
+    if not isinstance(link, dict) or not isinstance(link.get("qdisc"), dict):
+        return link
+    if link.get("queue") not in queues.DISCIPLINES:
+        return link
+    defaults = _qdisc_defaults(str(link.get("queue")))
+    return {
+        **link,
+        "qdisc": {k: v for k, v in link["qdisc"].items() if k not in defaults or defaults[k] != v},
+    }
 
 
 def point_key(normalized: dict[str, Any], backend: str) -> str:

@@ -36,6 +36,7 @@ from ccfair import backends
 from ccfair.errors import show
 from ccfair.limits import MAX_NAME_CHARS
 from ccfair.spec.pydantic_errors import spec_error_of
+from ccfair.spec.queues import DISCIPLINES, LINUX_LIMIT_PKTS, QUEUES
 from ccfair.units import (
     DURATION_HINT,
     RATE_HINT,
@@ -141,16 +142,12 @@ def _check_backend(value: str) -> str:
     return value
 
 
-#: What a link's buffer counts (docs/model.md, "netem queues"): ``droptail`` the packets queued
-#: or in service; ``netem`` also those in the delay line, as netem's ``limit`` does.
-QUEUES = ("droptail", "netem")
-
-
 def _check_queue(value: str) -> str:
     if value not in QUEUES:
         raise ValueError(
             f"{show(value)} is not a queue; queues: droptail (a FIFO before the serialiser, "
-            "the default) or netem (the buffer also counts the packets in the delay line)"
+            "the default), netem (the buffer also counts the packets in the delay line), "
+            f"or a queue discipline of Linux's: {', '.join(DISCIPLINES)}"
         )
     return value
 
@@ -365,9 +362,12 @@ class Loss(SpecModel):
 
 
 class Link(SpecModel):
-    """A full-duplex link; ``rate``, ``delay``, ``buffer`` and ``loss`` apply per direction.
+    """A full-duplex link; ``rate``, ``delay``, ``buffer``, ``loss`` and ``queue`` apply per
+    direction.
 
-    Attributes hold base units: ``rate`` in bit/s, ``delay`` in ns.
+    Attributes hold base units: ``rate`` in bit/s, ``delay`` in ns. A link that gives no
+    ``buffer`` gets Linux's: :data:`DEFAULT_BUFFER_PKTS` (a txqueuelen), or its queue
+    discipline's own limit (:data:`ccfair.spec.queues.LINUX_LIMIT_PKTS`).
 
     Example:
         >>> Link(between=["s1", "s2"], rate="50Mbit/s", delay="18ms", buffer=100).rate
@@ -378,11 +378,22 @@ class Link(SpecModel):
     between: Annotated[list[Name], Field(min_length=2, max_length=2)]
     rate: Rate
     delay: duration_type("delay", positive=False, most_ns=_MAX_DELAY_NS)  # type: ignore[valid-type]
-    buffer: Buffer = Field(default_factory=lambda: Buffer(packets=DEFAULT_BUFFER_PKTS))
+    buffer: Buffer | None = None
     loss: Loss = Field(default_factory=Loss)
-    #: What ``buffer`` counts: ``"droptail"`` or ``"netem"`` (docs/spec.md); absent: the
-    #: scenario's profile decides (``droptail`` without one).
+    #: The link's queue (:data:`QUEUES`, docs/spec.md): ``"droptail"``, ``"netem"`` or a
+    #: queue discipline; absent: the scenario's profile decides (``droptail`` without one).
     queue: Queue | None = None
+    #: The queue discipline's options as the spec writes them (``{target = "5ms"}``),
+    #: checked and completed with Linux's defaults at resolution
+    #: (:func:`ccfair.spec.queues.to_engine`).
+    qdisc: Options | None = None
+
+    @model_validator(mode="after")
+    def _default_buffer(self) -> Link:
+        if self.buffer is None:
+            queue = self.queue or "droptail"
+            self.buffer = Buffer(packets=LINUX_LIMIT_PKTS.get(queue, DEFAULT_BUFFER_PKTS))
+        return self
 
 
 class Flow(SpecModel):

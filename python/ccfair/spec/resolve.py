@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ccfair import _core
 from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, close_matches, format_path, show
+from ccfair.spec import queues
 from ccfair.spec.parts import (
     PROFILES,
     U32_MAX,
@@ -214,6 +215,7 @@ def resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
     flows = _resolve_flows(r, graph, profile)
     links = _resolve_links(r, ends, flows, profile)
     engine_spec = to_engine_spec(sc, window, r.nodes, links, flows)
+    queues.check_links(engine_spec, lambda i: _written_qdisc(r, i, sc.links[i].qdisc))
     normalized = to_normalized(sc, window, r.nodes, tcp_default, links, flows, profile)
     return Resolved(sc, r.nodes, links, flows, engine_spec, normalized)
 
@@ -501,11 +503,15 @@ def _flow_route(
 def _resolve_links(
     r: _Resolver, ends: list[tuple[str, int, int]], flows: list[FlowInfo], profile: Profile
 ) -> list[LinkInfo]:
-    """Every link with its buffer in packets and its queue."""
+    """Every link with its queue (and a discipline's options) and its buffer in packets."""
     by_name = {fl.name: fl for fl in flows}
     links: list[LinkInfo] = []
     for i, link in enumerate(r.sc.links):
-        pkts, alpha, bdp = _link_buffer(r, i, link.buffer, by_name)
+        queue = link.queue or profile.queue or "droptail"
+        qdisc = queues.to_engine(queue, _written_qdisc(r, i, link.qdisc), ("links", i))
+        buffer = link.buffer
+        assert buffer is not None  # Link fills in the default
+        pkts, alpha, bdp = _link_buffer(r, i, buffer, by_name)
         name, a, b = ends[i]
         links.append(
             LinkInfo(
@@ -518,16 +524,24 @@ def _resolve_links(
                 pkts,
                 alpha,
                 None if bdp is None else float(bdp),
-                link.buffer.reference,
+                buffer.reference,
                 link.loss.forward,
                 link.loss.reverse,
-                link.queue or profile.queue or "droptail",
+                queue,
                 a_index=a,
                 b_index=b,
-                buffer=link.buffer,
+                buffer=buffer,
+                qdisc=qdisc,
             )
         )
     return links
+
+
+def _written_qdisc(r: _Resolver, i: int, qdisc: Any) -> Any:
+    """A link's ``qdisc`` table as the user wrote it, when we have their input (so that
+    errors quote it), else as the model holds it."""
+    written = _lookup(r.raw, ("links", i, "qdisc")) if r.raw is not None else _MISSING
+    return qdisc if written is _MISSING or not isinstance(written, Mapping) else written
 
 
 def _link_buffer(

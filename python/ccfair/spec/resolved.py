@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ccfair.spec import queues
 from ccfair.spec.identity import IdentityJson
 from ccfair.spec.parts import Buffer, Profile
 from ccfair.units import format_duration, format_rate, format_size
@@ -54,7 +55,7 @@ class LinkInfo:
     reference: str | None
     loss_ab: float
     loss_ba: float
-    #: What the buffer counts: "droptail" or "netem" (:data:`QUEUES`).
+    #: The queue: "droptail", "netem" or a queue discipline (:data:`ccfair.spec.queues.QUEUES`).
     queue: str = "droptail"
     # Keyword-only: what the engine's input and the normalised record need besides.
     #: Indices of the nodes ``a`` and ``b``.
@@ -62,6 +63,9 @@ class LinkInfo:
     b_index: int = field(kw_only=True)
     #: The buffer as the scenario writes it.
     buffer: Buffer = field(kw_only=True, repr=False)
+    #: A queue discipline's options as the engine takes them, every default filled in
+    #: (None for drop-tail and netem).
+    qdisc: dict[str, Any] | None = field(default=None, kw_only=True, repr=False)
 
     @property
     def channels(self) -> tuple[int, int]:
@@ -206,6 +210,8 @@ def _engine_link(info: LinkInfo) -> dict[str, Any]:
     # Left out at its default, as the engine's serde default (and older engine inputs) have it.
     if info.queue != "droptail":
         out["queue"] = info.queue
+    if info.qdisc is not None:
+        out["qdisc"] = info.qdisc
     return out
 
 
@@ -270,6 +276,10 @@ def _link_record(info: LinkInfo, profile: Profile) -> dict[str, Any]:
     # must survive Scenario.from_normalized).
     if info.queue != "droptail" or profile.queue is not None:
         out["queue"] = info.queue
+    # Only links with a queue discipline have options, so the records of other links (and
+    # their run ids) stay what they were.
+    if info.qdisc is not None:
+        out["qdisc"] = queues.from_engine(info.queue, info.qdisc)
     return out
 
 

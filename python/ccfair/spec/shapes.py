@@ -17,6 +17,7 @@ from typing import Any
 from ccfair.errors import SpecError, show
 from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
 from ccfair.spec.parts import DurationLike, RateLike, SizeLike, check_rate
+from ccfair.spec.queues import LINUX_LIMIT_PKTS, split_queue_value
 from ccfair.spec.scenario import Scenario
 from ccfair.units import DURATION_HINT, parse_duration, plain
 
@@ -74,17 +75,34 @@ def _dur_arg(what: str, *, positive: bool = False) -> typing.Callable[[Any], int
 
 
 def _buffer_entry(
-    buffer_bdp: float | None, buffer_pkts: int | None, reference: str
+    buffer_bdp: float | None, buffer_pkts: int | None, reference: str, queue: str = "droptail"
 ) -> dict[str, Any]:
+    """A bottleneck's buffer: ``buffer_pkts`` packets, ``buffer_bdp`` BDPs, or by default 2
+    BDPs, or a queue discipline's Linux limit (:data:`LINUX_LIMIT_PKTS`)."""
     if buffer_bdp is not None and buffer_pkts is not None:
         raise SpecError(
             "buffer_pkts",
             buffer_pkts,
             f"and buffer_bdp = {show(buffer_bdp)} are both given; choose one",
         )
+    if buffer_pkts is None and buffer_bdp is None and queue in LINUX_LIMIT_PKTS:
+        buffer_pkts = LINUX_LIMIT_PKTS[queue]
     if buffer_pkts is not None:
         return {"packets": buffer_pkts, "reference": reference}
     return {"bdp": 2.0 if buffer_bdp is None else buffer_bdp, "reference": reference}
+
+
+#: A builder's ``bottleneck_queue``: a queue name, or a table of the queue and its options.
+QueueLike = str | Mapping[str, Any] | None
+
+
+def _set_queue(link: dict[str, Any], queue: str | None, qdisc: dict[str, Any] | None) -> None:
+    """Put the bottleneck's queue (and a discipline's options) on ``link``; the default
+    drop-tail queue is left out, as a link that does not name one."""
+    if queue is not None and queue != "droptail":
+        link["queue"] = queue
+    if qdisc is not None:
+        link["qdisc"] = dict(qdisc)
 
 
 def _measure_entry(measure: Any) -> Any:
@@ -132,6 +150,7 @@ def dumbbell(
     buffer_pkts: int | None = None,
     buffer_reference: str = "flow1",
     bottleneck_loss: float = 0.0,
+    bottleneck_queue: QueueLike = None,
     access_rate: RateLike = "1Gbit/s",
     access_delay: DurationLike | Sequence[DurationLike] = "1ms",
     receiver_delay: DurationLike | Sequence[DurationLike] = "1ms",
@@ -157,6 +176,13 @@ def dumbbell(
     (default 2.0) or ``buffer_pkts`` packets, with ``buffer_reference`` (default flow 1) as
     the BDP reference path either way.
 
+    ``bottleneck_queue`` is the bottleneck's queue (docs/spec.md, "Queue disciplines"): a
+    name (``"droptail"``, the default, ``"netem"``, ``"codel"``, ``"fq_codel"``, ``"pie"``,
+    ``"red"``) or a table of the name and the discipline's options (``{"queue": "codel",
+    "ecn": True, "target": "5ms"}``). With a discipline and neither ``buffer_bdp`` nor
+    ``buffer_pkts``, the buffer is the discipline's Linux limit (10240 packets for fq_codel,
+    1000 for the others).
+
     Per-flow arguments (``ccas``, ``access_delay``, ``receiver_delay``, ``starts``, ``stops``,
     ``sizes``, ``cca_params``) take one value for all flows or a list with one per flow.
     ``start_jitter`` gives every flow a seeded random start offset in ``[0, start_jitter]``.
@@ -167,6 +193,10 @@ def dumbbell(
         [('h1', 'h3'), ('h2', 'h4')]
         >>> sc.resolve().link("bottleneck").buffer_pkts
         67
+        >>> aqm = dumbbell(2, "cubic", bottleneck_queue={"queue": "codel", "ecn": True})
+        >>> link = aqm.resolve().link("bottleneck")
+        >>> link.queue, link.qdisc["ecn"], link.buffer_pkts
+        ('codel', True, 1000)
     """
     if isinstance(n_flows, bool) or not isinstance(n_flows, int) or n_flows < 1:
         raise SpecError("n_flows", n_flows, "is not a positive integer number of flows")
@@ -192,6 +222,9 @@ def dumbbell(
             _arg_check(arg, v, _dur_arg("delay"))
     _arg_check("duration", duration, _dur_arg("duration", positive=True))
     _check_tcp_arg(tcp)
+    queue, qdisc = (None, None)
+    if bottleneck_queue is not None:
+        queue, qdisc = split_queue_value(bottleneck_queue, "bottleneck_queue")
 
     senders = [f"h{i}" for i in range(1, n + 1)]
     receivers = [f"h{n + i}" for i in range(1, n + 1)]
@@ -204,10 +237,11 @@ def dumbbell(
         "between": ["s1", "s2"],
         "rate": bottleneck_rate,
         "delay": bottleneck_delay,
-        "buffer": _buffer_entry(buffer_bdp, buffer_pkts, buffer_reference),
+        "buffer": _buffer_entry(buffer_bdp, buffer_pkts, buffer_reference, queue or "droptail"),
     }
     if bottleneck_loss:
         bottleneck["loss"] = bottleneck_loss
+    _set_queue(bottleneck, queue, qdisc)
     links.append(bottleneck)
     links += [
         {"between": ["s2", h], "rate": access_rate, "delay": d}
@@ -258,6 +292,7 @@ def parking_lot(
     delay: DurationLike | Sequence[DurationLike] = "18ms",
     buffer_bdp: float | None = None,
     buffer_pkts: int | None = None,
+    bottleneck_queue: QueueLike = None,
     access_rate: RateLike = "1Gbit/s",
     access_delay: DurationLike = "1ms",
     main_params: Mapping[str, Any] | None = None,
@@ -281,7 +316,8 @@ def parking_lot(
     (at ``r<i+1>``) crosses only ``Li``. Every host has an access link
     (``access_rate``, ``access_delay``, default buffer). ``Li``'s buffer is ``buffer_bdp``
     x BDP (default 2.0) or ``buffer_pkts`` packets, with cross flow ``i`` (the one-hop path)
-    as the BDP reference.
+    as the BDP reference. ``bottleneck_queue`` is every ``Li``'s queue, as for
+    :func:`dumbbell`.
 
     Example (harada-2hop):
         >>> sc = parking_lot(2, "reno", "reno", delay="2ms")
@@ -312,6 +348,9 @@ def parking_lot(
     _arg_check("access_delay", access_delay, _dur_arg("delay"))
     _arg_check("duration", duration, _dur_arg("duration", positive=True))
     _check_tcp_arg(tcp)
+    queue, qdisc = (None, None)
+    if bottleneck_queue is not None:
+        queue, qdisc = split_queue_value(bottleneck_queue, "bottleneck_queue")
 
     routers = [f"r{i}" for i in range(1, k + 2)]
     hosts = [f"h{i}" for i in range(1, 2 * k + 3)]
@@ -321,10 +360,12 @@ def parking_lot(
             "between": [routers[i - 1], routers[i]],
             "rate": rates[i - 1],
             "delay": delays[i - 1],
-            "buffer": _buffer_entry(buffer_bdp, buffer_pkts, f"cross{i}"),
+            "buffer": _buffer_entry(buffer_bdp, buffer_pkts, f"cross{i}", queue or "droptail"),
         }
         for i in range(1, k + 1)
     ]
+    for link in links:
+        _set_queue(link, queue, qdisc)
 
     def access(a: str, b: str) -> dict[str, Any]:
         return {"between": [a, b], "rate": access_rate, "delay": access_delay}

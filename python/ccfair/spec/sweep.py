@@ -79,6 +79,7 @@ PRESET_NAMES = (
     "ogino-copa",
     "ogawa-bbr-fairness",
     "katsumata-rtprop",
+    "harada-aqm",
 )
 
 _SWEEP_KEYS = (
@@ -389,6 +390,26 @@ class Sweep:
         for _, items in self.grid:
             n *= len(items)
         return n
+
+    def filtered_runs(self) -> int:
+        """Runs of the grid its filters keep (before baselines), from the axes' labels and
+        values alone: no point is built.
+
+        Example:
+            >>> Sweep.from_dict({"base": {"builder": "dumbbell"}, "grid": {"alpha": [1, 2, 4]},
+            ...                  "filters": ["alpha > 1"], "repetitions": 2}).filtered_runs()
+            4
+        """
+        if not self.filters:
+            return self.grid_runs()
+        names = self.keys
+        compiled = [compile_filter(i, t, names) for i, t in enumerate(self.filters)]
+        kept = 0
+        for combo in itertools.product(*(items for _, items in self.grid)):
+            labels = {k: label for k, (label, _) in zip(names, combo, strict=True)}
+            values = {k: value for k, (_, value) in zip(names, combo, strict=True)}
+            kept += self._keep(compiled, labels, values)
+        return kept * self.repetitions
 
     def expand(self, limits: Limits | dict[str, Any] | None = None) -> list[Point]:
         """Every run of the sweep, validated, in expansion order.

@@ -23,6 +23,14 @@ TARGET_MEDIAN_PP = 3.0
 TARGET_MAX_PP = 10.0
 
 
+#: The target for a queue discipline's queueing delay: the 95th percentile of the sojourn at
+#: each link with a discipline within 20% between the backends (relative to the simulator).
+TARGET_SOJOURN_REL = 0.20
+
+#: The sojourn percentiles compared (link_summary columns, docs/results.md).
+SOJOURN_COLUMNS = ("sojourn_p50_ms", "sojourn_p95_ms", "sojourn_p99_ms")
+
+
 @dataclass
 class Validation:
     """The outcome of :func:`validate`.
@@ -37,6 +45,11 @@ class Validation:
             points beyond 10 pp, fraction of points whose intervals overlap.
         out: the output directory (tables, figures, report), if any.
         figures: paths of the figures written.
+        link_runs: one row per point, repetition and direction of a link with a queue
+            discipline: the sojourn percentiles, marks and drops on both backends
+            (:func:`compare_links`).
+        link_points: those per point over the repetitions, with the relative difference of
+            the 95th percentile (:func:`summarize_link_points`); empty without disciplines.
     """
 
     runs: pd.DataFrame
@@ -44,6 +57,8 @@ class Validation:
     summary: pd.DataFrame
     out: Path | None = None
     figures: list[Path] = field(default_factory=list)
+    link_runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    link_points: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def format_table(self) -> str:
         """The per-point comparison and the summary as text, for terminals.
@@ -67,6 +82,19 @@ class Validation:
             }
         )
         lines = [table.to_string(index=False), "", self.summary.to_string(index=False)]
+        if not self.link_points.empty:
+            lp = self.link_points
+            sojourn = pd.DataFrame(
+                {
+                    "point": lp["point"],
+                    "link": lp["link"] + " " + lp["direction"],
+                    "queue": lp["queue"],
+                    "sim_p95_ms": lp["sojourn_p95_sim_ms"].round(2),
+                    "kernel_p95_ms": lp["sojourn_p95_kernel_ms"].round(2),
+                    "diff_%": (100 * lp["sojourn_p95_rel_diff"]).round(1),
+                }
+            )
+            lines += ["", "sojourn at the queue disciplines:", sojourn.to_string(index=False)]
         bad = self.runs[~self.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
         for _, r in bad.iterrows():
             lines.append(f"UNRELIABLE kernel run at {r['point']} r{r['rep']}: {r['kernel_flags']}")
@@ -112,6 +140,79 @@ def compare(point: str, sim: RunResult, kern: RunResult) -> pd.DataFrame:
             means = r.timeseries.groupby("flow_name", observed=True)[col].mean()
             flows[f"{name}_mean_{label}"] = [means.get(f, np.nan) for f in flows["flow"]]
     return flows
+
+
+def compare_links(point: str, sim: RunResult, kern: RunResult) -> pd.DataFrame:
+    """Per direction of each link with a queue discipline (whose sojourn the simulator
+    measures): the sojourn percentiles, the discipline's marks and drops and the drops over
+    its limit on both backends. Empty when no link has a discipline. The kernel backend's
+    forwarder measures the sojourn as the simulator does; Linux's own qdiscs (the veth path)
+    keep no distribution, so there the kernel's percentiles are NaN.
+
+    Example:
+        >>> links = compare_links("p", sim_result, kernel_result)  # doctest: +SKIP
+    """
+    s = sim.link_summary
+    if s.empty or "sojourn_p95_ms" not in s.columns:
+        return pd.DataFrame()
+    s = s[s["sojourn_p95_ms"].notna() & ~s["queue"].astype(str).isin(["droptail", "netem"])]
+    if s.empty:
+        return pd.DataFrame()
+    k = kern.link_summary.set_index(["link_name", "direction"])
+    rows = []
+    for _, row in s.iterrows():
+        key = (row["link_name"], row["direction"])
+        kr = k.loc[key] if key in k.index else None
+        out = {
+            "point": point,
+            "link": row["link_name"],
+            "direction": row["direction"],
+            "queue": str(row["queue"]),
+        }
+        for col in (*SOJOURN_COLUMNS, "mark_aqm_pkts", "drop_aqm_pkts", "drop_queue_pkts"):
+            name = col.removesuffix("_ms").removesuffix("_pkts")
+            out[f"{name}_sim"] = float(row[col])
+            out[f"{name}_kernel"] = float(kr[col]) if kr is not None else np.nan
+        rows.append(out)
+    return pd.DataFrame(rows)
+
+
+def summarize_link_points(link_runs: pd.DataFrame) -> pd.DataFrame:
+    """Per point and link direction over the repetitions: the mean sojourn percentiles on
+    each backend (kernel: reliable runs only) and the relative difference of the 95th
+    percentile's means, kernel / simulator - 1.
+
+    Example:
+        >>> runs = pd.DataFrame({"point": "p", "pair": "a vs b", "link": "bottleneck",
+        ...     "direction": "ab", "queue": "codel", "rep": [0, 1],
+        ...     "sojourn_p50_sim": 3.0, "sojourn_p50_kernel": 3.3,
+        ...     "sojourn_p95_sim": [6.0, 6.2], "sojourn_p95_kernel": [6.6, 6.8],
+        ...     "sojourn_p99_sim": 9.0, "sojourn_p99_kernel": 9.0,
+        ...     "kernel_reliable": True})
+        >>> round(float(summarize_link_points(runs).iloc[0]["sojourn_p95_rel_diff"]), 3)
+        0.098
+    """
+    if link_runs.empty:
+        return pd.DataFrame()
+    rows = []
+    keys = ["point", "pair", "link", "direction", "queue"]
+    extra = [c for c in link_runs.columns if c.startswith("param_")]
+    for key, g in link_runs.groupby(keys, sort=False, observed=True):
+        row = dict(zip(keys, key, strict=True))
+        row.update({c: g[c].iloc[0] for c in extra})
+        reliable = g[g["kernel_reliable"].astype(bool)]
+        row["n_kernel"] = len(reliable)
+        for col in SOJOURN_COLUMNS:
+            name = col.removesuffix("_ms")
+            row[f"{name}_sim_ms"] = float(g[f"{name}_sim"].mean())
+            vals = reliable[f"{name}_kernel"].dropna()
+            row[f"{name}_kernel_ms"] = float(vals.mean()) if len(vals) else np.nan
+        sim95 = row["sojourn_p95_sim_ms"]
+        row["sojourn_p95_rel_diff"] = (
+            row["sojourn_p95_kernel_ms"] / sim95 - 1 if sim95 > 0 else np.nan
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:

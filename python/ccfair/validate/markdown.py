@@ -9,7 +9,14 @@ from typing import Any
 
 import pandas as pd
 
-from ccfair.validate.compare import TARGET_MAX_PP, TARGET_MEDIAN_PP, Validation, flagged_points, pm
+from ccfair.validate.compare import (
+    TARGET_MAX_PP,
+    TARGET_MEDIAN_PP,
+    TARGET_SOJOURN_REL,
+    Validation,
+    flagged_points,
+    pm,
+)
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -38,6 +45,46 @@ def _flagged_section(fp: pd.DataFrame) -> list[str]:
         f"{worst.max():.2f} pp (the flagged runs' mean minus the simulator's).",
         "",
         _md_table(fp),
+        "",
+    ]
+
+
+def _sojourn_section(lp: pd.DataFrame) -> list[str]:
+    """The queueing delay at the links with a queue discipline, as report lines (none
+    without such links)."""
+    if lp.empty:
+        return []
+    rel = lp["sojourn_p95_rel_diff"].abs().dropna()
+    if len(rel):
+        verdict = "met" if rel.max() <= TARGET_SOJOURN_REL else "not met"
+        summary = (
+            f"**{verdict}** (median {100 * rel.median():.1f}%, largest {100 * rel.max():.1f}%, "
+            f"{int((rel > TARGET_SOJOURN_REL).sum())} of {len(rel)} beyond)"
+        )
+    else:
+        summary = "no Linux sojourn to compare (Linux's own qdiscs keep no distribution)"
+    params = [c for c in lp.columns if c.startswith("param_")]
+    table = pd.DataFrame({"pair": lp["pair"]})
+    for c in params:
+        table[c.removeprefix("param_")] = lp[c]
+    if not params:
+        table.insert(1, "point", lp["point"])
+    table["link"] = lp["link"] + " " + lp["direction"]
+    table["queue"] = lp["queue"]
+    table["n"] = lp["n_kernel"]
+    for q in ("50", "95", "99"):
+        table[f"sim p{q} ms"] = lp[f"sojourn_p{q}_sim_ms"].round(2)
+        table[f"Linux p{q} ms"] = lp[f"sojourn_p{q}_kernel_ms"].round(2)
+    table["p95 diff %"] = (100 * lp["sojourn_p95_rel_diff"]).round(1)
+    return [
+        "### Queueing delay at the queue disciplines",
+        "",
+        "The sojourn (arrival to the end of serialisation) at each link direction with a queue "
+        "discipline, its 50th, 95th and 99th percentiles over the measurement window, means "
+        f"over the repetitions. Target: the 95th percentile within "
+        f"{100 * TARGET_SOJOURN_REL:g}% of the simulator's: {summary}.",
+        "",
+        _md_table(table),
         "",
     ]
 
@@ -121,6 +168,7 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         _md_table(per_point),
         "",
     ]
+    parts += _sojourn_section(v.link_points)
     bad = v.runs[~v.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
     if len(bad):
         parts += ["### Kernel runs outside their self-check bounds (after retries)", ""]

@@ -31,7 +31,9 @@ from ccfair.store.directory import finished_run_ids
 from ccfair.validate.compare import (
     Validation,
     compare,
+    compare_links,
     flagged_points,
+    summarize_link_points,
     summarize_pairs,
     summarize_points,
 )
@@ -187,14 +189,13 @@ _STUDY_COLUMNS = ["flow_name", "t_s", "cwnd_pkts", "srtt_ms"]
 
 
 def _slim(r: RunResult) -> RunResult:
-    """What the study keeps of a run once it is saved: its flows and runs tables and the
-    time series it compares, not every column and link sample (a 10-hop study holds
-    over a hundred runs)."""
+    """What the study keeps of a run once it is saved: its flows, runs and link summary
+    tables (two rows per link) and the time series it compares, not every column and link
+    sample (a 10-hop study holds over a hundred runs)."""
     return dataclasses.replace(
         r,
         timeseries=r.timeseries[_STUDY_COLUMNS],
         links=r.links.iloc[:0],
-        link_summary=r.link_summary.iloc[:0],
         trace=None,
     )
 
@@ -274,20 +275,30 @@ def _run_kernels(
 
 def _study(points: list[VPoint], sims: list[RunResult], kerns: list[RunResult]) -> Validation:
     rows = []
+    link_rows = []
     for p, s, k in zip(points, sims, kerns, strict=True):
-        fl = compare(p.label, s, k)
-        fl.insert(1, "rep", p.rep)
-        fl.insert(1, "pair", pair_of(p))
-        for key, value in p.params.items():
-            fl[f"param_{key}"] = value
-        fl["sim_run_id"] = s.run_id
-        fl["kernel_run_id"] = k.run_id
-        fl["kernel_reliable"] = k.reliable
-        fl["kernel_flags"] = k.runs.iloc[0]["selfcheck_flags"]
-        rows.append(fl)
+        for table in (compare(p.label, s, k), compare_links(p.label, s, k)):
+            if table.empty:
+                continue
+            table.insert(1, "rep", p.rep)
+            table.insert(1, "pair", pair_of(p))
+            for key, value in p.params.items():
+                table[f"param_{key}"] = value
+            table["sim_run_id"] = s.run_id
+            table["kernel_run_id"] = k.run_id
+            table["kernel_reliable"] = k.reliable
+            table["kernel_flags"] = k.runs.iloc[0]["selfcheck_flags"]
+            (rows if "flow" in table.columns else link_rows).append(table)
     runs = pd.concat(rows, ignore_index=True)
     points_df = summarize_points(runs)
-    return Validation(runs=runs, points=points_df, summary=summarize_pairs(points_df))
+    link_runs = pd.concat(link_rows, ignore_index=True) if link_rows else pd.DataFrame()
+    return Validation(
+        runs=runs,
+        points=points_df,
+        summary=summarize_pairs(points_df),
+        link_runs=link_runs,
+        link_points=summarize_link_points(link_runs),
+    )
 
 
 def _write(
@@ -304,7 +315,10 @@ def _write(
 ) -> None:
     v.out = root
     root.mkdir(parents=True, exist_ok=True)
-    for name, frame in (("runs", v.runs), ("points", v.points), ("summary", v.summary)):
+    tables = [("runs", v.runs), ("points", v.points), ("summary", v.summary)]
+    if not v.link_points.empty:
+        tables += [("link_runs", v.link_runs), ("link_points", v.link_points)]
+    for name, frame in tables:
         frame.to_csv(root / f"validate_{name}.csv", index=False)
         frame.to_parquet(root / f"validate_{name}.parquet", index=False)
     figs = root / "figures"

@@ -26,10 +26,12 @@ from ccfair.backends.kernel.host import (
 from ccfair.errors import SpecError, show
 
 __all__ = [
+    "ECN_OPTIONS",
     "ROUTE_OPTIONS",
     "SYSCTL_OPTIONS",
     "check_scenario",
     "flow_program",
+    "host_ecn",
     "socket_buffers",
     "tcp_defaults",
 ]
@@ -47,7 +49,13 @@ SYSCTL_OPTIONS: dict[str, tuple[str, str, Any]] = {
     # tcp_recovery bit 0x1 is RACK.
     "tlp": ("sender", "net/ipv4/tcp_early_retrans", lambda v: "3" if v else "0"),
     "rack": ("sender", "net/ipv4/tcp_recovery", lambda v: "1" if v else "0"),
+    # Documentation/networking/ip-sysctl.rst: tcp_ecn_fallback, the sending host's.
+    "ecn_fallback": ("sender", "net/ipv4/tcp_ecn_fallback", lambda v: "1" if v else "0"),
 }
+
+#: The TCP options that set a host's ``net.ipv4.tcp_ecn`` (:func:`host_ecn`): the sending
+#: host's and the receiving host's.
+ECN_OPTIONS = ("ecn", "ecn_receiver")
 
 
 ROUTE_OPTIONS: dict[str, tuple[str, Any]] = {
@@ -126,6 +134,7 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
         if _check_flow_cca(i, f, offered, offers, force_bpf) == "bpf":
             needs_bpf.append(i)
         tcp.check_flow(i, f)
+    host_ecn(resolved)
     if needs_bpf:
         missing = bpf_unavailable()
         if missing is not None:
@@ -190,8 +199,10 @@ class _TcpCheck:
                     )
             elif key in SYSCTL_OPTIONS or key in ROUTE_OPTIONS or key == "rmem":
                 self._check_host_setting(i, f, where, key, value)
+            elif key in ECN_OPTIONS:
+                pass  # host_ecn() checks them across the flows, below
             elif value != self.tcp_defaults.get(key):
-                supported = ", ".join(sorted([*SYSCTL_OPTIONS, *ROUTE_OPTIONS]))
+                supported = ", ".join(sorted([*SYSCTL_OPTIONS, *ROUTE_OPTIONS, *ECN_OPTIONS]))
                 raise SpecError(
                     f"{where}.{key}",
                     value,
@@ -217,6 +228,80 @@ class _TcpCheck:
                     f"{show(self.spec['nodes'][node])}; flows that share a host share its "
                     "kernel settings",
                 )
+
+
+def _option_field(resolved: Any, i: int, key: str) -> str:
+    """Where flow ``i``'s TCP option ``key`` comes from: its own ``tcp`` table, else the
+    scenario's."""
+    sc = resolved.scenario
+    if key in sc.flows[i].tcp or key not in sc.tcp:
+        return f"flows[{i}].tcp.{key}"
+    return f"tcp.{key}"
+
+
+def host_ecn(resolved: Any) -> dict[int, int]:
+    """Per host (node index) the ``net.ipv4.tcp_ecn`` that serves every flow it sends and
+    receives, as the flows' ``tcp.ecn`` (the sender's value) and ``tcp.ecn_receiver`` (the
+    receiver's) ask. Linux's values (Documentation/networking/ip-sysctl.rst): 0 neither asks
+    for ECN nor accepts it, 1 asks on outgoing connections and accepts on incoming ones,
+    2 (the default) only accepts. A sending host asks or does not (1, or 0 / 2); a receiving
+    host accepts or refuses (1 / 2, or 0); one value serves a host that does both unless
+    one of its flows needs it to ask and another needs it to refuse. A host's own flows
+    agree on each role, or :class:`SpecError` names the two flows that disagree.
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> host_ecn(dumbbell(1, "reno", tcp={"ecn": 1}).resolve())
+        {0: 1, 3: 2}
+    """
+    spec = resolved.engine_spec
+    # node -> role -> (wanted, flow index, option, value)
+    wants: dict[int, dict[str, tuple[bool, int, str, int]]] = {}
+    written: dict[int, set[int]] = {}
+    for i, f in enumerate(spec["flows"]):
+        for role, node, key in (("ask", f["src"], "ecn"), ("accept", f["dst"], "ecn_receiver")):
+            value = int(f["tcp"][key])
+            want = value == 1 if role == "ask" else value != 0
+            written.setdefault(node, set()).add(value)
+            seen = wants.setdefault(node, {}).setdefault(role, (want, i, key, value))
+            if seen[0] != want:
+                _ecn_conflict(resolved, node, (i, key, value), seen[1:])
+    out = {}
+    for node, roles in sorted(wants.items()):
+        ask, accept = roles.get("ask"), roles.get("accept")
+        if ask is not None and accept is not None and ask[0] and not accept[0]:
+            _ecn_conflict(resolved, node, accept[1:], ask[1:])
+
+        def serves(v: int, ask: Any = ask, accept: Any = accept) -> bool:
+            return (ask is None or (v == 1) == ask[0]) and (accept is None or (v != 0) == accept[0])
+
+        # The value the flows wrote, when they all wrote one; else the first that serves.
+        mine = written[node]
+        one = next(iter(mine)) if len(mine) == 1 else None
+        out[node] = (
+            one if one is not None and serves(one) else next(v for v in (1, 2, 0) if serves(v))
+        )
+    return out
+
+
+def _ecn_conflict(
+    resolved: Any, node: int, this: tuple[int, str, int], other: tuple[int, str, int]
+) -> None:
+    def meaning(key: str, value: int) -> str:
+        if key == "ecn":
+            return "asks for ECN" if value == 1 else "does not ask for ECN"
+        return "refuses ECN" if value == 0 else "accepts ECN"
+
+    (i, key, value), (j, okey, ovalue) = this, other
+    name = resolved.engine_spec["nodes"][node]
+    raise SpecError(
+        _option_field(resolved, i, key),
+        value,
+        f"{meaning(key, value)} on host {show(name)}, where flows[{j}] "
+        f"{meaning(okey, ovalue)} ({_option_field(resolved, j, okey)} = {ovalue}); the kernel "
+        "backend's hosts have one net.ipv4.tcp_ecn each (1 asks and accepts, 2 only accepts, "
+        "0 refuses)",
+    )
 
 
 def socket_buffers(resolved: Any) -> tuple[list[list[int]], list[int]]:

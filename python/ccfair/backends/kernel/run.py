@@ -31,6 +31,7 @@ from ccfair.backends.kernel.checks import (
     ROUTE_OPTIONS,
     SYSCTL_OPTIONS,
     flow_program,
+    host_ecn,
     socket_buffers,
     tcp_defaults,
 )
@@ -98,6 +99,7 @@ def _plan(resolved: Any, run_id: str, *, force_bpf: bool = False) -> _Plan:
     if len(endpoints) > 999:
         raise KernelError(f"{len(endpoints)} hosts; the kernel backend supports at most 999")
     defaults = tcp_defaults()
+    ecn = host_ecn(resolved)
     hosts = []
     netns = []
     for i, node in enumerate(endpoints):
@@ -108,6 +110,8 @@ def _plan(resolved: Any, run_id: str, *, force_bpf: bool = False) -> _Plan:
             ("net/ipv6/conf/default/disable_ipv6", "1"),
             ("net/ipv4/tcp_no_metrics_save", "1"),
             *_host_buffer_sysctls(resolved, node),
+            # ECN as the host's flows ask (checks.host_ecn); per network namespace.
+            ("net/ipv4/tcp_ecn", str(ecn[node])),
         ]
         route_options: list[str] = []
         applied: dict[str, str] = {}

@@ -14,6 +14,9 @@ link gets, on the sending end's device:
   far above what the delay line holds). A constant delay before a FIFO queue shifts every
   arrival by the same time, so drops and departures are those of the queue followed by the
   delay: the simulator's drop-tail channel.
+- ``queue = "codel"``, ``"fq_codel"``, ``"pie"`` or ``"red"``: Linux's own qdisc of that name
+  in place of the pfifo, with the link's options as tc's (:func:`discipline_args`); a kernel
+  without it is refused by name (:func:`check_scenario`).
 
 Segmentation offload is capped at one segment per skb on every device
 (``gso_max_segs 1``), so a qdisc's packet limit counts packets, not 64 KB super-packets.
@@ -34,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,10 +46,34 @@ import numpy as np
 from ccfair.backends.kernel.host import KernelError, safe_name
 from ccfair.errors import SpecError
 
-__all__ = ["NETEM_MISSING", "VethPlan", "check_scenario", "device_name", "plan", "setup"]
+__all__ = [
+    "DISCIPLINES",
+    "NETEM_MISSING",
+    "VethPlan",
+    "check_scenario",
+    "device_name",
+    "discipline_args",
+    "qdisc_missing",
+    "plan",
+    "setup",
+]
 
 #: What a run or a test says when this kernel lacks netem.
 NETEM_MISSING = "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)"
+
+#: The queue disciplines a link's ``queue`` may name, each Linux's qdisc of the same name.
+DISCIPLINES = ("codel", "fq_codel", "pie", "red")
+
+
+def qdisc_missing(kind: str) -> str:
+    """What a run or a test says when this kernel lacks the qdisc ``kind``.
+
+    Example:
+        >>> qdisc_missing("fq_codel")
+        'this kernel has no fq_codel qdisc (CONFIG_NET_SCH_FQ_CODEL)'
+    """
+    return f"this kernel has no {kind} qdisc (CONFIG_NET_SCH_{kind.upper()})"
+
 
 #: Link addresses: link l's two ends are 10.201.0.0/16 + 2l and 2l + 1 (a /31 each).
 LINK_NET = (10, 201)
@@ -83,13 +110,19 @@ def _needs_netem(link: Mapping[str, Any]) -> bool:
 
 
 def check_scenario(
-    resolved: Any, *, netem: bool, engine_spec: Mapping[str, Any] | None = None
+    resolved: Any,
+    *,
+    netem: bool,
+    engine_spec: Mapping[str, Any] | None = None,
+    have_qdisc: Callable[[str], bool] | None = None,
 ) -> None:
     """Raise :class:`SpecError` if the veth data path cannot run ``resolved``: per-packet
-    traces, random loss on a drop-tail link (netem loses packets when offered, the
-    drop-tail model on the wire), links that need netem on a kernel without it, more than
-    10,000 links, or flows that need two routes to one host from one node. ``engine_spec``
-    is what will run, when it differs from the resolved one (a run that asks for a trace).
+    traces, random loss on a link whose queue is not netem (netem loses packets when
+    offered, the drop-tail model on the wire), links that need netem on a kernel without
+    it, a queue discipline this kernel lacks (``have_qdisc(kind)`` says; None: all there)
+    or an option of one that tc cannot set, more than 10,000 links, or flows that need two
+    routes to one host from one node. ``engine_spec`` is what will run, when it differs
+    from the resolved one (a run that asks for a trace).
 
     Example:
         >>> from ccfair.spec.shapes import dumbbell
@@ -111,13 +144,24 @@ this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)
     for i, link in enumerate(spec["links"]):
         queue = link.get("queue", "droptail")
         for d in ("ab", "ba"):
-            if queue == "droptail" and link.get(f"loss_{d}", 0.0) > 0:
+            if queue != "netem" and link.get(f"loss_{d}", 0.0) > 0:
                 raise SpecError(
                     f"links[{i}].loss",
                     link[f"loss_{d}"],
-                    "random loss on a drop-tail link is not available on the veth data path "
+                    f"random loss on a {'drop-tail' if queue == 'droptail' else queue} link is "
+                    "not available on the veth data path "
                     '(netem loses a packet when offered; use queue = "netem")',
                 )
+        if queue in DISCIPLINES:
+            if have_qdisc is not None and not have_qdisc(queue):
+                raise SpecError(
+                    f"links[{i}].queue",
+                    queue,
+                    f"needs Linux's {queue} qdisc on the veth data path, and "
+                    f'{qdisc_missing(queue)}; the TUN path (backend = "kernel") runs the '
+                    "same discipline in ccfair's forwarder",
+                )
+            _check_tc_options(i, queue, link.get("qdisc") or {})
         if not netem and _needs_netem(link):
             what = "queue" if queue == "netem" else "delay" if link["delay_ns"] else "loss"
             value = {
@@ -131,6 +175,100 @@ this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)
                 f"needs netem on the veth data path, and {NETEM_MISSING}",
             )
     _routes(spec)
+
+
+#: Options of ccfair's disciplines that tc cannot set, with the value Linux has: the
+#: devices' MTU gives ``psched_mtu`` 1514 B (1500 + the Ethernet header); Linux hashes
+#: flows with a random key; PIE's burst allowance is fixed by pie_vars_init.
+_LINUX_ONLY = {
+    "codel": {"mtu_bytes": 1514},
+    "fq_codel": {"mtu_bytes": 1514, "hash": "perturbed"},
+    "pie": {"mtu_bytes": 1514, "burst_allowance_ns": 150_000_000},
+    "red": {},
+}
+
+#: The spec's names of those options (docs/spec.md, "Queue disciplines").
+_SPEC_NAME = {"mtu_bytes": "mtu", "hash": "hash", "burst_allowance_ns": "burst_allowance"}
+
+
+def _check_tc_options(i: int, queue: str, qdisc: Mapping[str, Any]) -> None:
+    for key, linux in _LINUX_ONLY[queue].items():
+        if key in qdisc and qdisc[key] != linux:
+            raise SpecError(
+                f"links[{i}].qdisc.{_SPEC_NAME[key]}",
+                qdisc[key],
+                f"cannot be set on Linux's {queue} qdisc (the veth data path has Linux's "
+                f'{linux!r}); the TUN path (backend = "kernel") takes it',
+            )
+
+
+def _us(ns: int) -> str:
+    """A time for tc, in microseconds (tc's resolution for these qdiscs' times)."""
+    return f"{round(ns / 1e3)}us"
+
+
+def discipline_args(link: Mapping[str, Any]) -> str:
+    """tc's arguments for Linux's own qdisc of the link's discipline, from the engine's
+    ``qdisc`` table and the link's buffer (the packet limit; RED's byte limit by default)
+    and rate (RED's ``bandwidth`` by default). Options tc would default otherwise are
+    written out, so that Linux runs what the simulator runs.
+
+    Example:
+        >>> discipline_args({"queue": "codel", "buffer_pkts": 1000, "rate_bps": 50_000_000,
+        ...     "qdisc": {"target_ns": 5_000_000, "interval_ns": 100_000_000, "ecn": True,
+        ...               "ce_threshold_ns": None, "mtu_bytes": 1514}})
+        'codel limit 1000 target 5000us interval 100000us ecn'
+    """
+    queue = link["queue"]
+    q = link.get("qdisc") or {}
+    n = link["buffer_pkts"]
+
+    def flag(on: bool, name: str, off: str) -> str:
+        return name if on else off
+
+    if queue in ("codel", "fq_codel"):
+        args = [queue, f"limit {n}"]
+        if queue == "fq_codel":
+            args += [f"flows {q['flows']}"]
+        args += [f"target {_us(q['target_ns'])}", f"interval {_us(q['interval_ns'])}"]
+        if queue == "fq_codel":
+            args += [
+                f"quantum {q['quantum_bytes']}",
+                f"memory_limit {q['memory_limit_bytes']}",
+                f"drop_batch {q['drop_batch_pkts']}",
+            ]
+        args.append(flag(q["ecn"], "ecn", "noecn"))
+        if q.get("ce_threshold_ns") is not None:
+            args.append(f"ce_threshold {_us(q['ce_threshold_ns'])}")
+        return " ".join(args)
+    if queue == "pie":
+        return " ".join(
+            [
+                "pie",
+                f"limit {n}",
+                f"target {_us(q['target_ns'])}",
+                f"tupdate {_us(q['tupdate_ns'])}",
+                f"alpha {q['alpha_16ths']}",
+                f"beta {q['beta_16ths']}",
+                flag(q["ecn"], "ecn", "noecn"),
+                flag(q["bytemode"], "bytemode", "nobytemode"),
+                flag(q["dq_rate_estimator"], "dq_rate_estimator", "no_dq_rate_estimator"),
+            ]
+        )
+    if queue == "red":
+        limit = q.get("limit_bytes") or n * 1500
+        bandwidth = q.get("bandwidth_bps") or link["rate_bps"]
+        args = ["red", f"limit {limit}"]
+        for key, name in (("min_bytes", "min"), ("max_bytes", "max")):
+            if q.get(key) is not None:
+                args.append(f"{name} {q[key]}")
+        args.append(f"avpkt {q['avpkt_bytes']}")
+        if q.get("burst_pkts") is not None:
+            args.append(f"burst {q['burst_pkts']}")
+        args += [f"probability {q['probability']!r}", f"bandwidth {bandwidth}bit"]
+        args += [name for name in ("ecn", "harddrop", "adaptive") if q.get(name)]
+        return " ".join(args)
+    raise ValueError(f"{queue!r} is not a queue discipline")  # pragma: no cover
 
 
 def _routes(spec: Mapping[str, Any]) -> dict[tuple[int, int], int]:
@@ -193,17 +331,23 @@ def _qdiscs(dev: str, link: Mapping[str, Any], loss: float) -> list[str]:
             f"qdisc add dev {dev} parent 1:1 handle 10: netem delay {delay} "
             f"limit {link['buffer_pkts']}{loss_opt}",
         ]
+    # The link's queue: a pfifo of the buffer, or Linux's own queue discipline.
+    leaf = (
+        discipline_args(link)
+        if link.get("queue") in DISCIPLINES
+        else f"pfifo limit {link['buffer_pkts']}"
+    )
     if link["delay_ns"] == 0:
         return [
             f"qdisc add dev {dev} root handle 1: {stab} htb default 1",
             f"class add dev {dev} parent 1: classid 1:1 {htb_class}",
-            f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {link['buffer_pkts']}",
+            f"qdisc add dev {dev} parent 1:1 handle 10: {leaf}",
         ]
     return [
         f"qdisc add dev {dev} root handle 5: {stab} netem delay {delay} limit {DELAY_STAGE_LIMIT}",
         f"qdisc add dev {dev} parent 5:1 handle 1: htb default 1",
         f"class add dev {dev} parent 1: classid 1:1 {htb_class}",
-        f"qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {link['buffer_pkts']}",
+        f"qdisc add dev {dev} parent 1:1 handle 10: {leaf}",
     ]
 
 
@@ -278,8 +422,10 @@ def _run(argv: list[str], script: str | None = None) -> None:
     proc = subprocess.run(argv, input=script, capture_output=True, text=True)
     if proc.returncode != 0:
         err = proc.stderr.strip() or f"exit status {proc.returncode}"
-        if "netem" in (script or "") and "qdisc kind is unknown" in err:
-            err = NETEM_MISSING
+        if "qdisc kind is unknown" in err:
+            kinds = [k for k in ("netem", *DISCIPLINES) if f" {k} " in f" {script or ''} "]
+            if kinds:
+                err = "; or ".join(qdisc_missing(k) for k in kinds)
         raise KernelError(f"{' '.join(argv[:3])}: {err}")
 
 
@@ -335,20 +481,28 @@ def qdisc_counts(p: VethPlan) -> list[dict[str, int]]:
 
 def counts_of(qdiscs: list[dict[str, Any]]) -> dict[str, int]:
     """Packets and bytes the root qdisc sent, and the drops and the packets held at the end
-    of the link's queue (handle 10:, the pfifo or Mininet's netem). Only the queue's:
-    a delay stage above it (netem with a child) counts its child's drops as its own
-    (sch_netem.c, ``netem_dequeue``), and the packets in its delay line have not reached
-    the queue yet.
+    of the link's queue (handle 10:, the pfifo, Mininet's netem or the queue discipline).
+    Only the queue's: a delay stage above it (netem with a child) counts its child's drops
+    as its own (sch_netem.c, ``netem_dequeue``), and the packets in its delay line have not
+    reached the queue yet. A queue discipline's own statistics (tc's ``xstats``, printed by
+    tc's q_codel.c, q_fq_codel.c, q_pie.c and q_red.c) split its drops and count its marks:
+    ``limit_drops`` (over its limit), ``marks``, ``ce_marks`` (CoDel's ``ce_threshold``),
+    ``new_flows`` and ``overmemory_drops`` (fq_codel), each -1 when the qdisc has none.
 
     Example:
         >>> counts_of([
         ...     {"handle": "5:", "root": True, "packets": 90, "bytes": 135000, "drops": 10,
         ...      "qlen": 3},
         ...     {"handle": "1:", "packets": 90, "bytes": 135000, "drops": 0, "qlen": 0},
-        ...     {"handle": "10:", "packets": 90, "bytes": 135000, "drops": 10, "qlen": 1}])
-        {'tx_pkts': 90, 'tx_bytes': 135000, 'drops': 10, 'backlog_pkts': 1}
+        ...     {"handle": "10:", "packets": 90, "bytes": 135000, "drops": 10, "qlen": 1}])["drops"]
+        10
+        >>> c = counts_of([{"handle": "10:", "kind": "codel", "root": True, "packets": 9,
+        ...     "bytes": 13500, "drops": 4, "qlen": 0, "ecn_mark": 7, "drop_overlimit": 1}])
+        >>> c["limit_drops"], c["marks"], c["new_flows"]
+        (1, 7, -1)
     """
     counts = {"tx_pkts": 0, "tx_bytes": 0, "drops": 0, "backlog_pkts": 0}
+    counts.update(dict.fromkeys(_XSTATS, -1))
     with contextlib.suppress(ValueError, TypeError, KeyError):
         for q in qdiscs:
             if q.get("root"):
@@ -357,7 +511,33 @@ def counts_of(qdiscs: list[dict[str, Any]]) -> dict[str, int]:
             if q.get("handle") == "10:":
                 counts["drops"] = int(q["drops"])
                 counts["backlog_pkts"] = int(q["qlen"])
+                kind = q.get("kind")
+                for name, keys in _XSTATS.items():
+                    for key, kinds in keys:
+                        if key in q and (kinds is None or kind in kinds):
+                            counts[name] = int(q[key])
+                if kind in DISCIPLINES:
+                    for name in ("limit_drops", "marks", "ce_marks"):
+                        counts[name] = max(counts[name], 0)
     return counts
+
+
+#: A queue discipline's statistics in ``tc -s -j`` (tc's print_xstats of each qdisc): ours
+#: -> [(tc's key, the qdisc kinds it counts for, None: any)].
+_XSTATS: dict[str, list[tuple[str, tuple[str, ...] | None]]] = {
+    # Drops over the packet/byte limit: CoDel's and fq_codel's drop_overlimit, PIE's
+    # overlimit (pie_qdisc_enqueue's full queue), RED's pdrop (its bfifo child full).
+    "limit_drops": [
+        ("drop_overlimit", ("codel", "fq_codel")),
+        ("overlimit", ("pie",)),
+        ("pdrop", ("red",)),
+    ],
+    # CE marks instead of drops: ecn_mark (CoDel, fq_codel, PIE), RED's marked.
+    "marks": [("ecn_mark", ("codel", "fq_codel", "pie")), ("marked", ("red",))],
+    "ce_marks": [("ce_mark", ("codel", "fq_codel"))],
+    "new_flows": [("new_flow_count", ("fq_codel",))],
+    "overmemory_drops": [("drop_overmemory", ("fq_codel",))],
+}
 
 
 def fill_link_summary(
@@ -387,3 +567,25 @@ def fill_link_summary(
     raw["utilisation_frac"] = f64(
         [c["tx_bytes"] * 8 / (r * duration_s) for c, r in zip(counts, rates, strict=True)]
     )
+    # A queue discipline splits its drops into those over its limit and its own decisions,
+    # and counts its marks; Linux keeps no sojourn distribution (the sojourn columns stay
+    # NaN on the veth path).
+    queues = [spec["links"][ch // 2].get("queue", "droptail") for ch in range(len(counts))]
+    if any(q in DISCIPLINES for q in queues):
+        limit = [c["drops"] if c["limit_drops"] < 0 else c["limit_drops"] for c in counts]
+        raw["drop_queue_pkts"] = u64(limit)
+        raw["drop_aqm_pkts"] = u64([c["drops"] - n for c, n in zip(counts, limit, strict=True)])
+        raw["mark_aqm_pkts"] = u64([max(c["marks"], 0) for c in counts])
+        raw["mark_ce_threshold_pkts"] = u64([max(c["ce_marks"], 0) for c in counts])
+        raw["fq_new_flow_count"] = f64(
+            [
+                float(c["new_flows"]) if q == "fq_codel" else float("nan")
+                for c, q in zip(counts, queues, strict=True)
+            ]
+        )
+        raw["fq_drop_overmemory_pkts"] = f64(
+            [
+                float(max(c["overmemory_drops"], 0)) if q == "fq_codel" else float("nan")
+                for c, q in zip(counts, queues, strict=True)
+            ]
+        )
