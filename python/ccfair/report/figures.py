@@ -28,10 +28,10 @@ def make_figures(res: Results) -> Figures:
     otherwise generic ones chosen from the grid axes; both end with throughput against
     delay per algorithm."""
     preset = (res.record or {}).get("sweep", {}).get("preset")
-    # A preset run under several testbed profiles has an axis its own figures do not know;
-    # the generic ones show every axis rather than mixing the profiles' runs.
-    profiles = res.axes.get("profile", []) if "profile" in res.grid_keys else []
-    if preset in PRESETS and len(profiles) <= 1:
+    # A preset run on several testbeds or host kernels has an axis its own figures do not
+    # know; the generic ones show every axis rather than mixing the testbeds' runs.
+    hosts = [k for k in ("testbed", "kernel") if k in res.grid_keys and len(res.axes[k]) > 1]
+    if preset in PRESETS and not hosts:
         figs = PRESETS[preset].figures(res)
     else:
         figs = _generic_figures(res)

@@ -214,6 +214,8 @@ def _rtt_spread(kwargs: Mapping[str, Any], ratio: Any, n: int) -> list[str]:
 _COMMON_DOCS = {
     "start_jitter": "every flow starts at a seeded random offset in [0, start_jitter]",
     "tcp": "the [tcp] table (TCP options of every flow)",
+    "testbed": "the testbed (linux-stock, ideal, mininet-netem, core-netem); default linux-stock",
+    "kernel": "the hosts' Linux generation (6.18, 4.15, 4.13); default the testbed's",
     "duration": "simulated time of the run",
     "seed": "the scenario seed (random loss, start jitter, algorithms' randomness)",
     "sample_interval": "interval of the time series",
