@@ -1,9 +1,11 @@
 """Write the engine inputs of Python-built scenarios that the Rust tests reuse.
 
 The Rust end-to-end tests (crates/ccfair-sim/tests) need specs of the topologies users
-build in Python. Rather than rebuild them by hand, they load what the Python builders
-produce, stored here as fixtures; tests/test_engine_fixtures.py fails when a builder's
-output and its fixture part, and this script regenerates them:
+build in Python, on the idealised hosts (``testbed = "ideal"``: the engine's own defaults,
+which the Rust tests' snapshots were made with). Rather than rebuild them by hand, they
+load what the Python builders produce, stored here as fixtures;
+tests/test_engine_fixtures.py fails when a builder's output and its fixture part, and this
+script regenerates them:
 
     python scripts/engine_fixtures.py
 """
@@ -37,13 +39,14 @@ def fixtures() -> dict[str, ccfair.Scenario]:
             buffer_pkts=40,
             duration="20s",
             measure=("5s", "20s"),
+            testbed="ideal",
         ),
         # The benchmark's shallow-buffer row (`ccfair bench`, issue 16), whose busy
         # bottleneck delivers packets on a lattice of serialisation times that meets the
         # sampling instants: simultaneous events that tests/feed_ahead.rs must order as the
         # engine does.
         "dumbbell-bbr-cubic-a0.5.json": ccfair.dumbbell(
-            2, ["bbr", "cubic"], buffer_bdp=0.5, duration="60s"
+            2, ["bbr", "cubic"], buffer_bdp=0.5, duration="60s", testbed="ideal"
         ),
     }
 

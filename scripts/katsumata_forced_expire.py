@@ -14,7 +14,7 @@ two packet-traced runs it needs (the sweep's seed-1 runs of the variant at 1 BDP
 and the stock-Linux host, the same runs, with `trace=["flow1"]`).
 
     sudo ccfair validate scenarios/validate/katsumata-forced-expire.toml \
-        --out validation/katsumata-forced-expire --sim-tcp tso=linux
+        --out validation/katsumata-forced-expire
     python3 scripts/katsumata_forced_expire.py kernel validation/katsumata-forced-expire
 
     sudo ccfair run scenarios/katsumata-forced-expire-1bdp.toml --backend kernel \
@@ -178,6 +178,7 @@ def traced_run(host: str) -> ccfair.RunResult:
         seed=1,
         cca_params=VARIANT_PARAMS,
         tcp=HOSTS[host] or None,
+        testbed="ideal",  # as the sweep: Linux's features added one at a time (HOSTS)
     )
     return ccfair.run(scenario, trace=["flow1"])
 

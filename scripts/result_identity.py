@@ -35,6 +35,7 @@ PROVENANCE = {
     "git_revision",
     "host",
     "kernel",
+    "machine_release",
     "python",
     "started_at",
     "wall_time_s",

@@ -35,23 +35,39 @@ def test_a_sweep_may_name_exactly_the_presets():
         )
 
 
+#: Each study's testbed and host kernel (what the papers state; docs/experiments.md, "The
+#: studies' testbeds", and the presets' setup tables for what they leave open).
+STUDY_HOSTS = {
+    "harada-dumbbell": ("core-netem", "6.18"),
+    "harada-2hop": ("core-netem", "6.18"),
+    "harada-10hop": ("core-netem", "6.18"),
+    "ogino-copa": ("mininet-netem", "4.15"),
+    "ogawa-bbr-fairness": ("linux-stock", "6.18"),
+    "katsumata-rtprop": ("linux-stock", "4.13"),
+}
+
+
 @pytest.mark.parametrize("name", list(PRESETS))
-def test_full_grids_run_the_studies_bbr_and_no_network_twice(name):
+def test_full_grids_run_on_the_studys_testbed_and_no_network_twice(name):
     preset = PRESETS[name]
     points = preset.sweep().expand()
+    testbed, kernel = STUDY_HOSTS[name]
     specs: dict[str, str] = {}
     bbr_flows = 0
     for p in points:
         spec = dict(p.scenario.resolve().normalized)
-        # The studies ran Linux 4.13 and 4.15: no extra_acked, no EDT term, min_rtt refreshed
-        # on equal samples: a 4.x version, never the linux-6.18 default.
+        assert (spec["testbed"], spec["kernel"]) == (testbed, kernel), p.params
+        # The hosts' kernel chooses BBR's version: 4.13 and 4.15 have no extra_acked and
+        # refresh min_rtt on equal samples; 6.18 (and the 5.x kernels it stands for) has both.
         for f in spec["flows"]:
             if f["cca"] == "bbr":
                 bbr_flows += 1
                 params = f["cca_params"]
-                assert params["version"] in ("linux-4.13", "linux-4.15"), (name, p.params)
-                assert params["extra_acked"] is False
-                assert params["min_rtt_refresh_on_equal"] is True
+                assert params["version"] == f"linux-{kernel}", (name, p.params)
+                assert params["extra_acked"] is (kernel == "6.18")
+                assert params["min_rtt_refresh_on_equal"] is (kernel != "6.18")
+        if testbed.endswith("netem"):
+            assert all(link["queue"] == "netem" for link in spec["links"])
         # Two grid points never describe one network (only the seed tells repetitions apart).
         spec.pop("seed")
         key = json.dumps(spec, sort_keys=True)
@@ -60,6 +76,19 @@ def test_full_grids_run_the_studies_bbr_and_no_network_twice(name):
     assert bbr_flows > 0
     assert len(specs) * preset.full["repetitions"] == len(points)
     assert preset.full["repetitions"] == REPETITIONS >= 5
+
+
+def test_a_testbed_or_kernel_given_replaces_the_studys_or_becomes_an_axis():
+    preset = PRESETS["ogino-copa"]
+    one = preset.sweep(quick=True, testbeds=["ideal"]).expand()
+    assert {p.scenario.resolve().normalized["testbed"] for p in one} == {"ideal"}
+    # The study's kernel stays: on idealised hosts it names the algorithms' versions.
+    assert {p.scenario.resolve().normalized["kernel"] for p in one} == {"4.15"}
+    both = preset.sweep(quick=True, testbeds=["ideal", "mininet-netem"], kernels=["6.18"])
+    assert both.name == "ogino-copa-quick-6.18-ideal-mininet-netem"
+    points = both.expand()
+    assert {p.params["testbed"] for p in points} == {"ideal", "mininet-netem"}
+    assert {p.scenario.resolve().normalized["kernel"] for p in points} == {"6.18"}
 
 
 def test_katsumata_runs_the_loss_trigger_as_a_variant():
@@ -79,7 +108,10 @@ def test_katsumata_runs_the_loss_trigger_as_a_variant():
 def test_every_preset_states_its_setup(name):
     preset = PRESETS[name]
     items = {r.item for r in preset.setup}
-    assert {"topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"} <= items
+    need = {"topology", "bottleneck", "buffer", "duration", "repetitions"}
+    assert need | {"testbed", "host kernel", "algorithm versions", "TCP"} <= items
+    # One name per concept: nothing is called a profile any more.
+    assert not any("profile" in r.item for r in preset.setup)
     for row in preset.setup:
         assert row.study and row.ccfair, row
         if row.study.startswith("not"):  # ccfair chose: say what and, mostly, why

@@ -137,14 +137,17 @@ def test_report_is_self_contained_and_complete(harada):
     summary = page.split('id="summary"')[1].split('id="setup"')[0]
     assert '<figure id="fig-heatmap-reno-bbr"' in summary
     setup = html.unescape(page.split('id="setup"')[1].split('id="figures"')[0])
-    for item in ("topology", "bottleneck", "buffer", "duration", "repetitions", "BBR version"):
+    for item in ("topology", "bottleneck", "buffer", "duration", "repetitions", "host kernel"):
         assert f"<td>{item}</td>" in setup, item
-    assert 'version "linux-4.15"' in setup and "bbr parameters (this run)" in setup
-    assert "<td>testbed profile (this run)</td><td></td><td>ideal</td>" in setup
+    # The study's testbed and the hosts' kernel, each named once, and what the runs ran.
+    assert "<td>testbed (this run)</td><td></td><td>core-netem</td>" in setup
+    assert "<td>host kernel (this run)</td><td></td><td>6.18</td>" in setup
+    assert 'testbed = "core-netem": CORE' in setup
+    assert "profile" not in setup
     assert "ccfair" in setup and "git" in setup
-    # The host's kernel is named as such, never as the modelled TCP.
+    # The machine's own kernel is named as such, never as the modelled hosts' kernel.
     prov = html.unescape(page.split('id="provenance"')[1])
-    assert "host OS kernel (the machine that ran ccfair; not the TCP the simulator" in prov
+    assert "Linux release of the machine that ran ccfair (not the modelled hosts' kernel" in prov
 
 
 def test_report_renders_in_chromium_with_every_figure_and_no_console_error(harada, tmp_path):
@@ -318,23 +321,29 @@ def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
     assert out.stderr.strip() == f"error: {harada}: no finished run '0123456789abcdef'"
 
 
-def test_the_setup_names_every_testbed_profile_the_runs_used():
-    specs = [{"profile": "mininet-netem"}, {}, {"profile": "linux-stock"}, {}]
-    assert report_setup._testbed_profiles(specs) == ["mininet-netem", "ideal", "linux-stock"]
-    assert report_setup._testbed_profiles([]) == []
+def test_the_setup_names_every_testbed_and_kernel_the_runs_used():
+    specs = [
+        {"testbed": "mininet-netem", "kernel": "4.15"},
+        {},
+        {"testbed": "linux-stock", "kernel": "6.18"},
+        {"testbed": "ideal", "kernel": None},
+    ]
+    assert report_setup._hosts(specs, "testbed") == ["mininet-netem", "ideal", "linux-stock"]
+    assert report_setup._hosts(specs, "kernel") == ["4.15", "none (idealised hosts)", "6.18"]
+    assert report_setup._hosts([], "testbed") == []
 
 
-def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tmp_path):
-    """`reproduce --profile A --profile B` adds a profile axis; the report then draws the
-    preset's own figures once per profile (it drew generic ones instead, and before those
+def test_a_preset_on_two_testbeds_gets_a_testbed_axis_and_a_report(tmp_path):
+    """`reproduce --testbed A --testbed B` adds a testbed axis; the report then draws the
+    preset's own figures once per testbed (it drew generic ones instead, and before those
     crashed when more than two axes varied besides the buffer)."""
     out = cli(
         "reproduce",
         "harada-dumbbell",
         "--quick",
-        "--profile",
+        "--testbed",
         "ideal",
-        "--profile",
+        "--testbed",
         "mininet-netem",
         "--out",
         str(tmp_path),
@@ -342,26 +351,26 @@ def test_a_preset_under_two_testbed_profiles_gets_a_profile_axis_and_a_report(tm
     )
     assert out.returncode == 0, out.stderr
     sweep = json.loads((tmp_path / "sweep.json").read_text())
-    assert {p["params"]["profile"] for p in sweep["points"]} == {"ideal", "mininet-netem"}
+    assert {p["params"]["testbed"] for p in sweep["points"]} == {"ideal", "mininet-netem"}
     assert len(sweep["points"]) == 2 * 24
     names = {p.stem for p in (tmp_path / "figures").glob("*.svg")}
-    own = PRESETS["harada-dumbbell"].figures(Results(tmp_path).select(profile="ideal"))
+    own = PRESETS["harada-dumbbell"].figures(Results(tmp_path).select(testbed="ideal"))
     assert {"heatmap-reno-bbr", "model-vs-measured"} <= {name for name, _, _ in own}
-    for profile in ("ideal", "mininet-netem"):
+    for testbed in ("ideal", "mininet-netem"):
         for name, _, _ in own:
-            assert f"{name}--profile-{profile}" in names
+            assert f"{name}--testbed-{testbed}" in names
     assert "throughput-delay" in names
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    summary = page.split('<h2 id="setup">')[0]  # the headline figure, of the first profile
-    assert 'id="fig-heatmap-reno-bbr--profile-ideal"' in summary
+    summary = page.split('<h2 id="setup">')[0]  # the headline figure, of the first testbed
+    assert 'id="fig-heatmap-reno-bbr--testbed-ideal"' in summary
     bad = cli(
         "reproduce",
         "harada-dumbbell",
         "--quick",
-        "--profile",
+        "--testbed",
         "fancy",
         "--out",
         str(tmp_path / "x"),
     )
-    assert bad.returncode == 2 and 'profile: "fancy" is not a testbed profile' in bad.stderr
+    assert bad.returncode == 2 and '"fancy" is not a testbed; testbeds: ' in bad.stderr
     assert not (tmp_path / "x").exists()

@@ -116,7 +116,13 @@ def _legacy_write(frames: dict[str, pd.DataFrame], root: Path, run_id: str) -> N
 # The comparison
 
 RUN_ID = "0123456789abcdef"
-FACTS = {"ccfair_version": "v", "git_revision": "g", "host": "h", "kernel": "k", "python": "p"}
+FACTS = {
+    "ccfair_version": "v",
+    "git_revision": "g",
+    "host": "h",
+    "machine_release": "k",
+    "python": "p",
+}
 
 
 def _run_raw(sc: Any, trace: Sequence[str] = ()) -> tuple[Any, dict[str, Any]]:

@@ -605,7 +605,9 @@ def test_show_cuts_long_values_in_the_middle():
 
 def test_a_thousand_flows_on_one_bottleneck_run_within_the_default_limits():
     # Their estimate counts the shared bottleneck's buffer and pipe once, not once per flow
-    # (it was 14 GB, and the run was refused: issue 16, "Scale").
+    # (it was 14 GB, and the run was refused: issue 16, "Scale"). On idealised hosts every
+    # flow gets going within the 2 s; stock hosts' GSO bursts make a few of the 1000 lose
+    # their first windows and SYN retries meanwhile, which is not what this test is about.
     sc = ccfair.dumbbell(
         1000,
         "cubic",
@@ -614,6 +616,7 @@ def test_a_thousand_flows_on_one_bottleneck_run_within_the_default_limits():
         buffer_bdp=1.0,
         duration="2s",
         sample_interval="1s",
+        testbed="ideal",
     )
     est = estimate(sc.resolve())
     assert est.memory_bytes < 200e6, est.memory_parts[:3]

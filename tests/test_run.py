@@ -318,22 +318,23 @@ def test_a_run_leaves_the_cycle_collector_as_it_found_it(monkeypatch):
     [
         (
             lambda: ccfair.dumbbell(2, "cubic", duration="5s"),
-            {"sim": "74be2f0371a8dd0b", "kernel": "4633c551132abdc1"},
-            "0c7bf5c4e8657fed",
+            {"sim": "de9f5b678e52bb7f", "kernel": "0ff309ec628c7645"},
+            "02b07f5033f44973",
         ),
         (
             lambda: ccfair.dumbbell(
                 3, ["bbr", "cubic", "copa"], duration="5s", tcp={"sack": False}, seed=7
             ),
-            {"sim": "b7f74e9f6f97c81e", "kernel": "4dc6268b89f9984e"},
-            "54e8317431739a69",
+            {"sim": "01c64501d0612201", "kernel": "ecef47de1b4f6229"},
+            "05aef413b21b9a8e",
         ),
     ],
 )
 def test_run_ids_and_point_keys_stay_what_they_were(scenario, run_ids, point):
     """Finished runs are found by their run id: a change in how it is computed would run
-    every finished point again (and lose the kernel's). The values are those of the first
-    computation (e966cb5, before the identity was serialised once per resolved spec)."""
+    every finished point again (and lose the kernel's). The values are those since every
+    record names its testbed and host kernel (stock Linux hosts became the default; the
+    ids of the first computation, e966cb5, held until then: CHANGELOG.md)."""
     from ccfair.spec.identity import point_key, run_id_of
 
     resolved = scenario().resolve()

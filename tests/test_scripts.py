@@ -1,6 +1,6 @@
 """The helper scripts refuse absurd arguments in one line (scripts/cpu_gaps.py,
 scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_latency.py,
-scripts/trace_phase.py, scripts/profile_table.py, benches/scale_curve.py, benches/first_run.py,
+scripts/trace_phase.py, scripts/testbed_table.py, benches/scale_curve.py, benches/first_run.py,
 benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
 scripts/install_pgo.sh, benches/estimate_check.py, scripts/katsumata_forced_expire.py,
 scripts/aqm_tables.py)."""
@@ -123,11 +123,11 @@ def test_katsumata_forced_expire_reads_traced_runs_and_refuses_other_directories
     _refused(_script(script, "kernel", str(tmp_path)), "no such directory")
 
 
-def test_profile_table_refuses_what_is_no_profile_sweep(tmp_path):
-    _refused(_script("profile_table.py", str(tmp_path)), "not a finished sweep")
+def test_testbed_table_refuses_what_is_no_testbed_sweep(tmp_path):
+    _refused(_script("testbed_table.py", str(tmp_path)), "not a finished sweep")
     (tmp_path / "sweep.json").write_text('{"points": [{"run_id": "x"}]}')
-    _refused(_script("profile_table.py", str(tmp_path)), "not a finished sweep")
-    _refused(_script("profile_table.py", "--top", "0", str(tmp_path)), "--top 0")
+    _refused(_script("testbed_table.py", str(tmp_path)), "not a finished sweep")
+    _refused(_script("testbed_table.py", "--top", "0", str(tmp_path)), "--top 0")
 
 
 @pytest.mark.parametrize(

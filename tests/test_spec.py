@@ -521,9 +521,15 @@ def test_normalized_record():
     assert flow["name"] == "flow1"
     assert flow["path"] == ["h1", "s1", "s2", "h2"]
     assert flow["base_rtt"] == "8ms"
-    # defaults come from the Rust side, not from Python
-    assert flow["tcp"] == json.loads(_core.normalize_tcp("{}"))
+    # Defaults come from the Rust side, not from Python: the default testbed's hosts
+    # (stock Linux 6.18) put only their own options on top of the engine's defaults.
+    stock = {"rmem": "linux", "wmem": "linux", "tso": "linux", "hz": 250}
+    assert flow["tcp"] == json.loads(_core.normalize_tcp(json.dumps(stock)))
+    assert {k: v for k, v in flow["tcp"].items() if k not in stock} == {
+        k: v for k, v in json.loads(_core.normalize_tcp("{}")).items() if k not in stock
+    }
     assert flow["cca_params"] == json.loads(_core.normalize_cca(CCA, "{}"))
+    assert (n["testbed"], n["kernel"]) == ("linux-stock", "6.18")
     json.dumps(n)  # JSON-ready
     again = Scenario.from_normalized(n)
     assert again.resolve().engine_json == sc.resolve().engine_json

@@ -1,6 +1,8 @@
-"""Testbed options (issue 14): the netem queue (``links[].queue``), segmentation offload
-(``tcp.tso``, ``tcp.tso_defer``) and the send buffer (``tcp.wmem``) through the Python spec:
-clear errors, off by default, and out of the run identity at their defaults."""
+"""Testbeds and host kernels (docs/spec.md, "Testbeds and host kernels"): Linux hosts as
+shipped by default, the idealised host as an explicit choice, the kernel's settings and
+algorithm versions, the netem queue (``links[].queue``), segmentation offload (``tcp.tso``,
+``tcp.tso_defer``) and the send buffer (``tcp.wmem``) through the Python spec: clear errors,
+and out of the run identity at the engine's defaults."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from ccfair.spec.identity import run_id_of, spec_identity
 from ccfair.spec.resolved import Resolved
 
 
-def scenario(tcp: dict | None = None, **link: object) -> dict:
+def scenario(tcp: dict | None = None, testbed: str | None = "ideal", **link: object) -> dict:
+    """A one-link scenario, on the idealised hosts unless ``testbed`` says (None: the
+    default testbed), so that the options under test start from the engine's defaults."""
     spec: dict = {
         "duration": "2s",
         "links": [{"between": ["a", "b"], "rate": "10Mbit/s", "delay": "20ms", **link}],
@@ -19,6 +23,8 @@ def scenario(tcp: dict | None = None, **link: object) -> dict:
     }
     if tcp is not None:
         spec["tcp"] = tcp
+    if testbed is not None:
+        spec["testbed"] = testbed
     return spec
 
 
@@ -93,73 +99,159 @@ def test_tso_and_the_send_buffer_run_on_the_simulator():
     assert r.flows["goodput_mbps"].iloc[0] > 5
 
 
-def test_the_kernel_backend_refuses_simulator_only_tcp_options():
-    from ccfair.backends.kernel.checks import check_scenario
+def test_the_kernel_backend_sets_the_socket_buffers_and_refuses_model_only_options():
+    from ccfair.backends.kernel.checks import check_scenario, socket_buffers
 
-    for tcp in ({"tso": "linux"}, {"wmem": "linux"}):
+    # Stock Linux hosts are what it runs: their send and receive buffers are sysctls.
+    stock = resolve(scenario(testbed=None))
+    check_scenario(stock, offered=["cubic", "reno"])
+    rmem, wmem, _ = socket_buffers(stock)
+    assert rmem == [[4096, 131072, 33554432]] and wmem == [[4096, 16384, 4194304]]
+    ideal = resolve(scenario())
+    check_scenario(ideal, offered=["cubic", "reno"])
+    rmem, wmem, fit = socket_buffers(ideal)
+    assert rmem[0][2] == fit[1] and wmem[0][2] == fit[0]  # never limiting, per host
+    # An option Linux has no setting for is refused by name.
+    for tcp in ({"tso_defer": False}, {"pacer": "linux-4.x"}, {"sack_compression": False}):
         with pytest.raises(SpecError, match="tcp\\."):
-            check_scenario(resolve(scenario(tcp=tcp)), offered=["cubic", "reno"])
+            check_scenario(resolve(scenario(tcp=tcp, testbed=None)), offered=["cubic", "reno"])
 
 
-# ---- testbed profiles ------------------------------------------------------------------------
+# ---- testbeds and host kernels ---------------------------------------------------------------
 
 
-def test_ideal_is_today_and_stays_out_of_the_record():
-    base = resolve(scenario())
-    ideal = resolve({**scenario(), "profile": "ideal"})
-    assert "profile" not in ideal.normalized
-    assert run_id_of(base.normalized, "sim") == run_id_of(ideal.normalized, "sim")
+def test_linux_stock_hosts_are_the_default_and_recorded():
+    r = resolve(scenario(testbed=None))
+    assert (r.normalized["testbed"], r.normalized["kernel"]) == ("linux-stock", "6.18")
+    tcp = r.engine_spec["flows"][0]["tcp"]
+    assert (tcp["rmem"], tcp["wmem"], tcp["tso"], tcp["hz"]) == ("linux", "linux", "linux", 250)
+    assert r.engine_spec["flows"][0]["cca_params"]["hystart_version"] == "linux-6.18"
+    explicit = resolve({**scenario(testbed=None), "testbed": "linux-stock", "kernel": "6.18"})
+    assert run_id_of(r.normalized, "sim") == run_id_of(explicit.normalized, "sim")
+
+
+def test_ideal_hosts_are_the_engine_defaults_and_have_no_kernel():
+    r = resolve(scenario())
+    assert (r.normalized["testbed"], r.normalized["kernel"]) == ("ideal", None)
+    tcp = r.engine_spec["flows"][0]["tcp"]
+    assert (tcp["rmem"], tcp["wmem"], tcp["tso"], tcp["hz"]) == ("fit", "fit", "off", 1000)
+    stock = resolve(scenario(testbed=None))
+    assert run_id_of(r.normalized, "sim") != run_id_of(stock.normalized, "sim")
+    again = ccfair.Scenario.from_normalized(r.normalized).resolve()
+    assert again.engine_json == r.engine_json
 
 
 @pytest.mark.parametrize(
-    ("profile", "queue"),
+    ("testbed", "queue"),
     [("linux-stock", None), ("mininet-netem", "netem"), ("core-netem", "netem")],
 )
-def test_profiles_set_stock_linux_hosts_and_their_queues(profile, queue):
-    r = resolve({**scenario(), "profile": profile})
-    assert r.normalized["profile"] == profile
+def test_testbeds_set_stock_linux_hosts_and_their_queues(testbed, queue):
+    r = resolve(scenario(testbed=testbed))
+    assert r.normalized["testbed"] == testbed
     tcp = r.engine_spec["flows"][0]["tcp"]
-    assert (tcp["rmem"], tcp["tso"], tcp["wmem"]) == ("linux", "linux", "fit")
+    assert (tcp["rmem"], tcp["tso"], tcp["wmem"]) == ("linux", "linux", "linux")
     assert r.engine_spec["links"][0].get("queue") == queue
     again = ccfair.Scenario.from_normalized(r.normalized).resolve()
     assert again.engine_json == r.engine_json
 
 
-def test_the_scenario_own_settings_win_over_its_profile():
-    spec = {**scenario(tcp={"tso": "off"}, queue="droptail"), "profile": "core-netem"}
+@pytest.mark.parametrize("kernel", ["4.13", "4.15"])
+def test_a_4x_kernel_sets_its_substrate_and_its_algorithms_versions(kernel):
+    spec = {**scenario(testbed=None), "kernel": kernel}
+    spec["flows"] = [
+        {"src": "a", "dst": "b", "cca": "bbr"},
+        {"src": "a", "dst": "b", "cca": "cubic"},
+    ]
     r = resolve(spec)
-    assert r.engine_spec["flows"][0]["tcp"]["tso"] == "off"
-    assert r.engine_spec["flows"][0]["tcp"]["rmem"] == "linux"
+    bbr, cubic = r.engine_spec["flows"]
+    assert bbr["cca_params"]["version"] == f"linux-{kernel}"
+    assert cubic["cca_params"]["hystart_version"] == "linux-4.x"
+    tcp = bbr["tcp"]
+    assert tcp["rmem"] == [4096, 87380, 6291456]
+    assert (tcp["rcv_window"], tcp["sack_compression"], tcp["ofo_quickack"]) == (
+        "linux-4.x",
+        False,
+        True,
+    )
+    assert tcp["tlp_schedule"] == f"linux-{kernel}"
+
+
+def test_on_ideal_hosts_a_kernel_names_only_the_algorithms_versions():
+    spec = {**scenario(), "kernel": "4.15"}
+    spec["flows"] = [{"src": "a", "dst": "b", "cca": "bbr"}]
+    r = resolve(spec)
+    assert r.engine_spec["flows"][0]["cca_params"]["version"] == "linux-4.15"
+    assert r.engine_spec["flows"][0]["tcp"]["rmem"] == "fit"
+    assert r.normalized["kernel"] == "4.15"
+
+
+def test_the_scenario_own_settings_win_over_its_testbed_and_kernel():
+    spec = {
+        **scenario(tcp={"tso": "off", "rmem": "fit"}, queue="droptail", testbed="core-netem"),
+        "kernel": "4.15",
+    }
+    spec["flows"] = [
+        {"src": "a", "dst": "b", "cca": "bbr", "cca_params": {"version": "linux-6.18"}}
+    ]
+    r = resolve(spec)
+    f = r.engine_spec["flows"][0]
+    assert (f["tcp"]["tso"], f["tcp"]["rmem"], f["tcp"]["rcv_window"]) == (
+        "off",
+        "fit",
+        "linux-4.x",
+    )
+    assert f["cca_params"]["version"] == "linux-6.18"
     assert "queue" not in r.engine_spec["links"][0]
     # The link's own droptail survives the record.
     again = ccfair.Scenario.from_normalized(r.normalized).resolve()
     assert again.engine_json == r.engine_json
 
 
-def test_an_unknown_profile_lists_the_profiles():
-    with pytest.raises(SpecError, match="profiles: ideal, linux-stock, mininet-netem") as info:
-        resolve({**scenario(), "profile": "emulab"})
+def test_unknown_testbeds_and_kernels_list_the_known_ones():
+    with pytest.raises(SpecError, match="testbeds: linux-stock, ideal, mininet-netem") as info:
+        resolve(scenario(testbed="emulab"))
+    assert info.value.path == "testbed"
+    for bad in ("5.4", 4.15, ""):
+        with pytest.raises(SpecError) as info:
+            resolve({**scenario(), "kernel": bad})
+        assert info.value.path == "kernel"
+
+
+def test_profile_was_renamed_and_says_so():
+    with pytest.raises(SpecError, match="renamed testbed") as info:
+        resolve({**scenario(testbed=None), "profile": "linux-stock"})
     assert info.value.path == "profile"
 
 
-def test_a_profile_is_a_sweep_axis():
+def test_a_testbed_and_a_kernel_are_sweep_axes():
     from ccfair.spec.sweep import Sweep
 
     sw = Sweep.from_dict(
         {
-            "name": "profiles",
+            "name": "testbeds",
             "base": {"builder": "dumbbell", "duration": "2s"},
-            "grid": {"profile": ["ideal", "linux-stock", "mininet-netem"]},
+            "grid": {
+                "testbed": ["ideal", "linux-stock", "mininet-netem"],
+                "kernel": ["6.18", "4.15"],
+            },
         }
     )
     points = sw.expand()
-    assert [p.params["profile"] for p in points] == ["ideal", "linux-stock", "mininet-netem"]
-    assert len({p.run_id for p in points}) == 3
+    assert [(p.params["testbed"], p.params["kernel"]) for p in points][:2] == [
+        ("ideal", "6.18"),
+        ("ideal", "4.15"),
+    ]
+    assert len({p.run_id for p in points}) == 6
 
 
-def test_the_kernel_backend_refuses_profiles_naming_what_it_can_take():
+def test_the_kernel_backend_refuses_a_kernel_it_cannot_be():
     from ccfair.backends.kernel.checks import check_scenario
 
-    with pytest.raises(SpecError, match='tcp.rmem = "linux"') as info:
-        check_scenario(resolve({**scenario(), "profile": "linux-stock"}), offered=["cubic", "reno"])
-    assert info.value.path == "profile"
+    with pytest.raises(SpecError, match='give kernel = "6.18"') as info:
+        check_scenario(resolve({**scenario(testbed=None), "kernel": "4.15"}), offered=["cubic"])
+    assert info.value.path == "kernel"
+    # On idealised hosts a kernel names only the algorithms; Linux's own CUBIC has no 4.x
+    # HyStart, which is what is refused then.
+    with pytest.raises(SpecError, match="a modification of cubic") as info:
+        check_scenario(resolve({**scenario(), "kernel": "4.15"}), offered=["cubic"])
+    assert info.value.path == "flows[0].cca_params.hystart_version"

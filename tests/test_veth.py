@@ -110,7 +110,7 @@ def test_a_netem_queue_is_mininets_tclink_htb_then_netem_holding_delay_and_limit
     sc = Scenario.from_dict(
         {
             **ccfair.dumbbell(2, "cubic", bottleneck_delay="30ms", buffer_pkts=25).to_dict(),
-            "profile": "mininet-netem",
+            "testbed": "mininet-netem",
         }
     )
     p = planned(sc)

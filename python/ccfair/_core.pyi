@@ -85,9 +85,10 @@ def run(spec_json: str, run_id: str | None = None, limits_json: str | None = Non
 def flow_starts(spec_json: str) -> list[int]:
     """Each flow's effective start time in ns (nominal start plus seeded jitter)."""
 
-def socket_buffers(spec_json: str) -> tuple[list[list[int]], list[int]]:
-    """Per flow the receiver's ``tcp_rmem`` (min, default, max bytes); per node the
-    socket-buffer maximum that fits every flow of the node."""
+def socket_buffers(spec_json: str) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """Per flow the receiver's ``tcp_rmem`` and the sender's ``tcp_wmem`` (min, default,
+    max bytes, ``"fit"`` resolved per host); per node the socket-buffer maximum that fits
+    every flow of the node."""
 
 def schema() -> str:
     """The results schema as JSON: every column of every table."""

@@ -48,7 +48,7 @@ class Param:
             strings joined by ``|``; ``or null`` when null defers to another parameter.
         unit: unit of the value (empty for flags and choices).
         default: the value a flow gets when the parameter is left out (variant- and
-            profile-dependent options resolved).
+            version-dependent options resolved).
         doc: what it means.
     """
 

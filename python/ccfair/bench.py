@@ -90,19 +90,22 @@ CASES = [
 
 
 def scenario_for(name: str, duration: str) -> Any:
-    """The scenario of a benchmark case."""
+    """The scenario of a benchmark case. The rows keep the hosts they were defined with, the
+    idealised ones (``testbed = "ideal"``), so that instruction counts stay comparable with
+    benches/history.jsonl across versions."""
+    ideal = {"testbed": "ideal", "duration": duration}
     if name == "dumbbell-cubic":
-        return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, duration=duration)
+        return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, **ideal)
     alphas = {"dumbbell-bbr-vs-cubic": 2.0, "dumbbell-bbr-vs-cubic-a0.5": 0.5}
     alphas["dumbbell-bbr-vs-cubic-a16"] = 16.0
     if name in alphas:
         return dumbbell(
-            2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=alphas[name], duration=duration
+            2, ["bbr", "cubic"], bottleneck_delay="18ms", buffer_bdp=alphas[name], **ideal
         )
     if name == "parking-lot-10hop-bbr-main":
-        return parking_lot(10, "bbr", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
+        return parking_lot(10, "bbr", "cubic", delay="18ms", buffer_bdp=2.0, **ideal)
     if name == "parking-lot-10hop-cubic":
-        return parking_lot(10, "cubic", "cubic", delay="18ms", buffer_bdp=2.0, duration=duration)
+        return parking_lot(10, "cubic", "cubic", delay="18ms", buffer_bdp=2.0, **ideal)
     raise ValueError(f"case: unknown benchmark {name!r}")
 
 

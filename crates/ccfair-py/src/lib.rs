@@ -474,15 +474,23 @@ fn bpf_unavailable(py: Python<'_>) -> PyResult<Option<String>> {
         .map_err(|e| e.into_py(py))
 }
 
-/// Per flow, the receiver's resolved `tcp_rmem` (min, default, max bytes); per node, the
-/// socket-buffer maximum that fits every flow of the node (`RunSpec::rmem_bytes`): the
-/// kernel backend sets these as each namespace's sysctls. Raises SpecError if the spec is
-/// malformed.
+/// Per flow its receiver's `tcp_rmem` and its sender's `tcp_wmem` (min, default, max bytes,
+/// `"fit"` resolved per host), and per node the socket buffer maximum no flow of the node's
+/// can fill: what the kernel backend sets in each namespace
+/// (`RunSpec::rmem_bytes`, `wmem_bytes`, `fit_socket_buffer_bytes`).
 #[pyfunction]
-fn socket_buffers(py: Python<'_>, spec_json: &str) -> PyResult<(Vec<[u64; 3]>, Vec<u64>)> {
+#[allow(clippy::type_complexity)]
+fn socket_buffers(
+    py: Python<'_>,
+    spec_json: &str,
+) -> PyResult<(Vec<[u64; 3]>, Vec<[u64; 3]>, Vec<u64>)> {
     catch_panic("socket_buffers", || {
         let spec = ccfair_sim::parse_spec(spec_json)?;
-        Ok((spec.rmem_bytes(), spec.fit_socket_buffer_bytes()))
+        Ok((
+            spec.rmem_bytes(),
+            spec.wmem_bytes(),
+            spec.fit_socket_buffer_bytes(),
+        ))
     })
     .map_err(|e| e.into_py(py))
 }

@@ -150,7 +150,7 @@ const RUNS: &[Decl] = &[
     ("ccfair_version", Dtype::Str, "version of ccfair"),
     ("git_revision", Dtype::Str, "git revision ccfair was built from"),
     ("host", Dtype::Str, "machine name"),
-    ("kernel", Dtype::Str, "Linux release of the machine"),
+    ("machine_release", Dtype::Str, "Linux release of the machine that ran ccfair (the modelled hosts' kernel is the spec's `kernel`)"),
     ("python", Dtype::Str, "Python version"),
     ("started_at", Dtype::Str, "start time (UTC, ISO 8601)"),
     ("wall_time_s", Dtype::F64, "wall-clock time of the run"),

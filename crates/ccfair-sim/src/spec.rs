@@ -905,6 +905,20 @@ impl RunSpec {
             .collect()
     }
 
+    /// Each flow's send buffer setting, `tcp_wmem` (min, default, max bytes), with `"fit"`
+    /// resolved per host as the kernel backend sets its namespace (the sender's fitting
+    /// maximum, [`RunSpec::fit_socket_buffer_bytes`]; the simulator's `"fit"` sender is never
+    /// limited at all, `tcp/sender/sndbuf.rs`).
+    pub fn wmem_bytes(&self) -> Vec<[u64; 3]> {
+        let fit = self.fit_socket_buffer_bytes();
+        self.flows
+            .iter()
+            .map(|f| {
+                crate::tcp::sender::wmem_bytes(f.tcp.wmem).unwrap_or([4096, 16_384, fit[f.src]])
+            })
+            .collect()
+    }
+
     /// Per node: the socket buffer maximum that no flow of the node's can fill, four times
     /// (bottleneck rate x round-trip propagation time + the bytes of every buffer on the
     /// path) for the most demanding flow, within [8 MiB, 1 GiB].

@@ -121,6 +121,16 @@ class Backend:
         """The TCP clock rate (HZ) runs of this backend have, if fixed by the host."""
         return None
 
+    def host_kernel(self) -> str | None:
+        """The host kernel (a generation of ccfair.testbeds.KERNELS) this backend's
+        hosts are, if fixed by the machine; None: any (the simulator models each), or a
+        release between the modelled generations."""
+        return None
+
+    def host_release(self) -> str:
+        """The Linux release of this backend's hosts, for reports ("" if none)."""
+        return ""
+
     @contextmanager
     def session(
         self, say: Callable[[str], None], *, parallel_processes: bool
@@ -148,6 +158,6 @@ def provenance() -> dict[str, str]:
         "ccfair_version": _core.__version__,
         "git_revision": _core.__git_revision__,
         "host": platform.node(),
-        "kernel": platform.release(),
+        "machine_release": platform.release(),
         "python": platform.python_version(),
     }

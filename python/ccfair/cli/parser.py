@@ -341,12 +341,21 @@ def _add_reproduce_parser(sub: argparse._SubParsersAction) -> None:
         help="runs per grid point (default: the preset's, see docs/experiments.md)",
     )
     rp.add_argument(
-        "--profile",
+        "--testbed",
+        "--profile",  # its name before testbeds and host kernels were two concepts
         action="append",
         default=[],
         metavar="NAME",
-        help="testbed profile of every run (ideal, linux-stock, mininet-netem, core-netem; "
-        "docs/spec.md); repeat it to add a profile axis to the grid",
+        help="testbed of every run instead of the study's (linux-stock, ideal, mininet-netem, "
+        "core-netem; docs/spec.md); repeat it to add a testbed axis to the grid",
+    )
+    rp.add_argument(
+        "--kernel",
+        action="append",
+        default=[],
+        metavar="VERSION",
+        help="host kernel of every run instead of the study's (6.18, 4.15, 4.13); repeat it "
+        "to add a kernel axis to the grid",
     )
     rp.add_argument(
         "--backend",

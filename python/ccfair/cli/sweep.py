@@ -198,7 +198,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             quick=args.quick,
             baselines=args.baselines,
             repetitions=args.repetitions,
-            profiles=args.profile,
+            testbeds=args.testbed,
+            kernels=args.kernel,
         ),
         args.backend,
     )

@@ -23,6 +23,7 @@ from ccfair.present.style import SMOOTH_S, axis_name, point_label, slug, varying
 from ccfair.present.timeseries import jain_over_time, timeseries
 from ccfair.results.directory import Results
 from ccfair.spec.sweep import Sweep
+from ccfair.testbeds import KERNELS, TESTBEDS
 
 FigureList = list[tuple[str, str, Figure]]
 
@@ -47,10 +48,6 @@ REPETITIONS = 5
 QUICK_REPETITIONS = 2
 
 
-#: The studies ran BBRv1 on Linux 4.13 and 4.15 (see :data:`BBR_ROW`).
-BBR_STUDY_PARAMS = {"version": "linux-4.15"}
-
-
 @dataclass(frozen=True)
 class SetupRow:
     """One line of a preset's setup table.
@@ -68,35 +65,72 @@ class SetupRow:
     why: str = ""
 
 
-BBR_ROW = SetupRow(
-    "BBR version",
-    "BBRv1 of the studies' Linux 4.13 / 4.15 kernels",
-    'version "linux-4.15" (params.bbr): Linux 4.15\'s tcp_bbr.c (pacing on the MTU without '
-    "the 0.99 margin, no ACK-aggregation cwnd, no EDT in-flight term, min_rtt refreshed by an "
-    "equal sample)",
-    "ccfair's BBRv1 versions are linux-4.13, linux-4.15 and linux-6.18 (docs/fidelity.md, "
-    "BBRv1); the studies ran 4.13 and 4.15",
-)
+#: The algorithms' versions of a kernel that lists none: the engine's defaults.
+_LATEST_VERSIONS = "ccfair's defaults (BBR version linux-6.18; CUBIC's HyStart of 5.6 and later)"
 
 
-CUBIC_ROW = SetupRow(
-    "Reno, CUBIC",
-    "the kernel's",
-    "Linux tcp_cong.c / tcp_cubic.c as of 6.x (HyStart with µs delay samples)",
-    "the 4.x HyStart (ms clock, before the 5.7 rework) is not modelled; it only changes the "
-    "slow-start exit",
-)
+def host_rows(
+    testbed: str,
+    kernel: str,
+    *,
+    study_testbed: str,
+    study_kernel: str,
+    testbed_why: str = "",
+    kernel_why: str = "",
+    tool: SetupRow | None = None,
+) -> list[SetupRow]:
+    """The setup rows of the hosts, one name per concept: the **testbed** (links and host
+    build), the **host kernel** (the TCP substrate's settings), the **algorithm versions**
+    the kernel implies (docs/spec.md, "Testbeds and host kernels"), the TCP it runs, and
+    the measurement tool's effect on the averages."""
+    bed, k = TESTBEDS[testbed], KERNELS[kernel]
+    versions = "; ".join(
+        f"{cca}: {', '.join(f'{key} {v}' for key, v in params.items())}"
+        for cca, params in k.cca.items()
+    )
+    rows = [
+        SetupRow(
+            "testbed",
+            study_testbed,
+            f'testbed = "{testbed}": {bed.summary} ({bed.source})',
+            testbed_why,
+        ),
+        SetupRow("host kernel", study_kernel, f'kernel = "{kernel}": {k.summary}', kernel_why),
+        SetupRow(
+            "algorithm versions",
+            f"those of the hosts' kernel ({study_kernel})",
+            f"Linux {kernel}'s: {versions or _LATEST_VERSIONS}",
+            "the host kernel chooses them (docs/fidelity.md); a flow's cca_params override",
+        ),
+        SetupRow(
+            "TCP",
+            "Linux defaults",
+            f"Linux {kernel} as ccfair models it: SACK, RACK, TLP, F-RTO, PRR, delayed ACK "
+            f"(40 ms, quick ACKs), timestamps (MSS 1448 B), HZ {bed.tcp.get('hz', 1000)}, the "
+            "receive window with autotuning, the send buffer, GSO skbs, a TCP handshake and "
+            "measured host latency",
+            "repetitions differ through the handshake and host latency drawn from the seed "
+            "(docs/fidelity.md); what ccfair does not model of this kernel is listed in "
+            "docs/model.md",
+        ),
+    ]
+    if tool is not None:
+        rows.append(tool)
+    return rows
 
 
-TCP_ROW = SetupRow(
-    "TCP",
-    "Linux defaults",
-    "Linux 6.x semantics: SACK, RACK, TLP, F-RTO, delayed ACK (40 ms, quick ACKs), "
-    "timestamps (MSS 1448 B), HZ 1000, receive window with autotuning, handshake and measured "
-    "host latency",
-    "repetitions differ through the handshake and host latency drawn from the seed "
-    "(docs/fidelity.md)",
-)
+def iperf_row(study: str) -> SetupRow:
+    """What a study's iperf measurement does to the averages: nothing ccfair must model."""
+    return SetupRow(
+        "measurement tool",
+        study,
+        "the receiving application's goodput over the whole run, the value iperf reports at "
+        "its end; time series sampled by ccfair",
+        "iperf's end-of-test average counts from the connection's start, as ccfair's "
+        "goodput does (no warm-up is omitted unless -O is given, which the studies do not "
+        "state); its 1 s reporting interval only bins the time series, which ccfair's "
+        "figures smooth over 1 s too",
+    )
 
 
 def reps_row(study: str, *, quick: int = QUICK_REPETITIONS) -> SetupRow:
@@ -132,6 +166,8 @@ class Preset:
         setup: the setup table: what the study states and what ccfair runs.
         headline: names of the figures the report shows first, in its summary.
         quick_note: how the ``--quick`` grid differs from the full one.
+        testbed: the study's testbed (``ccfair.testbeds.TESTBEDS``), its runs' default.
+        kernel: the study's host kernel (``ccfair.testbeds.KERNELS``), its runs' default.
     """
 
     name: str
@@ -143,6 +179,8 @@ class Preset:
     setup: list[SetupRow] = field(default_factory=list)
     headline: tuple[str, ...] = ()
     quick_note: str = ""
+    testbed: str = "linux-stock"
+    kernel: str = "6.18"
 
     def sweep_dict(
         self,
@@ -150,12 +188,13 @@ class Preset:
         quick: bool = False,
         baselines: bool = False,
         repetitions: int | None = None,
-        profiles: Sequence[str] = (),
+        testbeds: Sequence[str] = (),
+        kernels: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """The sweep spec, with the preset name recorded (the report uses its figures).
-
-        ``profiles`` (testbed profiles, docs/spec.md) become a ``profile`` axis of the grid
-        (``scripts/profile_table.py`` puts them side by side); the sweep's name says which.
+        """The sweep spec, with the preset name recorded (the report uses its figures), on
+        the study's testbed and host kernel unless ``testbeds`` or ``kernels`` say
+        otherwise: one value replaces the study's, several become an axis of the grid
+        (``scripts/testbed_table.py`` puts them side by side); the sweep's name says which.
         """
         d = dict(self.quick if quick else self.full)
         d["name"] = self.name + ("-quick" if quick else "")
@@ -164,9 +203,17 @@ class Preset:
             d["baselines"] = True
         if repetitions is not None:
             d["repetitions"] = repetitions
-        if profiles:
-            d["grid"] = {"profile": list(profiles), **d["grid"]}
-            d["name"] += "-" + "-".join(profiles)
+        base = {**d["base"], "testbed": self.testbed, "kernel": self.kernel}
+        grid = dict(d["grid"])
+        for key, values in (("kernel", kernels), ("testbed", testbeds)):
+            values = list(values)
+            if len(values) == 1:
+                base[key] = values[0]
+            elif values:
+                grid = {key: values, **grid}
+            if values:
+                d["name"] += "-" + "-".join(values)
+        d["base"], d["grid"] = base, grid
         return d
 
     def sweep(
@@ -175,7 +222,8 @@ class Preset:
         quick: bool = False,
         baselines: bool = False,
         repetitions: int | None = None,
-        profiles: Sequence[str] = (),
+        testbeds: Sequence[str] = (),
+        kernels: Sequence[str] = (),
     ) -> Sweep:
         """The :class:`~ccfair.spec.sweep.Sweep` of this preset.
 
@@ -183,13 +231,17 @@ class Preset:
             >>> from ccfair.presets import get
             >>> len(get("harada-dumbbell").sweep().expand())  # doctest: +SKIP
             270
-            >>> s = get("harada-dumbbell").sweep(quick=True, profiles=["ideal", "mininet-netem"])
+            >>> s = get("harada-dumbbell").sweep(quick=True, testbeds=["ideal", "mininet-netem"])
             >>> s.name, len(s.expand())
             ('harada-dumbbell-quick-ideal-mininet-netem', 48)
         """
         return Sweep.from_dict(
             self.sweep_dict(
-                quick=quick, baselines=baselines, repetitions=repetitions, profiles=profiles
+                quick=quick,
+                baselines=baselines,
+                repetitions=repetitions,
+                testbeds=testbeds,
+                kernels=kernels,
             )
         )
 

@@ -16,18 +16,16 @@ from ccfair.present.curves import dots
 from ccfair.present.style import slug
 from ccfair.present.timeseries import timeseries_rows
 from ccfair.presets.base import (
-    BBR_ROW,
-    BBR_STUDY_PARAMS,
-    CUBIC_ROW,
     QUICK_REPETITIONS,
     REPETITIONS,
     SMOOTH_NOTE,
-    TCP_ROW,
     FigureList,
     Preset,
     SetupRow,
     goodput_row,
     grid_points,
+    host_rows,
+    iperf_row,
     reps_row,
 )
 from ccfair.results.directory import Results
@@ -125,30 +123,25 @@ def _katsumata_over_time(res: Results, alpha: Any, at: pd.DataFrame) -> FigureLi
 def _katsumata_variants() -> dict[str, dict[str, Any]]:
     """The BBR variants of the study: stock, forced RTprop expiry (on the RTT ratio, or also
     on loss) and the RTprop update with two gains."""
-    p = BBR_STUDY_PARAMS
     return {
-        "stock": dict(p),
+        "stock": {},
         "forced-expire-2.4": {
-            **p,
             "rtprop_trigger": "rtt_ratio",
             "rate_th": 2.4,
             "rtprop_action": "expire",
         },
         "forced-expire-2.4-loss": {
-            **p,
             "rtprop_trigger": "rtt_ratio_or_loss",
             "rate_th": 2.4,
             "rtprop_action": "expire",
         },
         "update-a1.0": {
-            **p,
             "rtprop_trigger": "rtt_ratio",
             "rate_th": 2.0,
             "rtprop_action": "update",
             "update_gain_a": 1.0,
         },
         "update-a0.5": {
-            **p,
             "rtprop_trigger": "rtt_ratio",
             "rate_th": 2.0,
             "rtprop_action": "update",
@@ -192,9 +185,22 @@ def _katsumata_setup() -> list[SetupRow]:
         SetupRow("duration", "not published", "60 s; time series sampled every 50 ms"),
         goodput_row(),
         reps_row("not stated"),
-        BBR_ROW,
-        CUBIC_ROW,
-        TCP_ROW,
+        *host_rows(
+            "linux-stock",
+            "4.13",
+            study_testbed="physical machines: Sender1, Sender2 and a Queue machine (Celeron "
+            "G530), a Receiver (Celeron G1101); how the queue machine emulates the link is "
+            "not stated",
+            study_kernel="Linux 4.13.2 on the senders and the queue machine, 3.10.0 on the "
+            "receiver",
+            testbed_why="stock Linux hosts on drop-tail links: nothing says the queue machine "
+            "ran netem",
+            kernel_why="ccfair's 4.13 host was read in 4.13.9; a flow's two ends share one "
+            "kernel in ccfair, so the 3.10 receiver is a 4.13 receiver (both have no SACK "
+            "compression, quick ACKs after out-of-order data and a 6 MiB receive buffer "
+            "with half of it as window)",
+            tool=iperf_row("iperf 3.5"),
+        ),
     ]
 
 
@@ -226,5 +232,7 @@ def katsumata_preset() -> Preset:
         figures=_katsumata_figures,
         setup=_katsumata_setup(),
         headline=("goodput-by-variant",),
+        testbed="linux-stock",
+        kernel="4.13",
         quick_note="alpha = 4 only, 20 s runs, 2 repetitions",
     )

@@ -11,15 +11,13 @@ from __future__ import annotations
 from ccfair.present.curves import flow_distribution, metric_vs_buffer
 from ccfair.presets.base import (
     ALPHAS,
-    BBR_ROW,
-    BBR_STUDY_PARAMS,
     QUICK_REPETITIONS,
     REPETITIONS,
     SMOOTH_NOTE,
-    TCP_ROW,
     FigureList,
     Preset,
     SetupRow,
+    host_rows,
     jain_over_time_figures,
     reps_row,
     select_points,
@@ -113,8 +111,14 @@ def _ogawa_setup() -> list[SetupRow]:
             "the same, of the goodput over the whole run",
         ),
         reps_row("not stated"),
-        BBR_ROW,
-        TCP_ROW,
+        *host_rows(
+            "linux-stock",
+            "6.18",
+            study_testbed="not stated in the abstract",
+            study_kernel="Linux's BBR implementation, version not stated",
+            testbed_why="stock Linux hosts on drop-tail links, ccfair's default",
+            kernel_why="ccfair's default, the kernel backend's own: the preset validates here",
+        ),
     ]
 
 
@@ -128,8 +132,8 @@ def ogawa_preset() -> Preset:
         "sample_interval": "100ms",
     }
     variants = {
-        "stock": dict(BBR_STUDY_PARAMS),
-        "fixed-phase": {**BBR_STUDY_PARAMS, "fixed_start_phase": 2},
+        "stock": {},
+        "fixed-phase": {"fixed_start_phase": 2},
     }
     return Preset(
         name="ogawa-bbr-fairness",
@@ -151,7 +155,7 @@ def ogawa_preset() -> Preset:
                 "n_flows": [2, 4],
                 "rtt_ratio": [1, 2],
                 "alpha": [2],
-                "params.bbr": {"stock": dict(BBR_STUDY_PARAMS)},
+                "params.bbr": {"stock": {}},
             },
             "repetitions": QUICK_REPETITIONS,
         },
@@ -159,4 +163,6 @@ def ogawa_preset() -> Preset:
         setup=_ogawa_setup(),
         headline=("jain_index-vs-alpha", "flow-distribution"),
         quick_note="n in {2, 4}, alpha = 2, stock BBR only, 20 s runs, 2 repetitions",
+        testbed="linux-stock",
+        kernel="6.18",
     )

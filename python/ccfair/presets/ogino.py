@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from ccfair.present.curves import metric_vs_buffer, throughput_vs_buffer
 from ccfair.presets.base import (
-    BBR_ROW,
-    BBR_STUDY_PARAMS,
-    CUBIC_ROW,
     QUICK_REPETITIONS,
     REPETITIONS,
     SMOOTH_NOTE,
-    TCP_ROW,
     FigureList,
     Preset,
     SetupRow,
     goodput_row,
     grid_points,
+    host_rows,
     reps_row,
     timeseries_figures,
 )
@@ -79,7 +76,6 @@ def ogino_preset() -> Preset:
         "sample_interval": "50ms",
     }
     ccas = [["copa", "cubic"], ["copa", "bbr"]]
-    bbr = {"linux-4.15": BBR_STUDY_PARAMS}
     return Preset(
         name="ogino-copa",
         title="n Copa flows against n CUBIC or n BBR flows over buffers of 0.5 to 64 BDP",
@@ -90,13 +86,12 @@ def ogino_preset() -> Preset:
                 "ccas": ccas,
                 "per_cca": [1, 4],
                 "alpha": [0.5, 1, 2, 4, 8, 16, 32, 64],
-                "params.bbr": bbr,
             },
             "repetitions": REPETITIONS,
         },
         quick={
             "base": {**base, "duration": "20s"},
-            "grid": {"ccas": ccas, "per_cca": [1], "alpha": [1, 8], "params.bbr": bbr},
+            "grid": {"ccas": ccas, "per_cca": [1], "alpha": [1, 8]},
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_ogino_figures,
@@ -122,7 +117,13 @@ def ogino_preset() -> Preset:
                 "n Copa vs n CUBIC and n Copa vs n BBR, n in {1, 4}",
                 "the same (ccas, per_cca)",
             ),
-            SetupRow("buffer", "0.5 ... 64 BDP in powers of two", "the same, drop-tail"),
+            SetupRow(
+                "buffer",
+                "0.5 ... 64 BDP in powers of two",
+                "the same, as the netem limit of the testbed's links",
+                "Mininet's TCLink puts the queue limit on its netem qdisc, which also counts "
+                "the packets in the delay line (docs/model.md, netem queues)",
+            ),
             SetupRow("start", "not stated", "all at t = 0, each with a TCP handshake"),
             SetupRow("duration", "120 s", "120 s; time series sampled every 50 ms"),
             SetupRow(
@@ -139,10 +140,24 @@ def ogino_preset() -> Preset:
             ),
             goodput_row(),
             reps_row("not stated"),
-            BBR_ROW,
-            CUBIC_ROW,
-            TCP_ROW,
+            *host_rows(
+                "mininet-netem",
+                "4.15",
+                study_testbed="Mininet (hosts in network namespaces, TCLink links)",
+                study_kernel="Linux 4.15.18 on every sender and receiver, with CCP",
+                kernel_why="ccfair's 4.15 host was read in 4.15.11; CCP's Copa is ccfair's "
+                "Copa on the 4.15 substrate (CCP's kernel module paces like BBR does)",
+                tool=SetupRow(
+                    "measurement tool",
+                    "tcpdump captures analysed with tcptrace",
+                    "the receiving application's goodput, and ccfair's own time series",
+                    "tcptrace's throughput of a connection is its payload over its "
+                    "duration, as ccfair's goodput",
+                ),
+            ),
         ],
         headline=("throughput-vs-buffer",),
+        testbed="mininet-netem",
+        kernel="4.15",
         quick_note="n = 1, alpha in {1, 8}, 20 s runs, 2 repetitions",
     )

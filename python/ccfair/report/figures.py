@@ -3,7 +3,7 @@ generic ones chosen from the grid axes; both end with throughput against delay. 
 SVG and PDF, in processes of their own.
 
 A preset's figures know its own grid axes. A sweep of it with another axis (a testbed, a
-host kernel: ``reproduce --profile A --profile B``) gets the preset's figures once per value
+host kernel: ``reproduce --testbed A --testbed B``) gets the preset's figures once per value
 of that axis, each named ``<figure>--<key>-<value>`` and captioned with the value, rather
 than figures that would mix the values' runs.
 """

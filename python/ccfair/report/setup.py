@@ -1,6 +1,6 @@
 """What the report says ran: the setup table (what the study states and what ccfair ran, item
-by item), the algorithms' versions, the testbed profiles, the backends, identical runs and the
-provenance.
+by item), the algorithms' versions, the testbeds and host kernels, the backends, identical
+runs and the provenance.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _cca_versions(res: Results) -> list[tuple[str, str]]:
         for params in variants:
             diff = [f"{k} {json.dumps(v)}" for k, v in params.items() if defaults.get(k) != v]
             texts.append("; ".join(diff) if diff else "ccfair's defaults")
-        key_of = {"bbr": "profile", "copa": "variant"}.get(cca)
+        key_of = {"bbr": "version", "copa": "variant"}.get(cca)
         head = (
             f'{key_of} "{variants[0].get(key_of)}"; ' if key_of and variants[0].get(key_of) else ""
         )
@@ -42,14 +42,18 @@ def _cca_versions(res: Results) -> list[tuple[str, str]]:
     return out
 
 
-def _testbed_profiles(specs: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The testbed profiles of these normalised specs, in order of first use; a spec without
-    one ran on the ideal network.
+def _hosts(specs: Iterable[Mapping[str, Any]], key: str) -> list[str]:
+    """The testbeds (``key = "testbed"``) or host kernels (``"kernel"``) of these normalised
+    specs, in order of first use. A spec of a version before testbeds ran on the ideal
+    network; a spec whose hosts are idealised has no kernel.
 
-        >>> _testbed_profiles([{"profile": "linux-stock"}, {}, {"profile": "linux-stock"}])
-        ['linux-stock', 'ideal']
+        >>> specs = [{"testbed": "core-netem", "kernel": "6.18"}, {}, {"testbed": "ideal"}]
+        >>> _hosts(specs, "testbed"), _hosts(specs, "kernel")
+        (['core-netem', 'ideal'], ['6.18', 'none (idealised hosts)'])
     """
-    return list(dict.fromkeys(spec.get("profile", "ideal") for spec in specs))
+    default = "ideal" if key == "testbed" else None
+    values = (spec.get(key, default) for spec in specs)
+    return list(dict.fromkeys(v if v is not None else "none (idealised hosts)" for v in values))
 
 
 def setup_rows(
@@ -70,13 +74,21 @@ def setup_rows(
     runs = res.table("runs")
     durations = sorted({float(d) for d in runs["duration_s"]})
     rows.append(("duration (this run)", "", ", ".join(f"{d:g} s" for d in durations), ""))
+    specs = list(res.specs().values())
     rows.append(
         (
-            "testbed profile (this run)",
+            "testbed (this run)",
             "",
-            ", ".join(_testbed_profiles(res.specs().values())),
-            "what the emulated testbed adds to the ideal network (docs/spec.md, "
-            '"Testbed profiles")',
+            ", ".join(_hosts(specs, "testbed")),
+            'links and host build (docs/spec.md, "Testbeds and host kernels")',
+        )
+    )
+    rows.append(
+        (
+            "host kernel (this run)",
+            "",
+            ", ".join(_hosts(specs, "kernel")),
+            "the hosts' Linux: TCP substrate settings and the algorithms' versions",
         )
     )
     for cca, text in _cca_versions(res):
@@ -149,7 +161,8 @@ def provenance(res: Results) -> list[tuple[str, str]]:
         "git_revision": "git revision",
         "backend": "backend",
         "host": "host",
-        "kernel": "host OS kernel (the machine that ran ccfair; not the TCP the simulator models)",
+        "machine_release": "Linux release of the machine that ran ccfair (not the modelled "
+        "hosts' kernel, which the setup table names)",
         "python": "Python",
     }
     for col, label in names.items():

@@ -347,7 +347,7 @@ class Results:
         buffer, ... A value may be written as the label is (``delay="18ms"``, ``alpha=4``).
 
         Example:
-            >>> Results("results/harada-dumbbell").select(profile="ideal")  # doctest: +SKIP
+            >>> Results("results/harada-dumbbell").select(testbed="ideal")  # doctest: +SKIP
         """
         for key, value in labels.items():
             if key not in self.axes:

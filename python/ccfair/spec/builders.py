@@ -220,6 +220,8 @@ _QUEUE_DOC = (
 _COMMON_DOCS = {
     "start_jitter": "every flow starts at a seeded random offset in [0, start_jitter]",
     "tcp": "the [tcp] table (TCP options of every flow)",
+    "testbed": "the testbed (linux-stock, ideal, mininet-netem, core-netem); default linux-stock",
+    "kernel": "the hosts' Linux generation (6.18, 4.15, 4.13); default the testbed's",
     "duration": "simulated time of the run",
     "seed": "the scenario seed (random loss, start jitter, algorithms' randomness)",
     "sample_interval": "interval of the time series",

@@ -1,5 +1,5 @@
 """The parts of a scenario and their checks: links, flows, buffers, losses, the measurement
-window, testbed profiles, and the field types every spec value goes through.
+window, and the field types every spec value goes through.
 
 Quantities are stored as integers in base units (ns, bit/s, bytes) and serialised back to the
 shortest exact string with a unit; every bad value is a :class:`~ccfair.errors.SpecError`
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import (
@@ -37,6 +36,7 @@ from ccfair.errors import show
 from ccfair.limits import MAX_NAME_CHARS
 from ccfair.spec.pydantic_errors import spec_error_of
 from ccfair.spec.queues import DISCIPLINES, LINUX_LIMIT_PKTS, QUEUES
+from ccfair.testbeds import check_kernel, check_testbed
 from ccfair.units import (
     DURATION_HINT,
     RATE_HINT,
@@ -52,14 +52,12 @@ from ccfair.units import (
 
 __all__ = [
     "DEFAULT_BUFFER_PKTS",
-    "PROFILES",
     "QUEUES",
     "Buffer",
     "Flow",
     "Link",
     "Loss",
     "Measure",
-    "Profile",
 ]
 
 #: Buffer of a link that does not set one: Linux's default txqueuelen.
@@ -152,49 +150,6 @@ def _check_queue(value: str) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class Profile:
-    """A testbed profile: what a kind of testbed does that the ideal network does not,
-    applied under the scenario's own settings (a TCP option or a link's ``queue`` written
-    in the scenario wins). docs/spec.md, "Testbed profiles", gives the sources."""
-
-    #: TCP options the testbed's hosts run with (under ``[tcp]`` and each flow's ``tcp``).
-    tcp: Mapping[str, Any]
-    #: What every link's buffer counts unless the link says (None: ``droptail``).
-    queue: str | None
-    summary: str
-
-
-#: Testbed profiles by name (``Scenario.profile``). ``ideal`` is the default behaviour.
-PROFILES: dict[str, Profile] = {
-    "ideal": Profile({}, None, "the ideal network and hosts of earlier versions"),
-    # Stock Linux 6.18 hosts: tcp_rmem 4096 131072 33554432 (tcp_init, net/ipv4/tcp.c) and
-    # GSO skbs sized by tcp_tso_autosize (net/ipv4/tcp_output.c), which Linux TCP always
-    # builds ("tcp: switch to GSO being always on", 4.12).
-    "linux-stock": Profile(
-        {"rmem": "linux", "tso": "linux"}, None, "stock Linux hosts: tcp_rmem and TSO/GSO"
-    ),
-    # Mininet's TCLink (mininet/link.py, TCIntf.bwCmds/delayCmds): per interface an HTB class
-    # at the link rate with a netem child "delay D limit max_queue_size"; hosts are network
-    # namespaces of a stock kernel (offloads on; TCIntf turns GRO off, a receive-side
-    # offload ccfair does not model).
-    "mininet-netem": Profile(
-        {"rmem": "linux", "tso": "linux"}, "netem", "stock Linux hosts, Mininet TCLink queues"
-    ),
-    # CORE (coreemu/core, daemon/core/nodes/interface.py, tc_cmd): per interface one netem
-    # qdisc "rate R limit N delay D" on veth pairs between namespaces of a stock kernel.
-    "core-netem": Profile(
-        {"rmem": "linux", "tso": "linux"}, "netem", "stock Linux hosts, CORE netem links"
-    ),
-}
-
-
-def _check_profile(value: str) -> str:
-    if value not in PROFILES:
-        raise ValueError(f"{show(value)} is not a testbed profile; profiles: {', '.join(PROFILES)}")
-    return value
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -231,7 +186,8 @@ Seed = Annotated[StrictInt, AfterValidator(_check_seed)]
 Probability = Annotated[float, BeforeValidator(_check_probability)]
 Packets = Annotated[StrictInt, AfterValidator(_check_packets)]
 Queue = Annotated[StrictStr, AfterValidator(_check_queue)]
-ProfileName = Annotated[StrictStr, AfterValidator(_check_profile)]
+TestbedName = Annotated[StrictStr, AfterValidator(check_testbed)]
+KernelName = Annotated[StrictStr, AfterValidator(check_kernel)]
 Alpha = Annotated[float, BeforeValidator(_check_alpha)]
 Options = dict[StrictStr, Any]
 
@@ -381,7 +337,8 @@ class Link(SpecModel):
     buffer: Buffer | None = None
     loss: Loss = Field(default_factory=Loss)
     #: The link's queue (:data:`QUEUES`, docs/spec.md): ``"droptail"``, ``"netem"`` or a
-    #: queue discipline; absent: the scenario's profile decides (``droptail`` without one).
+    #: queue discipline; absent: the scenario's testbed decides (``droptail`` on
+    #: ``linux-stock``).
     queue: Queue | None = None
     #: The queue discipline's options as the spec writes them (``{target = "5ms"}``),
     #: checked and completed with Linux's defaults at resolution

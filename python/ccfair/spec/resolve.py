@@ -27,15 +27,14 @@ from ccfair.algorithms import names as algorithm_names
 from ccfair.errors import SpecError, close_matches, format_path, show
 from ccfair.spec import queues
 from ccfair.spec.parts import (
-    PROFILES,
     U32_MAX,
     Buffer,
     Flow,
     Measure,
-    Profile,
 )
 from ccfair.spec.resolved import FlowInfo, LinkInfo, Resolved, to_engine_spec, to_normalized
 from ccfair.spec.topology import Graph, ack_channels, bdp_packets, buffer_packets
+from ccfair.testbeds import Host, resolve_host
 from ccfair.units import format_duration, parse_duration
 
 if TYPE_CHECKING:
@@ -81,8 +80,8 @@ class _Resolver:
         # Options the Rust core normalised, by what they are and their JSON: the flows of
         # a scenario mostly share them (10,000 flows of a dumbbell, one normalisation).
         self.normalized: dict[tuple[str, str], dict[str, Any]] = {}
-        # A flow that writes no options of its own gets the scenario's (profile, then
-        # `tcp`) and its algorithm's defaults: normalised once per algorithm, by name.
+        # A flow that writes no options of its own gets the scenario's (testbed, kernel,
+        # then `tcp`) and its algorithm's kernel version: normalised once per algorithm.
         self.plain_flow_options: dict[str, tuple[_SharedOptions, _SharedOptions]] = {}
 
     def shown(self, loc: Sequence[str | int], canonical: Any, parse: Any = None) -> Any:
@@ -208,15 +207,15 @@ def resolve(sc: Scenario, raw: Mapping[str, Any] | None) -> Resolved:
     r.node_index = {n: i for i, n in enumerate(r.nodes)}
     ends = _resolve_link_ends(r)
     graph = Graph(len(r.nodes), [(a, b) for _, a, b in ends])
-    profile = PROFILES[sc.profile or "ideal"]
+    host = resolve_host(sc.testbed, sc.kernel)
     tcp_default = _normalize_via_core(
-        r, ("tcp",), {**profile.tcp, **sc.tcp}, sc.tcp, _core.normalize_tcp, "TCP option"
+        r, ("tcp",), {**host.tcp, **sc.tcp}, sc.tcp, _core.normalize_tcp, "TCP option"
     )
-    flows = _resolve_flows(r, graph, profile)
-    links = _resolve_links(r, ends, flows, profile)
+    flows = _resolve_flows(r, graph, host)
+    links = _resolve_links(r, ends, flows, host)
     engine_spec = to_engine_spec(sc, window, r.nodes, links, flows)
     queues.check_links(engine_spec, lambda i: _written_qdisc(r, i, sc.links[i].qdisc))
-    normalized = to_normalized(sc, window, r.nodes, tcp_default, links, flows, profile)
+    normalized = to_normalized(sc, window, r.nodes, tcp_default, links, flows, host)
     return Resolved(sc, r.nodes, links, flows, engine_spec, normalized)
 
 
@@ -316,7 +315,7 @@ def _resolve_link_ends(r: _Resolver) -> list[tuple[str, int, int]]:
 # ---- flows ----
 
 
-def _resolve_flows(r: _Resolver, graph: Graph, profile: Profile) -> list[FlowInfo]:
+def _resolve_flows(r: _Resolver, graph: Graph, host: Host) -> list[FlowInfo]:
     """Every flow: name, endpoints, options, times and route, checked in that order."""
     known = algorithm_names()
     seen: dict[str, int] = {}
@@ -331,7 +330,7 @@ def _resolve_flows(r: _Resolver, graph: Graph, profile: Profile) -> list[FlowInf
         dst = r.node((*loc, "dst"), f.dst)
         if src == dst:
             r.fail((*loc, "dst"), f.dst, "is the flow's src too; a flow needs two endpoints")
-        cca_params, tcp = _flow_options(r, loc, f, known, profile)
+        cca_params, tcp = _flow_options(r, loc, f, known, host)
         _check_flow_times(r, loc, f)
         node_path = _flow_route(r, loc, f, src, dst, graph)
         path = graph.channels(node_path)
@@ -365,10 +364,11 @@ def _resolve_flows(r: _Resolver, graph: Graph, profile: Profile) -> list[FlowInf
 
 
 def _flow_options(
-    r: _Resolver, loc: tuple[str | int, ...], f: Flow, known: Sequence[str], profile: Profile
+    r: _Resolver, loc: tuple[str | int, ...], f: Flow, known: Sequence[str], host: Host
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A flow's algorithm parameters and TCP options, complete as the Rust core normalises
-    them (TCP options: the profile's, under the scenario's ``tcp``, under the flow's)."""
+    them (TCP options: the hosts' (testbed and kernel), under the scenario's ``tcp``, under
+    the flow's; parameters: the kernel's version of the algorithm, under the flow's)."""
     if f.cca not in known:
         r.fail(
             (*loc, "cca"),
@@ -383,7 +383,7 @@ def _flow_options(
     cca_params = _normalize_via_core(
         r,
         (*loc, "cca_params"),
-        f.cca_params,
+        {**host.cca(f.cca), **f.cca_params},
         f.cca_params,
         lambda js, cca=f.cca: _core.normalize_cca(cca, js),
         f"{f.cca} parameter",
@@ -391,7 +391,7 @@ def _flow_options(
     tcp = _normalize_via_core(
         r,
         (*loc, "tcp"),
-        {**profile.tcp, **r.sc.tcp, **f.tcp},
+        {**host.tcp, **r.sc.tcp, **f.tcp},
         f.tcp,
         _core.normalize_tcp,
         "TCP option",
@@ -501,13 +501,13 @@ def _flow_route(
 
 
 def _resolve_links(
-    r: _Resolver, ends: list[tuple[str, int, int]], flows: list[FlowInfo], profile: Profile
+    r: _Resolver, ends: list[tuple[str, int, int]], flows: list[FlowInfo], host: Host
 ) -> list[LinkInfo]:
     """Every link with its queue (and a discipline's options) and its buffer in packets."""
     by_name = {fl.name: fl for fl in flows}
     links: list[LinkInfo] = []
     for i, link in enumerate(r.sc.links):
-        queue = link.queue or profile.queue or "droptail"
+        queue = link.queue or host.testbed.queue or "droptail"
         qdisc = queues.to_engine(queue, _written_qdisc(r, i, link.qdisc), ("links", i))
         buffer = link.buffer
         assert buffer is not None  # Link fills in the default

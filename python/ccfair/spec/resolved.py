@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ccfair.spec import queues
 from ccfair.spec.identity import IdentityJson
-from ccfair.spec.parts import Buffer, Profile
+from ccfair.spec.parts import Buffer
+from ccfair.testbeds import Host
 from ccfair.units import format_duration, format_rate, format_size
 
 if TYPE_CHECKING:
@@ -239,7 +240,7 @@ def to_normalized(
     tcp_default: dict[str, Any],
     links: list[LinkInfo],
     flows: list[FlowInfo],
-    profile: Profile,
+    host: Host,
 ) -> dict[str, Any]:
     """The user-level record for provenance (:attr:`Resolved.normalized`)."""
     normalized = {
@@ -250,16 +251,17 @@ def to_normalized(
         "measure": {"start": format_duration(window[0]), "end": format_duration(window[1])},
         "nodes": list(nodes),
         "tcp": tcp_default,
-        "links": [_link_record(info, profile) for info in links],
+        "links": [_link_record(info, host) for info in links],
         "flows": [_flow_record(info) for info in flows],
     }
-    # Absent or "ideal": left out, so that run ids stay what they were.
-    if sc.profile not in (None, "ideal"):
-        normalized["profile"] = sc.profile
+    # Always recorded: a run says which hosts it modelled (None: idealised, no kernel), and
+    # runs of earlier versions, whose default was the idealised host, never share its id.
+    normalized["testbed"] = host.testbed.name
+    normalized["kernel"] = host.kernel.name if host.kernel is not None else None
     return normalized
 
 
-def _link_record(info: LinkInfo, profile: Profile) -> dict[str, Any]:
+def _link_record(info: LinkInfo, host: Host) -> dict[str, Any]:
     out: dict[str, Any] = {
         "name": info.name,
         "between": [info.a, info.b],
@@ -272,9 +274,9 @@ def _link_record(info: LinkInfo, profile: Profile) -> dict[str, Any]:
         "bdp_pkts": info.bdp_pkts,
     }
     # At its default the queue is left out, so that run ids of links without it stay what
-    # they were; under a profile that sets it, the record keeps it (a link's own "droptail"
+    # they were; under a testbed that sets it, the record keeps it (a link's own "droptail"
     # must survive Scenario.from_normalized).
-    if info.queue != "droptail" or profile.queue is not None:
+    if info.queue != "droptail" or host.testbed.queue is not None:
         out["queue"] = info.queue
     # Only links with a queue discipline have options, so the records of other links (and
     # their run ids) stay what they were.

@@ -42,19 +42,21 @@ from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
 from ccfair.spec.parts import (
     Backend,
     Flow,
+    KernelName,
     Link,
     Measure,
     Name,
     Options,
-    ProfileName,
     Seed,
     SpecModel,
+    TestbedName,
     duration_type,
 )
 from ccfair.spec.pydantic_errors import spec_error_of
 from ccfair.spec.resolve import resolve
 from ccfair.spec.resolved import DERIVED_FLOW_KEYS, DERIVED_LINK_KEYS, Resolved
 from ccfair.spec.toml import check_nesting, decode_error, dumps, load_toml, read_spec_file
+from ccfair.testbeds import KERNELS, TESTBEDS
 from ccfair.units import plain
 
 __all__ = ["Scenario", "as_scenario"]
@@ -88,8 +90,12 @@ class Scenario(SpecModel):
     sample_interval: duration_type("sample_interval", positive=True) = 10_000_000  # type: ignore[valid-type]
     measure: Measure | None = None
     nodes: list[Name] | None = None
-    #: Testbed profile (:data:`PROFILES`); absent or ``"ideal"``: today's ideal network.
-    profile: ProfileName | None = None
+    #: The testbed (:data:`ccfair.testbeds.TESTBEDS`); absent: ``"linux-stock"``,
+    #: Linux hosts as shipped on ccfair's drop-tail links.
+    testbed: TestbedName | None = None
+    #: The hosts' Linux generation (:data:`ccfair.testbeds.KERNELS`); absent: the
+    #: testbed's (``"6.18"``, none for ``ideal``).
+    kernel: KernelName | None = None
     tcp: Options = Field(default_factory=dict)
     links: Annotated[list[Link], Field(min_length=1)]
     flows: Annotated[list[Flow], Field(min_length=1)]
@@ -110,6 +116,7 @@ class Scenario(SpecModel):
             raise SpecError("", data, "is not a scenario table (a dict of keys)")
         data = plain(data)  # numpy's numbers as Python's
         _check_bounds(data)
+        _check_renamed(data)
         try:
             sc = cls.model_validate(dict(data))
         except ValidationError as exc:
@@ -215,6 +222,18 @@ class Scenario(SpecModel):
             (67, 33.33)
         """
         return resolve(self, raw=None)
+
+
+def _check_renamed(data: Mapping[str, Any]) -> None:
+    """Keys of earlier versions that were renamed: an error naming the new key, rather than
+    "unknown field". ``profile`` named the testbed (and the word also named BBR's version)."""
+    if "profile" in data:
+        raise SpecError(
+            "profile",
+            data["profile"],
+            f"was renamed testbed (testbeds: {', '.join(TESTBEDS)}); the host kernel is "
+            f"kernel ({', '.join(KERNELS)})",
+        )
 
 
 def _check_bounds(data: Mapping[str, Any]) -> None:

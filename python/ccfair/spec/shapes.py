@@ -57,6 +57,14 @@ def _arg_check(arg: str, value: Any, check: typing.Callable[[Any], Any]) -> None
         raise SpecError(arg, value, str(exc), with_value=False) from None
 
 
+def _set_host(spec: dict[str, Any], testbed: str | None, kernel: str | None) -> None:
+    """The builder's ``testbed`` and ``kernel`` (None: the scenario's defaults)."""
+    if testbed is not None:
+        spec["testbed"] = testbed
+    if kernel is not None:
+        spec["kernel"] = kernel
+
+
 def _check_tcp_arg(tcp: Any) -> None:
     if tcp is not None and not isinstance(tcp, Mapping):
         raise SpecError("tcp", tcp, "is not a table of TCP options (e.g. {init_cwnd = 10})")
@@ -160,6 +168,8 @@ def dumbbell(
     sizes: SizeLike | None | Sequence[SizeLike | None] = None,
     cca_params: Mapping[str, Any] | None | Sequence[Mapping[str, Any] | None] = None,
     tcp: Mapping[str, Any] | None = None,
+    testbed: str | None = None,
+    kernel: str | None = None,
     duration: DurationLike = "60s",
     seed: int = 1,
     sample_interval: DurationLike = "10ms",
@@ -274,6 +284,7 @@ def dumbbell(
         spec["measure"] = _measure_entry(measure)
     if tcp:
         spec["tcp"] = dict(tcp)
+    _set_host(spec, testbed, kernel)
     return Scenario.from_dict(spec)
 
 
@@ -301,6 +312,8 @@ def parking_lot(
     cross_starts: DurationLike | Sequence[DurationLike] = 0,
     start_jitter: DurationLike = 0,
     tcp: Mapping[str, Any] | None = None,
+    testbed: str | None = None,
+    kernel: str | None = None,
     duration: DurationLike = "60s",
     seed: int = 1,
     sample_interval: DurationLike = "10ms",
@@ -405,6 +418,7 @@ def parking_lot(
         spec["measure"] = _measure_entry(measure)
     if tcp:
         spec["tcp"] = dict(tcp)
+    _set_host(spec, testbed, kernel)
     return Scenario.from_dict(spec)
 
 

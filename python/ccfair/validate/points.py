@@ -189,6 +189,24 @@ def kernel_variant(sc: Scenario, reference: str = REFERENCE_BACKEND) -> Scenario
     return Scenario.from_dict({**sc.to_dict(), "backend": reference})
 
 
+def with_kernel(sc: Scenario, kernel: str) -> Scenario:
+    """``sc`` on hosts of ``kernel`` (its testbed unchanged), unless its hosts are idealised
+    (no kernel) or already of that kernel.
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> with_kernel(dumbbell(1, "bbr", kernel="4.15"), "6.18").kernel
+        '6.18'
+        >>> with_kernel(dumbbell(1, "bbr", testbed="ideal"), "6.18").kernel is None
+        True
+    """
+    if sc.resolve().normalized["kernel"] in (None, kernel):
+        return sc
+    data = sc.to_dict()
+    data["kernel"] = kernel
+    return Scenario.from_dict(data)
+
+
 def with_duration(sc: Scenario, duration: str) -> Scenario:
     data = sc.to_dict()
     data["duration"] = duration

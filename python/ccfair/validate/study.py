@@ -49,6 +49,7 @@ from ccfair.validate.points import (
     sim_variant,
     validation_points,
     with_duration,
+    with_kernel,
 )
 
 
@@ -133,6 +134,7 @@ def validate(
         )
     ref_name = reference
     reference = backends.get(ref_name)
+    points = _on_reference_kernel(points, reference, say)
     kernel_scs = [kernel_variant(p.scenario, ref_name) for p in points]
     results = Path(out) / "results" if out is not None else None
     if finished_only:
@@ -157,6 +159,29 @@ def validate(
         label = sim_tcp_label(sim_tcp)
         _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command, ref_name)
     return v
+
+
+def _on_reference_kernel(
+    points: list[VPoint], reference: Any, say: Callable[[str], None]
+) -> list[VPoint]:
+    """Like with like: points whose hosts are a Linux generation run, on both sides, on the
+    generation the reference backend's hosts are (its own Linux; the nearest modelled one,
+    6.18, for a release between the generations ccfair models). Points on idealised hosts
+    stay so: the simulator's idealisation against Linux."""
+    kernel = reference.host_kernel() or "6.18"
+    out = []
+    moved: set[str] = set()
+    for p in points:
+        sc = with_kernel(p.scenario, kernel)
+        if sc is not p.scenario:
+            moved.add(str(p.scenario.resolve().normalized["kernel"]))
+        out.append(VPoint(p.label, p.params, p.rep, sc))
+    if moved:
+        say(
+            f"host kernel {', '.join(sorted(moved))} -> {kernel} on both sides: the reference "
+            f"backend runs this machine's Linux ({reference.host_release()})"
+        )
+    return out
 
 
 def _finished_points(

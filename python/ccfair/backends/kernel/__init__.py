@@ -30,8 +30,10 @@ from ccfair.backends.kernel.host import (
     LINUX_NAME,
     available_ccas,
     cleanup,
+    kernel_generation,
     kernel_hz,
     preflight,
+    running_release,
     signals_raise,
 )
 from ccfair.backends.kernel.machine import TURN_ENV, machine_turn, warn_if_busy
@@ -107,6 +109,15 @@ class KernelBackend(Backend):
     def clock_hz(self) -> int | None:
         """This kernel's HZ (:func:`~ccfair.backends.kernel.host.kernel_hz`)."""
         return kernel_hz()
+
+    def host_kernel(self) -> str | None:
+        """The generation of this machine's Linux
+        (:func:`~ccfair.backends.kernel.host.kernel_generation`)."""
+        return kernel_generation(running_release())
+
+    def host_release(self) -> str:
+        """This machine's Linux release (``uname -r``)."""
+        return running_release()
 
     @contextmanager
     def session(

@@ -22,12 +22,16 @@ from ccfair.backends.kernel.host import (
     available_ccas,
     bpf_unavailable,
     kernel_hz,
+    running_release,
 )
 from ccfair.errors import SpecError, show
+from ccfair.testbeds import DEFAULT_TESTBED, TESTBEDS
 
 __all__ = [
     "ECN_OPTIONS",
     "ROUTE_OPTIONS",
+    "STOCK_RMEM",
+    "STOCK_WMEM",
     "SYSCTL_OPTIONS",
     "check_scenario",
     "flow_program",
@@ -57,6 +61,16 @@ SYSCTL_OPTIONS: dict[str, tuple[str, str, Any]] = {
 #: host's and the receiving host's.
 ECN_OPTIONS = ("ecn", "ecn_receiver")
 
+
+#: Linux 6.18's stock socket buffers (net/ipv4/tcp.c, tcp_init), for a host that neither
+#: receives nor sends a flow of its own (``tcp.rmem``/``tcp.wmem`` = "linux").
+STOCK_RMEM = [4096, 131072, 33554432]
+STOCK_WMEM = [4096, 16384, 4194304]
+
+#: Options that describe how the simulator models a host, at values that the kernel
+#: backend's hosts, Linux itself, follow anyway: Linux builds GSO skbs whatever ``tso`` says
+#: ("off" is the simulator's idealised host) and defers them by 6.18's rule.
+_LINUX_DOES: dict[str, tuple[Any, ...]] = {"tso": ("linux", "off"), "tso_defer": (True,)}
 
 ROUTE_OPTIONS: dict[str, tuple[str, Any]] = {
     "init_cwnd": ("initcwnd", str),
@@ -119,15 +133,7 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
         f"this kernel offers: {', '.join(offered) or 'nothing (no /proc/sys/net/ipv4)'} "
         f"(and ccfair's BPF programs: {', '.join(BPF_ALGORITHMS)})"
     )
-    profile = resolved.normalized.get("profile")
-    if profile is not None:
-        raise SpecError(
-            "profile",
-            profile,
-            "is a simulator model for now: the kernel backend's hosts are Linux (its own "
-            'GSO skbs, tcp.tso must stay "off") and its links ccfair\'s forwarder; set '
-            'tcp.rmem = "linux" and the links\' queue = "netem" for what it can do (issue 14)',
-        )
+    _check_host_kernel(resolved.normalized)
     tcp = _TcpCheck(resolved)
     needs_bpf = []
     for i, f in enumerate(resolved.engine_spec["flows"]):
@@ -143,6 +149,30 @@ backend; this kernel offers: reno (and ccfair's BPF programs: bbr, copa)
                 f"flows[{i}] ({resolved.engine_spec['flows'][i]['cca']}) needs ccfair's BPF "
                 f"congestion control on the kernel backend, and {missing}"
             )
+
+
+#: The host kernels the kernel backend can be: its own Linux is one of these generations
+#: (ccfair.testbeds.KERNELS); a 4.x host's receive window, ACKs and pacing are not
+#: settings of a 6.x kernel.
+RUNNABLE_KERNELS = ("6.18",)
+
+
+def _check_host_kernel(normalized: Mapping[str, Any]) -> None:
+    """The scenario's host kernel must be one the kernel backend's own Linux is (on the
+    ideal testbed a kernel names only the algorithms' versions: BBR's run as ccfair's BPF
+    program)."""
+    kernel = normalized.get("kernel")
+    real = TESTBEDS[normalized.get("testbed") or DEFAULT_TESTBED].kernel is not None
+    if real and kernel is not None and kernel not in RUNNABLE_KERNELS:
+        raise SpecError(
+            "kernel",
+            kernel,
+            f"is a host kernel the kernel backend cannot be: it runs this machine's Linux "
+            f"({running_release() or 'unknown release'}), whose TCP is not Linux {kernel}'s "
+            f'(receive window, ACKs, pacing); give kernel = "{RUNNABLE_KERNELS[0]}" '
+            f"(--kernel {RUNNABLE_KERNELS[0]}), as ccfair validate does, or run it on the "
+            "simulator",
+        )
 
 
 def _check_flow_cca(
@@ -180,7 +210,7 @@ class _TcpCheck:
         self.sc = resolved.scenario
         self.tcp_defaults = tcp_defaults()
         self.hz = kernel_hz()
-        self.rmem, _ = socket_buffers(resolved)
+        self.rmem, self.wmem, _ = socket_buffers(resolved)
         # (host, setting) -> (field that set it, value)
         self.host_settings: dict[tuple[int, str], tuple[str, Any]] = {}
 
@@ -197,10 +227,12 @@ class _TcpCheck:
                         f"differs from this kernel's HZ ({self.hz}); the kernel backend runs "
                         "at the kernel's own HZ (leave hz out)",
                     )
-            elif key in SYSCTL_OPTIONS or key in ROUTE_OPTIONS or key == "rmem":
+            elif key in SYSCTL_OPTIONS or key in ROUTE_OPTIONS or key in ("rmem", "wmem"):
                 self._check_host_setting(i, f, where, key, value)
             elif key in ECN_OPTIONS:
                 pass  # host_ecn() checks them across the flows, below
+            elif key in _LINUX_DOES and value in _LINUX_DOES[key]:
+                continue
             elif value != self.tcp_defaults.get(key):
                 supported = ", ".join(sorted([*SYSCTL_OPTIONS, *ROUTE_OPTIONS, *ECN_OPTIONS]))
                 raise SpecError(
@@ -215,9 +247,10 @@ class _TcpCheck:
         self, i: int, f: dict[str, Any], where: str, key: str, value: Any
     ) -> None:
         both = key in SYSCTL_OPTIONS and SYSCTL_OPTIONS[key][0] == "both"
-        # tcp_rmem belongs to the receiving host; compared resolved ("fit" is per host).
+        # tcp_rmem belongs to the receiving host, tcp_wmem to the sending one; compared
+        # resolved ("fit" is per host).
         nodes = (f["dst"],) if key == "rmem" else (f["src"], f["dst"]) if both else (f["src"],)
-        value = self.rmem[i] if key == "rmem" else value
+        value = self.rmem[i] if key == "rmem" else self.wmem[i] if key == "wmem" else value
         for node in nodes:
             seen = self.host_settings.setdefault((node, key), (f"{where}.{key}", value))
             if seen[1] != value:
@@ -304,9 +337,10 @@ def _ecn_conflict(
     )
 
 
-def socket_buffers(resolved: Any) -> tuple[list[list[int]], list[int]]:
-    """Per flow its receiver's ``tcp_rmem`` (``tcp.rmem`` resolved), per node the socket
-    buffer maximum no flow of the node's can fill; the simulator uses the same values
-    (``RunSpec::rmem_bytes`` in crates/ccfair-sim/src/spec.rs)."""
-    rmem, fit = _core.socket_buffers(json.dumps(resolved.engine_spec))
-    return [list(r) for r in rmem], list(fit)
+def socket_buffers(resolved: Any) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """Per flow its receiver's ``tcp_rmem`` and its sender's ``tcp_wmem`` (``tcp.rmem``,
+    ``tcp.wmem`` resolved), per node the socket buffer maximum no flow of the node's can
+    fill; the simulator uses the same values (``RunSpec::rmem_bytes`` and ``wmem_bytes`` in
+    crates/ccfair-sim/src/spec.rs)."""
+    rmem, wmem, fit = _core.socket_buffers(json.dumps(resolved.engine_spec))
+    return [list(r) for r in rmem], [list(w) for w in wmem], list(fit)

@@ -44,11 +44,13 @@ __all__ = [
     "available_ccas",
     "bpf_unavailable",
     "cleanup",
+    "kernel_generation",
     "kernel_hz",
     "list_netns",
     "missing_capabilities",
     "parse_cca_list",
     "preflight",
+    "running_release",
     "signals_raise",
 ]
 
@@ -131,6 +133,35 @@ def available_ccas() -> list[str]:
     except OSError:
         return []
     return parse_cca_list(text)
+
+
+def running_release() -> str:
+    """The running kernel's release (``uname -r``), e.g. ``"6.18.44-fc-v1300"``."""
+    return os.uname().release
+
+
+def kernel_generation(release: str) -> str | None:
+    """The host kernel ccfair models (ccfair.testbeds.KERNELS) that a Linux release
+    is, or None for a release between them (5.x and 6.0 to 6.15: the kernel backend runs
+    it all the same, and the simulator's nearest host is 6.18).
+
+    Example:
+        >>> kernel_generation("6.18.44-fc-v1300"), kernel_generation("4.15.18-041518-generic")
+        ('6.18', '4.15')
+        >>> kernel_generation("5.15.0-91-generic") is None
+        True
+    """
+    m = re.match(r"(\d+)\.(\d+)", release)
+    if m is None:
+        return None
+    version = (int(m.group(1)), int(m.group(2)))
+    if version >= (6, 16):  # tcp_rmem[2] 32 MiB, 6.16's autotuning: as 6.18
+        return "6.18"
+    if version == (4, 13):
+        return "4.13"
+    if (4, 14) <= version <= (4, 17):  # before 4.18's SACK compression and RACK-only
+        return "4.15"
+    return None
 
 
 def kernel_hz() -> int | None:

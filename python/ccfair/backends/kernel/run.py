@@ -29,6 +29,8 @@ from ccfair import _core
 from ccfair.backends.kernel import veth
 from ccfair.backends.kernel.checks import (
     ROUTE_OPTIONS,
+    STOCK_RMEM,
+    STOCK_WMEM,
     SYSCTL_OPTIONS,
     flow_program,
     host_ecn,
@@ -79,15 +81,20 @@ class _Plan:
 
 
 def _host_buffer_sysctls(resolved: Any, node: int) -> list[tuple[str, str]]:
-    """tcp_rmem of the flows ``node`` receives (the same for all of them, or
-    :func:`check_scenario` refused the scenario), else a fitting one; tcp_wmem always fits:
-    the simulator's senders are never limited by their socket buffer."""
-    rmem, fit = socket_buffers(resolved)
-    received = [rmem[i] for i, f in enumerate(resolved.engine_spec["flows"]) if f["dst"] == node]
-    r = received[0] if received else [4096, 131072, fit[node]]
+    """The socket-buffer sysctls of host ``node``: ``tcp_rmem`` of the flows it receives
+    and ``tcp_wmem`` of the flows it sends (each the same for all of them, or
+    :func:`check_scenario` refused the scenario), as ``tcp.rmem`` and ``tcp.wmem`` resolve:
+    Linux's stock values on a real testbed, large enough never to limit on ``ideal``. A host
+    without such a flow gets the stock values."""
+    rmem, wmem, _ = socket_buffers(resolved)
+    flows = resolved.engine_spec["flows"]
+    received = [rmem[i] for i, f in enumerate(flows) if f["dst"] == node]
+    sent = [wmem[i] for i, f in enumerate(flows) if f["src"] == node]
+    r = received[0] if received else STOCK_RMEM
+    w = sent[0] if sent else STOCK_WMEM
     return [
         ("net/ipv4/tcp_rmem", " ".join(map(str, r))),
-        ("net/ipv4/tcp_wmem", f"4096 16384 {fit[node]}"),
+        ("net/ipv4/tcp_wmem", " ".join(map(str, w))),
     ]
 
 

@@ -1,12 +1,12 @@
-"""Testbed profiles side by side: per grid point of a finished sweep with a `profile` axis,
-the first flow's mean share under each profile, and the points where the profiles disagree
-most (docs/validation/testbed/).
+"""Testbeds side by side: per grid point of a finished sweep with a `testbed` (or `kernel`)
+axis, the first flow's mean share on each, and the points where they disagree most
+(docs/validation/testbed/).
 
 The first flow is the parking lots' main flow, the dumbbell's flow1 and the Copa grid's
 first Copa flow. Shares are means over the repetitions.
 
     ccfair sweep scenarios/testbed/harada-dumbbell.toml --out results/testbed-dumbbell
-    python3 scripts/profile_table.py results/testbed-dumbbell --top 6
+    python3 scripts/testbed_table.py results/testbed-dumbbell --top 6
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ class ScriptError(Exception):
 
 
 def shares(directory: Path) -> pd.DataFrame:
-    """One row per grid point (the axes other than profile), one column per profile."""
+    """One row per grid point (the axes other than the testbed), one column per testbed
+    (or host kernel, for a sweep with a kernel axis and no testbed axis)."""
     try:
         sweep = json.loads((directory / "sweep.json").read_text())
     except (OSError, ValueError) as exc:
@@ -32,16 +33,17 @@ def shares(directory: Path) -> pd.DataFrame:
     points = pd.DataFrame(
         [{"run_id": p["run_id"], **p["params"]} for p in sweep["points"] if not p["baseline"]]
     )
-    if "profile" not in points:
-        raise ScriptError(f"{directory}: the sweep has no profile axis")
+    axis = next((a for a in ("testbed", "kernel") if a in points), None)
+    if axis is None:
+        raise ScriptError(f"{directory}: the sweep has no testbed or kernel axis")
     flows = pd.read_parquet(directory / "flows", columns=["run_id", "flow", "share_frac"])
     first = flows[flows["flow"] == 0][["run_id", "share_frac"]]
     table = points.merge(first, on="run_id")
-    axes = [c for c in points.columns if c not in ("run_id", "profile")]
+    axes = [c for c in points.columns if c not in ("run_id", axis)]
     wide = table.pivot_table(
-        index=axes, columns="profile", values="share_frac", aggfunc="mean", sort=False
+        index=axes, columns=axis, values="share_frac", aggfunc="mean", sort=False
     )
-    return wide[[p for p in dict.fromkeys(points["profile"]) if p in wide]]
+    return wide[[p for p in dict.fromkeys(points[axis]) if p in wide]]
 
 
 def main() -> int:
@@ -64,12 +66,12 @@ def main() -> int:
         base = wide.columns[0]
         spread = (wide.max(axis=1) - wide.min(axis=1)) * 100
         print(f"\n### {d.name}: first flow's share, {len(wide)} points\n")
-        print("| profile | median share | median \\|diff\\| to " + base + " (pp) | largest (pp) |")
+        print("| testbed | median share | median \\|diff\\| to " + base + " (pp) | largest (pp) |")
         print("|---|---|---|---|")
         for p in wide.columns:
             diff = (wide[p] - wide[base]).abs() * 100
             print(f"| {p} | {wide[p].median():.3f} | {diff.median():.2f} | {diff.max():.2f} |")
-        print(f"\nThe {args.top} points where the profiles disagree most:\n")
+        print(f"\nThe {args.top} points where they disagree most:\n")
         print("| point | " + " | ".join(wide.columns) + " | spread (pp) |")
         print("|---|" + "---|" * (len(wide.columns) + 1))
         for key in spread.sort_values(ascending=False).index[: args.top]:
