@@ -44,6 +44,7 @@ STUDY_HOSTS = {
     "ogino-copa": ("mininet-netem", "4.15"),
     "ogawa-bbr-fairness": ("linux-stock", "6.18"),
     "katsumata-rtprop": ("linux-stock", "4.13"),
+    "harada-aqm": ("linux-stock", "6.18"),
 }
 
 
@@ -208,7 +209,7 @@ def test_harada_aqm_asks_for_ecn_exactly_with_codel_and_never_pools_queues(tmp_p
     for name, _, fig in figs:
         if name.startswith("heatmap-"):
             queue = "codel+ecn" if "codel-ecn" in name else "fq_codel"
-            assert f"queue {queue}:" in fig.get_suptitle(), (name, fig.get_suptitle())
+            assert f"(bottleneck_queue {queue})" in fig.get_suptitle(), name
     # The panels of the curves are per queue and pair: never one panel for two queues.
     curves = [f for n, _, f in figs if n in ("jain_index-vs-alpha", "sojourn-p95-vs-buffer")]
     assert len(curves) == 2

@@ -64,7 +64,7 @@ def test_non_default_options_name_the_run():
 @pytest.mark.parametrize(
     ("spec", "path", "message"),
     [
-        (scenario(queue="red"), "links[0].queue", "is not a queue; queues: droptail"),
+        (scenario(queue="blue"), "links[0].queue", "is not a queue; queues: droptail"),
         (scenario(queue=1), "links[0].queue", "string"),
         (scenario(tcp={"tso": "on"}), "tcp.tso", "unknown variant `on`, expected `off` or `linux`"),
         (scenario(tcp={"tso_defer": "yes"}), "tcp.tso_defer", "invalid type"),

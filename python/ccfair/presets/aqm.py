@@ -15,25 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from ccfair.present.curves import metric_vs_buffer
 from ccfair.present.heatmaps import heatmaps
 from ccfair.present.style import axis_order, slug
 from ccfair.presets.base import (
     ALPHAS,
-    BBR_ROW,
-    BBR_STUDY_PARAMS,
-    CUBIC_ROW,
     DELAYS,
     QUICK_REPETITIONS,
     REPETITIONS,
     SMOOTH_NOTE,
-    TCP_ROW,
     FigureList,
     Preset,
     SetupRow,
     goodput_row,
+    host_rows,
     reps_row,
     select_points,
     timeseries_figures,
@@ -48,26 +43,8 @@ QUEUES: list[Any] = ["fq_codel", {"queue": "codel", "ecn": True}]
 ECN_FILTER = "(bottleneck_queue == 'codel+ecn') == (p['tcp.ecn'] == 1)"
 
 
-class _QueueView:
-    """The results of one queue discipline, for figures that take a results directory
-    (:func:`ccfair.present.heatmaps.heatmaps` reads ``flows()``, ``axes``, ``record`` and
-    ``root``): the same directory with only that discipline's runs."""
-
-    def __init__(self, res: Results, queue: str) -> None:
-        self._res = res
-        self.queue = queue
-        self.axes = res.axes
-        self.root = res.root
-        name = res.record["name"] if res.record else res.root.name
-        self.record = {**(res.record or {}), "name": f"{name}, queue {queue}"}
-
-    def flows(self) -> pd.DataFrame:
-        flows = self._res.flows()
-        return flows[flows["bottleneck_queue"] == self.queue]
-
-
 def _queues(res: Results) -> list[str]:
-    flows = res.flows()
+    flows = res.flows
     if "bottleneck_queue" not in flows.columns:
         return []
     return axis_order(list(flows["bottleneck_queue"]), res.axes.get("bottleneck_queue"))
@@ -76,8 +53,10 @@ def _queues(res: Results) -> list[str]:
 def _aqm_figures(res: Results) -> FigureList:
     figs: FigureList = []
     for queue in _queues(res):
-        view: Any = _QueueView(res, queue)
-        for name, fig in heatmaps(view, x="delay", y="alpha", by="ccas"):
+        # One discipline's runs only: a discipline decides who wins before the algorithms do.
+        for name, fig in heatmaps(
+            res.select(bottleneck_queue=queue), x="delay", y="alpha", by="ccas"
+        ):
             figs.append(
                 (
                     f"heatmap-{slug(queue)}-{name.removeprefix('heatmap-')}",
@@ -175,15 +154,22 @@ def _aqm_setup() -> list[SetupRow]:
         SetupRow("duration", "60 s", "60 s; time series sampled every 100 ms"),
         goodput_row(),
         reps_row("2, averaged"),
-        BBR_ROW,
         SetupRow(
             "BBR and ECN",
             "not applicable",
             "BBRv1 negotiates ECN like any flow and ignores the marks, as Linux's tcp_bbr.c "
             "does (docs/fidelity.md, ECN)",
         ),
-        CUBIC_ROW,
-        TCP_ROW,
+        *host_rows(
+            "linux-stock",
+            "6.18",
+            study_testbed="the CORE network emulator (netem links, drop-tail)",
+            study_kernel="not stated",
+            testbed_why="the bottleneck's queue is the discipline, not netem's: stock Linux "
+            "hosts and links, the queue discipline the one change",
+            kernel_why="the study names no kernel; Linux 6.18 is the kernel backend's, whose "
+            "ECN (RFC 3168, tcp_ecn) and qdiscs the runs model",
+        ),
     ]
 
 
@@ -207,7 +193,6 @@ def harada_aqm_preset() -> Preset:
         "sample_interval": "100ms",
     }
     pairs = [["reno", "bbr"], ["cubic", "bbr"], ["reno", "cubic"]]
-    bbr = {"linux-4.15": BBR_STUDY_PARAMS}
     grid = {"ccas": pairs, "bottleneck_queue": QUEUES, "tcp.ecn": [2, 1]}
     return Preset(
         name="harada-aqm",
@@ -215,18 +200,20 @@ def harada_aqm_preset() -> Preset:
         study="Harada & Kamiyama's dumbbell grid, asked again under active queue management",
         full={
             "base": base,
-            "grid": {**grid, "delay": DELAYS, "alpha": ALPHAS, "params.bbr": bbr},
+            "grid": {**grid, "delay": DELAYS, "alpha": ALPHAS},
             "filters": [ECN_FILTER],
             "repetitions": REPETITIONS,
         },
         quick={
             "base": {**base, "duration": "10s"},
-            "grid": {**grid, "delay": ["2ms", "18ms"], "alpha": [1, 4], "params.bbr": bbr},
+            "grid": {**grid, "delay": ["2ms", "18ms"], "alpha": [1, 4]},
             "filters": [ECN_FILTER],
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_aqm_figures,
         setup=_aqm_setup(),
         headline=("heatmap-fq_codel-cubic-bbr", "heatmap-codel-ecn-cubic-bbr"),
+        testbed="linux-stock",
+        kernel="6.18",
         quick_note="D in {2, 18} ms, alpha in {1, 4}, 10 s runs, 2 repetitions",
     )
