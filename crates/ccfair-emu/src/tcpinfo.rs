@@ -151,12 +151,18 @@ pub struct TcpInfo {
     /// `tcp_ecn_received_counters` in include/net/tcp_ecn.h for every ECN mode, GRO
     /// segments counted one by one).
     pub tcpi_received_ce: u32,
-    /// Accurate ECN's byte counters (6.18); not used by ccfair, which runs classic ECN.
+    // Accurate ECN's byte counters (6.18); not used by ccfair, which runs classic ECN.
+    /// Accurate ECN: bytes delivered with ECT(1) (6.18).
     pub tcpi_delivered_e1_bytes: u32,
+    /// Accurate ECN: bytes delivered with ECT(0) (6.18).
     pub tcpi_delivered_e0_bytes: u32,
+    /// Accurate ECN: bytes delivered with CE (6.18).
     pub tcpi_delivered_ce_bytes: u32,
+    /// Accurate ECN: bytes received with ECT(1) (6.18).
     pub tcpi_received_e1_bytes: u32,
+    /// Accurate ECN: bytes received with ECT(0) (6.18).
     pub tcpi_received_e0_bytes: u32,
+    /// Accurate ECN: bytes received with CE (6.18).
     pub tcpi_received_ce_bytes: u32,
     /// `tcpi_ecn_mode : 2, tcpi_accecn_opt_seen : 2, tcpi_accecn_fail_mode : 4,
     /// tcpi_options2 : 24` (6.18).

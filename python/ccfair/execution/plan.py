@@ -182,7 +182,7 @@ def _makespan(seconds: list[float], workers: int) -> float:
 
     Example:
         >>> _makespan([3, 1, 1, 1], 2)
-        3
+        3.0
     """
     free_at = [0.0] * min(workers, max(1, len(seconds)))
     for s in seconds:
