@@ -293,3 +293,70 @@ def test_aqm_tables_refuses_a_directory_that_is_no_sweep(tmp_path):
     assert p.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'nowhere'} is not a sweep's results directory"
     ]
+
+
+def test_revalidate_sim_refuses_what_is_no_study(tmp_path):
+    p = _script("revalidate_sim.py", str(tmp_path), "x.toml", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "is not a `ccfair validate` runs table" in p.stderr
+    assert "Traceback" not in p.stderr
+    p = _script("revalidate_sim.py", "buffers", str(tmp_path), str(tmp_path))
+    assert p.returncode == 2 and "is not an output directory" in p.stderr
+
+
+def _stored_study(tmp_path: Path) -> tuple[Path, Path]:
+    """A study directory whose stored runs are the simulator on ideal hosts (at HZ 250, as
+    `ccfair validate` ran it) beside made-up kernel shares, and its sweep file."""
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(
+        'name = "tiny"\nrepetitions = 2\n[base]\nbuilder = "dumbbell"\nn_flows = 2\n'
+        'bottleneck_rate = "20Mbit/s"\nduration = "3s"\nsample_interval = "10ms"\n'
+        '[grid]\nccas = [["reno", "cubic"]]\nalpha = [1, 4]\n'
+    )
+    spec = importlib.util.spec_from_file_location(
+        "revalidate_sim", ROOT / "scripts" / "revalidate_sim.py"
+    )
+    rs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rs)
+    from ccfair.validate.points import sim_variant, validation_points
+
+    rows = []
+    for p in validation_points([sweep]):
+        sc = sim_variant(rs.with_testbed(p.scenario, "ideal"), 250)
+        flows = rs.per_flow(ccfair.run(sc))
+        for _, f in flows.iterrows():
+            rows.append(
+                {"point": p.label, "pair": "reno vs cubic", "rep": p.rep, "flow": f["flow"],
+                 "cca": "reno" if f["flow"] == "flow1" else "cubic",
+                 "share_sim": f["share_sim"], "goodput_sim_mbps": f["goodput_sim_mbps"],
+                 "share_kernel": 0.5, "goodput_kernel_mbps": 10.0, "sim_run_id": "old",
+                 "kernel_reliable": p.rep == 0}
+            )  # fmt: skip
+    study = tmp_path / "study"
+    study.mkdir()
+    pd.DataFrame(rows).to_csv(study / "validate_runs.csv", index=False)
+    return study, sweep
+
+
+def test_revalidate_sim_joins_the_new_simulator_side_to_the_stored_linux_runs(tmp_path):
+    study, sweep = _stored_study(tmp_path)
+    # On ideal hosts today's simulator is the stored one: before and after agree exactly.
+    ideal = tmp_path / "ideal"
+    p = _script(
+        "revalidate_sim.py", str(study), str(sweep), "--testbed", "ideal", "--out", str(ideal)
+    )
+    assert p.returncode == 0, p.stderr
+    pts = pd.read_csv(ideal / "validate_points.csv")
+    assert len(pts) == 4 and (pts["share_diff"] == pts["share_diff_before"]).all()
+    # Kernel means use the reliable run only (rep 0 here), as `ccfair validate` does.
+    assert (pts["n_kernel"] == 1).all() and (pts["share_kernel_mean"] == 0.5).all()
+    # Under the default hosts the simulator side changes, the stored one is kept beside it.
+    new = tmp_path / "new"
+    p = _script("revalidate_sim.py", str(study), str(sweep), "--out", str(new))
+    assert p.returncode == 0, p.stderr
+    runs = pd.read_csv(new / "validate_runs.csv")
+    stored = pd.read_csv(study / "validate_runs.csv")
+    assert (runs["share_sim_before"].to_numpy() == stored["share_sim"].to_numpy()).all()
+    assert (runs["share_sim"] != runs["share_sim_before"]).any()
+    assert (runs["inflight_max_sim_pkts"] > 0).all()
+    summary = pd.read_csv(new / "summary.csv")
+    assert {"median_abs_diff_pp_before", "max_abs_diff_pp_after"} <= set(summary.columns)
