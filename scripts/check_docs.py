@@ -564,8 +564,13 @@ class NameChecker:
         real_names = [p for p in real.parameters if p not in ("self", "cls")]
         listed = [
             a.arg
-            for a in [*documented.posonlyargs, *documented.args, documented.vararg,
-                      *documented.kwonlyargs, documented.kwarg]
+            for a in [
+                *documented.posonlyargs,
+                *documented.args,
+                documented.vararg,
+                *documented.kwonlyargs,
+                documented.kwarg,
+            ]
             if a is not None
         ]
         shown = m.group(1)
