@@ -889,10 +889,28 @@ def check_cli(md: Markdown) -> list[Problem]:
                 for error in cli_errors(args):
                     problems.append(Problem(md.path, block.line + offset, error))
     for number, code in md.inline_code():
-        for args in ccfair_commands(code):
+        commands = list(ccfair_commands(code)) or _bare_command(code)
+        for args in commands:
             for error in cli_errors(args):
                 problems.append(Problem(md.path, number, error))
     return problems
+
+
+def _bare_command(code: str) -> list[list[str]]:
+    """Inline code that names a ccfair command without ``ccfair`` and gives it an option
+    (`` `reproduce --dry-run` ``, `` `run --trace flow9` ``): that command's arguments.
+
+    Example:
+        >>> _bare_command("sweep --dry-run"), _bare_command("sweep the grid")
+        ([['sweep', '--dry-run']], [])
+    """
+    try:
+        words = shlex.split(code)
+    except ValueError:
+        return []
+    if len(words) > 1 and words[0] in _commands() and any(w.startswith("-") for w in words):
+        return [words]
+    return []
 
 
 RULES = (check_links, check_images, check_python_names, check_inline_names, check_cli)

@@ -233,6 +233,7 @@ def test_unknown_cli_option(tmp_path):
                 "```console\n$ ccfair metrics d --csv=- --jsonn\nnot --a-command\n"
                 '$ ccfair rum\nerror: ccfair: "rum" is not a command\n```\n'
                 "Use `ccfair reproduce harada-dumbbell --dry-run --quik`.\n"  # line 15
+                "`sweep --dryrun` without ccfair, `sweep the grid` (no option)\n"  # line 16
             )
         },
     )
@@ -243,6 +244,7 @@ def test_unknown_cli_option(tmp_path):
         f"{md}:5: ccfair validate: no option --kernel-only",
         f"{md}:10: ccfair metrics: no option --jsonn",
         f"{md}:15: ccfair reproduce: no option --quik",
+        f"{md}:16: ccfair sweep: no option --dryrun",
     ]
 
 
