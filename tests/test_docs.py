@@ -3,6 +3,7 @@ docs/ pass the check, and each of its rules finds what it is for in a small brok
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import subprocess
 import sys
@@ -260,3 +261,8 @@ def test_unknown_cli_option(tmp_path):
 )
 def test_github_slugs(heading, slug):
     assert check_docs.github_slug(heading) == slug
+
+
+def test_the_examples_in_the_script_hold():
+    result = doctest.testmod(check_docs, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 5 and result.failed == 0
