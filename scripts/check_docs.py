@@ -499,10 +499,11 @@ class NameChecker:
         that is not Python is checked as a listing of signatures (``name(arg: type = default,
         ...) -> Type``, one per line or one for the block), else reported."""
         if re.search(r"^\s*>>> ", code, re.M):
-            code = "\n".join(
+            code = "\n".join(  # output lines blanked, so that line numbers stay
                 re.sub(r"^\s*(>>>|\.\.\.) ?", "", line)
-                for line in code.splitlines()
                 if re.match(r"\s*(>>>|\.\.\.)", line)
+                else ""
+                for line in code.splitlines()
             )
         try:
             tree = ast.parse(code)

@@ -266,3 +266,11 @@ def test_github_slugs(heading, slug):
 def test_the_examples_in_the_script_hold():
     result = doctest.testmod(check_docs, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 5 and result.failed == 0
+
+
+def test_a_doctest_block_keeps_its_line_numbers(tmp_path):
+    problems = _problems(
+        tmp_path,
+        {"a.md": "```pycon\n>>> import ccfair\n>>> ccfair.Limits\nLimits\n>>> ccfair.Limit\n```\n"},
+    )
+    assert problems == [f"{tmp_path / 'a.md'}:5: ccfair.Limit: ccfair has no Limit"]
