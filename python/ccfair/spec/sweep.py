@@ -62,8 +62,8 @@ from ccfair.spec.grid import (
     set_path,
     value_label,
 )
-from ccfair.spec.identity import run_id_of
-from ccfair.spec.scenario import Scenario
+from ccfair.spec.resolved import Resolved
+from ccfair.spec.scenario import Scenario, resolution_deferred
 from ccfair.spec.toml import check_file_name, check_nesting, load_toml, read_spec_file
 from ccfair.units import plain
 
@@ -111,7 +111,7 @@ class Point:
         seed: the scenario seed of this repetition.
         baseline: for a baseline point added by ``baselines = true``, the algorithm every
             flow runs; ``None`` for grid points.
-        scenario: the validated scenario.
+        scenario: the validated scenario (resolved once: :attr:`resolved`).
         run_id: content hash of the normalised scenario and backend.
     """
 
@@ -122,6 +122,12 @@ class Point:
     baseline: str | None
     scenario: Scenario
     run_id: str
+
+    @property
+    def resolved(self) -> Resolved:
+        """The point's resolved record, as its expansion resolved it (kept by the scenario):
+        what a worker runs."""
+        return self.scenario.resolve()
 
     def record(self) -> dict[str, Any]:
         """The JSON record of this point stored in ``sweep.json``."""
@@ -439,14 +445,14 @@ class Sweep:
                 sc = _validated(doc, labels, rep)
                 resolved = sc.resolve()
                 _check_estimate(resolved, lim, labels, rep)
-                rid = run_id_of(resolved.normalized, self.backend)
+                rid = resolved.identity_json.run_id(self.backend)
                 points.append(Point(len(points), labels, rep, seed, None, sc, rid))
                 if self.baselines:
                     for cca, bdoc in homogeneous(doc):
                         bsc = _validated(bdoc, {**labels, "baseline": cca}, rep)
                         bresolved = bsc.resolve()
                         _check_estimate(bresolved, lim, {**labels, "baseline": cca}, rep)
-                        brid = run_id_of(bresolved.normalized, self.backend)
+                        brid = bresolved.identity_json.run_id(self.backend)
                         if brid in seen_baselines:
                             continue
                         seen_baselines.add(brid)
@@ -504,7 +510,9 @@ class Sweep:
             derived = {k: v for k, v in values.items() if kinds[k] in ("alias", "arg", "derived")}
             kwargs = builder_kwargs(builder, kwargs, derived, labels)
             try:
-                doc = builders.get(builder).call(kwargs, "").to_dict()
+                # Only its dict is kept: the point is validated whole, once (_validated).
+                with resolution_deferred():
+                    doc = builders.get(builder).call(kwargs, "").to_dict()
             except SpecError as exc:
                 raise _at_point(exc, labels) from None
         else:
@@ -521,7 +529,7 @@ class Sweep:
         return doc
 
 
-def _check_estimate(resolved: Any, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
+def _check_estimate(resolved: Resolved, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
     try:
         check(resolved.engine_spec, lim)
     except SpecError as exc:
