@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import backends
-from ccfair.errors import SpecError, close_matches, show
+from ccfair.errors import LimitError, SpecError, close_matches, show
 from ccfair.limits import MAX_REPETITIONS, Limits, as_limits, check, check_runs
 from ccfair.spec import builders
 from ccfair.spec.filters import Filter, compile_filter, evaluate
@@ -532,9 +532,12 @@ class Sweep:
 def _check_estimate(resolved: Resolved, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
     try:
         check(resolved.engine_spec, lim)
-    except SpecError as exc:
-        raise type(exc)(
-            exc.path, f"{exc.message} (at grid point {show({**labels, 'rep': rep})})"
+    except LimitError as exc:
+        # The point goes before the hint ("; to run it anyway, raise the limit: ..."), which
+        # LimitError adds again from the reason.
+        reason = exc.message.partition("; to run it anyway")[0]
+        raise LimitError(
+            exc.path, f"{reason} (at grid point {show({**labels, 'rep': rep})})"
         ) from None
 
 
@@ -619,7 +622,7 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
                 )
         # Check the base builds on its own, so a typo is reported against [base].
         b.call({k: v for k, v in raw.items() if k != "builder"}, "base.")
-        return raw
+        return dict(raw)
     if "scenario" in raw and len(raw) == 1:
         raw = raw["scenario"]
     try:
