@@ -15,7 +15,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -121,7 +121,7 @@ def _execute(
     trace: Sequence[str],
     force_bpf: bool,
     limits: Limits | dict[str, Any] | None,
-) -> tuple[Resolved, dict[str, Any], dict[str, Any]]:
+) -> tuple[Resolved, Mapping[str, Any], dict[str, Any]]:
     """Check and run one scenario: its resolved spec, the backend's columns and what the
     tables record of the run (the keywords of ``build_result`` / ``build_tables``)."""
     sc = scenario.scenario if isinstance(scenario, Resolved) else as_scenario(scenario)
@@ -143,7 +143,7 @@ def _execute(
     t0 = time.perf_counter()
     out = b.run(resolved, rid, engine_spec, lim, force_bpf=force_bpf)
     wall = time.perf_counter() - t0
-    record = {
+    record: dict[str, Any] = {
         "run_id": rid,
         "backend": b.name,
         "started_at": started,
