@@ -41,6 +41,8 @@ python3 -m ruff format --check python tests
 # Imports only go down (docs/architecture.md): import-linter's contracts in pyproject.toml.
 python3 -c 'import sys; from importlinter.cli import lint_imports_command as lint; sys.exit(lint())' \
     --no-logo --no-cache
+# Types (pyproject.toml [tool.mypy]): strict on spec, results and execution.
+python3 -m mypy python/ccfair
 # -rs lists every skipped test with its reason (e.g. the kernel backend without root).
 python3 -m pytest -q -rs
 # The examples in the docstrings of the public API are tests too (those marked +SKIP need

@@ -157,7 +157,7 @@ def test_dask_worker_helper_returns_parquet_bytes_of_every_table():
     from ccfair.execution.workers import run_to_bytes
 
     p = Sweep.from_toml_str(SPEC).expand()[0]
-    res = run_to_bytes(p.run_id, p.scenario.to_dict(), "sim")
+    res = run_to_bytes(p.run_id, p.resolved, "sim")
     assert set(res["tables"]) == {*TABLES, "runs"}
     assert all(blob[:4] == b"PAR1" and blob[-4:] == b"PAR1" for blob in res["tables"].values())
 

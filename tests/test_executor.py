@@ -448,7 +448,7 @@ def test_a_killed_worker_fails_only_its_run_and_is_replaced(tmp_path):
 # ---- kernel runs the self-checks flag ---------------------------------------------------------
 
 
-def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, dict]:
+def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, object]:
     """Make ``run`` (what a sweep's worker runs) return one real simulator run, marked
     reliable or flagged as ``reliable`` lists them (one attempt each), and record the
     attempts made."""
@@ -476,7 +476,7 @@ def _attempts_of(monkeypatch, reliable: list[bool]) -> tuple[list[bool], str, di
         return RunResult.from_tables(t.run_id, {**tables, "runs": runs})
 
     monkeypatch.setattr(workers, "run", fake_run)
-    return made, rid, sc.to_dict()
+    return made, rid, sc.resolve()
 
 
 @pytest.mark.parametrize(

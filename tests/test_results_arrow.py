@@ -288,8 +288,8 @@ def test_a_sweep_worker_writes_what_run_and_save_write_without_a_dataframe(tmp_p
 
     # What the local worker and the Dask worker do, with pandas' DataFrame made unusable.
     monkeypatch.setattr(pd.DataFrame, "__init__", no_frames)
-    reply = run_and_save(reference.run_id, sc.to_dict(), "sim", str(tmp_path / "worker"))
-    sent = run_to_bytes(reference.run_id, sc.to_dict(), "sim")["tables"]
+    reply = run_and_save(reference.run_id, sc.resolve(), "sim", str(tmp_path / "worker"))
+    sent = run_to_bytes(reference.run_id, sc.resolve(), "sim")["tables"]
     monkeypatch.undo()
     assert reply["reliable"] is True
     # The runs row records when and how long each run took: the rest must be equal.

@@ -87,6 +87,20 @@ def test_a_four_billion_packet_initial_window_is_refused_naming_the_option():
     assert info.value.path == "flows[0].tcp.init_cwnd"
 
 
+def test_a_sweep_point_above_a_limit_names_the_point_before_one_hint():
+    sw = ccfair.Sweep.from_dict(
+        {"base": {"builder": "dumbbell", "duration": "2s"}, "grid": {"alpha": [1]}}
+    )
+    with pytest.raises(LimitError) as info:
+        sw.expand(limits={"memory": 1000})
+    message = str(info.value)
+    assert message.startswith("links[2].buffer: the run needs an estimated")
+    assert 'above the memory limit of 1.0 kB (at grid point {"alpha": 1, "rep": 0}); to run' in (
+        message
+    )
+    assert message.count("to run it anyway") == 1 and message.endswith("memory=SIZE)")
+
+
 def test_an_hour_long_ten_hop_parking_lot_at_1ms_is_refused_with_its_estimate():
     sc = ccfair.parking_lot(10, duration="3600s", sample_interval="1ms")
     est = estimate(sc.resolve())
@@ -436,6 +450,11 @@ def test_base_file_a_directory_and_base_tcp_a_list_are_one_error_line(tmp_path):
         (
             {"grid": {"alpha": [1]}, "filters": ['-"a" > alpha']},
             r"fails at point \{\"alpha\": 1\}: unary minus/plus takes a number",
+        ),
+        # A list indexed by a name failed with Python's TypeError.
+        (
+            {"grid": {"ccas": [["reno", "cubic"]]}, "filters": ["ccas['x'] == 'reno'"]},
+            r'index "x" of \["reno", "cubic"\] is not an integer',
         ),
     ],
 )

@@ -295,6 +295,26 @@ def test_aqm_tables_refuses_a_directory_that_is_no_sweep(tmp_path):
     ]
 
 
+def test_default_hosts_points_measures_each_point_and_differs_by_testbed():
+    """The script's three points run and give values in range; the idealised hosts give
+    another Jain index than the default ones at the same seed (the hosts matter)."""
+    spec = importlib.util.spec_from_file_location(
+        "default_hosts_points", ROOT / "scripts" / "default_hosts_points.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _, (build, jain) = module.POINTS[2]
+    default = jain(ccfair.run(build(duration="3s", seed=1)))
+    ideal = jain(ccfair.run(build(duration="3s", seed=1, testbed="ideal")))
+    assert 0.25 <= default <= 1 and 0.25 <= ideal <= 1 and default != ideal
+    out = _script("default_hosts_points.py", "--seeds", "1", "--duration", "2s")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["bbr-40ms-share", "copa-share", "jain-4-bbr"]
+    assert all(0 < float(r[2]) <= 1 for r in rows)
+
+
 def test_revalidate_sim_refuses_what_is_no_study(tmp_path):
     p = _script("revalidate_sim.py", str(tmp_path), "x.toml", "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "is not a `ccfair validate` runs table" in p.stderr

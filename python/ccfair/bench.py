@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from ccfair.report.figures import make_figures, save_figures
 from ccfair.report.page import write_report
 from ccfair.results.directory import Results
 from ccfair.results.run import build_result
+from ccfair.spec.resolved import Resolved
 from ccfair.spec.shapes import default_scenario, dumbbell, parking_lot
 from ccfair.spec.sweep import Sweep
 from ccfair.store.directory import finished_run_ids
@@ -93,7 +95,7 @@ def scenario_for(name: str, duration: str) -> Any:
     """The scenario of a benchmark case. The rows keep the hosts they were defined with, the
     idealised ones (``testbed = "ideal"``), so that instruction counts stay comparable with
     benches/history.jsonl across versions."""
-    ideal = {"testbed": "ideal", "duration": duration}
+    ideal: dict[str, Any] = {"testbed": "ideal", "duration": duration}
     if name == "dumbbell-cubic":
         return dumbbell(2, "cubic", bottleneck_delay="18ms", buffer_bdp=2.0, **ideal)
     alphas = {"dumbbell-bbr-vs-cubic": 2.0, "dumbbell-bbr-vs-cubic-a0.5": 0.5}
@@ -136,7 +138,7 @@ def _child(name: str, duration: str, handover: bool = True) -> None:
 HANDOVER_REPEAT = 5
 
 
-def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, float]:
+def _handover(resolved: Resolved, raw: Mapping[str, Any], engine_s: float) -> dict[str, float]:
     """What a run costs after the engine (issue 16, item 2), two ways from the same columns:
     interactive, ``ccfair.run``'s result built (``build_result``: the Arrow tables, converted
     to pandas only when a table is read, which this does not) and saved (``RunResult.save``:
@@ -145,7 +147,7 @@ def _handover(resolved: Any, raw: dict[str, Any], engine_s: float) -> dict[str, 
     (``build_result(...).write_tables``: no frame read, no pandas). Each file is written as
     a sweep writes it (Parquet, fsync, rename). Medians of :data:`HANDOVER_REPEAT`, the two
     ways alternated so that a busy moment of the machine falls on both."""
-    facts = {"run_id": "0123456789abcdef", "backend": "sim", "started_at": ""}
+    facts: dict[str, Any] = {"run_id": "0123456789abcdef", "backend": "sim", "started_at": ""}
     facts["wall_time_s"] = engine_s
     times: dict[str, list[float]] = {"build_s": [], "save_s": [], "sweep_s": []}
     for i in range(HANDOVER_REPEAT + 1):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ccfair import _core
 from ccfair.errors import LimitError, SpecError, show
@@ -202,7 +202,15 @@ class Estimate:
         return asdict(self)
 
 
-def estimate(resolved: Any, trace_flows: list[int] | None = None) -> Estimate:
+class EngineInput(Protocol):
+    """A resolved scenario (:class:`ccfair.spec.resolved.Resolved`) as far as an estimate
+    reads it: the engine's input. (The spec sits above this module.)"""
+
+    @property
+    def engine_spec(self) -> dict[str, Any]: ...
+
+
+def estimate(resolved: EngineInput, trace_flows: list[int] | None = None) -> Estimate:
     """The resource estimate of a resolved scenario (:meth:`ccfair.Scenario.resolve`).
 
     Example:

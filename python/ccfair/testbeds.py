@@ -215,8 +215,8 @@ class Host:
     def tcp(self) -> dict[str, Any]:
         """TCP options of the hosts: the testbed's build, under the kernel's settings (none
         on idealised hosts, whose substrate is the engine's idealisation)."""
-        real = self.kernel is not None and self.testbed.kernel is not None
-        return {**self.testbed.tcp, **(self.kernel.tcp if real else {})}
+        kernel = self.kernel if self.testbed.kernel is not None else None
+        return {**self.testbed.tcp, **(kernel.tcp if kernel is not None else {})}
 
     def cca(self, cca: str) -> Mapping[str, Any]:
         """The kernel's version of algorithm ``cca`` (parameters; empty for ccfair's own)."""

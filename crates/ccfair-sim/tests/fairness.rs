@@ -2,12 +2,15 @@
 //! with itself too) shares the Python builder's two-flow dumbbell (20 Mbit/s, 24 ms RTT,
 //! BDP 40 packets) at three bottleneck buffers (0.5, 1 and 4 BDP); goodput shares over
 //! 5-20 s are compared with tests/snapshots/fairness.txt, so that a change in how
-//! algorithms share a bottleneck is a reviewed diff. Regenerate after a deliberate change
-//! with `CCFAIR_UPDATE_SNAPSHOTS=1 cargo test -p ccfair-sim --test fairness`.
+//! algorithms share a bottleneck is a reviewed diff. The same pairs behind each queue
+//! discipline (CoDel, CoDel with ECN-asking hosts, fq_codel, PIE, RED), with Linux's
+//! defaults and a limit of 4 BDP, are compared with tests/snapshots/fairness-aqm.txt.
+//! Regenerate after a deliberate change with
+//! `CCFAIR_UPDATE_SNAPSHOTS=1 cargo test -p ccfair-sim --test fairness`.
 
 mod common;
 
-use ccfair_sim::spec::RunSpec;
+use ccfair_sim::spec::{Queue, RunSpec};
 use ccfair_sim::Simulation;
 use common::*;
 use serde_json::json;
@@ -31,7 +34,16 @@ fn two_flows(a: &str, b: &str, buffer_pkts: u32) -> RunSpec {
 /// One row: the pair, the buffer, each flow's share of the total goodput, Jain's index
 /// and the bottleneck's utilisation. Names are padded to `w` columns.
 fn row(a: &str, b: &str, buffer_bdp: f64, w: usize) -> String {
-    let spec = two_flows(a, b, (buffer_bdp * BDP_PKTS) as u32);
+    shares_row(
+        two_flows(a, b, (buffer_bdp * BDP_PKTS) as u32),
+        a,
+        b,
+        buffer_bdp,
+        w,
+    )
+}
+
+fn shares_row(spec: RunSpec, a: &str, b: &str, buffer_bdp: f64, w: usize) -> String {
     let capacity_bps = spec
         .links
         .iter()
@@ -68,13 +80,62 @@ fn table() -> String {
     out
 }
 
+/// The bottleneck's queue disciplines of the AQM table: the queue, its options, and
+/// whether the hosts ask for ECN (`tcp.ecn = 1`; Linux's default 2 never asks).
+fn disciplines() -> Vec<(&'static str, Queue, serde_json::Value, bool)> {
+    vec![
+        ("codel", Queue::Codel, json!({}), false),
+        ("codel+ecn", Queue::Codel, json!({"ecn": true}), true),
+        ("fq_codel", Queue::FqCodel, json!({}), false),
+        ("pie", Queue::Pie, json!({}), false),
+        ("red", Queue::Red, json!({}), false),
+    ]
+}
+
+/// Every pair of registered algorithms behind every discipline of [`disciplines`], the
+/// discipline's limit 4 BDP.
+fn aqm_table() -> String {
+    let names = ccfair_cc::known_algorithms();
+    let w = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut out = String::from(
+        "# two flows, 20 Mbit/s, RTT 24 ms, BDP 40 pkts, queue limit 4 BDP; goodput 5-20 s\n\
+         # queue: flow1  flow2  buffer_bdp  share1 share2 jain utilisation\n",
+    );
+    for (label, queue, options, ecn) in disciplines() {
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i..] {
+                let mut spec = two_flows(a, b, (4.0 * BDP_PKTS) as u32);
+                let bottleneck = spec.links.iter_mut().find(|l| l.name == "bottleneck");
+                let bottleneck = bottleneck.unwrap();
+                bottleneck.queue = queue;
+                bottleneck.qdisc = ccfair_sim::qdisc::params::normalize(queue, &options).unwrap();
+                if ecn {
+                    for flow in &mut spec.flows {
+                        flow.tcp.ecn = 1;
+                    }
+                }
+                out.push_str(&format!("{label:<9} "));
+                out.push_str(&shares_row(spec, a, b, 4.0, w));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn fairness_table_matches_its_snapshot() {
-    let got = table();
-    let file = format!(
-        "{}/tests/snapshots/fairness.txt",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    compare_with_snapshot(table(), "fairness.txt", 3);
+}
+
+#[test]
+fn fairness_behind_queue_disciplines_matches_its_snapshot() {
+    compare_with_snapshot(aqm_table(), "fairness-aqm.txt", 4);
+}
+
+/// `got` against tests/snapshots/`name`, rows keyed by their first `key_fields` fields.
+fn compare_with_snapshot(got: String, name: &str, key_fields: usize) {
+    let file = format!("{}/tests/snapshots/{name}", env!("CARGO_MANIFEST_DIR"));
     if std::env::var_os(UPDATE_VAR).is_some() {
         std::fs::create_dir_all(std::path::Path::new(&file).parent().unwrap()).unwrap();
         std::fs::write(&file, &got).unwrap();
@@ -87,7 +148,8 @@ fn fairness_table_matches_its_snapshot() {
             t.lines()
                 .filter(|l| !l.starts_with('#'))
                 .map(|l| {
-                    let key = l.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+                    let key = l.split_whitespace().take(key_fields);
+                    let key = key.collect::<Vec<_>>().join(" ");
                     (key, l.to_string())
                 })
                 .collect()
@@ -111,7 +173,7 @@ fn fairness_table_matches_its_snapshot() {
         }
         panic!(
             "the fairness table changed:\n{}\nIf intended, run with {UPDATE_VAR}=1 and review \
-             the diff of tests/snapshots/fairness.txt.",
+             the diff of tests/snapshots/{name}.",
             report.join("\n")
         );
     }

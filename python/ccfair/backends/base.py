@@ -3,9 +3,10 @@
 runs needs (``check``, ``run``, ``provenance``, ...). The registry of the backends is
 :mod:`ccfair.backends`; docs/adding-a-backend.md says how to add one.
 
-A backend takes the resolved scenario (:class:`ccfair.spec.resolved.Resolved`, duck-typed:
-this layer sits below the spec, which names backends) and its engine input, and returns the
-engine's tables.
+A backend takes the resolved scenario and its engine input, and returns the engine's tables.
+The resolved scenario is a :class:`ccfair.spec.resolved.Resolved`; this layer sits below the
+spec (which names backends), so it names what it reads of one by a protocol,
+:class:`ResolvedScenario`, which the type checker holds ``Resolved`` to.
 
 Example:
     >>> BackendRun({}).flags
@@ -15,15 +16,71 @@ Example:
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ccfair import _core
 from ccfair.algorithms import names as algorithm_names
+from ccfair.limits import Limits
 
-__all__ = ["CAPABILITIES", "Backend", "BackendRun", "provenance"]
+__all__ = [
+    "CAPABILITIES",
+    "Backend",
+    "BackendRun",
+    "ResolvedFlow",
+    "ResolvedScenario",
+    "ScenarioOptions",
+    "provenance",
+]
+
+
+class FlowOptions(Protocol):
+    """A flow of the scenario as written: its own TCP options."""
+
+    @property
+    def tcp(self) -> Mapping[str, Any]: ...
+
+
+class ScenarioOptions(Protocol):
+    """The scenario as written (:class:`ccfair.spec.scenario.Scenario`), as far as a backend
+    reads it: the TCP options, the scenario's and each flow's (to name the field an error is
+    about)."""
+
+    @property
+    def tcp(self) -> Mapping[str, Any]: ...
+
+    @property
+    def flows(self) -> Sequence[FlowOptions]: ...
+
+
+class ResolvedFlow(Protocol):
+    """A resolved flow (:class:`ccfair.spec.resolved.FlowInfo`), as far as a backend reads it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def base_rtt_ns(self) -> int: ...
+
+
+class ResolvedScenario(Protocol):
+    """What a backend reads of a resolved scenario (:class:`ccfair.spec.resolved.Resolved`):
+    the engine's input, the normalised record, the resolved flows and the scenario itself."""
+
+    @property
+    def engine_spec(self) -> dict[str, Any]: ...
+
+    @property
+    def normalized(self) -> dict[str, Any]: ...
+
+    @property
+    def flows(self) -> Sequence[ResolvedFlow]: ...
+
+    @property
+    def scenario(self) -> ScenarioOptions: ...
+
 
 #: What a backend can say about itself (the class attributes of :class:`Backend` that
 #: drivers ask), with the meaning each error message quotes.
@@ -42,7 +99,7 @@ class BackendRun:
     them), the self-check record (None when the backend has none) and the bounds it
     exceeded (one sentence each; empty: reliable)."""
 
-    raw: dict[str, Any]
+    raw: Mapping[str, Any]
     selfcheck: dict[str, Any] | None = None
     flags: list[str] = field(default_factory=list)
 
@@ -79,7 +136,7 @@ class Backend:
         """The congestion controls this backend can run here."""
         return list(algorithm_names())
 
-    def check(self, resolved: Any, *, force_bpf: bool = False) -> None:
+    def check(self, resolved: ResolvedScenario, *, force_bpf: bool = False) -> None:
         """Raise :class:`SpecError` (naming the field) if this backend cannot run
         ``resolved`` as written. Called before anything runs."""
 
@@ -97,10 +154,10 @@ class Backend:
 
     def run(
         self,
-        resolved: Any,
+        resolved: ResolvedScenario,
         run_id: str,
         engine_spec: dict[str, Any],
-        limits: Any,
+        limits: Limits,
         *,
         force_bpf: bool = False,
     ) -> BackendRun:

@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from ccfair import _core
-from ccfair.backends.base import Backend, BackendRun
+from ccfair.backends.base import Backend, BackendRun, ResolvedScenario
+from ccfair.limits import Limits
 
 
 class SimBackend(Backend):
@@ -27,10 +28,10 @@ class SimBackend(Backend):
 
     def run(
         self,
-        resolved: Any,
+        resolved: ResolvedScenario,
         run_id: str,
         engine_spec: dict[str, Any],
-        limits: Any,
+        limits: Limits,
         *,
         force_bpf: bool = False,
     ) -> BackendRun:

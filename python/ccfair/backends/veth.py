@@ -19,6 +19,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from ccfair.backends.base import ResolvedScenario
 from ccfair.backends.kernel import KernelBackend
 from ccfair.backends.kernel.host import KernelError, missing_capabilities
 from ccfair.backends.kernel.veth import check_scenario
@@ -75,7 +76,7 @@ class VethBackend(KernelBackend):
 
     def check(
         self,
-        resolved: Any,
+        resolved: ResolvedScenario,
         *,
         force_bpf: bool = False,
         engine_spec: dict[str, Any] | None = None,

@@ -67,7 +67,7 @@ def _bash_function() -> str:
     options: list[str] = []  # case arms: COMMAND -> its options
     positionals: list[str] = []  # case arms: COMMAND -> names its positional argument takes
     for command, sub in commands.items():
-        opts = []
+        opts: list[str] = []
         for action in sub._actions:
             opts += action.option_strings
             kind = _NAMED.get((command, action.option_strings[0] if action.option_strings else ""))

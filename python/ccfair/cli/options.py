@@ -6,6 +6,7 @@ does not import the limits.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ccfair.errors import SpecError
 from ccfair.limits import Limits
@@ -15,7 +16,7 @@ __all__ = ["limits_of"]
 
 def limits_of(args: argparse.Namespace) -> Limits:
     """The :class:`ccfair.Limits` of the --max-* options (defaults for those not given)."""
-    given = {
+    given: dict[str, Any] = {
         name: getattr(args, f"max_{name}", None)
         for name in ("memory", "events", "runs")
         if getattr(args, f"max_{name}", None) is not None

@@ -16,6 +16,7 @@ from ccfair import _core
 from ccfair.errors import RunError, SpecError
 from ccfair.execution.outcome import Progress, SweepOutcome, note_attempts, one_line
 from ccfair.execution.workers import run_to_bytes
+from ccfair.spec.resolved import Resolved
 from ccfair.store.directory import write_run_bytes
 
 __all__ = ["close_quietly", "connect", "run_dask"]
@@ -55,7 +56,7 @@ def connect(address: str, timeout: float) -> Any:
 def run_dask(
     client: Any,
     missing: list[str],
-    specs: dict[str, dict[str, Any]],
+    specs: dict[str, Resolved],
     backend: str,
     root: Path,
     outcome: SweepOutcome,

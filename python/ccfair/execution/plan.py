@@ -162,7 +162,10 @@ def plan_sweep(
             p.run_id: (known.get(p.run_id) or estimate(p.scenario.resolve())).events for p in todo
         }
         calibration = calibrate([p.scenario for p in todo], list(events.values()))
-        seconds = [calibration.seconds(events[p.run_id]) for p in todo]
+        # No calibration when nothing is left to run.
+        seconds = (
+            [] if calibration is None else [calibration.seconds(events[p.run_id]) for p in todo]
+        )
         default_workers = os.cpu_count() or 1
     n_workers = None if cluster else (workers or default_workers)
     return SweepPlan(

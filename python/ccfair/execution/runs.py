@@ -15,7 +15,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +26,7 @@ from ccfair.errors import SpecError
 from ccfair.execution.threads import run_in_threads, warn_lateness
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
 from ccfair.results.run import RunResult, build_result
+from ccfair.spec.resolved import Resolved
 from ccfair.spec.scenario import Scenario, as_scenario
 
 __all__ = ["run", "run_many", "with_trace"]
@@ -56,8 +57,12 @@ def _gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+#: What :func:`run` takes: a scenario (or its dict or TOML file), or its resolved record.
+Runnable = Resolved | Scenario | dict[str, Any] | str | os.PathLike[str]
+
+
 def run(
-    scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
+    scenario: Runnable,
     *,
     backend: str | None = None,
     trace: Sequence[str] = (),
@@ -65,6 +70,10 @@ def run(
     limits: Limits | dict[str, Any] | None = None,
 ) -> RunResult:
     """Run one scenario and return its tables.
+
+    ``scenario`` is a :class:`~ccfair.spec.scenario.Scenario` (resolved once: a scenario
+    keeps its resolution), a dict or TOML file of one, or a resolved record
+    (:meth:`Scenario.resolve`), which runs as it is (a sweep's workers get those).
 
     ``backend`` names a backend of :mod:`ccfair.backends`: "sim" (the simulator) or
     "kernel" (the real Linux TCP stack in network namespaces, in real time, as root; see
@@ -107,19 +116,22 @@ def run(
 
 
 def _execute(
-    scenario: Scenario | dict[str, Any] | str | os.PathLike[str],
+    scenario: Runnable,
     backend: str | None,
     trace: Sequence[str],
     force_bpf: bool,
     limits: Limits | dict[str, Any] | None,
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+) -> tuple[Resolved, Mapping[str, Any], dict[str, Any]]:
     """Check and run one scenario: its resolved spec, the backend's columns and what the
     tables record of the run (the keywords of ``build_result`` / ``build_tables``)."""
-    sc = as_scenario(scenario)
+    sc = scenario.scenario if isinstance(scenario, Resolved) else as_scenario(scenario)
     b = backends.get(backend or sc.backend or "sim")
     lim = as_limits(limits)
-    with _gc_paused():
-        resolved = sc.resolve()
+    if isinstance(scenario, Resolved):
+        resolved = scenario
+    else:
+        with _gc_paused():
+            resolved = sc.resolve()  # kept by the scenario: resolved once
     if force_bpf:
         backends.require(b, "bpf_programs", "force_bpf", force_bpf)
     identity = b.identity(force_bpf)
@@ -131,7 +143,7 @@ def _execute(
     t0 = time.perf_counter()
     out = b.run(resolved, rid, engine_spec, lim, force_bpf=force_bpf)
     wall = time.perf_counter() - t0
-    record = {
+    record: dict[str, Any] = {
         "run_id": rid,
         "backend": b.name,
         "started_at": started,
@@ -144,7 +156,7 @@ def _execute(
     return resolved, out.raw, record
 
 
-def with_trace(resolved: Any, trace: Sequence[str]) -> dict[str, Any]:
+def with_trace(resolved: Resolved, trace: Sequence[str]) -> dict[str, Any]:
     """The engine spec of ``resolved``, asking for a trace of the named flows; a
     :class:`SpecError` for a name that is not a flow.
 

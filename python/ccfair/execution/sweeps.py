@@ -51,6 +51,7 @@ from ccfair.execution.outcome import Progress, SweepOutcome
 from ccfair.execution.threads import warn_lateness
 from ccfair.execution.workers import LocalPool
 from ccfair.limits import MAX_WORKERS_PER_CORE, Limits, as_limits, most_parallel
+from ccfair.spec.resolved import Resolved
 from ccfair.spec.sweep import Point, Sweep
 from ccfair.store.directory import (
     check_schema,
@@ -128,9 +129,10 @@ def run_sweep(
     lim = as_limits(limits)
     points = sweep.expand(limits=lim)
     root = Path(results_dir)
-    specs: dict[str, dict[str, Any]] = {}
+    # What the workers run: each distinct run's resolved record, as the expansion resolved it.
+    specs: dict[str, Resolved] = {}
     for p in points:
-        specs.setdefault(p.run_id, p.scenario.to_dict())
+        specs.setdefault(p.run_id, p.resolved)
     if cluster is None and backend.checks_scenarios:
         # Before anything runs: every point must be runnable here (for the kernel: an
         # algorithm neither it nor ccfair's BPF programs have, or BPF congestion controls this
@@ -139,7 +141,7 @@ def run_sweep(
         for p in points:
             if p.run_id not in checked:
                 checked.add(p.run_id)
-                backend.check(p.scenario.resolve())
+                backend.check(p.resolved)
     # Connect before touching the results directory: a wrong address changes nothing.
     client = connect(cluster, connect_timeout) if cluster else None
     try:
@@ -185,7 +187,7 @@ def _run_locked(
     sweep: Sweep,
     root: Path,
     points: list[Point],
-    specs: dict[str, dict[str, Any]],
+    specs: dict[str, Resolved],
     workers: int | None,
     client: Any,
     progress: bool,

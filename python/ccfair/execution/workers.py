@@ -7,13 +7,19 @@ multiprocessing, so that nothing of the caller's ``__main__`` is re-imported (sc
 a main guard, stdin, notebooks all work). A worker ends with the sweep that started it. The
 run itself (:func:`run_and_save`, :func:`run_to_bytes`) is the same for local and cluster
 workers.
+
+A task carries the point's resolved record (:class:`~ccfair.spec.resolved.Resolved`), as the
+sweep's expansion resolved it: a worker runs it as it is and resolves nothing (over the pipe
+of a local worker it is pickled, as Dask pickles a cluster task's arguments).
 """
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import os
+import pickle
 import selectors
 import signal
 import subprocess
@@ -28,7 +34,7 @@ from ccfair import backends
 from ccfair.execution.outcome import Progress, SweepOutcome, note_attempts, one_line
 from ccfair.execution.runs import run
 from ccfair.results.run import RunResult
-from ccfair.spec.scenario import Scenario
+from ccfair.spec.resolved import Resolved
 from ccfair.store.directory import run_is_finished
 
 __all__ = ["die_with_parent", "run_and_save", "run_to_bytes"]
@@ -50,6 +56,27 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
+def encode_resolved(resolved: Resolved) -> str:
+    """A resolved record as one line of text for a local worker's task: pickled (a record
+    of this process for its own child process, never read from elsewhere).
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> r = dumbbell(2, "reno").resolve()
+        >>> decode_resolved(encode_resolved(r)).engine_json == r.engine_json
+        True
+    """
+    return base64.b64encode(pickle.dumps(resolved, protocol=pickle.HIGHEST_PROTOCOL)).decode()
+
+
+def decode_resolved(text: str) -> Resolved:
+    """The record :func:`encode_resolved` encoded."""
+    resolved = pickle.loads(base64.b64decode(text))
+    if not isinstance(resolved, Resolved):
+        raise TypeError(f"a worker's task holds a {type(resolved).__name__}, not a Resolved")
+    return resolved
+
+
 def _worker_init() -> None:
     # Ctrl-C goes to the whole process group; the parent decides how to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -57,7 +84,7 @@ def _worker_init() -> None:
 
 def _compute(
     run_id: str,
-    spec: dict[str, Any],
+    resolved: Resolved,
     backend: str,
     limits: dict[str, int] | None = None,
     retries: int = 0,
@@ -73,11 +100,11 @@ def _compute(
     attempts = 0
     while True:
         attempts += 1
-        result = run(Scenario.from_dict(spec), backend=backend, limits=limits)
+        result = run(resolved, backend=backend, limits=limits)
         if result.run_id != run_id:
             raise RuntimeError(
-                f"run id {result.run_id} differs from the sweep's {run_id}: the scenario does "
-                "not normalise the same way in this worker (different ccfair version?)"
+                f"run id {result.run_id} differs from the sweep's {run_id}: the backend names "
+                "its runs differently in this worker (different ccfair version?)"
             )
         if not checked or result.reliable or attempts > retries:
             return result, attempts
@@ -85,7 +112,7 @@ def _compute(
 
 def run_and_save(
     run_id: str,
-    spec: dict[str, Any],
+    resolved: Resolved,
     backend: str,
     out: str,
     limits: dict[str, int] | None = None,
@@ -93,7 +120,7 @@ def run_and_save(
 ) -> dict[str, Any]:
     """Run one point (see :func:`_compute`) and write it into ``out`` (local workers)."""
     t0 = time.perf_counter()
-    result, attempts = _compute(run_id, spec, backend, limits, retries)
+    result, attempts = _compute(run_id, resolved, backend, limits, retries)
     # The sweep checked the directory (schema version, symlinks) once under its lock.
     result.write_tables(Path(out))
     return {
@@ -106,7 +133,7 @@ def run_and_save(
 
 def run_to_bytes(
     run_id: str,
-    spec: dict[str, Any],
+    resolved: Resolved,
     backend: str,
     limits: dict[str, int] | None = None,
     retries: int = 0,
@@ -114,7 +141,7 @@ def run_to_bytes(
     """Run one point (see :func:`_compute`) and return its tables as Parquet bytes (cluster
     workers)."""
     t0 = time.perf_counter()
-    result, attempts = _compute(run_id, spec, backend, limits, retries)
+    result, attempts = _compute(run_id, resolved, backend, limits, retries)
     tables = result.parquet_bytes()  # the files write_tables() writes
     return {
         "run_id": run_id,
@@ -146,14 +173,20 @@ class _Worker:
     def send(
         self,
         run_id: str,
-        spec: dict[str, Any],
+        resolved: Resolved,
         backend: str,
         out: str,
         limits: dict[str, int],
         retries: int,
     ) -> None:
         assert self.proc.stdin is not None
-        task = {"run_id": run_id, "spec": spec, "backend": backend, "out": out, "limits": limits}
+        task = {
+            "run_id": run_id,
+            "resolved": encode_resolved(resolved),
+            "backend": backend,
+            "out": out,
+            "limits": limits,
+        }
         line = json.dumps({**task, "retries": retries})
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
@@ -186,7 +219,7 @@ def worker_main() -> int:
         try:
             res = run_and_save(
                 task["run_id"],
-                task["spec"],
+                decode_resolved(task["resolved"]),
                 task["backend"],
                 task["out"],
                 task.get("limits"),
@@ -208,7 +241,7 @@ class LocalPool:
         self,
         workers: int | None,
         missing: list[str],
-        specs: dict[str, dict[str, Any]],
+        specs: dict[str, Resolved],
         backend: str,
         root: Path,
         outcome: SweepOutcome,

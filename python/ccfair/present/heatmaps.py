@@ -173,7 +173,7 @@ def _heatmap_panel(
     n_flows = 1
     for i, yv in enumerate(ys_all):
         for j, xv in enumerate(xs_all):
-            key = (xv, yv, panel)
+            key: Any = (xv, yv, panel)  # a label of the cells' MultiIndex
             if key in cells.index:
                 cell = cells.loc[key]
                 grid[i, j] = cell["v"]

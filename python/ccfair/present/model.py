@@ -4,7 +4,7 @@ predictions (:mod:`ccfair.analysis.models`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -117,7 +117,8 @@ def _model_curves(ax: Any, model: pd.DataFrame) -> list[Any]:
     )
     curves = [simple]
     # The full form depends on c, l and N too: draw it for each distinct (c, l, N).
-    for j, ((c, l_s, n), _) in enumerate(model.groupby(["c_pps", "l_s", "n_bbr"])):
+    for j, (key, _) in enumerate(model.groupby(["c_pps", "l_s", "n_bbr"])):
+        c, l_s, n = (float(v) for v in cast("tuple[float, float, float]", key))
         st = level_style(j + 1)
         (h,) = ax.plot(
             xs,

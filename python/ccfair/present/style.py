@@ -29,7 +29,7 @@ import math
 import os
 import re
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +96,7 @@ FLOW_COLORS = [
 
 #: Styles of the levels of any other variable (delay, n, variant, ...): greys, markers and
 #: line styles, so that they print in black and white and never look like an algorithm.
-LEVEL_STYLES = [
+LEVEL_STYLES: list[dict[str, Any]] = [
     {"color": "#000000", "marker": "o", "ls": "-"},
     {"color": "#6b6b6b", "marker": "s", "ls": (0, (5, 1.5))},
     {"color": "#a6a6a6", "marker": "^", "ls": (0, (1.2, 1.2))},
@@ -355,7 +355,7 @@ def slug(text: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
 
 
-def axis_order(values: Sequence[Any], axis: Sequence[Any] | None) -> list[Any]:
+def axis_order(values: Iterable[Any], axis: Sequence[Any] | None) -> list[Any]:
     present = list(dict.fromkeys(values))
     if axis:
         ordered = [v for v in axis if v in present]

@@ -359,7 +359,7 @@ def _timeseries_row(
     dt = _sample_dt(ts)
     window = _window_samples(smooth_s, dt)
     group_cross = len(names) > 6
-    cross_lines = []
+    cross_lines: list[Any] = []
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
     for name in names:
         f = by_flow.get(name, ts.iloc[0:0]).sort_values("t_s")

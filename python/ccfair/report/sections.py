@@ -365,8 +365,9 @@ def _headline_numbers(res: Results, point_runs: pd.DataFrame) -> list[str]:
             rows = grid[grid[shares].notna().any(axis=1)] if shares else grid.iloc[0:0]
         if col not in rows.columns or rows[col].isna().all() or rows[col].min() == rows[col].max():
             continue
-        lo = rows.loc[rows[col].idxmin()]
-        hi = rows.loc[rows[col].idxmax()]
+        at_lo: Any = rows[col].idxmin()  # a label of the index
+        at_hi: Any = rows[col].idxmax()
+        lo, hi = rows.loc[at_lo], rows.loc[at_hi]
 
         def where(row: Any) -> str:
             return ", ".join(point_label(k, row[k]) for k in keys) or "the only point"
@@ -473,7 +474,7 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
         pts = runs.set_index("run_id")
         described = []
         for group in unexplained[:6]:
-            labs = [f"{where(pts.loc[r])}, seed {pts.loc[r, 'seed']}" for r in group[:4]]
+            labs = [f"{where(pts.loc[r])}, seed {str(pts.loc[r, 'seed'])}" for r in group[:4]]
             described.append(" = ".join(labs))
         out.append(
             f'<span class="warn"><b>{len(unexplained)} group(s) of runs ended identical for no '

@@ -121,18 +121,12 @@ def identical_runs(res: Results) -> list[list[str]]:
     """Groups of runs of different points (or seeds) whose flows ended bit-identical:
     delivered bytes, packets sent and dropped of every flow."""
     flows = res.table("flows")
-    sig = (
-        flows.sort_values(["run_id", "flow"])
-        .groupby("run_id", sort=False)
-        .apply(
-            lambda g: (
-                tuple(g["delivered_bytes"])
-                + tuple(g["data_sent_pkts"])
-                + tuple(g["data_dropped_pkts"])
-            ),
-            include_groups=False,
+    sig = {
+        rid: (
+            tuple(g["delivered_bytes"]) + tuple(g["data_sent_pkts"]) + tuple(g["data_dropped_pkts"])
         )
-    )
+        for rid, g in flows.sort_values(["run_id", "flow"]).groupby("run_id", sort=False)
+    }
     groups: dict[Any, list[str]] = {}
     for rid, s in sig.items():
         groups.setdefault(s, []).append(str(rid))

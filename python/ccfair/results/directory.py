@@ -35,7 +35,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -204,7 +204,7 @@ class Results:
             # The schema was checked when this object was made.
             paths = [self.root / name / f"{rid}.parquet" for rid in self.run_ids]
             self._cache[name] = read_tables(paths)
-        return self._cache[name]
+        return cast("pd.DataFrame", self._cache[name])
 
     def run_tables(self, run_id: str) -> dict[str, pd.DataFrame]:
         """The time series tables of one run (``timeseries``, ``links``)."""
@@ -229,7 +229,7 @@ class Results:
             self._cache["_specs"] = {
                 rid: json.loads(s) for rid, s in zip(runs["run_id"], runs["spec_json"], strict=True)
             }
-        return self._cache["_specs"]
+        return cast("dict[str, dict[str, Any]]", self._cache["_specs"])
 
     # ---- points -----------------------------------------------------------------------
 
@@ -251,7 +251,7 @@ class Results:
             >>> Results("results/harada-dumbbell").points()[["delay", "delay_ms"]]  # doctest: +SKIP
         """
         if "points" in self._cache:
-            return self._cache["points"]
+            return cast("pd.DataFrame", self._cache["points"])
         runs = self.table("runs")
         base = runs[["run_id", "point_key", "scenario", "backend", "seed"]]
         finished = set(base["run_id"])
@@ -337,7 +337,10 @@ class Results:
             name = f"{key}_{unit}"
             if name in frame.columns or name in self.grid_keys:
                 continue
-            values = [parse(v) / scale if isinstance(v, str) else np.nan for v in labels]
+            values = [
+                n / scale if isinstance(v, str) and (n := parse(v)) is not None else np.nan
+                for v in labels
+            ]
             out[name] = (key, pd.Series(values, index=frame.index, dtype="float64"))
         return out
 
@@ -410,7 +413,7 @@ class Results:
     def _facts(self) -> pd.DataFrame:
         if "_facts" not in self._cache:
             self._cache["_facts"] = flow_facts(self.specs())
-        return self._cache["_facts"]
+        return cast("pd.DataFrame", self._cache["_facts"])
 
     @property
     def runs(self) -> pd.DataFrame:
@@ -419,7 +422,7 @@ class Results:
         (``runs()`` before) are :meth:`run_metrics`."""
         if "_runs" not in self._cache:
             self._cache["_runs"] = _RunsTable(self._labelled(MARKER_TABLE, self.table("runs")))
-        return self._cache["_runs"]
+        return cast("pd.DataFrame", self._cache["_runs"])
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -433,12 +436,12 @@ class Results:
             windows = runs[["run_id", "measure_start_s", "measure_end_s"]]
             flows = with_stability(flows, self._goodput_samples(), windows, self._facts())
             self._cache["_flows"] = _FlowsTable(self._labelled("flows", flows))
-        return self._cache["_flows"]
+        return cast("pd.DataFrame", self._cache["_flows"])
 
     def _goodput_samples(self) -> pd.DataFrame:
         """The time series' goodput samples of every run (four columns of its files)."""
         if "timeseries" in self._cache:
-            return self._cache["timeseries"][STABILITY_INPUT]
+            return cast("pd.DataFrame", self._cache["timeseries"][STABILITY_INPUT])
         paths = [self.root / "timeseries" / f"{rid}.parquet" for rid in self.run_ids]
         return read_tables(paths, columns=STABILITY_INPUT)
 
@@ -449,14 +452,14 @@ class Results:
         if "_timeseries" not in self._cache:
             ts = with_facts(self.table("timeseries"), self._facts(), DERIVED_COLUMNS["timeseries"])
             self._cache["_timeseries"] = self._labelled("timeseries", ts)
-        return self._cache["_timeseries"]
+        return cast("pd.DataFrame", self._cache["_timeseries"])
 
     @property
     def links(self) -> pd.DataFrame:
         """The links' samples of every run, with the point's labels and rep."""
         if "_links" not in self._cache:
             self._cache["_links"] = self._labelled("links", self.table("links"))
-        return self._cache["_links"]
+        return cast("pd.DataFrame", self._cache["_links"])
 
     @property
     def link_summary(self) -> pd.DataFrame:
@@ -464,7 +467,7 @@ class Results:
         if "_link_summary" not in self._cache:
             table = self.table("link_summary")
             self._cache["_link_summary"] = self._labelled("link_summary", table)
-        return self._cache["_link_summary"]
+        return cast("pd.DataFrame", self._cache["_link_summary"])
 
     # ---- metric tables ----------------------------------------------------------------
 
@@ -484,7 +487,7 @@ class Results:
             >>> Results("results/harada-dumbbell").run_metrics()["jain_index"]  # doctest: +SKIP
         """
         if "run_metrics" in self._cache:
-            return self._cache["run_metrics"].copy()
+            return cast("pd.DataFrame", self._cache["run_metrics"].copy())
         flows = self.table("flows")
         links = self.table("link_summary")
         specs = self.specs()

@@ -35,6 +35,7 @@ from ccfair.results.derived import (
     with_facts,
     with_stability,
 )
+from ccfair.spec.resolved import Resolved
 from ccfair.store.directory import (
     check_schema,
     finished_run_ids,
@@ -208,7 +209,7 @@ class RunResult:
             return _trace_frame(self.run_id, *source)
         # The frames are what reading the files back gives (tests/test_results_arrow.py),
         # and the columns derived from them (ccfair.results.derived).
-        frame = source.to_pandas()
+        frame: pd.DataFrame = source.to_pandas()
         if table not in DERIVED_COLUMNS:
             return frame
         return _with_derived(table, frame, self.spec, self._stability_inputs)
@@ -245,7 +246,8 @@ class RunResult:
     @property
     def spec(self) -> dict[str, Any]:
         """The normalised scenario this run executed."""
-        return json.loads(self._run_value("spec_json"))
+        spec: dict[str, Any] = json.loads(self._run_value("spec_json"))
+        return spec
 
     def jain_index(self) -> float:
         """Jain's fairness index of the flows' goodput, (sum x)^2 / (n sum x^2)."""
@@ -459,8 +461,8 @@ def _with_derived(
 
 
 def build_result(
-    resolved: Any,
-    raw: dict[str, Any],
+    resolved: Resolved,
+    raw: Mapping[str, Any],
     *,
     run_id: str,
     backend: str,

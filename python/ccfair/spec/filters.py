@@ -258,6 +258,10 @@ def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
             raise _FilterFailure(f"{show(container)} cannot be indexed")
         if isinstance(key, bool) or not isinstance(key, int | str):
             raise _FilterFailure(f"index {show(key)} is not an integer or a key")
+        if isinstance(container, dict):
+            return container[key]
+        if not isinstance(key, int):
+            raise _FilterFailure(f"index {show(key)} of {show(container)} is not an integer")
         return container[key]
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)

@@ -88,6 +88,7 @@ def axis(key: str, raw: Any) -> list[tuple[Label, Any]]:
         >>> axis("bottleneck_queue", ["fq_codel", {"queue": "codel", "ecn": True}])
         [('fq_codel', 'fq_codel'), ('codel+ecn', {'queue': 'codel', 'ecn': True})]
     """
+    items: list[tuple[Label, Any]]
     if isinstance(raw, Mapping):
         items = [(str(k), v) for k, v in raw.items()]
     elif isinstance(raw, list) and key == "bottleneck_queue":
@@ -318,7 +319,9 @@ def builder_kwargs(
     return b.grid_arguments(kwargs, grid) if b.grid_arguments is not None else kwargs
 
 
-def _bottleneck_links(doc: dict[str, Any], names: list[str] | None, key: str) -> list[dict]:
+def _bottleneck_links(
+    doc: dict[str, Any], names: list[str] | None, key: str
+) -> list[dict[str, Any]]:
     links = doc["links"]
     if names is not None:
         chosen = []
@@ -457,7 +460,7 @@ def baseline_spec(normalized: Mapping[str, Any], cca: str) -> dict[str, Any] | N
     if not mine:
         return None
     params = mine[0].get("cca_params", {})
-    out = json.loads(json.dumps(normalized))
+    out: dict[str, Any] = json.loads(json.dumps(normalized))
     for f in out["flows"]:
         f["cca"] = cca
         f["cca_params"] = params

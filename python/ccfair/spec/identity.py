@@ -95,12 +95,14 @@ def _hash16(text: str) -> str:
 
 @functools.cache
 def _tcp_defaults() -> dict[str, Any]:
-    return json.loads(_core.normalize_tcp("{}"))
+    defaults: dict[str, Any] = json.loads(_core.normalize_tcp("{}"))
+    return defaults
 
 
 @functools.cache
 def _cca_defaults(cca: str) -> dict[str, Any]:
-    return json.loads(_core.normalize_cca(cca, "{}"))
+    defaults: dict[str, Any] = json.loads(_core.normalize_cca(cca, "{}"))
+    return defaults
 
 
 @functools.cache
@@ -142,7 +144,7 @@ def spec_identity(normalized: dict[str, Any]) -> dict[str, Any]:
     for f in out.get("flows", []):
         f = dict(f)
         if isinstance(f.get("tcp"), dict):
-            key = ("tcp", repr(f["tcp"]))
+            key: tuple[str, ...] = ("tcp", repr(f["tcp"]))
             if key not in filtered:
                 filtered[key] = tcp(f["tcp"])
             f["tcp"] = dict(filtered[key])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import (
     AfterValidator,
@@ -196,7 +196,13 @@ RateLike = str | int | float
 SizeLike = str | int
 
 
-class _SpecMeta(type(BaseModel)):  # type: ignore[misc]
+if TYPE_CHECKING:  # pydantic's metaclass, by name for type checkers only (private)
+    from pydantic._internal._model_construction import ModelMetaclass as _ModelMeta
+else:
+    _ModelMeta = type(BaseModel)
+
+
+class _SpecMeta(_ModelMeta):
     """Makes direct construction (``Link(...)``) raise :class:`SpecError`. Only calls of the
     class go through here; pydantic's nested validation does not."""
 
@@ -205,7 +211,7 @@ class _SpecMeta(type(BaseModel)):  # type: ignore[misc]
         try:
             return super().__call__(*args, **kwargs)
         except ValidationError as exc:
-            raise spec_error_of(exc, cls) from None
+            raise spec_error_of(exc, cast("type[BaseModel]", cls)) from None
 
 
 class SpecModel(BaseModel, metaclass=_SpecMeta):

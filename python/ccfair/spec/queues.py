@@ -204,7 +204,7 @@ def _integer(p: QdiscParam, value: Any) -> int:
         raise ValueError(f"is negative; {p.name} must be >= 0")
     if value >= 2**64:
         raise ValueError("is too large")
-    return value
+    return int(value)
 
 
 def _number(p: QdiscParam, value: Any) -> float:
@@ -224,7 +224,7 @@ def _boolean(p: QdiscParam, value: Any) -> bool:
 def _choice(p: QdiscParam, value: Any) -> str:
     if value not in p.choices:
         raise ValueError(f"is not one of {', '.join(map(show, p.choices))}")
-    return value
+    return str(value)
 
 
 _CONVERT: dict[str, Callable[[QdiscParam, Any], Any]] = {

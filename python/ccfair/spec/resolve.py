@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import typing
@@ -161,11 +162,11 @@ def _normalize_via_core(
     options_json = _json_options(options)
     cached = r.normalized.get((what, options_json))
     if cached is not None:
-        return _json_copy(cached)
+        return dict(_json_copy(cached))
     try:
-        normalized = json.loads(call(options_json))
+        normalized: dict[str, Any] = json.loads(call(options_json))
         r.normalized[(what, options_json)] = normalized
-        return _json_copy(normalized)
+        return dict(_json_copy(normalized))
     except SpecError as exc:
         if not exc.path:
             raise SpecError(
@@ -174,8 +175,8 @@ def _normalize_via_core(
                 f"{exc.message} (got {show(dict(own))})",
                 with_value=False,
             ) from None
-        key = re.match(r"[^.\[]+", exc.path)
-        top = key.group(0) if key else exc.path
+        head = re.match(r"[^.\[]+", exc.path)
+        top = head.group(0) if head else exc.path
         message = exc.message
         if top not in own:
             # A check across options (rcv_truesize_bytes against mss) failed on a default:
@@ -385,7 +386,7 @@ def _flow_options(
         (*loc, "cca_params"),
         {**host.cca(f.cca), **f.cca_params},
         f.cca_params,
-        lambda js, cca=f.cca: _core.normalize_cca(cca, js),
+        functools.partial(_core.normalize_cca, f.cca),
         f"{f.cca} parameter",
     )
     tcp = _normalize_via_core(
@@ -421,7 +422,7 @@ def _copy_options(shared: _SharedOptions) -> dict[str, Any]:
         >>> b, a is b
         ({'mss': 1448, 'rmem': [1, 2, 3]}, False)
     """
-    out = shared.options.copy()
+    out: dict[str, Any] = shared.options.copy()
     for key in shared.nested:
         out[key] = _json_copy(out[key])
     return out

@@ -30,15 +30,18 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from ccfair.errors import SpecError
 from ccfair.limits import MAX_FLOWS, MAX_LINKS, MAX_NODES
+from ccfair.spec import resolve as resolution
 from ccfair.spec.parts import (
     Backend,
     Flow,
@@ -53,13 +56,39 @@ from ccfair.spec.parts import (
     duration_type,
 )
 from ccfair.spec.pydantic_errors import spec_error_of
-from ccfair.spec.resolve import resolve
 from ccfair.spec.resolved import DERIVED_FLOW_KEYS, DERIVED_LINK_KEYS, Resolved
 from ccfair.spec.toml import check_nesting, decode_error, dumps, load_toml, read_spec_file
 from ccfair.testbeds import KERNELS, TESTBEDS
 from ccfair.units import plain
 
-__all__ = ["Scenario", "as_scenario"]
+__all__ = ["Scenario", "as_scenario", "resolution_deferred"]
+
+#: Set while :func:`resolution_deferred` is active: :meth:`Scenario.from_dict` checks types
+#: and units only, because the caller resolves the scenario it builds from the result.
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ccfair_resolution_deferred", default=False
+)
+
+
+@contextlib.contextmanager
+def resolution_deferred() -> Iterator[None]:
+    """Within it, :meth:`Scenario.from_dict` (and so the builders) checks types and units
+    only and resolves nothing: for a caller that turns the scenario back into a dict,
+    changes it and validates the result whole (a sweep's point), so that each point is
+    resolved once, not once per step.
+
+    Example:
+        >>> from ccfair.spec.shapes import dumbbell
+        >>> with resolution_deferred():
+        ...     sc = dumbbell(2, "reno")
+        >>> sc._resolved is None
+        True
+    """
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
 
 
 class Scenario(SpecModel):
@@ -100,6 +129,33 @@ class Scenario(SpecModel):
     links: Annotated[list[Link], Field(min_length=1)]
     flows: Annotated[list[Flow], Field(min_length=1)]
 
+    #: The resolution this scenario was checked with (:meth:`from_dict` resolves it to
+    #: validate it): kept, so that running it resolves nothing again. Dropped when a field
+    #: is assigned or the scenario copied; not part of what the scenario is (``==``).
+    _resolved: Resolved | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in type(self).model_fields:
+            super().__setattr__("_resolved", None)
+        super().__setattr__(name, value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario) or type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic's models are
+
+    def __copy__(self) -> Scenario:
+        out = super().__copy__()
+        out._resolved = None  # model_copy(update=...) changes the copy's fields directly
+        return out
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Scenario:
+        out = super().__deepcopy__(memo)
+        out._resolved = None
+        return out
+
     # ---- ways in ----------------------------------------------------------------------
 
     @classmethod
@@ -121,7 +177,9 @@ class Scenario(SpecModel):
             sc = cls.model_validate(dict(data))
         except ValidationError as exc:
             raise spec_error_of(exc, cls) from None
-        resolve(sc, raw=data)
+        if not _DEFERRED.get():
+            # Validating is resolving: the result is kept for the run (resolve()).
+            sc._resolved = resolution.resolve(sc, raw=data)
         return sc
 
     @classmethod
@@ -215,13 +273,22 @@ class Scenario(SpecModel):
     def resolve(self) -> Resolved:
         """Check everything and compute the engine's run spec and the normalised record.
 
+        A scenario is resolved once: the record is kept (from :meth:`from_dict`, which
+        resolves to validate, or from the first call) and returned again until a field of
+        the scenario is assigned. Change a scenario by building a new one (or with
+        ``model_copy(update=...)``), not by editing its links or flows in place.
+
         Example:
             >>> from ccfair.spec.shapes import dumbbell
             >>> r = dumbbell(2, "reno", bottleneck_delay="2ms").resolve()
             >>> r.link("bottleneck").buffer_pkts, round(r.link("bottleneck").bdp_pkts, 2)
             (67, 33.33)
+            >>> r is dumbbell(2, "reno").resolve(), r is r.scenario.resolve()
+            (False, True)
         """
-        return resolve(self, raw=None)
+        if self._resolved is None:
+            self._resolved = resolution.resolve(self, raw=None)
+        return self._resolved
 
 
 def _check_renamed(data: Mapping[str, Any]) -> None:

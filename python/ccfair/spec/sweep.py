@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ccfair import backends
-from ccfair.errors import SpecError, close_matches, show
+from ccfair.errors import LimitError, SpecError, close_matches, show
 from ccfair.limits import MAX_REPETITIONS, Limits, as_limits, check, check_runs
 from ccfair.spec import builders
 from ccfair.spec.filters import Filter, compile_filter, evaluate
@@ -62,8 +62,8 @@ from ccfair.spec.grid import (
     set_path,
     value_label,
 )
-from ccfair.spec.identity import run_id_of
-from ccfair.spec.scenario import Scenario
+from ccfair.spec.resolved import Resolved
+from ccfair.spec.scenario import Scenario, resolution_deferred
 from ccfair.spec.toml import check_file_name, check_nesting, load_toml, read_spec_file
 from ccfair.units import plain
 
@@ -111,7 +111,7 @@ class Point:
         seed: the scenario seed of this repetition.
         baseline: for a baseline point added by ``baselines = true``, the algorithm every
             flow runs; ``None`` for grid points.
-        scenario: the validated scenario.
+        scenario: the validated scenario (resolved once: :attr:`resolved`).
         run_id: content hash of the normalised scenario and backend.
     """
 
@@ -122,6 +122,12 @@ class Point:
     baseline: str | None
     scenario: Scenario
     run_id: str
+
+    @property
+    def resolved(self) -> Resolved:
+        """The point's resolved record, as its expansion resolved it (kept by the scenario):
+        what a worker runs."""
+        return self.scenario.resolve()
 
     def record(self) -> dict[str, Any]:
         """The JSON record of this point stored in ``sweep.json``."""
@@ -439,14 +445,14 @@ class Sweep:
                 sc = _validated(doc, labels, rep)
                 resolved = sc.resolve()
                 _check_estimate(resolved, lim, labels, rep)
-                rid = run_id_of(resolved.normalized, self.backend)
+                rid = resolved.identity_json.run_id(self.backend)
                 points.append(Point(len(points), labels, rep, seed, None, sc, rid))
                 if self.baselines:
                     for cca, bdoc in homogeneous(doc):
                         bsc = _validated(bdoc, {**labels, "baseline": cca}, rep)
                         bresolved = bsc.resolve()
                         _check_estimate(bresolved, lim, {**labels, "baseline": cca}, rep)
-                        brid = run_id_of(bresolved.normalized, self.backend)
+                        brid = bresolved.identity_json.run_id(self.backend)
                         if brid in seen_baselines:
                             continue
                         seen_baselines.add(brid)
@@ -504,7 +510,9 @@ class Sweep:
             derived = {k: v for k, v in values.items() if kinds[k] in ("alias", "arg", "derived")}
             kwargs = builder_kwargs(builder, kwargs, derived, labels)
             try:
-                doc = builders.get(builder).call(kwargs, "").to_dict()
+                # Only its dict is kept: the point is validated whole, once (_validated).
+                with resolution_deferred():
+                    doc = builders.get(builder).call(kwargs, "").to_dict()
             except SpecError as exc:
                 raise _at_point(exc, labels) from None
         else:
@@ -521,12 +529,15 @@ class Sweep:
         return doc
 
 
-def _check_estimate(resolved: Any, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
+def _check_estimate(resolved: Resolved, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
     try:
         check(resolved.engine_spec, lim)
-    except SpecError as exc:
-        raise type(exc)(
-            exc.path, f"{exc.message} (at grid point {show({**labels, 'rep': rep})})"
+    except LimitError as exc:
+        # The point goes before the hint ("; to run it anyway, raise the limit: ..."), which
+        # LimitError adds again from the reason.
+        reason = exc.message.partition("; to run it anyway")[0]
+        raise LimitError(
+            exc.path, f"{reason} (at grid point {show({**labels, 'rep': rep})})"
         ) from None
 
 
@@ -611,7 +622,7 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
                 )
         # Check the base builds on its own, so a typo is reported against [base].
         b.call({k: v for k, v in raw.items() if k != "builder"}, "base.")
-        return raw
+        return dict(raw)
     if "scenario" in raw and len(raw) == 1:
         raw = raw["scenario"]
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -183,7 +183,7 @@ def buffer_packets(alpha: float, bdp: Fraction) -> int:
     return max(1, math.floor(Fraction(alpha) * bdp + Fraction(1, 2)))
 
 
-def bottlenecks(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def bottlenecks(spec: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(link name, direction) of the bottleneck(s) of a normalised spec: on each flow's data
     path, the link direction(s) of the lowest rate.
 

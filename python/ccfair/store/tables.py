@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from ccfair import _core
 from ccfair.backends.base import provenance
+from ccfair.spec.resolved import Resolved
 from ccfair.store import schema
 
 if TYPE_CHECKING:  # a frame is converted where one is given; pandas is not imported here
@@ -77,7 +78,7 @@ def _numbers(arrow_type: Any, values: np.ndarray, valid: np.ndarray | None = Non
     # a reference to its memory (no copy), as ``pa.array`` of a numpy array does.
     values = np.ascontiguousarray(values)
     bitmap = None if valid is None else _validity(valid)
-    nulls = 0 if bitmap is None else int(len(values) - np.count_nonzero(valid))
+    nulls = 0 if valid is None else int(len(values) - np.count_nonzero(valid))
     return pa.Array.from_buffers(
         arrow_type, len(values), [bitmap, pa.py_buffer(values)], null_count=nulls
     )
@@ -137,7 +138,7 @@ def strings(values: Sequence[str | None]) -> Any:
     valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
     bitmap = _validity(valid)
     buffers = [bitmap, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(words))]
-    nulls = 0 if bitmap is None else int(len(values) - np.count_nonzero(valid))
+    nulls = 0 if valid is None else int(len(values) - np.count_nonzero(valid))
     return pa.Array.from_buffers(pa.string(), len(values), buffers, null_count=nulls)
 
 
@@ -198,8 +199,8 @@ def _engine_columns(raw_table: dict[str, tuple[str, Any]]) -> dict[str, Any]:
 
 
 def build_tables(
-    resolved: Any,
-    raw: dict[str, Any],
+    resolved: Resolved,
+    raw: Mapping[str, Any],
     *,
     run_id: str,
     backend: str,
@@ -261,7 +262,7 @@ def _named(
     return _table(table, cols)
 
 
-def _flows(resolved: Any, raw_table: dict[str, Any], run_id: str, names: Sequence[str]) -> Any:
+def _flows(resolved: Resolved, raw_table: dict[str, Any], run_id: str, names: Sequence[str]) -> Any:
     """The engine's per-flow summary with each flow's names, path, algorithm and the
     resolved facts the metrics need (start, base RTT, BDP, share)."""
     cols = _engine_columns(raw_table)
@@ -326,7 +327,7 @@ def shares(goodput: np.ndarray) -> np.ndarray:
 
 
 def _link_summary(
-    resolved: Any, raw_table: dict[str, Any], run_id: str, lnames: Sequence[str]
+    resolved: Resolved, raw_table: dict[str, Any], run_id: str, lnames: Sequence[str]
 ) -> Any:
     """The links' summaries, labelled with the links' names and the buffer in BDPs of each
     link's reference flow (NaN where it has none)."""
@@ -366,8 +367,8 @@ def _runs(row: dict[str, Any]) -> Any:
 
 
 def runs_row(
-    resolved: Any,
-    raw: dict[str, Any],
+    resolved: Resolved,
+    raw: Mapping[str, Any],
     *,
     run_id: str,
     backend: str,
@@ -473,7 +474,7 @@ def conform(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     # string column the engine's tables bring as Python objects is cast, which is how a
     # missing value becomes the text the schema has always written for it.
     dtypes = out.dtypes
-    casts = {
+    casts: dict[str, Any] = {
         c["name"]: _DTYPES[c["dtype"]]
         for c in cols
         if str(dtypes[c["name"]]) != _DTYPE_NAMES[c["dtype"]]

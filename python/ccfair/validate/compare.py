@@ -101,7 +101,7 @@ class Validation:
         return "\n".join(lines)
 
 
-def pm(mean: pd.Series, ci: pd.Series) -> pd.Series:
+def pm(mean: pd.Series, ci: pd.Series) -> list[str]:
     return [
         f"{100 * m:.1f}" + ("" if c != c else f" +- {100 * c:.1f}")
         for m, c in zip(mean, ci, strict=True)
@@ -198,7 +198,7 @@ def summarize_link_points(link_runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["point", "pair", "link", "direction", "queue"]
     extra = [c for c in link_runs.columns if c.startswith("param_")]
     for key, g in link_runs.groupby(keys, sort=False, observed=True):
-        row = dict(zip(keys, key, strict=True))
+        row: dict[str, Any] = dict(zip(keys, key, strict=True))
         row.update({c: g[c].iloc[0] for c in extra})
         reliable = g[g["kernel_reliable"].astype(bool)]
         row["n_kernel"] = len(reliable)
@@ -236,7 +236,7 @@ def summarize_points(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["point", "pair", "flow", "cca"]
     extra = [c for c in runs.columns if c.startswith("param_")]
     for key, g in runs.groupby(keys, sort=False, observed=True):
-        row = dict(zip(keys, key, strict=True))
+        row: dict[str, Any] = dict(zip(keys, key, strict=True))
         row.update({c: g[c].iloc[0] for c in extra})
         # Kernel runs the self-checks flagged (after their retries) are counted but not
         # averaged: a stalled forwarder is a different network, not a repetition.
@@ -326,7 +326,7 @@ def summarize_pairs(points: pd.DataFrame) -> pd.DataFrame:
         1     all                 7.0             12.0          1
     """
     groups = [(pair, g) for pair, g in points.groupby("pair", sort=False, observed=True)]
-    return pd.DataFrame([_pair_row(pair, g) for pair, g in [*groups, ("all", points)]])
+    return pd.DataFrame([_pair_row(str(pair), g) for pair, g in [*groups, ("all", points)]])
 
 
 def _pair_row(pair: str, g: pd.DataFrame) -> dict[str, Any]:

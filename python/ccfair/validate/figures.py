@@ -147,7 +147,7 @@ def diff_heatmaps(points: pd.DataFrame, figdir: Path) -> list[Path]:
             f"{pair}: {first['flow'].iloc[0]} share, Linux minus simulator (pp)", fontsize=9
         )
         fig.colorbar(im, ax=ax, label="pp (* = 95% CIs do not overlap)")
-        path = figdir / f"share_diff_{slug(pair)}.png"
+        path = figdir / f"share_diff_{slug(str(pair))}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110)
         plt.close(fig)

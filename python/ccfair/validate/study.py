@@ -133,8 +133,8 @@ def validate(
             "reference", reference, f"is not a backend of real Linux TCP; choose {', '.join(linux)}"
         )
     ref_name = reference
-    reference = backends.get(ref_name)
-    points = _on_reference_kernel(points, reference, say)
+    ref_backend = backends.get(ref_name)
+    points = _on_reference_kernel(points, ref_backend, say)
     kernel_scs = [kernel_variant(p.scenario, ref_name) for p in points]
     results = Path(out) / "results" if out is not None else None
     if finished_only:
@@ -144,14 +144,14 @@ def validate(
     else:
         for p, ksc in zip(points, kernel_scs, strict=True):
             try:
-                reference.check(ksc.resolve())
+                ref_backend.check(ksc.resolve())
             except SpecError as exc:
                 raise SpecError(
                     exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
                 ) from None
-        reference.preflight()
-        reference.warn_if_busy(say)
-        hz = reference.clock_hz() if match_hz else None
+        ref_backend.preflight()
+        ref_backend.warn_if_busy(say)
+        hz = ref_backend.clock_hz() if match_hz else None
     sims = _run_sims(points, hz, sim_tcp, results, say)
     kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say, ref_name)
     v = _study(points, sims, kerns)
@@ -299,8 +299,8 @@ def _run_kernels(
 
 
 def _study(points: list[VPoint], sims: list[RunResult], kerns: list[RunResult]) -> Validation:
-    rows = []
-    link_rows = []
+    rows: list[pd.DataFrame] = []
+    link_rows: list[pd.DataFrame] = []
     for p, s, k in zip(points, sims, kerns, strict=True):
         for table in (compare(p.label, s, k), compare_links(p.label, s, k)):
             if table.empty:

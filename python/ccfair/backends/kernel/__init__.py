@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ccfair.backends.base import Backend, BackendRun
+from ccfair.backends.base import Backend, BackendRun, ResolvedScenario
 from ccfair.backends.kernel.checks import check_scenario
 from ccfair.backends.kernel.host import (
     BPF_ALGORITHMS,
@@ -39,6 +39,7 @@ from ccfair.backends.kernel.host import (
 from ccfair.backends.kernel.machine import TURN_ENV, machine_turn, warn_if_busy
 from ccfair.backends.kernel.run import run_kernel, stop_all
 from ccfair.backends.kernel.selfcheck import LATENESS_FLAGS, assess
+from ccfair.limits import Limits
 
 
 class KernelBackend(Backend):
@@ -65,7 +66,7 @@ class KernelBackend(Backend):
 
     def check(
         self,
-        resolved: Any,
+        resolved: ResolvedScenario,
         *,
         force_bpf: bool = False,
         engine_spec: dict[str, Any] | None = None,
@@ -84,10 +85,10 @@ class KernelBackend(Backend):
 
     def run(
         self,
-        resolved: Any,
+        resolved: ResolvedScenario,
         run_id: str,
         engine_spec: dict[str, Any],
-        limits: Any,
+        limits: Limits,
         *,
         force_bpf: bool = False,
     ) -> BackendRun:

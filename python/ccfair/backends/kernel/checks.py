@@ -15,6 +15,7 @@ from typing import Any
 
 from ccfair import _core
 from ccfair.algorithms import algorithms
+from ccfair.backends.base import ResolvedScenario
 from ccfair.backends.kernel.host import (
     BPF_ALGORITHMS,
     LINUX_NAME,
@@ -110,7 +111,7 @@ def flow_program(
 
 
 def check_scenario(
-    resolved: Any, *, offered: list[str] | None = None, force_bpf: bool = False
+    resolved: ResolvedScenario, *, offered: list[str] | None = None, force_bpf: bool = False
 ) -> None:
     """Raise :class:`SpecError` if the kernel backend cannot run ``resolved`` as written:
     an algorithm neither this kernel nor ccfair's BPF programs offer, a modification of an
@@ -205,7 +206,7 @@ class _TcpCheck:
     namespace sysctls and per route options, one kernel per host (flows that share a host
     must agree on its settings), HZ fixed by the running kernel."""
 
-    def __init__(self, resolved: Any) -> None:
+    def __init__(self, resolved: ResolvedScenario) -> None:
         self.spec = resolved.engine_spec
         self.sc = resolved.scenario
         self.tcp_defaults = tcp_defaults()
@@ -263,7 +264,7 @@ class _TcpCheck:
                 )
 
 
-def _option_field(resolved: Any, i: int, key: str) -> str:
+def _option_field(resolved: ResolvedScenario, i: int, key: str) -> str:
     """Where flow ``i``'s TCP option ``key`` comes from: its own ``tcp`` table, else the
     scenario's."""
     sc = resolved.scenario
@@ -272,7 +273,7 @@ def _option_field(resolved: Any, i: int, key: str) -> str:
     return f"tcp.{key}"
 
 
-def host_ecn(resolved: Any) -> dict[int, int]:
+def host_ecn(resolved: ResolvedScenario) -> dict[int, int]:
     """Per host (node index) the ``net.ipv4.tcp_ecn`` that serves every flow it sends and
     receives, as the flows' ``tcp.ecn`` (the sender's value) and ``tcp.ecn_receiver`` (the
     receiver's) ask. Linux's values (Documentation/networking/ip-sysctl.rst): 0 neither asks
@@ -318,7 +319,7 @@ def host_ecn(resolved: Any) -> dict[int, int]:
 
 
 def _ecn_conflict(
-    resolved: Any, node: int, this: tuple[int, str, int], other: tuple[int, str, int]
+    resolved: ResolvedScenario, node: int, this: tuple[int, str, int], other: tuple[int, str, int]
 ) -> None:
     def meaning(key: str, value: int) -> str:
         if key == "ecn":
@@ -337,7 +338,9 @@ def _ecn_conflict(
     )
 
 
-def socket_buffers(resolved: Any) -> tuple[list[list[int]], list[list[int]], list[int]]:
+def socket_buffers(
+    resolved: ResolvedScenario,
+) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """Per flow its receiver's ``tcp_rmem`` and its sender's ``tcp_wmem`` (``tcp.rmem``,
     ``tcp.wmem`` resolved), per node the socket buffer maximum no flow of the node's can
     fill; the simulator uses the same values (``RunSpec::rmem_bytes`` and ``wmem_bytes`` in

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ccfair import _core
+from ccfair.backends.base import ResolvedScenario
 from ccfair.backends.kernel import veth
 from ccfair.backends.kernel.checks import (
     ROUTE_OPTIONS,
@@ -80,7 +81,7 @@ class _Plan:
     veth: Any = None
 
 
-def _host_buffer_sysctls(resolved: Any, node: int) -> list[tuple[str, str]]:
+def _host_buffer_sysctls(resolved: ResolvedScenario, node: int) -> list[tuple[str, str]]:
     """The socket-buffer sysctls of host ``node``: ``tcp_rmem`` of the flows it receives
     and ``tcp_wmem`` of the flows it sends (each the same for all of them, or
     :func:`check_scenario` refused the scenario), as ``tcp.rmem`` and ``tcp.wmem`` resolve:
@@ -98,7 +99,7 @@ def _host_buffer_sysctls(resolved: Any, node: int) -> list[tuple[str, str]]:
     ]
 
 
-def _plan(resolved: Any, run_id: str, *, force_bpf: bool = False) -> _Plan:
+def _plan(resolved: ResolvedScenario, run_id: str, *, force_bpf: bool = False) -> _Plan:
     spec = resolved.engine_spec
     tag = run_id[:8]
     offered = available_ccas()
@@ -179,7 +180,7 @@ def _host_tx_drops(hosts: list[dict[str, Any]]) -> int:
 
 
 def run_kernel(
-    resolved: Any,
+    resolved: ResolvedScenario,
     run_id: str,
     *,
     engine_spec: dict[str, Any] | None = None,
@@ -205,7 +206,7 @@ def run_kernel(
 
 
 def _run_turn(
-    resolved: Any,
+    resolved: ResolvedScenario,
     run_id: str,
     engine_spec: dict[str, Any] | None,
     force_bpf: bool = False,
@@ -289,7 +290,7 @@ def _attempt(plan: _Plan, options: dict[str, Any]) -> tuple[dict[str, Any], dict
         with _ACTIVE_LOCK:
             _ACTIVE.add(emu)
         steal_before = steal_ms()
-        raw = emu.run()
+        raw: dict[str, Any] = dict(emu.run())
         steal_after = steal_ms()
         selfcheck = json.loads(raw.pop("selfcheck"))
         if steal_before is not None and steal_after is not None:

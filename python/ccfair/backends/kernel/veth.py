@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ccfair.backends.base import ResolvedScenario
 from ccfair.backends.kernel.host import KernelError, safe_name
 from ccfair.errors import SpecError
 
@@ -110,7 +111,7 @@ def _needs_netem(link: Mapping[str, Any]) -> bool:
 
 
 def check_scenario(
-    resolved: Any,
+    resolved: ResolvedScenario,
     *,
     netem: bool,
     engine_spec: Mapping[str, Any] | None = None,
@@ -180,7 +181,7 @@ this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)
 #: Options of ccfair's disciplines that tc cannot set, with the value Linux has: the
 #: devices' MTU gives ``psched_mtu`` 1514 B (1500 + the Ethernet header); Linux hashes
 #: flows with a random key; PIE's burst allowance is fixed by pie_vars_init.
-_LINUX_ONLY = {
+_LINUX_ONLY: dict[str, dict[str, Any]] = {
     "codel": {"mtu_bytes": 1514},
     "fq_codel": {"mtu_bytes": 1514, "hash": "perturbed"},
     "pie": {"mtu_bytes": 1514, "burst_allowance_ns": 150_000_000},
