@@ -313,3 +313,37 @@ def test_default_hosts_points_measures_each_point_and_differs_by_testbed():
     rows = [line.split() for line in out.stdout.splitlines()[1:]]
     assert [r[0] for r in rows] == ["bbr-40ms-share", "copa-share", "jain-4-bbr"]
     assert all(0 < float(r[2]) <= 1 for r in rows)
+
+
+def test_bbr_among_bbr_tables_reads_bbr_runs_and_refuses_other_directories(tmp_path):
+    # Two seeds of one point (2 BBR flows, RTT 40 and 80 ms, 1 BDP) and one CUBIC run that
+    # the study leaves out: jain.csv has that point with n = 2, Jain's median is computed
+    # from the flows' goodputs and the flows' shares of a run add up to 1.
+    results = tmp_path / "results"
+    for seed in (1, 2):
+        sc = ccfair.dumbbell(
+            2, "bbr", buffer_bdp=1, access_delay=["1ms", "21ms"], duration="2s", seed=seed
+        )
+        ccfair.run(sc).save(results)
+    ccfair.run(ccfair.dumbbell(2, "cubic", buffer_bdp=1, duration="2s")).save(results)
+    out = tmp_path / "tables"
+    ok = _script("bbr_among_bbr.py", "tables", str(results), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    jain = pd.read_csv(out / "jain.csv")
+    assert len(jain) == 1
+    row = jain.iloc[0]
+    assert (row.backend, row.n_flows, row.buffer_bdp, row.rtt_ratio) == ("sim", 2, 1.0, 2.0)
+    assert row.n_runs == 2 and row.n_flagged == 0
+    flows = ccfair.load_table(results, "flows")
+    flows = flows[flows.cca == "bbr"]
+    by_run = flows.groupby("run_id").goodput_mbps
+    expected = (by_run.sum() ** 2 / (2 * by_run.apply(lambda g: (g**2).sum()))).median()
+    assert abs(row.jain_median - expected) < 1e-3
+    shares = pd.read_csv(out / "shares.csv")
+    assert sorted(shares.flow_name) == ["flow1", "flow2"]
+    assert abs(shares.share_mean.sum() - 1) < 1e-3
+    assert "| 2 | 2R |" in ok.stdout and not (out / "compare.csv").exists()
+    _refused(_script("bbr_among_bbr.py", "tables", "/nonexistent", "--out", str(out)), "no such")
+    _refused(
+        _script("bbr_among_bbr.py", "tables", str(tmp_path), "--out", str(out)), "not a results"
+    )
