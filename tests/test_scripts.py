@@ -347,3 +347,31 @@ def test_bbr_among_bbr_tables_reads_bbr_runs_and_refuses_other_directories(tmp_p
     _refused(
         _script("bbr_among_bbr.py", "tables", str(tmp_path), "--out", str(out)), "not a results"
     )
+
+
+def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
+    # Runs saved as another backend's (here: simulator runs relabelled "kernel", seeds 3 and
+    # 4, the second flagged) are compared point by point: compare.csv has the point with one
+    # reliable Linux run and one flagged, and the difference of the medians.
+    sim_dir, linux_dir = tmp_path / "sim", tmp_path / "linux"
+    sc = {"buffer_bdp": 0.5, "duration": "2s"}
+    for seed in (1, 2):
+        ccfair.run(ccfair.dumbbell(2, "bbr", seed=seed, **sc)).save(sim_dir)
+    linux_jain = []
+    for seed, reliable in ((3, True), (4, False)):
+        r = ccfair.run(ccfair.dumbbell(2, "bbr", seed=seed, **sc))
+        r.runs.loc[:, "backend"] = "kernel"
+        r.runs.loc[:, "reliable"] = reliable
+        g = r.flows.goodput_mbps
+        linux_jain.append(g.sum() ** 2 / (len(g) * (g**2).sum()))
+        r.save(linux_dir)
+    out = tmp_path / "tables"
+    ok = _script("bbr_among_bbr.py", "tables", str(sim_dir), str(linux_dir), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    comp = pd.read_csv(out / "compare.csv")
+    assert len(comp) == 1
+    row = comp.iloc[0]
+    assert (row.n_sim, row.n_linux, row.n_linux_flagged) == (2, 1, 1)
+    assert abs(row.jain_median_linux - linux_jain[0]) < 1e-3  # the flagged run left out
+    assert abs(row.jain_diff - (row.jain_median_linux - row.jain_median_sim)) < 1e-9
+    assert "Target (median within 0.05)" in ok.stdout
