@@ -262,7 +262,8 @@ def _ratio_name(r: float) -> str:
 
 
 def markdown_jain(jain: pd.DataFrame, backend: str) -> str:
-    """Rows: flows and RTTs; columns: buffers; cells: median (min-max) [n]."""
+    """Rows: flows and RTTs; columns: buffers; cells: median (min-max; mean ± 95% interval)
+    and the number of runs."""
     j = jain[jain.backend == backend]
     buffers = sorted(j.buffer_bdp.unique())
     lines = [
@@ -278,7 +279,8 @@ def markdown_jain(jain: pd.DataFrame, backend: str) -> str:
                 continue
             r = row.iloc[0]
             cells.append(
-                f"{_fmt(r.jain_median)} ({_fmt(r.jain_min)}-{_fmt(r.jain_max)}) n={r.n_runs}"
+                f"{_fmt(r.jain_median)} ({_fmt(r.jain_min)}-{_fmt(r.jain_max)}; "
+                f"{_fmt(r.jain_mean)}±{_fmt(r.jain_ci95)}) n={r.n_runs}"
             )
         lines.append(f"| {n} | {_ratio_name(ratio)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
