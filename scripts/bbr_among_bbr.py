@@ -11,8 +11,9 @@ bbr-among-bbr.toml). The simulator side is a sweep, the kernel side `ccfair vali
         validation/bbr-among-bbr/results --out docs/validation/bbr-among-bbr
 
 `tables` reads one or more results directories (runs of either backend, in any mix; a run
-found twice counts once), keeps the runs where every flow is BBR, and writes per backend and
-point (number of flows, buffer in BDP of the shortest path, RTT ratio):
+of one backend, point and seed found twice counts once), keeps the runs where every flow is
+BBR, and writes per backend and point (number of flows, buffer in BDP of the shortest path,
+RTT ratio):
 `jain.csv` (Jain's index over the repetitions: median, range, mean and 95% interval),
 `shares.csv` (each flow's share, mean and 95% interval), `ranked_shares.csv` (the largest,
 second largest, ... share of each run, which is what compares runs of exchangeable flows)
@@ -121,6 +122,11 @@ def load_study_runs(dirs: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs["rtt_ratio"] = runs.run_id.map(ratio)
     runs["backend"] = runs.backend.astype(str)
     runs["reliable"] = runs.reliable.fillna(True).astype(bool)
+    # One run per backend, point and seed: a sweep's simulator run and the one `ccfair
+    # validate` made at the kernel's HZ (the same model, another run id) count once; the
+    # later directory's is kept.
+    runs = runs.drop_duplicates(["backend", *POINT, "seed"], keep="last")
+    flows = flows[flows.run_id.isin(runs.run_id)].copy()
     runs["jain"] = runs.run_id.map(flows.groupby("run_id")["goodput_mbps"].agg(jain_index))
     runs["goodput_mbps"] = runs.run_id.map(flows.groupby("run_id")["goodput_mbps"].sum())
     flows["share"] = flows.goodput_mbps / flows.run_id.map(runs.set_index("run_id").goodput_mbps)
