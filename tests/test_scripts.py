@@ -380,3 +380,65 @@ def test_revalidate_sim_joins_the_new_simulator_side_to_the_stored_linux_runs(tm
     assert (runs["inflight_max_sim_pkts"] > 0).all()
     summary = pd.read_csv(new / "summary.csv")
     assert {"median_abs_diff_pp_before", "max_abs_diff_pp_after"} <= set(summary.columns)
+
+
+def test_bbr_among_bbr_tables_reads_bbr_runs_and_refuses_other_directories(tmp_path):
+    # Two seeds of one point (2 BBR flows, RTT 40 and 80 ms, 1 BDP) and one CUBIC run that
+    # the study leaves out: jain.csv has that point with n = 2, Jain's median is computed
+    # from the flows' goodputs and the flows' shares of a run add up to 1.
+    results = tmp_path / "results"
+    for seed in (1, 2):
+        sc = ccfair.dumbbell(
+            2, "bbr", buffer_bdp=1, access_delay=["1ms", "21ms"], duration="2s", seed=seed
+        )
+        ccfair.run(sc).save(results)
+    ccfair.run(ccfair.dumbbell(2, "cubic", buffer_bdp=1, duration="2s")).save(results)
+    out = tmp_path / "tables"
+    ok = _script("bbr_among_bbr.py", "tables", str(results), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    jain = pd.read_csv(out / "jain.csv")
+    assert len(jain) == 1
+    row = jain.iloc[0]
+    assert (row.backend, row.n_flows, row.buffer_bdp, row.rtt_ratio) == ("sim", 2, 1.0, 2.0)
+    assert row.n_runs == 2 and row.n_flagged == 0
+    flows = ccfair.load_table(results, "flows")
+    flows = flows[flows.cca == "bbr"]
+    by_run = flows.groupby("run_id").goodput_mbps
+    expected = (by_run.sum() ** 2 / (2 * by_run.apply(lambda g: (g**2).sum()))).median()
+    assert abs(row.jain_median - expected) < 1e-3
+    shares = pd.read_csv(out / "shares.csv")
+    assert sorted(shares.flow_name) == ["flow1", "flow2"]
+    assert abs(shares.share_mean.sum() - 1) < 1e-3
+    assert "| 2 | 2R |" in ok.stdout and not (out / "compare.csv").exists()
+    _refused(_script("bbr_among_bbr.py", "tables", "/nonexistent", "--out", str(out)), "no such")
+    _refused(
+        _script("bbr_among_bbr.py", "tables", str(tmp_path), "--out", str(out)), "not a results"
+    )
+
+
+def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
+    # Runs saved as another backend's (here: simulator runs relabelled "kernel", seeds 3 and
+    # 4, the second flagged) are compared point by point: compare.csv has the point with one
+    # reliable Linux run and one flagged, and the difference of the medians.
+    sim_dir, linux_dir = tmp_path / "sim", tmp_path / "linux"
+    sc = {"buffer_bdp": 0.5, "duration": "2s"}
+    for seed in (1, 2):
+        ccfair.run(ccfair.dumbbell(2, "bbr", seed=seed, **sc)).save(sim_dir)
+    linux_jain = []
+    for seed, reliable in ((3, True), (4, False)):
+        r = ccfair.run(ccfair.dumbbell(2, "bbr", seed=seed, **sc))
+        r.runs.loc[:, "backend"] = "kernel"
+        r.runs.loc[:, "reliable"] = reliable
+        g = r.flows.goodput_mbps
+        linux_jain.append(g.sum() ** 2 / (len(g) * (g**2).sum()))
+        r.save(linux_dir)
+    out = tmp_path / "tables"
+    ok = _script("bbr_among_bbr.py", "tables", str(sim_dir), str(linux_dir), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    comp = pd.read_csv(out / "compare.csv")
+    assert len(comp) == 1
+    row = comp.iloc[0]
+    assert (row.n_sim, row.n_linux, row.n_linux_flagged) == (2, 1, 1)
+    assert abs(row.jain_median_linux - linux_jain[0]) < 1e-3  # the flagged run left out
+    assert abs(row.jain_diff - (row.jain_median_linux - row.jain_median_sim)) < 1e-9
+    assert "Target (median within 0.05)" in ok.stdout

@@ -1,0 +1,732 @@
+"""Tables and figures of docs/validation/bbr-among-bbr/README.md (BBR among BBR flows).
+
+2, 4 and 8 BBR flows on the 50 Mbit/s dumbbell (D = 18 ms), buffers 0.5 to 8 BDP of the
+shortest path, equal RTTs or two halves at R and 2R or 4R (scenarios/validate/
+bbr-among-bbr.toml). The simulator side is a sweep, the kernel side `ccfair validate`:
+
+    chrt -i 0 ccfair sweep scenarios/validate/bbr-among-bbr.toml --workers 1 \
+        --out results/bbr-among-bbr
+    sudo ccfair validate scenarios/validate/bbr-among-bbr.toml --out validation/bbr-among-bbr
+    python3 scripts/bbr_among_bbr.py tables results/bbr-among-bbr \
+        validation/bbr-among-bbr/results --out docs/validation/bbr-among-bbr
+
+`tables` reads one or more results directories (runs of either backend, in any mix; a run
+of one backend, point and seed found twice counts once), keeps the runs where every flow is
+BBR, and writes per backend and point (number of flows, buffer in BDP of the shortest path,
+RTT ratio):
+`jain.csv` (Jain's index over the repetitions: median, range, mean and 95% interval),
+`shares.csv` (each flow's share, mean and 95% interval), `ranked_shares.csv` (the largest,
+second largest, ... share of each run, which is what compares runs of exchangeable flows)
+and, with both backends present, `compare.csv` (the target: medians within 0.05, ranked
+share intervals overlapping). Kernel runs the self-checks flagged are left out and counted.
+It prints the Markdown tables of the README.
+
+    python3 scripts/bbr_among_bbr.py timeseries RESULTS --out DIR [--prefix NAME]
+
+`timeseries` draws, for every run of RESULTS (either backend), one figure of each flow's
+time series (goodput per second, cwnd, pacing rate, bandwidth estimate, min_rtt, BBR mode)
+and, when the run was traced (`ccfair run --trace`), the bottleneck drops per flow over
+time; it prints per flow: share, drops, drop share, retransmissions, RTOs, PROBE_RTT
+entries, long-term (policer) bandwidth engagements and the time in each mode.
+
+    python3 scripts/bbr_among_bbr.py mechanisms --out docs/validation/bbr-among-bbr
+
+`mechanisms` runs on the simulator the point of the mechanisms section (4 flows, 0.5 BDP,
+equal RTT, 40 s) over seeds 1-10 on the default host and, to isolate mechanisms, with single
+host options switched (segmentation offload off; no host latency), prints Jain's index per
+seed and the per-flow statistics, and draws the figures of the section (seed 1 traced).
+
+    python3 scripts/bbr_among_bbr.py losses --out docs/validation/bbr-among-bbr
+
+`losses` reruns on the simulator the BBR-vs-BBR points at 0.5 BDP of the 10 Mbit/s parking
+lot studies (docs/validation/2hop-10m, docs/validation/10hop), on the default host and with
+segmentation offload off, and compares their retransmissions with those studies' Linux runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import ccfair  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from ccfair.analysis.stats import ci95  # noqa: E402
+from ccfair.errors import ResultsError  # noqa: E402
+
+#: The target of the study: the simulator's median Jain's index within this of Linux's.
+JAIN_TOLERANCE = 0.05
+MODES = ["STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"]
+POINT = ["n_flows", "buffer_bdp", "rtt_ratio"]
+
+
+class Refused(Exception):
+    """An input the script cannot use: one line on stderr, exit status 2."""
+
+
+def jain_index(goodputs: Sequence[float]) -> float:
+    """Jain's fairness index of the flows' goodputs: (sum x)^2 / (n sum x^2).
+
+    Example:
+        >>> jain_index([10.0, 10.0]), round(jain_index([30.0, 10.0]), 3)
+        (1.0, 0.8)
+    """
+    x = np.asarray(goodputs, dtype=float)
+    denom = len(x) * float((x**2).sum())
+    return float(x.sum() ** 2 / denom) if denom > 0 else float("nan")
+
+
+def _bottleneck(spec: dict) -> dict:
+    links = [link for link in spec.get("links", []) if link.get("name") == "bottleneck"]
+    if not links:
+        raise Refused("a run has no link named bottleneck: not a dumbbell of this study")
+    return links[0]
+
+
+def load_study_runs(dirs: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs (one row each: backend, point, seed, reliable, Jain's index) and their flows
+    (share, base RTT, rank) of every all-BBR dumbbell run in ``dirs``."""
+    runs_parts, flows_parts = [], []
+    for d in dirs:
+        path = Path(d)
+        if not path.is_dir():
+            raise Refused(f"{d}: no such directory")
+        if not (path / "runs").is_dir():
+            raise Refused(f"{d} is not a results directory (no runs/ folder)")
+        try:
+            runs_parts.append(ccfair.load_table(path, "runs"))
+            flows_parts.append(ccfair.load_table(path, "flows"))
+        except ResultsError as exc:
+            raise Refused(f"{d}: {exc}") from None
+    runs = pd.concat(runs_parts).drop_duplicates("run_id")
+    flows = pd.concat(flows_parts).drop_duplicates(["run_id", "flow"])
+    bbr_only = flows.groupby("run_id")["cca"].agg(lambda c: bool((c == "bbr").all()))
+    runs = runs[runs.run_id.map(bbr_only).fillna(False).astype(bool)].copy()
+    if runs.empty:
+        raise Refused(f"{', '.join(dirs)}: no run where every flow is BBR")
+    runs["buffer_bdp"] = [
+        float(_bottleneck(json.loads(s)).get("buffer_bdp", math.nan)) for s in runs.spec_json
+    ]
+    flows = flows[flows.run_id.isin(runs.run_id)].copy()
+    rtt = flows.groupby("run_id")["base_rtt_ms"].agg(["min", "max"])
+    ratio = (rtt["max"] / rtt["min"]).round(2)
+    runs["rtt_ratio"] = runs.run_id.map(ratio)
+    runs["backend"] = runs.backend.astype(str)
+    runs["reliable"] = runs.reliable.fillna(True).astype(bool)
+    # One run per backend, point and seed: a sweep's simulator run and the one `ccfair
+    # validate` made at the kernel's HZ (the same model, another run id) count once; the
+    # later directory's is kept.
+    runs = runs.drop_duplicates(["backend", *POINT, "seed"], keep="last")
+    flows = flows[flows.run_id.isin(runs.run_id)].copy()
+    runs["jain"] = runs.run_id.map(flows.groupby("run_id")["goodput_mbps"].agg(jain_index))
+    runs["goodput_mbps"] = runs.run_id.map(flows.groupby("run_id")["goodput_mbps"].sum())
+    flows["share"] = flows.goodput_mbps / flows.run_id.map(runs.set_index("run_id").goodput_mbps)
+    flows["rank"] = flows.groupby("run_id")["share"].rank(ascending=False, method="first")
+    flows["rank"] = flows["rank"].astype(int)
+    for key in ("backend", "reliable", *POINT, "seed"):
+        flows[key] = flows.run_id.map(runs.set_index("run_id")[key])
+    return runs.reset_index(drop=True), flows.reset_index(drop=True)
+
+
+def _interval(values: pd.Series) -> tuple[float, float]:
+    v = values.dropna().to_numpy(dtype=float)
+    if len(v) == 0:
+        return math.nan, math.nan
+    return float(v.mean()), (float(ci95(v)) if len(v) > 1 else math.nan)
+
+
+def jain_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and point: reliable runs, flagged runs, Jain's median, range, mean and
+    95% interval (half-width) over the reliable runs."""
+    rows = []
+    for (backend, *point), g in runs.groupby(["backend", *POINT]):
+        ok = g[g.reliable]
+        mean, ci = _interval(ok.jain)
+        rows.append(
+            {
+                "backend": backend,
+                **dict(zip(POINT, point, strict=True)),
+                "n_runs": len(ok),
+                "n_flagged": int((~g.reliable).sum()),
+                "jain_median": float(ok.jain.median()) if len(ok) else math.nan,
+                "jain_min": float(ok.jain.min()) if len(ok) else math.nan,
+                "jain_max": float(ok.jain.max()) if len(ok) else math.nan,
+                "jain_mean": mean,
+                "jain_ci95": ci,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def share_table(flows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per backend, point and flow (``by="flow_name"``) or rank (``by="rank"``): the share's
+    mean, 95% interval, range over the reliable runs, and the flow's base RTT."""
+    ok = flows[flows.reliable]
+    rows = []
+    for (backend, *point, key), g in ok.groupby(["backend", *POINT, by]):
+        mean, ci = _interval(g.share)
+        rows.append(
+            {
+                "backend": backend,
+                **dict(zip(POINT, point, strict=True)),
+                by: key,
+                "base_rtt_ms": float(g.base_rtt_ms.mean()) if by == "flow_name" else math.nan,
+                "n_runs": len(g),
+                "share_mean": mean,
+                "share_ci95": ci,
+                "share_min": float(g.share.min()),
+                "share_max": float(g.share.max()),
+            }
+        )
+    out = pd.DataFrame(rows)
+    if by == "rank":
+        out = out.drop(columns="base_rtt_ms")
+    return out
+
+
+def grid_mechanisms(flows: pd.DataFrame) -> pd.DataFrame:
+    """Per backend and point (reliable runs): long-term (policer) bandwidth engagements per
+    flow (NaN where the backend cannot read them), retransmitted fraction of the data sent,
+    and the share of the long-RTT half of the flows (NaN with equal RTTs)."""
+    f = flows[flows.reliable].copy()
+    f["retrans_frac"] = f.retrans_pkts / f.data_sent_pkts
+    f["long"] = f.base_rtt_ms > f.groupby("run_id").base_rtt_ms.transform("min")
+    keys = ["backend", *POINT]
+    g = f.groupby(keys)
+    out = pd.DataFrame(
+        {
+            "lt_bw_engagements_per_flow": g.bbr_lt_bw_engagement_count.mean(),
+            "retrans_frac": g.retrans_frac.mean(),
+            "probe_rtt_entries_per_flow": g.bbr_probe_rtt_entry_count.mean(),
+        }
+    )
+    long_share = f[f.long].groupby([*keys, "run_id"]).share.sum().groupby(keys).mean()
+    out["long_half_share"] = long_share.reindex(out.index)
+    return out.reset_index()
+
+
+def _overlap(a_mean: float, a_ci: float, b_mean: float, b_ci: float) -> bool:
+    """Do two intervals mean +- ci overlap (a missing interval: the mean is the point)?"""
+    a_ci = 0.0 if math.isnan(a_ci) else a_ci
+    b_ci = 0.0 if math.isnan(b_ci) else b_ci
+    return abs(a_mean - b_mean) <= a_ci + b_ci
+
+
+def compare_table(jain: pd.DataFrame, ranked: pd.DataFrame) -> pd.DataFrame:
+    """Per point with runs of the simulator and of a Linux backend: the medians of Jain's
+    index, their difference (Linux minus simulator), whether it is within the tolerance,
+    and whether every rank's share interval overlaps."""
+    sim = jain[jain.backend == "sim"].set_index(POINT)
+    rows = []
+    for linux_backend in sorted(set(jain.backend) - {"sim"}):
+        lin = jain[jain.backend == linux_backend].set_index(POINT)
+        for point in lin.index.intersection(sim.index):
+            s, k = sim.loc[point], lin.loc[point]
+            key = dict(zip(POINT, point, strict=True))
+            rs = ranked[(ranked.backend == "sim")].set_index([*POINT, "rank"])
+            rk = ranked[(ranked.backend == linux_backend)].set_index([*POINT, "rank"])
+            overlap = True
+            for rank in range(1, int(point[0]) + 1):
+                idx = (*point, rank)
+                if idx in rs.index and idx in rk.index:
+                    a, b = rs.loc[idx], rk.loc[idx]
+                    overlap &= _overlap(a.share_mean, a.share_ci95, b.share_mean, b.share_ci95)
+            reliable = int(k.n_runs) > 0
+            diff = float(k.jain_median - s.jain_median) if reliable else math.nan
+            rows.append(
+                {
+                    **key,
+                    "linux_backend": linux_backend,
+                    "n_sim": int(s.n_runs),
+                    "n_linux": int(k.n_runs),
+                    "n_linux_flagged": int(k.n_flagged),
+                    "jain_median_sim": float(s.jain_median),
+                    "jain_median_linux": float(k.jain_median),
+                    "jain_diff": diff,
+                    "within_tolerance": reliable and abs(diff) <= JAIN_TOLERANCE,
+                    "ranked_shares_overlap": reliable and overlap,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _ratio_name(r: float) -> str:
+    return "equal" if r == 1 else f"{r:g}R"
+
+
+def markdown_jain(jain: pd.DataFrame, backend: str) -> str:
+    """Rows: flows and RTTs; columns: buffers; cells: median (min-max; mean ± 95% interval)
+    and the number of runs."""
+    j = jain[jain.backend == backend]
+    buffers = sorted(j.buffer_bdp.unique())
+    lines = [
+        "| flows | RTTs | " + " | ".join(f"{b:g} BDP" for b in buffers) + " |",
+        "|---|---|" + "---|" * len(buffers),
+    ]
+    for (n, ratio), g in j.groupby(["n_flows", "rtt_ratio"]):
+        cells = []
+        for b in buffers:
+            row = g[g.buffer_bdp == b]
+            if row.empty:
+                cells.append("")
+                continue
+            r = row.iloc[0]
+            cells.append(
+                f"{_fmt(r.jain_median)} ({_fmt(r.jain_min)}-{_fmt(r.jain_max)}; "
+                f"{_fmt(r.jain_mean)}±{_fmt(r.jain_ci95)}) n={r.n_runs}"
+            )
+        lines.append(f"| {n} | {_ratio_name(ratio)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_shares(shares: pd.DataFrame, backend: str) -> str:
+    """Rows: points; cells: each flow's share mean +- 95% interval, short-RTT flows first."""
+    s = shares[shares.backend == backend]
+    lines = ["| flows | RTTs | buffer | shares (flow1, flow2, ...: mean +- 95% interval) |"]
+    lines.append("|---|---|---|---|")
+    for (n, ratio, b), g in s.groupby(["n_flows", "rtt_ratio", "buffer_bdp"]):
+        g = g.assign(i=g.flow_name.str.removeprefix("flow").astype(int)).sort_values("i")
+        cells = ", ".join(f"{r.share_mean:.3f}+-{_fmt(r.share_ci95, 3)}" for r in g.itertuples())
+        lines.append(f"| {n} | {_ratio_name(ratio)} | {b:g} | {cells} |")
+    return "\n".join(lines)
+
+
+def markdown_ranked(ranked: pd.DataFrame, backend: str) -> str:
+    """Rows: points; cells: the largest, second, ... share, mean +- 95% interval."""
+    s = ranked[ranked.backend == backend]
+    lines = ["| flows | RTTs | buffer | ranked shares (largest first: mean +- 95% interval) |"]
+    lines.append("|---|---|---|---|")
+    for (n, ratio, b), g in s.groupby(["n_flows", "rtt_ratio", "buffer_bdp"]):
+        cells = ", ".join(
+            f"{r.share_mean:.3f}+-{_fmt(r.share_ci95, 3)}"
+            for r in g.sort_values("rank").itertuples()
+        )
+        lines.append(f"| {n} | {_ratio_name(ratio)} | {b:g} | {cells} |")
+    return "\n".join(lines)
+
+
+def draw_jain(jain: pd.DataFrame, path: Path) -> None:
+    """Jain's index over the buffer, one panel per number of flows, one line per RTT split
+    and backend: the median with the range of the repetitions."""
+    counts = sorted(jain.n_flows.unique())
+    fig, axes = plt.subplots(1, len(counts), figsize=(3.3 * len(counts), 3), sharey=True)
+    axes = np.atleast_1d(axes)
+    styles = {"sim": "-", "kernel": "--", "veth": ":"}
+    for ax, n in zip(axes, counts, strict=True):
+        for i, ratio in enumerate(sorted(jain.rtt_ratio.unique())):
+            for backend, g in jain[(jain.n_flows == n) & (jain.rtt_ratio == ratio)].groupby(
+                "backend"
+            ):
+                g = g.sort_values("buffer_bdp")
+                x = g.buffer_bdp * (1 + 0.04 * (i - 1))
+                err = [g.jain_median - g.jain_min, g.jain_max - g.jain_median]
+                ax.errorbar(
+                    x,
+                    g.jain_median,
+                    yerr=err,
+                    fmt="o" + styles.get(backend, "-."),
+                    ms=3,
+                    color=f"C{i}",
+                    capsize=2,
+                    lw=1,
+                    label=f"{_ratio_name(ratio)}, {backend}",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([0.5, 1, 2, 8], ["0.5", "1", "2", "8"])
+        ax.set_xlabel("buffer (BDP of the 40 ms path)")
+        ax.set_title(f"{n} BBR flows", fontsize=9)
+    axes[0].set_ylabel("Jain's index (median, range)")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def cmd_tables(args: argparse.Namespace) -> None:
+    runs, flows = load_study_runs(args.results)
+    jain = jain_table(runs)
+    shares = share_table(flows, "flow_name")
+    ranked = share_table(flows, "rank")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    jain.to_csv(out / "jain.csv", index=False, float_format="%.4f")
+    shares.to_csv(out / "shares.csv", index=False, float_format="%.4f")
+    ranked.to_csv(out / "ranked_shares.csv", index=False, float_format="%.4f")
+    grid_mechanisms(flows).to_csv(out / "grid_mechanisms.csv", index=False, float_format="%.4f")
+    draw_jain(jain, out / "jain.png")
+    text = []
+    for backend in sorted(jain.backend.unique()):
+        text += [f"### Jain's index, {backend}", "", markdown_jain(jain, backend), ""]
+    comp = compare_table(jain, ranked)
+    if not comp.empty:
+        comp.to_csv(out / "compare.csv", index=False, float_format="%.4f")
+        met = int(comp.within_tolerance.sum())
+        have = int((comp.n_linux > 0).sum())
+        text += [
+            f"Target (median within {JAIN_TOLERANCE}): met at {met} of {have} points with a "
+            f"reliable Linux run; ranked share intervals overlap at "
+            f"{int(comp.ranked_shares_overlap.sum())}.",
+            "",
+        ]
+    for backend in sorted(jain.backend.unique()):
+        text += [f"### Per-flow shares, {backend}", "", markdown_shares(shares, backend), ""]
+        text += [f"### Ranked shares, {backend}", "", markdown_ranked(ranked, backend), ""]
+    (out / "tables.md").write_text("\n".join(text))
+    print("\n".join(text))
+
+
+# -------------------------------------------------------------------------- time series
+
+
+def flow_stats(r: ccfair.RunResult) -> pd.DataFrame:
+    """Per flow of a run: share, bottleneck drops (from its trace, if any), retransmissions,
+    RTOs, PROBE_RTT entries, long-term bandwidth engagements, time in each mode."""
+    f = r.flows.set_index("flow_name")
+    out = pd.DataFrame(index=f.index)
+    out["share"] = f.goodput_mbps / f.goodput_mbps.sum()
+    out["goodput_mbps"] = f.goodput_mbps
+    out["retrans_pkts"] = f.retrans_pkts
+    out["rto_count"] = f.rto_count
+    out["recovery_count"] = f.recovery_count
+    out["probe_rtt_entries"] = f.bbr_probe_rtt_entry_count
+    out["lt_bw_engagements"] = f.bbr_lt_bw_engagement_count
+    drops = _bottleneck_drops(r)
+    if drops is not None:
+        counts = drops.groupby("flow_name").size()
+        out["drops"] = counts.reindex(out.index).fillna(0).astype(int)
+        out["drop_share"] = out.drops / max(int(out.drops.sum()), 1)
+        out = out.join(burst_drop_fracs(r.trace))
+    ts = r.timeseries
+    for mode in MODES:
+        frac = ts.groupby("flow_name")["cca_state"].agg(lambda s, m=mode: float((s == m).mean()))
+        out[f"time_{mode.lower()}_frac"] = frac.reindex(out.index)
+    out["lt_use_bw_frac"] = ts.groupby("flow_name")["bbr_lt_use_bw"].mean().reindex(out.index)
+    out["gain_flat_1s_frac"] = (
+        ts.groupby("flow_name")["bbr_pacing_gain"].agg(gain_flat_frac).reindex(out.index)
+    )
+    out["recovery_frac"] = (
+        ts.groupby("flow_name")["tcp_ca_state"]
+        .agg(lambda s: float(s.isin(["Recovery", "Loss"]).mean()))
+        .reindex(out.index)
+    )
+    return out
+
+
+def gain_flat_frac(pacing_gain: pd.Series, window: int = 100) -> float:
+    """The fraction of samples in a window of ``window`` samples (1 s at 10 ms) where the
+    pacing gain stays at exactly 1.0: the sign of the long-term (policer) rate in use, which
+    Linux's TCP_CC_INFO shows too (``bbr_update_gains`` holds the gain at 1.0 while
+    ``lt_use_bw``; a cycling flow passes 1.25 and 0.75 every 8 phases of one min_rtt).
+
+    Example:
+        >>> round(gain_flat_frac(pd.Series([1.0] * 300 + [1.25, 0.75] * 50), window=100), 2)
+        0.5
+    """
+    g = pacing_gain.to_numpy(dtype=float)
+    if len(g) < window:
+        return float("nan")
+    flat = pd.Series(g == 1.0).rolling(window).min().to_numpy()
+    return float(np.nanmean(flat[window - 1 :] == 1.0) * (len(g) - window + 1) / len(g))
+
+
+#: Two data packets of a flow that reach the bottleneck less than this apart came in one
+#: burst (one GSO skb split back to back: 12 us per packet on a 1 Gbit/s access link).
+BURST_GAP_NS = 20_000
+
+
+def burst_drop_fracs(trace: pd.DataFrame) -> pd.DataFrame:
+    """Per flow, the fraction of its data packets offered to the bottleneck that were
+    dropped, for packets that lead a burst (``drop_frac_lead``) and for packets that follow
+    another of the same flow within :data:`BURST_GAP_NS` (``drop_frac_follow``)."""
+    t = trace[
+        (trace.link_name == "bottleneck")
+        & (trace.kind == "data")
+        & trace.event.isin(["enqueue", "drop_queue"])
+    ].sort_values("t_ns")
+    gap = t.groupby("flow_name").t_ns.diff()
+    follow = gap < BURST_GAP_NS
+    dropped = t.event == "drop_queue"
+    return pd.DataFrame(
+        {
+            "drop_frac_lead": dropped[~follow].groupby(t.flow_name[~follow]).mean(),
+            "drop_frac_follow": dropped[follow].groupby(t.flow_name[follow]).mean(),
+        }
+    )
+
+
+def _bottleneck_drops(r: ccfair.RunResult) -> pd.DataFrame | None:
+    if r.trace is None or len(r.trace) == 0:
+        return None
+    t = r.trace
+    return t[(t.link_name == "bottleneck") & (t.event == "drop_queue") & (t.kind == "data")]
+
+
+def draw_timeseries(
+    r: ccfair.RunResult, path: Path, title: str, window_s: tuple[float, float]
+) -> None:
+    """One figure of a run: per flow, goodput (1 s), cwnd, pacing rate, bandwidth estimate,
+    min_rtt and mode, and the bottleneck's drops per flow (traced runs)."""
+    ts = r.timeseries.copy()
+    # Goodput over the last second, computed before the window is cut.
+    ts["goodput_1s_mbps"] = ts.groupby("flow_name")["goodput_mbps"].transform(
+        lambda g: g.rolling(100, min_periods=1).mean()
+    )
+    ts = ts[(ts.t_s >= window_s[0]) & (ts.t_s <= window_s[1])]
+    drops = _bottleneck_drops(r)
+    panels = 6 if drops is not None else 5
+    fig, axes = plt.subplots(panels, 1, figsize=(8, 1.6 * panels + 0.6), sharex=True)
+    names = sorted(ts.flow_name.unique(), key=lambda n: int(n.removeprefix("flow")))
+    colours = plt.get_cmap("tab10")
+    for i, name in enumerate(names):
+        g = ts[ts.flow_name == name]
+        c = colours(i)
+        axes[0].plot(g.t_s, g.goodput_1s_mbps, color=c, lw=0.8, label=name)
+        axes[1].plot(g.t_s, g.cwnd_pkts, color=c, lw=0.6)
+        axes[2].plot(g.t_s, g.pacing_rate_mbps, color=c, lw=0.6)
+        axes[3].plot(g.t_s, g.bbr_btl_bw_mbps, color=c, lw=0.8)
+        lt = g.bbr_lt_use_bw.fillna(0).to_numpy() > 0
+        axes[3].plot(g.t_s[lt], g.bbr_btl_bw_mbps[lt], ".", color=c, ms=1.5)
+        axes[4].plot(g.t_s, g.bbr_rtprop_ms, color=c, lw=0.8)
+        probe_rtt = g[g.cca_state == "PROBE_RTT"]
+        axes[4].plot(probe_rtt.t_s, probe_rtt.bbr_rtprop_ms, "|", color=c, ms=8)
+        if drops is not None:
+            d = drops[(drops.flow_name == name) & drops.t_s.between(*window_s)]
+            bins = np.arange(window_s[0], window_s[1] + 0.1, 0.1)
+            h, _ = np.histogram(d.t_s, bins=bins)
+            axes[5].step(bins[:-1], h, where="post", color=c, lw=0.7)
+    axes[0].set_ylabel("goodput\n1 s (Mbit/s)")
+    axes[0].legend(fontsize=7, ncol=min(len(names), 8), loc="upper right")
+    axes[1].set_ylabel("cwnd (pkts)")
+    axes[2].set_ylabel("pacing\n(Mbit/s)")
+    axes[3].set_ylabel("bw estimate\n(Mbit/s; dots:\nlt_bw in use)", fontsize=8)
+    axes[4].set_ylabel("min_rtt (ms)\n| PROBE_RTT")
+    if drops is not None:
+        axes[5].set_ylabel("drops\nper 100 ms")
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def _load_runs_with_traces(d: Path) -> list[ccfair.RunResult]:
+    if not (d / "runs").is_dir():
+        raise Refused(f"{d} is not a results directory (no runs/ folder)")
+    out = []
+    for rid in sorted(p.stem for p in (d / "runs").glob("*.parquet")):
+        r = ccfair.load(d, rid)
+        trace = d / "trace" / f"{rid}.parquet"
+        if trace.is_file():
+            r = dataclasses.replace(r, trace=pd.read_parquet(trace))
+        out.append(r)
+    if not out:
+        raise Refused(f"{d}: no finished runs")
+    return out
+
+
+def cmd_timeseries(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for r in _load_runs_with_traces(Path(args.results)):
+        backend = str(r.runs.backend.iloc[0])
+        name = f"{args.prefix}-{backend}-{r.run_id}.png"
+        jain = jain_index(r.flows.goodput_mbps)
+        duration_s = float(r.runs.duration_s.iloc[0])
+        title = f"{backend} run {r.run_id}: Jain {jain:.3f}"
+        draw_timeseries(r, out / name, title, (0.0, duration_s))
+        print(f"{name}: Jain {jain:.3f}")
+        print(flow_stats(r).round(3).to_string())
+
+
+# -------------------------------------------------------------------------- mechanisms
+
+#: Variants of the mechanisms point: the default (testbed linux-stock, Linux 6.18) and the
+#: same scenario with one thing switched, to see which mechanism moves Jain's index. They are
+#: diagnostics of the model, not candidate defaults: segmentation offload off, no modelled
+#: host latency, the idealised host (testbed ideal), and BBR without its long-term
+#: (policer) bandwidth estimator (bbr_lt_bw_sampling).
+VARIANTS: dict[str, dict] = {
+    "default": {},
+    "tso off": {"tcp": {"tso": "off"}},
+    "no host latency": {"tcp": {"host_latency": "none", "app_latency": "none"}},
+    "ideal host": {"testbed": "ideal"},
+    "lt_bw off": {"cca_params": {"lt_bw": False}},
+}
+
+
+def mechanism_scenario(seed: int, variant: dict) -> ccfair.Scenario:
+    """The mechanisms point: 4 BBR flows, 0.5 BDP, equal RTT (40 ms), 40 s."""
+    return ccfair.dumbbell(4, "bbr", buffer_bdp=0.5, duration="40s", seed=seed, **variant)
+
+
+def cmd_mechanisms(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, stats = [], []
+    for variant, kwargs in VARIANTS.items():
+        for seed in range(1, args.seeds + 1):
+            traced = seed == 1 and variant == "default"
+            sc = mechanism_scenario(seed, kwargs)
+            if traced:
+                r = ccfair.run(sc, trace=[f"flow{i}" for i in range(1, 5)])
+            else:
+                r = ccfair.run(sc)
+            jain = jain_index(r.flows.goodput_mbps)
+            rows.append({"variant": variant, "seed": seed, "jain": jain})
+            s = flow_stats(r).reset_index().assign(variant=variant, seed=seed, jain=jain)
+            stats.append(s)
+            print(f"{variant:16s} seed {seed:2d}: Jain {jain:.3f}", flush=True)
+            if traced or (variant == "default" and seed == args.contrast_seed):
+                draw_timeseries(
+                    r,
+                    out / f"mech-timeseries-seed{seed}.png",
+                    f"simulator, 4 BBR flows, 0.5 BDP, seed {seed}: Jain {jain:.3f}",
+                    (0, 40),
+                )
+            if traced:
+                draw_timeseries(
+                    r,
+                    out / "mech-zoom-seed1.png",
+                    "simulator, seed 1, 10-14 s: drops, cwnd and bw estimates",
+                    (10, 14),
+                )
+    jain = pd.DataFrame(rows)
+    per_flow = pd.concat(stats)
+    jain.to_csv(out / "mechanisms_jain.csv", index=False, float_format="%.4f")
+    per_flow.to_csv(out / "mechanisms_flows.csv", index=False, float_format="%.4f")
+    summary = jain.groupby("variant")["jain"].agg(["median", "min", "max", "count"])
+    print(summary.round(3).to_string())
+    _draw_share_vs(per_flow, out / "mech-lt-bw.png")
+
+
+def _draw_share_vs(per_flow: pd.DataFrame, path: Path) -> None:
+    """Left: each flow of each default-host seed, its share against its time with the
+    long-term (policer) bandwidth in use; middle: the same time against the pacing-gain
+    proxy that Linux's runs also give; right: Jain's index per seed and variant."""
+    d = per_flow[per_flow.variant == "default"]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    axes[0].scatter(d.lt_use_bw_frac, d.share, s=12)
+    axes[0].set_xlabel("time pacing at lt_bw (policer mode)")
+    axes[0].set_ylabel("share of the flow")
+    axes[1].scatter(d.lt_use_bw_frac, d.gain_flat_1s_frac, s=12)
+    axes[1].set_xlabel("time pacing at lt_bw")
+    axes[1].set_ylabel("time with gain 1.0 for 1 s")
+    runs = per_flow.drop_duplicates(["variant", "seed"])
+    names = list(dict.fromkeys(runs.variant))
+    for i, name in enumerate(names):
+        j = runs[runs.variant == name].jain
+        axes[2].scatter([i] * len(j), j, s=12)
+        axes[2].plot([i - 0.3, i + 0.3], [j.median()] * 2, color="k", lw=1)
+    axes[2].axhspan(0.74, 0.82, color="grey", alpha=0.25, label="Linux, 3 runs")
+    axes[2].set_xticks(range(len(names)), names, rotation=30, fontsize=7)
+    axes[2].set_ylabel("Jain's index")
+    axes[2].legend(fontsize=7, loc="lower right")
+    fig.suptitle("simulator, 4 BBR flows, 0.5 BDP, equal RTT, seeds 1-10", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+#: Earlier studies with BBR-vs-BBR kernel runs at 0.5 BDP: (study directory, sweep file).
+LOSS_STUDIES = {
+    "2hop-10m": "scenarios/validate/harada-2hop-10m.toml",
+    "10hop": "scenarios/validate/harada-10hop.toml",
+}
+
+
+def cmd_losses(args: argparse.Namespace) -> None:
+    """Retransmissions of the BBR-vs-BBR points at 0.5 BDP of the 10 Mbit/s studies: the
+    simulator now (default host, and the same with segmentation offload off) against the
+    kernel runs those studies recorded."""
+    from ccfair.validate.points import sim_variant, validation_points
+
+    root = Path(args.root)
+    rows = []
+    for study, sweep in LOSS_STUDIES.items():
+        runs_csv = root / "docs" / "validation" / study / "validate_runs.csv"
+        if not runs_csv.is_file():
+            raise Refused(f"{runs_csv}: no such file (is --root the repository?)")
+        kernel = pd.read_csv(runs_csv)
+        points = [
+            p
+            for p in validation_points([str(root / sweep)])
+            if p.params.get("ccas") == "bbr-bbr" and float(p.params.get("alpha")) == 0.5
+        ]
+        for p in points:
+            for host, tcp in (("default", None), ("tso off", {"tso": "off"})):
+                r = ccfair.run(sim_variant(p.scenario, 250, tcp))
+                k = kernel[(kernel.point == p.label) & (kernel.rep == p.rep)]
+                k = k.set_index("flow").retrans_kernel
+                for f in r.flows.itertuples():
+                    if f.flow_name in k.index:
+                        rows.append(
+                            {
+                                "study": study,
+                                "point": p.label,
+                                "rep": p.rep,
+                                "host": host,
+                                "flow": f.flow_name,
+                                "retrans_sim": f.retrans_pkts,
+                                "retrans_kernel": int(k[f.flow_name]),
+                            }
+                        )
+    d = pd.DataFrame(rows)
+    d["kernel_over_sim"] = d.retrans_kernel / d.retrans_sim
+    g = d.groupby(["study", "host"])
+    summary = g[["retrans_sim", "retrans_kernel"]].sum()
+    summary["median_kernel_over_sim"] = g.kernel_over_sim.median()
+    summary["runs"] = g.rep.nunique()
+    print(summary.round(3).to_string())
+    if args.out:
+        d.to_csv(Path(args.out) / "losses_10mbit.csv", index=False, float_format="%.4f")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tables", help="tables of Jain's index and shares per point")
+    t.add_argument("results", nargs="+", help="results directories (either backend)")
+    t.add_argument("--out", required=True, help="directory for the CSV files and tables.md")
+    s = sub.add_parser("timeseries", help="per-flow time series of every run of RESULTS")
+    s.add_argument("results")
+    s.add_argument("--out", required=True)
+    s.add_argument("--prefix", default="ts")
+    m = sub.add_parser("mechanisms", help="run and draw the mechanisms section")
+    m.add_argument("--out", required=True)
+    m.add_argument("--seeds", type=int, default=10)
+    m.add_argument("--contrast-seed", type=int, default=0)
+    lo = sub.add_parser("losses", help="retransmissions vs the 10 Mbit/s studies' Linux runs")
+    lo.add_argument("--root", default=".", help="the repository (default: .)")
+    lo.add_argument("--out", default=None, help="directory for losses_10mbit.csv")
+    args = p.parse_args(argv)
+    if args.cmd == "mechanisms" and not 1 <= args.seeds <= 100:
+        p.exit(2, f"error: --seeds {args.seeds} is not in [1, 100]\n")
+    try:
+        commands = {
+            "tables": cmd_tables,
+            "timeseries": cmd_timeseries,
+            "mechanisms": cmd_mechanisms,
+            "losses": cmd_losses,
+        }
+        commands[args.cmd](args)
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
