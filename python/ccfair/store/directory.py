@@ -180,9 +180,12 @@ def parquet_bytes_of(arrow: Any) -> bytes:
 
 
 def _write_parquet(arrow: Any, where: Any) -> None:
+    """Write one table as Parquet with a CRC-32 of every page (the format's optional page
+    checksum): a flipped bit inside a data page is then an error when the file is read
+    (:mod:`ccfair.store.read` verifies them), not a silently changed value."""
     import pyarrow.parquet as pq
 
-    pq.write_table(arrow, where)
+    pq.write_table(arrow, where, write_page_checksum=True)
 
 
 def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
