@@ -19,7 +19,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from ccfair.errors import ResultsError, shorten
+from ccfair.errors import ResultsError, shorten, show
 from ccfair.store.schema import MARKER_TABLE, TABLES
 
 __all__ = [
@@ -119,6 +119,8 @@ def looked_up(path: Path) -> Path:
         raise ResultsError(
             f"{shorten(str(path))}: cannot be used ({exc.strerror or exc})"
         ) from None
+    except (ValueError, UnicodeError) as exc:  # a NUL byte, a lone surrogate
+        raise ResultsError(f"{show(str(path))}: is not a path ({exc})") from None
     return path
 
 
