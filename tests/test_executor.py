@@ -349,7 +349,7 @@ def test_a_flipped_bit_in_a_data_page_is_an_error_on_read_and_recomputed_on_resu
     assert line.startswith(f"error: {path}: cannot be read (")
     assert "checksum" in line.lower() and "rerun the sweep" in line
     with pytest.raises(ResultsError, match="checksum"):
-        ccfair.Results(root).flows
+        _ = ccfair.Results(root).flows
     with pytest.raises(ResultsError, match="checksum"):
         ccfair.load(root, run_id=rid)
     assert "checksum" in verify_run(root, rid).lower()
