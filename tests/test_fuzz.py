@@ -395,3 +395,30 @@ def test_resolution_work_grows_linearly_with_the_scenario(make):
     # with hops^2 (25 -> 100 hops: 8.6x the lines, 100 -> 400: 12.7x; 800 hops 2 s).
     small, large = _python_lines_of_resolve(make(25)), _python_lines_of_resolve(make(100))
     assert large / small < 5.0, (small, large)
+
+
+def test_a_report_or_file_is_never_renamed_onto_a_device_fifo_or_link(tmp_path):
+    # `ccfair report --out /dev/null`, as root, renamed the page onto /dev/null: the device
+    # became a regular file for every process of the machine. A FIFO stands in for it here.
+    import os
+    from pathlib import Path
+
+    from ccfair.report.page import write_report
+    from ccfair.store.files import check_replaceable, write_bytes_atomic
+
+    with pytest.raises(ResultsError, match="is a device, not a regular file"):
+        check_replaceable(Path("/dev/null"))  # looked at, not written
+    results = tmp_path / "res"
+    ccfair.run(ccfair.dumbbell(duration="0.3s")).save(results)
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    for target, kind in ((fifo, "a FIFO"), (link, "a symbolic link")):
+        with pytest.raises(ResultsError, match=f"is {kind}, not a regular file"):
+            write_report(results, target)
+        with pytest.raises(ResultsError, match=f"is {kind}, not a regular file"):
+            write_bytes_atomic(target, b"x")
+    assert fifo.is_fifo() and link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
+    out = _cli("report", str(results), "--out", str(fifo))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "FIFO" in out.stderr

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ccfair.store.schema import MARKER_TABLE, TABLES
 
 __all__ = [
     "WRITER_ID",
+    "check_replaceable",
     "looked_up",
     "make_dir",
     "remove_stale_temporaries",
@@ -136,11 +138,45 @@ def make_dir(path: Path) -> None:
         raise ResultsError(f"{path}: cannot create the directory ({exc.strerror or exc})") from None
 
 
+def check_replaceable(path: Path) -> Path:
+    """``path``, if a file written through a temporary may be renamed onto it: missing, or a
+    regular file. Anything else is a :class:`ResultsError`: renaming onto ``/dev/null`` (as
+    root) replaced the device with a regular file, and onto a link replaces the link.
+
+    Example:
+        >>> check_replaceable(Path("/dev/null"))
+        Traceback (most recent call last):
+        ccfair.errors.ResultsError: /dev/null: is a device, not a regular file; give a file path
+    """
+    try:
+        mode = os.lstat(looked_up(path)).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be used ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return path
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a symbolic link"
+        if stat.S_ISLNK(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+    )
+    raise ResultsError(f"{path}: is {kind}, not a regular file; give a file path")
+
+
 def replace_via_temporary(path: Path, write: Any) -> None:
     """Write ``path`` through its ccfair-named temporary (:func:`temporary_path`) with
     ``write(tmp_path)``, fsync it and rename it into place, in an existing folder (figures,
     reports, table files); a failure leaves no temporary behind and raises
-    :class:`ResultsError` naming ``path``."""
+    :class:`ResultsError` naming ``path``. Only a regular file is ever replaced
+    (:func:`check_replaceable`)."""
+    check_replaceable(path)
     tmp = temporary_path(path)
     try:
         write(tmp)
