@@ -422,3 +422,54 @@ def test_a_report_or_file_is_never_renamed_onto_a_device_fifo_or_link(tmp_path):
     assert fifo.is_fifo() and link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
     out = _cli("report", str(results), "--out", str(fifo))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "FIFO" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    from ccfair.execution.sweeps import run_sweep
+
+    root = tmp_path_factory.mktemp("fuzz") / "res"
+    spec = {
+        "name": "fz",
+        "base": {"builder": "dumbbell", "duration": "0.5s", "ccas": ["reno", "cubic"]},
+        "grid": {"alpha": [1, 2]},
+    }
+    run_sweep(Sweep.from_dict(spec), root, workers=1, progress=False, log=lambda m: None)
+    return ccfair.Results(root)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: r.point_metrics(1),
+        lambda r: r.point_metrics([]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=[float("nan")]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=["5"]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=[10**400]),
+        lambda r: r.point_summary(r.run_metrics(), ["jain_index"], np.array(["a", "b"])),
+        lambda r: r.compare(r, values=np.float64("nan")),
+        lambda r: r.select(alpha=np.array([1, 2])),
+        lambda r: r.table(["flows"]),
+        lambda r: r.table(np.array(["a", "b"])),
+        lambda r: ccfair.load_table(r.root, np.array(["a", "b"])),
+        lambda r: ccfair.load(r.root, run_id=np.array(["a", "b"])),
+    ],
+)
+def test_wrong_types_in_the_results_api_are_ccfair_errors(small_results, call):
+    # TypeError (iterating a number), ValueError (pandas' "No objects to concatenate",
+    # numpy's ambiguous truth value, quantile of NaN), OverflowError: raw before.
+    with pytest.raises(CcfairError) as e:
+        call(small_results)
+    _one_short_line(str(e.value))
+
+
+def test_results_api_takes_numpy_labels_and_cuts_long_names(small_results):
+    assert small_results.select(alpha=np.int64(2)).run_ids  # a notebook's number
+    for call in (
+        lambda: small_results.table("t" * 10_000_000),
+        lambda: ccfair.load(small_results.root, run_id="r" * 10_000_000),
+    ):
+        # A 10 MB name made a 10 MB message.
+        with pytest.raises(CcfairError) as e:
+            call()
+        _one_short_line(str(e.value))

@@ -413,7 +413,7 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
                 f"{root}: holds {len(ids)} runs; pass run_id (one of {', '.join(ids[:5])}...)"
             )
         run_id = ids[0]
-    elif run_id not in ids:
+    elif not isinstance(run_id, str) or run_id not in ids:
         raise ResultsError(f"{root}: no finished run {show(run_id)}")
     check_schema(root)
     import pandas as pd

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ccfair.errors import ResultsError, shorten
+from ccfair.errors import ResultsError, shorten, show
 from ccfair.store.directory import check_schema, finished_run_ids
 from ccfair.store.schema import MARKER_TABLE, TABLES, VERSION, WRITE_ORDER, arrow_schema
 
@@ -72,8 +72,10 @@ def load_table(
     Example:
         >>> ccfair.load_table("results", "flows")["goodput_mbps"]  # doctest: +SKIP
     """
-    if table not in (MARKER_TABLE, *TABLES):
-        raise ResultsError(f"table: {table!r} is not one of {', '.join((MARKER_TABLE, *TABLES))}")
+    if not isinstance(table, str) or table not in (MARKER_TABLE, *TABLES):
+        raise ResultsError(
+            f"table: {show(table)} is not one of {', '.join((MARKER_TABLE, *TABLES))}"
+        )
     root = Path(results_dir)
     ids = finished_run_ids(root) if run_ids is None else run_ids
     paths = [root / table / f"{rid}.parquet" for rid in ids]
