@@ -473,3 +473,12 @@ def test_results_api_takes_numpy_labels_and_cuts_long_names(small_results):
         with pytest.raises(CcfairError) as e:
             call()
         _one_short_line(str(e.value))
+
+
+@pytest.mark.parametrize("option, value", [("--testbed", "ideal"), ("--kernel", "6.18")])
+def test_a_testbed_or_kernel_given_twice_names_the_option(option, value):
+    # The error named `grid.testbed`, an axis the user never wrote.
+    out = _cli("reproduce", "harada-dumbbell", "--quick", "--dry-run", option, value, option, value)
+    assert out.returncode == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert line == f'error: {option}: "{value}" is given twice; give each value once'
