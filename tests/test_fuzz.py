@@ -482,3 +482,22 @@ def test_a_testbed_or_kernel_given_twice_names_the_option(option, value):
     assert out.returncode == 2
     (line,) = out.stderr.strip().splitlines()
     assert line == f'error: {option}: "{value}" is given twice; give each value once'
+
+
+def test_a_results_directory_named_with_a_non_utf8_byte_is_written_read_and_verified(
+    tmp_path,
+):
+    # pyarrow encodes paths as UTF-8: `run --out $'o\xff'` was an internal error
+    # (UnicodeEncodeError) and a sweep there failed every run.
+    from ccfair.store.read import verify_run
+
+    root = tmp_path / "o\udcff"  # how Python names the byte 0xff of a file name
+    result = ccfair.run(ccfair.dumbbell(duration="0.3s"))
+    result.save(root)
+    res = ccfair.Results(root)
+    assert len(res.flows) == len(result.flows)
+    assert verify_run(root, result.run_id) is None
+    assert ccfair.load(root).run_id == result.run_id
+    out = _cli("run", "--duration", "0.3s", "--trace", "flow1", "-q", "--out", str(root))
+    assert out.returncode == 0, out.stderr
+    assert len(list((root / "trace").glob("*.parquet"))) == 1

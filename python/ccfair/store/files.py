@@ -17,6 +17,8 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from ccfair.store.schema import MARKER_TABLE, TABLES
 
 __all__ = [
     "WRITER_ID",
+    "arrow_file",
     "check_replaceable",
     "looked_up",
     "make_dir",
@@ -101,6 +104,32 @@ def remove_stale_temporaries(root: Path) -> int:
             entry.unlink(missing_ok=True)
             n += 1
     return n
+
+
+@contextmanager
+def arrow_file(where: Any, mode: str = "rb") -> Iterator[Any]:
+    """``where`` (a path, or a pyarrow stream left as it is) as pyarrow can take it: pyarrow
+    encodes a path as UTF-8, so a name that is not (a non-UTF-8 byte, which Python holds
+    as a surrogate such as ``"\\udcff"``) is opened here and handed over as a file, rather
+    than failing with ``UnicodeEncodeError`` (``--out`` of such a name was an internal
+    error).
+
+    Example:
+        >>> with arrow_file(Path("r/flows/x.parquet")) as source:
+        ...     source
+        'r/flows/x.parquet'
+    """
+    if not isinstance(where, str | os.PathLike):
+        yield where
+        return
+    text = os.fspath(where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        with open(text, mode) as fh:
+            yield fh
+        return
+    yield text
 
 
 def looked_up(path: Path) -> Path:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ccfair.errors import ResultsError, shorten, show
 from ccfair.store.directory import check_schema, finished_run_ids
+from ccfair.store.files import arrow_file
 from ccfair.store.schema import MARKER_TABLE, TABLES, VERSION, WRITE_ORDER, arrow_schema
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
@@ -40,7 +41,8 @@ def _read_arrow(path: Path, columns: list[str] | None = None) -> Any:
 
         # Every page's checksum is verified (files written before ccfair wrote checksums
         # have none, and read as before).
-        return pq.read_table(path, columns=columns, page_checksum_verification=True)
+        with arrow_file(path) as source:
+            return pq.read_table(source, columns=columns, page_checksum_verification=True)
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
         raise ResultsError(f"{path}: cannot be read ({damage(exc)}); {REPAIR}") from None
 
@@ -166,7 +168,10 @@ def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
         if not path.exists():
             return f"{name} is missing"
         try:
-            with pq.ParquetFile(path, page_checksum_verification=True) as file:
+            with (
+                arrow_file(path) as source,
+                pq.ParquetFile(source, page_checksum_verification=True) as file,
+            ):
                 columns = columns_problem(file.schema_arrow, table)
                 if columns is not None:
                     return f"{name} {columns}"
