@@ -69,7 +69,7 @@ SWEEP_BASE: dict[str, Any] = {
     "grid": {
         "alpha": [1, 2],
         "delay": ["2ms", "18ms"],
-        "bottleneck_queue": ["fq_codel", {"name": "codel", "ecn": True}],
+        "bottleneck_queue": ["fq_codel", {"queue": "codel", "ecn": True}],
         "testbed": ["ideal", "linux-stock"],
     },
     "repetitions": 1,
@@ -161,7 +161,7 @@ INTERESTING = [
     "pie",
     "red",
     "droptail",
-    {"name": "codel", "target": "5ms"},
+    {"queue": "codel", "target": "5ms"},
     {"target": "5ms", "ecn": True, "ce_threshold": "1ms"},
     {"limit": 0, "quantum": 2**40},
     {"ecn": 1, "ecn_receiver": 2, "ecn_fallback": False},
