@@ -144,7 +144,8 @@ def check_nesting(
                 raise SpecError(
                     _where(where, loc), node, f"is longer than {MAX_STRING_CHARS} characters"
                 )
-            _check_text(node, _where(where, loc))
+            if not node.isascii():  # the path is made only for a string that may fail
+                _check_text(node, _where(where, loc))
             continue
         if isinstance(node, Mapping):
             children: list[tuple[Any, tuple[str | int, ...]]] = []
@@ -154,7 +155,8 @@ def check_nesting(
                     raise SpecError(
                         _where(where, loc), key, f"is a key longer than {MAX_STRING_CHARS} chars"
                     )
-                _check_text(key, _where(where, loc))
+                if not key.isascii():
+                    _check_text(key, _where(where, loc))
                 children.append((v, (*loc, key)))
         elif isinstance(node, list | tuple):
             children = [(v, (*loc, i)) for i, v in enumerate(node)]
@@ -189,8 +191,6 @@ def _where(where: str, loc: tuple[str | int, ...]) -> str:
 def _check_text(text: str, where: str) -> None:
     """A string (value or key) must be Unicode text: Python strings may hold lone surrogates
     (``"\\ud800"``), which UTF-8, TOML, JSON and the engine refuse."""
-    if text.isascii():
-        return
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
