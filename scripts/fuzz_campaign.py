@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 BASE: dict[str, Any] = {
     "name": "fuzz",
     "duration": "2s",
@@ -40,12 +42,16 @@ BASE: dict[str, Any] = {
             "rate": "10Mbit/s",
             "delay": "5ms",
             "buffer": {"bdp": 1.0, "reference": "f1"},
+            "queue": "fq_codel",
+            "qdisc": {"target": "5ms", "ecn": True},
         },
         {"between": ["s2", "h2"], "rate": "100Mbit/s", "delay": "1ms"},
         {"between": ["h3", "s1"], "rate": "100Mbit/s", "delay": "3ms"},
     ],
+    "testbed": "linux-stock",
+    "kernel": "6.18",
     "flows": [
-        {"name": "f1", "src": "h1", "dst": "h2", "cca": "cubic"},
+        {"name": "f1", "src": "h1", "dst": "h2", "cca": "cubic", "tcp": {"ecn": 1}},
         {
             "name": "f2",
             "src": "h3",
@@ -60,7 +66,12 @@ BASE: dict[str, Any] = {
 SWEEP_BASE: dict[str, Any] = {
     "name": "fz",
     "base": {"builder": "dumbbell", "duration": "1s", "ccas": ["reno", "bbr"]},
-    "grid": {"alpha": [1, 2], "delay": ["2ms", "18ms"]},
+    "grid": {
+        "alpha": [1, 2],
+        "delay": ["2ms", "18ms"],
+        "bottleneck_queue": ["fq_codel", {"queue": "codel", "ecn": True}],
+        "testbed": ["ideal", "linux-stock"],
+    },
     "repetitions": 1,
 }
 INTERESTING = [
@@ -119,7 +130,48 @@ INTERESTING = [
     "not " * 100 + "alpha",
     "alpha > 1",
     {"file": "/dev/zero"},
+    # Round three: numpy scalars as a notebook has them, exotic strings, the new fields.
+    np.float64(0.01),
+    np.float64("nan"),
+    np.float64("inf"),
+    np.float64(-0.0),
+    np.float32(0.5),
+    np.int64(7),
+    np.int64(-1),
+    np.int64(2**62),
+    np.bool_(True),
+    np.linspace(0.001, 0.01, 3),
+    10**400,
+    -(10**400),
+    "\ud800",
+    "a\udcffb",
+    "\x00",
+    "a\nb",
+    "\u202e\u0645",
+    "\t",
+    "é" * 300,
+    "ideal",
+    "linux-stock",
+    "mininet-netem",
+    "6.18",
+    "4.13",
+    "4.15",
+    "codel",
+    "fq_codel",
+    "pie",
+    "red",
+    "droptail",
+    {"queue": "codel", "target": "5ms"},
+    {"target": "5ms", "ecn": True, "ce_threshold": "1ms"},
+    {"limit": 0, "quantum": 2**40},
+    {"ecn": 1, "ecn_receiver": 2, "ecn_fallback": False},
+    "dctcp",
 ]
+
+
+#: Top-level keys a mutation may add or replace (never "backend": the campaign runs the
+#: simulator only, as a kernel or veth run needs root and a quiet machine).
+API_KEYS = ["tcp", "measure", "nodes", "seed", "testbed", "kernel", "sample_interval"]
 
 
 def random_value(rng: random.Random, depth: int = 0) -> Any:
@@ -171,6 +223,29 @@ def mutate(rng: random.Random, doc: Any, keys: list[str]) -> Any:
     return doc
 
 
+def notebook_spec(rng: random.Random) -> dict[str, Any]:
+    """A valid spec as a notebook writes it (numpy numbers; the testbed, kernel, queue and
+    ECN fields set), sometimes mutated once: inputs that run, so that runs are checked
+    against their estimates too."""
+    doc = copy.deepcopy(BASE)
+    doc["duration"] = np.float64(rng.choice([0.5, 1.0]))
+    doc["seed"] = np.int64(rng.randint(0, 2**31))
+    doc["links"][1]["delay"] = np.float64(rng.choice([0.001, 0.005, 0.02]))
+    doc["links"][1]["buffer"]["bdp"] = np.float32(rng.choice([0.5, 1.0, 4.0]))
+    doc["testbed"] = rng.choice(["ideal", "linux-stock", "mininet-netem", "core-netem"])
+    doc["kernel"] = rng.choice(["6.18", "4.15", "4.13"])
+    if doc["testbed"] == "ideal":
+        del doc["kernel"]  # ideal hosts are no kernel's
+    queue = rng.choice(["codel", "fq_codel", "pie", "red", "droptail"])
+    doc["links"][1]["queue"] = queue
+    if queue in ("codel", "fq_codel"):
+        doc["links"][1]["qdisc"] = {"target": rng.choice(["1ms", "5ms"]), "ecn": True}
+    else:
+        del doc["links"][1]["qdisc"]
+    doc["flows"][0]["tcp"] = {"ecn": rng.choice([0, 1, 2])}
+    return mutate(rng, doc, API_KEYS) if rng.random() < 0.3 else doc
+
+
 # ---- workers ---------------------------------------------------------------------------------
 
 
@@ -190,7 +265,7 @@ def api_worker(kind: str, seed: int, start: int, count: int, progress: str) -> N
     for i in range(start, start + count):
         rng = random.Random(f"{seed}-{kind}-{i}")
         if kind == "api":
-            doc = mutate(rng, BASE, ["tcp", "measure", "nodes", "backend", "seed"])
+            doc = notebook_spec(rng) if rng.random() < 0.05 else mutate(rng, BASE, API_KEYS)
         else:
             doc = mutate(rng, SWEEP_BASE, ["filters", "baselines", "bottlenecks", "preset"])
         Path(progress).write_text(str(i))
@@ -277,7 +352,7 @@ def run_cli(n: int, seed: int, timeout: float) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(n):
             rng = random.Random(f"{seed}-cli-{i}")
-            doc = mutate(rng, BASE, ["tcp", "measure", "nodes", "backend", "seed"])
+            doc = mutate(rng, BASE, API_KEYS)
             path = Path(tmp) / f"s{i}.toml"
             try:
                 path.write_text(dumps(doc), encoding="utf-8", errors="surrogatepass")

@@ -280,8 +280,9 @@ def test_a_run_file_with_other_columns_is_recomputed(reference, tmp_path):
     assert_same_tables(reference, root)
 
 
-def test_damage_inside_a_file_says_how_to_recompute_the_run(reference, tmp_path):
-    # A resume checks footers only, so "rerun the sweep" left the damaged run as it was.
+def test_damage_inside_a_file_is_found_on_read_and_recomputed_on_resume(reference, tmp_path):
+    # A resume checked footers only: a broken page with its footer intact was read as an
+    # error by `metrics`, yet the resume called the run finished.
     import shutil
 
     root = tmp_path / "r"
@@ -294,12 +295,103 @@ def test_damage_inside_a_file_says_how_to_recompute_the_run(reference, tmp_path)
     path.write_bytes(bytes(data))
     out = cli("metrics", str(root))
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    marker = root / "runs" / f"{rid}.parquet"
-    assert f"delete {marker} and rerun the sweep" in out.stderr
-    marker.unlink()
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert f"{path}: cannot be read" in out.stderr
+    assert "rerun the sweep (or ccfair run) into this directory" in out.stderr
+    assert "is not readable Parquet" in verify_run(root, rid)
     outcome = run_sweep(small_sweep(), root, progress=False, log=lambda m: None)
-    assert outcome.executed == [rid]
+    assert outcome.recomputed == [rid] and outcome.executed == [rid]
     assert_same_tables(reference, root)
+
+
+def silently_flipped(path: Path) -> tuple[int, object]:
+    """Flip one bit inside a data page of ``path`` (the first place, from the end of the
+    largest column chunk backwards, where the file still reads without page checksums and
+    a value has changed); returns the offset and the table as read unverified."""
+    import pyarrow.parquet as pq
+
+    original = pq.read_table(path)
+    meta = pq.read_metadata(path)
+    chunks = [meta.row_group(0).column(j) for j in range(meta.num_columns)]
+    chunk = max(chunks, key=lambda c: c.total_compressed_size)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    clean = path.read_bytes()
+    for offset in range(start + chunk.total_compressed_size - 1, start, -1):
+        data = bytearray(clean)
+        data[offset] ^= 0x01
+        path.write_bytes(bytes(data))
+        try:
+            flipped = pq.read_table(path)
+        except Exception:  # noqa: BLE001 - a flip the format itself notices: try another
+            continue
+        if not flipped.equals(original):
+            return offset, flipped
+    raise AssertionError(f"no silent flip found in {path}")
+
+
+def test_a_flipped_bit_in_a_data_page_is_an_error_on_read_and_recomputed_on_resume(
+    reference, tmp_path
+):
+    # Files had no page checksums: one bit flipped inside a data page changed a value and
+    # every read (metrics, Results, a resume) took it as it was.
+    import shutil
+
+    import ccfair
+
+    root = tmp_path / "r"
+    shutil.copytree(reference, root)
+    rid = finished_run_ids(root)[1]
+    path = root / "flows" / f"{rid}.parquet"
+    silently_flipped(path)  # without checksums, a changed value nobody notices
+    out = cli("metrics", str(root))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"error: {path}: cannot be read (")
+    assert "checksum" in line.lower() and "rerun the sweep" in line
+    with pytest.raises(ResultsError, match="checksum"):
+        _ = ccfair.Results(root).flows
+    with pytest.raises(ResultsError, match="checksum"):
+        ccfair.load(root, run_id=rid)
+    assert "checksum" in verify_run(root, rid).lower()
+    messages = []
+    outcome = run_sweep(small_sweep(), root, progress=False, log=messages.append)
+    assert outcome.recomputed == [rid] and outcome.executed == [rid]
+    assert any(f"run {rid}: damaged" in m for m in messages)
+    assert_same_tables(reference, root)
+
+
+def test_files_without_page_checksums_are_still_read(reference, tmp_path):
+    # Directories written before ccfair wrote checksums: read and resumed as they are.
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "r"
+    shutil.copytree(reference, root)
+    for path in root.glob("*/*.parquet"):
+        pq.write_table(pq.read_table(path), path)  # no page checksums
+    rid = finished_run_ids(root)[0]
+    assert verify_run(root, rid) is None
+    out = cli("metrics", str(root), "--json")
+    assert out.returncode == 0, out.stderr
+    outcome = run_sweep(small_sweep(), root, progress=False, log=lambda m: None)
+    assert outcome.executed == [] and outcome.recomputed == []
+
+
+def test_every_table_file_has_page_checksums(reference, tmp_path):
+    import pyarrow.parquet as pq
+
+    rid = finished_run_ids(reference)[0]
+    for table in (*TABLES, "runs"):
+        path = reference / table / f"{rid}.parquet"
+        data = bytearray(path.read_bytes())
+        chunk = pq.read_metadata(path).row_group(0).column(0)
+        start = chunk.dictionary_page_offset or chunk.data_page_offset
+        data[start + chunk.total_compressed_size - 1] ^= 0x01  # the last byte of a page
+        broken = tmp_path / f"{table}.parquet"
+        broken.write_bytes(bytes(data))
+        with pytest.raises(OSError, match="(?i)checksum"):
+            pq.read_table(broken, page_checksum_verification=True)
 
 
 def test_kill_mid_sweep_loses_no_finished_run_and_resume_runs_only_the_rest(tmp_path):

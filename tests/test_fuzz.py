@@ -211,3 +211,293 @@ def test_mutated_sweeps_raise_a_ccfair_error_or_expand(top, axes):
         assert str(exc) and "\n" not in str(exc)
         return
     assert 0 < len(points) <= 200 * 8
+
+
+# ---- residuals of the third round of hostile input (each failed before its fix) ----------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import numpy as np  # noqa: E402
+from ccfair.errors import ResultsError, SpecError  # noqa: E402
+
+
+def _one_short_line(text: str, most: int = 1000) -> str:
+    assert text and "\n" not in text and len(text) <= most, text[:300]
+    return text
+
+
+@pytest.mark.parametrize(
+    "field", [("name",), ("testbed",), ("kernel",), ("duration",), ("links", 1, "queue")]
+)
+def test_a_lone_surrogate_in_a_string_is_a_spec_error(field):
+    # pydantic's string check raised a raw UnicodeEncodeError.
+    doc = copy.deepcopy(BASE)
+    node = doc
+    for key in field[:-1]:
+        node = node[key]
+    node[field[-1]] = "a\ud800b"
+    with pytest.raises(SpecError, match="not Unicode text") as e:
+        ccfair.Scenario.from_dict(doc)
+    assert e.value.path == ".".join(str(k) for k in field).replace(".1.", "[1].")
+    _one_short_line(str(e.value)).encode("utf-8")  # printable on any stream
+
+
+def test_a_lone_surrogate_in_a_key_or_builder_argument_is_a_spec_error():
+    with pytest.raises(SpecError, match="not Unicode text"):
+        ccfair.Scenario.from_dict({**BASE, "x\udc80": 1})
+    with pytest.raises(SpecError, match="not Unicode text"):
+        ccfair.dumbbell(duration="1s", testbed="ideal\ud800")
+
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        (("links", 1, "loss"), 10**400),
+        (("links", 1, "buffer", "bdp"), 10**400),
+        (("links", 1, "qdisc", "probability"), 10**400),
+    ],
+    ids=["loss", "bdp", "red.probability"],
+)
+def test_integers_too_large_for_a_float_are_spec_errors(where, value):
+    # math.isfinite(10**400) raises OverflowError, which validation let through raw.
+    doc = copy.deepcopy(BASE)
+    if where[-2] == "qdisc":
+        doc["links"][1]["queue"] = "red"
+        doc["links"][1]["qdisc"] = {}
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    with pytest.raises(SpecError) as e:
+        ccfair.Scenario.from_dict(doc).resolve()
+    assert e.value.path.startswith("links[1].")
+    _one_short_line(str(e.value))
+
+
+def test_a_sweep_axis_of_numbers_too_large_or_values_of_no_spec_type_is_a_spec_error():
+    base = {"builder": "dumbbell", "duration": "1s"}
+    with pytest.raises(SpecError, match="bdp|alpha|positive"):
+        Sweep.from_dict({"name": "s", "base": base, "grid": {"alpha": [10**400]}}).expand()
+    for bad in (b"x", 1j, object()):
+        # json.dumps of a label raised TypeError.
+        with pytest.raises(SpecError, match="not a value a spec can hold") as e:
+            Sweep.from_dict({"name": "s", "base": base, "grid": {"alpha": [1, bad]}})
+        assert e.value.path == "grid.alpha[1]"
+
+
+@pytest.mark.parametrize("text", [None, b'name = "x"', 3, ["a"]])
+def test_toml_text_that_is_not_a_str_is_a_spec_error(text):
+    # tomllib raised AttributeError (None) and TypeError (bytes).
+    for parse in (ccfair.Scenario.from_toml_str, Sweep.from_toml_str):
+        with pytest.raises(SpecError, match="TOML text must be a str"):
+            parse(text)
+
+
+@pytest.mark.parametrize("path", ["a\x00b", "a\ud800b"])
+def test_a_results_path_the_file_system_cannot_take_is_a_results_error(path):
+    # os.stat raised ValueError (NUL) and UnicodeEncodeError (a lone surrogate).
+    with pytest.raises(ResultsError, match="is not a path"):
+        ccfair.Results(path)
+
+
+def test_a_ten_thousand_character_key_makes_a_short_message_path_included():
+    # The message cut values, but the path (which holds the key) was shown whole:
+    # 5,000 characters of key gave a 5,240-character line.
+    for doc in (
+        {**BASE, "k" * 10_000: 1},
+        {
+            **BASE,
+            "links": [
+                *BASE["links"][:1],
+                {**BASE["links"][1], "queue": "codel", "qdisc": {"q" * 10_000: 1}},
+                BASE["links"][2],
+            ],
+        },
+        {**BASE, "tcp": {"t" * 10_000: 1}},
+    ):
+        with pytest.raises(SpecError) as e:
+            ccfair.Scenario.from_dict(doc).resolve()
+        text = _one_short_line(str(e.value), 1500)  # with the list of known names
+        assert not any(c * 300 in text for c in "kqt"), text[:300]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ccfair", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--no-save", "--seed", "x" * 100_000],
+        ["run", "--no-save", "--max-events", "x" * 100_000],
+        ["ccas", "x" * 100_000],
+        ["check", "x" * 100_000],
+        ["metrics", ".", "--unknown-option-" + "x" * 100_000],
+    ],
+)
+def test_cli_errors_about_a_long_argument_are_one_short_line(args):
+    # argparse, the OS (File name too long) and `ccas` quoted the argument whole: lines of
+    # 100,000 characters (2,000 after the backstop).
+    out = _cli(*args)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith("error: ") and len(line) < 600, line[:300]
+
+
+def test_numpy_scalars_and_exotic_values_in_new_fields_are_spec_errors_or_accepted():
+    # numpy NaN, negative zero and infinities reach the new fields as Python numbers.
+    for value in (np.float64("nan"), np.float64("inf"), np.float64(-0.0), np.int64(-1)):
+        for make in (
+            lambda v: ccfair.dumbbell(
+                duration="1s", bottleneck_queue={"name": "codel", "target": v}
+            ),
+            lambda v: ccfair.dumbbell(duration="1s", testbed=v),
+            lambda v: ccfair.dumbbell(duration=v),
+        ):
+            try:
+                make(value).resolve()
+            except SpecError as exc:
+                _one_short_line(str(exc))
+
+
+def _python_lines_of_resolve(scenario: ccfair.Scenario) -> int:
+    """Python line events of ``scenario.resolve()`` (after a first call): a count of
+    work that does not depend on the machine's speed or load."""
+    scenario.resolve()
+    count = 0
+
+    def tracer(frame, event, arg):  # noqa: ANN001 - sys.settrace's signature
+        nonlocal count
+        count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        scenario.resolve()
+    finally:
+        sys.settrace(None)
+    return count
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: ccfair.parking_lot(n, duration="1s"),
+        lambda n: ccfair.dumbbell(n_flows=n, duration="1s"),
+    ],
+    ids=["parking_lot hops", "dumbbell flows"],
+)
+def test_resolution_work_grows_linearly_with_the_scenario(make):
+    # Each flow of a parking lot searched the whole graph from its own source: work grew
+    # with hops^2 (25 -> 100 hops: 8.6x the lines, 100 -> 400: 12.7x; 800 hops 2 s).
+    small, large = _python_lines_of_resolve(make(25)), _python_lines_of_resolve(make(100))
+    assert large / small < 5.0, (small, large)
+
+
+def test_a_report_or_file_is_never_renamed_onto_a_device_fifo_or_link(tmp_path):
+    # `ccfair report --out /dev/null`, as root, renamed the page onto /dev/null: the device
+    # became a regular file for every process of the machine. A FIFO stands in for it here.
+    import os
+    from pathlib import Path
+
+    from ccfair.report.page import write_report
+    from ccfair.store.files import check_replaceable, write_bytes_atomic
+
+    with pytest.raises(ResultsError, match="is a device, not a regular file"):
+        check_replaceable(Path("/dev/null"))  # looked at, not written
+    results = tmp_path / "res"
+    ccfair.run(ccfair.dumbbell(duration="0.3s")).save(results)
+    fifo = tmp_path / "page.fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.html"
+    link.symlink_to(tmp_path / "elsewhere.html")
+    for target, kind in ((fifo, "a FIFO"), (link, "a symbolic link")):
+        with pytest.raises(ResultsError, match=f"is {kind}, not a regular file"):
+            write_report(results, target)
+        with pytest.raises(ResultsError, match=f"is {kind}, not a regular file"):
+            write_bytes_atomic(target, b"x")
+    assert fifo.is_fifo() and link.is_symlink() and not (tmp_path / "elsewhere.html").exists()
+    out = _cli("report", str(results), "--out", str(fifo))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "FIFO" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory):
+    from ccfair.execution.sweeps import run_sweep
+
+    root = tmp_path_factory.mktemp("fuzz") / "res"
+    spec = {
+        "name": "fz",
+        "base": {"builder": "dumbbell", "duration": "0.5s", "ccas": ["reno", "cubic"]},
+        "grid": {"alpha": [1, 2]},
+    }
+    run_sweep(Sweep.from_dict(spec), root, workers=1, progress=False, log=lambda m: None)
+    return ccfair.Results(root)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: r.point_metrics(1),
+        lambda r: r.point_metrics([]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=[float("nan")]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=["5"]),
+        lambda r: r.point_metrics(["jain_index"], percentiles=[10**400]),
+        lambda r: r.point_summary(r.run_metrics(), ["jain_index"], np.array(["a", "b"])),
+        lambda r: r.compare(r, values=np.float64("nan")),
+        lambda r: r.select(alpha=np.array([1, 2])),
+        lambda r: r.table(["flows"]),
+        lambda r: r.table(np.array(["a", "b"])),
+        lambda r: ccfair.load_table(r.root, np.array(["a", "b"])),
+        lambda r: ccfair.load(r.root, run_id=np.array(["a", "b"])),
+    ],
+)
+def test_wrong_types_in_the_results_api_are_ccfair_errors(small_results, call):
+    # TypeError (iterating a number), ValueError (pandas' "No objects to concatenate",
+    # numpy's ambiguous truth value, quantile of NaN), OverflowError: raw before.
+    with pytest.raises(CcfairError) as e:
+        call(small_results)
+    _one_short_line(str(e.value))
+
+
+def test_results_api_takes_numpy_labels_and_cuts_long_names(small_results):
+    assert small_results.select(alpha=np.int64(2)).run_ids  # a notebook's number
+    for call in (
+        lambda: small_results.table("t" * 10_000_000),
+        lambda: ccfair.load(small_results.root, run_id="r" * 10_000_000),
+    ):
+        # A 10 MB name made a 10 MB message.
+        with pytest.raises(CcfairError) as e:
+            call()
+        _one_short_line(str(e.value))
+
+
+@pytest.mark.parametrize("option, value", [("--testbed", "ideal"), ("--kernel", "6.18")])
+def test_a_testbed_or_kernel_given_twice_names_the_option(option, value):
+    # The error named `grid.testbed`, an axis the user never wrote.
+    out = _cli("reproduce", "harada-dumbbell", "--quick", "--dry-run", option, value, option, value)
+    assert out.returncode == 2
+    (line,) = out.stderr.strip().splitlines()
+    assert line == f'error: {option}: "{value}" is given twice; give each value once'
+
+
+def test_a_results_directory_named_with_a_non_utf8_byte_is_written_read_and_verified(
+    tmp_path,
+):
+    # pyarrow encodes paths as UTF-8: `run --out $'o\xff'` was an internal error
+    # (UnicodeEncodeError) and a sweep there failed every run.
+    from ccfair.store.read import verify_run
+
+    root = tmp_path / "o\udcff"  # how Python names the byte 0xff of a file name
+    result = ccfair.run(ccfair.dumbbell(duration="0.3s"))
+    result.save(root)
+    res = ccfair.Results(root)
+    assert len(res.flows) == len(result.flows)
+    assert verify_run(root, result.run_id) is None
+    assert ccfair.load(root).run_id == result.run_id
+    out = _cli("run", "--duration", "0.3s", "--trace", "flow1", "-q", "--out", str(root))
+    assert out.returncode == 0, out.stderr
+    assert len(list((root / "trace").glob("*.parquet"))) == 1

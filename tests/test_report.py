@@ -318,7 +318,7 @@ def test_plot_draws_the_time_series_of_any_run(harada, tmp_path):
     assert out.stderr.strip() == "error: --smooth: -1.0 is not a window of 0 or more seconds"
     out = cli("plot", str(harada), "0123456789abcdef", "--out", str(tmp_path))
     assert out.returncode == 2
-    assert out.stderr.strip() == f"error: {harada}: no finished run '0123456789abcdef'"
+    assert out.stderr.strip() == f'error: {harada}: no finished run "0123456789abcdef"'
 
 
 def test_the_setup_names_every_testbed_and_kernel_the_runs_used():

@@ -109,7 +109,8 @@ def _legacy_write(frames: dict[str, pd.DataFrame], root: Path, run_id: str) -> N
             _conform(frame, table), schema=schema.arrow_schema(table), preserve_index=False
         ).replace_schema_metadata(None)
         (root / table).mkdir(parents=True)
-        pq.write_table(arrow, root / table / f"{run_id}.parquet")
+        # With page checksums, as ccfair writes every table file.
+        pq.write_table(arrow, root / table / f"{run_id}.parquet", write_page_checksum=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ccfair import _core
-from ccfair.errors import did_you_mean
+from ccfair.errors import did_you_mean, show
 
 __all__ = [
     "Algorithm",
@@ -146,7 +146,7 @@ def algorithm(name: str) -> Algorithm:
     found = algorithms().get(name)
     if found is None:
         raise KeyError(
-            f"{name!r} is not an algorithm{did_you_mean(name, names())} "
+            f"{show(name)} is not an algorithm{did_you_mean(name, names())} "
             f"(known: {', '.join(names())})"
         )
     return found

@@ -36,6 +36,7 @@ __all__ = [
     "closest",
     "did_you_mean",
     "format_path",
+    "one_line",
     "show",
 ]
 
@@ -43,6 +44,8 @@ __all__ = [
 MAX_SHOWN_CHARS = 120
 #: Longest message of a :class:`SpecError` (a backstop: values are already shortened).
 MAX_MESSAGE_CHARS = 2000
+#: Longest field path shown in a message (paths hold keys as the user wrote them).
+MAX_PATH_CHARS = 2 * MAX_SHOWN_CHARS
 
 
 class CcfairError(Exception):
@@ -86,14 +89,17 @@ class SpecError(CcfairError, ValueError):
         text = f"{show(value)} {message}" if with_value else message
         self.path = path
         self.value = value
-        # One line, and bounded whatever the message quotes.
-        self.message = shorten(" ".join(text.split()), MAX_MESSAGE_CHARS)
+        # One line, and bounded whatever the message quotes (a Rust error quoting a key
+        # whole, too: each word is cut like a value).
+        self.message = one_line(text)
         self.source = source
         self.errors: list[SpecError] = list(errors) or [self]
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        # A path holds the user's keys: a 10,000-character key is cut like a value.
+        path = shorten(self.path, MAX_PATH_CHARS)
+        return f"{path}: {self.message}" if path else self.message
 
 
 #: How each limit is raised (by the words that name it in a message), for the hint of
@@ -152,7 +158,7 @@ def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
         half = limit // 2
         head = json.dumps(value[:half], ensure_ascii=False)[:-1]
         tail = json.dumps(value[-half:], ensure_ascii=False)[1:]
-        return f"{head}...({len(value)} chars)...{tail}"
+        return _encodable(f"{head}...({len(value)} chars)...{tail}")
     if isinstance(value, float) and not math.isfinite(value):
         text = repr(value)
     else:
@@ -160,7 +166,19 @@ def show(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
             text = json.dumps(value, ensure_ascii=False, default=str)
         except (TypeError, ValueError, RecursionError):
             text = _safe_repr(value)
-    return shorten(text, limit)
+    return _encodable(shorten(text, limit))
+
+
+def _encodable(text: str) -> str:
+    """``text`` with lone surrogates escaped (``\\ud800``): a message must print on any
+    stream and be written to any UTF-8 file."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 def _safe_repr(value: Any) -> str:
@@ -181,6 +199,20 @@ def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}...({len(text)} chars)...{text[-half:]}"
+
+
+def one_line(message: str) -> str:
+    """``message`` as the one line an error prints: whitespace (newlines included) as single
+    spaces, every word longer than :data:`MAX_PATH_CHARS` (a path or value quoted whole,
+    e.g. by the operating system or argparse) cut in the middle, and at most
+    :data:`MAX_MESSAGE_CHARS` in all.
+
+    Example:
+        >>> one_line("x:\\n" + "a" * 1000 + ": File name too long")  # doctest: +ELLIPSIS
+        'x: aaa...(1001 chars)...aaa: File name too long'
+    """
+    words = (shorten(w, MAX_PATH_CHARS) for w in message.split())
+    return _encodable(shorten(" ".join(words), MAX_MESSAGE_CHARS))
 
 
 def closest(name: Any, choices: Iterable[str]) -> str | None:

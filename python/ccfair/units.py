@@ -13,6 +13,7 @@ first.
 
 from __future__ import annotations
 
+import math
 import numbers
 import re
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "NS_PER_S",
+    "finite_float",
     "plain",
     "parse_duration",
     "parse_rate",
@@ -81,6 +83,21 @@ _SIZE_UNITS = {
 DURATION_HINT = 'e.g. "18ms", "0.5s", "2us", "100ns", or a number in seconds'
 RATE_HINT = 'e.g. "50Mbit/s", "50Mbps", "1Gbit/s", "100kbit/s", or a number in bit/s'
 SIZE_HINT = 'e.g. "10MB" (10e6 bytes), "1MiB", or an integer number of bytes'
+
+
+def finite_float(value: int | float) -> float | None:
+    """``value`` as a finite float, or None when it is NaN, infinite or an integer too large
+    for a float (``10**400``, where ``math.isfinite`` raises ``OverflowError``).
+
+    Example:
+        >>> finite_float(0.5), finite_float(10**400), finite_float(float("nan"))
+        (0.5, None, None)
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def plain(value: Any) -> Any:

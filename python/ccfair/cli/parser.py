@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ccfair import _core, backends
-from ccfair.errors import did_you_mean, show
+from ccfair.errors import did_you_mean, one_line, show
 
 __all__ = ["build_parser"]
 
@@ -27,7 +27,9 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if not message.startswith(f"{self.prog}: "):
             message = f"{self.prog}: {message.removeprefix('argument ')} (see {self.prog} --help)"
-        print(f"error: {message}", file=sys.stderr)
+        # argparse quotes arguments whole ("invalid int value: 'xxx...'", "unrecognized
+        # arguments: ..."): one_line cuts each long word in the middle.
+        print(f"error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(2)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
@@ -74,9 +76,9 @@ def _count(text: str) -> int:
     try:
         value = float(text) if any(c in text for c in ".eE") else int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{show(text)} is not a number") from None
     if value != value or value in (float("inf"), float("-inf")) or value != int(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+        raise argparse.ArgumentTypeError(f"{show(text)} is not a whole number")
     return int(value)
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 from ccfair.analysis.models import model_table
 from ccfair.cli.common import fail
 from ccfair.cli.output import notice, print_json, records, say_unless
-from ccfair.errors import ResultsError, SpecError
+from ccfair.errors import ResultsError, SpecError, show
 from ccfair.present.style import save
 from ccfair.present.timeseries import timeseries
 from ccfair.report.page import write_report
@@ -41,7 +41,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return fail(f"plot: {res.root} holds {len(res.run_ids)} runs; give RUN_ID... or --all")
     unknown = [r for r in ids if r not in set(res.run_ids)]
     if unknown:
-        raise ResultsError(f"{res.root}: no finished run {unknown[0]!r}")
+        raise ResultsError(f"{res.root}: no finished run {show(unknown[0])}")
     window = _parse_window(args.window)
     if not (args.smooth >= 0 and math.isfinite(args.smooth)):
         raise SpecError("--smooth", args.smooth, "is not a window of 0 or more seconds")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ccfair import backends
 from ccfair.backends.kernel.host import KernelError, cleanup, missing_capabilities
@@ -16,6 +17,7 @@ from ccfair.execution.runs import run, with_trace
 from ccfair.spec.scenario import Scenario, as_scenario
 from ccfair.spec.shapes import default_scenario
 from ccfair.store.directory import check_run_dir, write_file_atomic
+from ccfair.store.files import arrow_file
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -57,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if result.trace is not None:
             path = Path(out) / "trace" / f"{result.run_id}.parquet"
             trace = result.trace
-            write_file_atomic(path, lambda tmp: trace.to_parquet(tmp, index=False))
+            write_file_atomic(path, lambda tmp: _write_trace(trace, tmp))
             say(f"trace: {path} ({len(result.trace)} packet events)")
     if args.json:
         print_json(records(result.flows))
@@ -68,6 +70,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not result.reliable and (args.json or args.quiet):
         print(f"warning: {result.format_selfcheck()}", file=sys.stderr)
     return 0
+
+
+def _write_trace(trace: Any, path: Path) -> None:
+    with arrow_file(path, "wb") as sink:  # a non-UTF-8 --out too
+        trace.to_parquet(sink, index=False)
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:

@@ -193,6 +193,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     preset = get(args.name)
     if args.repetitions is not None and args.repetitions < 1:
         raise SpecError("--repetitions", args.repetitions, "is not a positive integer")
+    for option, given in (("--testbed", args.testbed), ("--kernel", args.kernel)):
+        twice = next((v for i, v in enumerate(given) if v in given[:i]), None)
+        if twice is not None:  # else an error about a grid axis the user never wrote
+            raise SpecError(option, twice, "is given twice; give each value once")
     sweep = _with_backend(
         preset.sweep(
             quick=args.quick,

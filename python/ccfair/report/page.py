@@ -36,7 +36,12 @@ from ccfair.report.sections import (
 from ccfair.report.setup import provenance
 from ccfair.results.directory import Results
 from ccfair.store.directory import table_folder
-from ccfair.store.files import make_dir, remove_stale_temporaries, replace_via_temporary
+from ccfair.store.files import (
+    check_replaceable,
+    make_dir,
+    remove_stale_temporaries,
+    replace_via_temporary,
+)
 
 
 def write_report(
@@ -123,6 +128,7 @@ def _report_path(out: str | os.PathLike[str] | None, root: Path) -> Path:
     target = Path(out)
     if target.is_dir():
         raise ResultsError(f"--out: {target} is a directory; give the report's file name")
+    check_replaceable(target)  # not /dev/null or a link: before the figures are drawn
     make_dir(target.parent)
     return target
 

@@ -44,7 +44,7 @@ from ccfair.analysis.flows import STABILITY_COLUMNS
 from ccfair.analysis.stats import summarize
 from ccfair.errors import ResultsError, SpecError, show
 from ccfair.present.views import ResultsPlots, results_html
-from ccfair.results.columns import check_columns
+from ccfair.results.columns import check_columns, column_names, percentiles_of
 from ccfair.results.compare import compare_results
 from ccfair.results.derived import (
     DERIVED_COLUMNS,
@@ -59,7 +59,7 @@ from ccfair.store.files import looked_up
 from ccfair.store.read import load_table, read_run_table, read_tables
 from ccfair.store.schema import MARKER_TABLE, TABLES
 from ccfair.store.sweep_record import read_sweep_record
-from ccfair.units import parse_duration, parse_rate, parse_size
+from ccfair.units import parse_duration, parse_rate, parse_size, plain
 
 __all__ = ["PERCENTILES", "RUN_METRICS", "Results"]
 
@@ -198,6 +198,8 @@ class Results:
         """A results table over all finished runs as its files hold it (``runs``,
         ``flows``, ``link_summary``, ``timeseries``, ``links``): the schema's columns, no
         labels (see :attr:`flows` and the other tables for those)."""
+        if not isinstance(name, str):
+            load_table(self.root, name)  # raises the one-line error naming the tables
         if name not in self._cache:
             if name not in (MARKER_TABLE, *TABLES):
                 load_table(self.root, name)  # raises the one-line error naming the tables
@@ -352,6 +354,7 @@ class Results:
         Example:
             >>> Results("results/harada-dumbbell").select(testbed="ideal")  # doctest: +SKIP
         """
+        labels = {key: plain(value) for key, value in labels.items()}  # numpy's as Python's
         for key, value in labels.items():
             if key not in self.axes:
                 raise SpecError(
@@ -363,7 +366,7 @@ class Results:
                 )
             if value not in self.axes[key]:
                 raise SpecError(
-                    key, value, f"is not a value of the axis (values: {self.axes[key]})"
+                    key, value, f"is not a value of the axis (values: {show(self.axes[key])})"
                 )
         record = copy.deepcopy(self.record) or {}
         keep = [
@@ -575,7 +578,7 @@ class Results:
         if values is None:
             shares = [c for c in runs.columns if c.endswith("_share_frac")]
             values = [v for v in (*RUN_METRICS, *shares) if v in runs.columns]
-        return self.point_summary(runs, list(values), percentiles=percentiles)
+        return self.point_summary(runs, column_names(values, "values"), percentiles=percentiles)
 
     def ccas(self) -> pd.DataFrame:
         """One row per run and algorithm: ``flow_count``, ``per_flow_mbps`` (mean over its
@@ -718,10 +721,11 @@ class Results:
             >>> res = Results("results/harada-dumbbell")  # doctest: +SKIP
             >>> res.point_summary(res.ccas(), ["share_frac"], ["cca"])  # doctest: +SKIP
         """
-        if isinstance(values, str):
-            values = [values]
+        values = column_names(values, "values")
+        percentiles = percentiles_of(percentiles)
         check_columns(frame, values, "values")
-        if extra_keys:
+        if extra_keys is not None and not (isinstance(extra_keys, list | tuple) and not extra_keys):
+            extra_keys = column_names(extra_keys, "extra_keys")
             check_columns(frame, extra_keys, "extra_keys", numeric=False)
         labels = [
             *(self.grid_keys or ["scenario", "backend"]),
@@ -802,7 +806,7 @@ class Results:
             >>> Results("results/v1").compare("results/v2")  # doctest: +SKIP
         """
         b = other if isinstance(other, Results) else Results(other)
-        return compare_results(self, b, values)
+        return compare_results(self, b, None if values is None else column_names(values, "values"))
 
 
 _HARM_COLUMNS = [

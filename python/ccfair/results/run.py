@@ -25,7 +25,7 @@ import numpy as np
 
 from ccfair import backends
 from ccfair.analysis.stats import jain_index
-from ccfair.errors import ResultsError
+from ccfair.errors import ResultsError, show
 from ccfair.present.views import RunPlots, run_html
 from ccfair.results.derived import (
     DERIVED_COLUMNS,
@@ -43,6 +43,7 @@ from ccfair.store.directory import (
     prepare_run_dir,
     write_arrow_tables,
 )
+from ccfair.store.read import read_run_table
 from ccfair.store.schema import MARKER_TABLE, TABLES, WRITE_ORDER
 from ccfair.store.tables import arrow_table, build_tables, labels
 
@@ -414,18 +415,15 @@ def load(results_dir: str | os.PathLike[str], run_id: str | None = None) -> RunR
                 f"{root}: holds {len(ids)} runs; pass run_id (one of {', '.join(ids[:5])}...)"
             )
         run_id = ids[0]
-    elif run_id not in ids:
-        raise ResultsError(f"{root}: no finished run {run_id!r}")
+    elif not isinstance(run_id, str) or run_id not in ids:
+        raise ResultsError(f"{root}: no finished run {show(run_id)}")
     check_schema(root)
     import pandas as pd
 
     frames = {}
     for table in (MARKER_TABLE, *TABLES):
-        path = root / table / f"{run_id}.parquet"
-        try:
-            frames[table] = pd.read_parquet(path)
-        except (OSError, ValueError) as exc:
-            raise ResultsError(f"{path}: cannot be read ({exc})") from None
+        # Page checksums verified; a damaged file is one ResultsError naming it.
+        frames[table] = read_run_table(root / table / f"{run_id}.parquet")
     spec = json.loads(frames[MARKER_TABLE]["spec_json"].iloc[0])
     run = frames[MARKER_TABLE].iloc[0]
     window = pd.DataFrame(

@@ -13,7 +13,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -41,6 +40,7 @@ from ccfair.units import (
     DURATION_HINT,
     RATE_HINT,
     SIZE_HINT,
+    finite_float,
     format_duration,
     format_rate,
     format_size,
@@ -157,17 +157,19 @@ def _is_number(value: Any) -> bool:
 def _check_probability(value: Any) -> float:
     if not _is_number(value):
         raise ValueError(f"{show(value)} is not a number (a loss probability in [0, 1))")
-    if not (math.isfinite(value) and 0.0 <= value < 1.0):
+    number = finite_float(value)  # 10**400 is not a float: no OverflowError
+    if number is None or not 0.0 <= number < 1.0:
         raise ValueError(f"{show(value)} is not a loss probability in [0, 1)")
-    return float(value)
+    return number
 
 
 def _check_alpha(value: Any) -> float:
     if not _is_number(value):
         raise ValueError(f"{show(value)} is not a number (a multiple of the BDP)")
-    if not (math.isfinite(value) and value > 0):
+    number = finite_float(value)
+    if number is None or not number > 0:
         raise ValueError(f"{show(value)} is not a positive BDP multiple; bdp (alpha) must be > 0")
-    return float(value)
+    return number
 
 
 def _check_packets(value: int) -> int:

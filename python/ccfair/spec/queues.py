@@ -24,7 +24,6 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from ccfair.units import (
     DURATION_HINT,
     RATE_HINT,
     SIZE_HINT,
+    finite_float,
     format_duration,
     format_rate,
     format_size,
@@ -210,9 +210,10 @@ def _integer(p: QdiscParam, value: Any) -> int:
 def _number(p: QdiscParam, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("is not a number")
-    if not math.isfinite(value):
+    number = finite_float(value)  # 10**400 is not a float: no OverflowError
+    if number is None:
         raise ValueError("is not a finite number")
-    return float(value)
+    return number
 
 
 def _boolean(p: QdiscParam, value: Any) -> bool:

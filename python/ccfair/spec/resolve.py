@@ -476,10 +476,12 @@ def _flow_route(
             )
         return found
     node_path: list[int] = []
+    visited: set[int] = set()  # a list's `in` made a path of L nodes cost L^2
     for j, n in enumerate(f.path):
         k = r.node((*loc, "path", j), n)
-        if k in node_path:
+        if k in visited:
             r.fail((*loc, "path", j), n, "appears twice in the path; a path must not loop")
+        visited.add(k)
         if node_path and graph.channel(node_path[-1], k) is None:
             r.fail(
                 (*loc, "path", j),

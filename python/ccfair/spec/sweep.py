@@ -210,7 +210,7 @@ class Sweep:
         if not isinstance(data, Mapping):
             raise SpecError("", data, "is not a sweep table (a dict of keys)")
         data = plain(data)  # numpy's numbers and arrays as Python's
-        check_nesting(data, "")
+        check_nesting(data, "", toml_values=True)  # a sweep's values label points as JSON
         for key in data:
             if key not in _SWEEP_KEYS:
                 hint = close_matches(key, _SWEEP_KEYS)

@@ -103,6 +103,14 @@ def load_toml(text: str) -> dict[str, Any]:
         Traceback (most recent call last):
         ccfair.errors.SpecError: tables and lists nest too deeply for the TOML parser ...
     """
+    if not isinstance(text, str):  # tomllib: AttributeError for None, TypeError for bytes
+        hint = " (decode them first: text.decode())" if isinstance(text, bytes) else ""
+        raise SpecError(
+            "",
+            text,
+            f"TOML text must be a str, not {type(text).__name__}{hint}",
+            with_value=False,
+        )
     try:
         return tomllib.loads(text)
     except RecursionError:
@@ -114,9 +122,14 @@ def load_toml(text: str) -> dict[str, Any]:
         ) from None
 
 
-def check_nesting(value: Any, where: str, *, max_depth: int = MAX_NESTING) -> None:
+def check_nesting(
+    value: Any, where: str, *, max_depth: int = MAX_NESTING, toml_values: bool = False
+) -> None:
     """Refuse values nested deeper than ``max_depth`` or holding strings (keys included)
-    longer than :data:`~ccfair.limits.MAX_STRING_CHARS`. Iterative: no recursion limit.
+    longer than :data:`~ccfair.limits.MAX_STRING_CHARS` or that are not Unicode text (a lone
+    surrogate such as ``"\\ud800"``, which no file or engine can take); with
+    ``toml_values``, also values of a type neither TOML nor JSON has (bytes, complex, an
+    object). Iterative: no recursion limit.
 
     Example:
         >>> check_nesting({"name": "x" * 20000}, "scenario")  # doctest: +ELLIPSIS
@@ -131,6 +144,8 @@ def check_nesting(value: Any, where: str, *, max_depth: int = MAX_NESTING) -> No
                 raise SpecError(
                     _where(where, loc), node, f"is longer than {MAX_STRING_CHARS} characters"
                 )
+            if not node.isascii():  # the path is made only for a string that may fail
+                _check_text(node, _where(where, loc))
             continue
         if isinstance(node, Mapping):
             children: list[tuple[Any, tuple[str | int, ...]]] = []
@@ -140,10 +155,19 @@ def check_nesting(value: Any, where: str, *, max_depth: int = MAX_NESTING) -> No
                     raise SpecError(
                         _where(where, loc), key, f"is a key longer than {MAX_STRING_CHARS} chars"
                     )
+                if not key.isascii():
+                    _check_text(key, _where(where, loc))
                 children.append((v, (*loc, key)))
         elif isinstance(node, list | tuple):
             children = [(v, (*loc, i)) for i, v in enumerate(node)]
         else:
+            if toml_values and not isinstance(node, int | float | bool | type(None)):
+                raise SpecError(
+                    _where(where, loc),
+                    node,
+                    f"is a {type(node).__name__}, not a value a spec can hold (a string, "
+                    "number, boolean, list or table)",
+                )
             continue
         if children and len(loc) >= max_depth:
             raise SpecError(
@@ -162,6 +186,21 @@ def _where(where: str, loc: tuple[str | int, ...]) -> str:
     if not where:
         return path
     return f"{where}{path}" if path.startswith("[") else f"{where}.{path}"
+
+
+def _check_text(text: str, where: str) -> None:
+    """A string (value or key) must be Unicode text: Python strings may hold lone surrogates
+    (``"\\ud800"``), which UTF-8, TOML, JSON and the engine refuse."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SpecError(
+            where,
+            None,
+            f"holds a character that is not Unicode text ({exc.object[exc.start]!r} at "
+            f"position {exc.start}, a lone surrogate)",
+            with_value=False,
+        ) from None
 
 
 def check_file_name(value: Any, what: str) -> str:

@@ -34,7 +34,13 @@ from typing import Any
 from ccfair.errors import ResultsError, show
 from ccfair.spec.identity import RUN_ID
 from ccfair.spec.sweep import Point, Sweep
-from ccfair.store.files import looked_up, make_dir, replace_via_temporary, write_bytes_atomic
+from ccfair.store.files import (
+    arrow_file,
+    looked_up,
+    make_dir,
+    replace_via_temporary,
+    write_bytes_atomic,
+)
 from ccfair.store.schema import MARKER_TABLE, TABLES, VERSION, WRITE_ORDER
 from ccfair.store.sweep_record import SWEEP_FILE, read_sweep_record, sweep_record
 
@@ -180,9 +186,13 @@ def parquet_bytes_of(arrow: Any) -> bytes:
 
 
 def _write_parquet(arrow: Any, where: Any) -> None:
+    """Write one table as Parquet with a CRC-32 of every page (the format's optional page
+    checksum): a flipped bit inside a data page is then an error when the file is read
+    (:mod:`ccfair.store.read` verifies them), not a silently changed value."""
     import pyarrow.parquet as pq
 
-    pq.write_table(arrow, where)
+    with arrow_file(where, "wb") as sink:
+        pq.write_table(arrow, sink, write_page_checksum=True)
 
 
 def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
@@ -196,7 +206,7 @@ def schema_versions(results_dir: str | os.PathLike[str]) -> set[int]:
         try:
             # ParquetFile, not pq.read_table: that imports pyarrow.dataset, which imports
             # pandas (0.4 s in a fresh process) to read one number.
-            with pq.ParquetFile(path) as file:
+            with arrow_file(path) as source, pq.ParquetFile(source) as file:
                 if "schema_version" not in file.schema_arrow.names:
                     versions.add(1)
                     continue

@@ -16,14 +16,19 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ccfair.errors import ResultsError, shorten
+from ccfair.errors import ResultsError, shorten, show
 from ccfair.store.schema import MARKER_TABLE, TABLES
 
 __all__ = [
     "WRITER_ID",
+    "arrow_file",
+    "check_replaceable",
     "looked_up",
     "make_dir",
     "remove_stale_temporaries",
@@ -101,6 +106,32 @@ def remove_stale_temporaries(root: Path) -> int:
     return n
 
 
+@contextmanager
+def arrow_file(where: Any, mode: str = "rb") -> Iterator[Any]:
+    """``where`` (a path, or a pyarrow stream left as it is) as pyarrow can take it: pyarrow
+    encodes a path as UTF-8, so a name that is not (a non-UTF-8 byte, which Python holds
+    as a surrogate such as ``"\\udcff"``) is opened here and handed over as a file, rather
+    than failing with ``UnicodeEncodeError`` (``--out`` of such a name was an internal
+    error).
+
+    Example:
+        >>> with arrow_file(Path("r/flows/x.parquet")) as source:
+        ...     source
+        'r/flows/x.parquet'
+    """
+    if not isinstance(where, str | os.PathLike):
+        yield where
+        return
+    text = os.fspath(where)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        with open(text, mode) as fh:
+            yield fh
+        return
+    yield text
+
+
 def looked_up(path: Path) -> Path:
     """``path``, after checking that the file system can look it up (it need not exist): a
     name too long or a parent that may not be searched is a :class:`ResultsError` naming it,
@@ -119,6 +150,8 @@ def looked_up(path: Path) -> Path:
         raise ResultsError(
             f"{shorten(str(path))}: cannot be used ({exc.strerror or exc})"
         ) from None
+    except (ValueError, UnicodeError) as exc:  # a NUL byte, a lone surrogate
+        raise ResultsError(f"{show(str(path))}: is not a path ({exc})") from None
     return path
 
 
@@ -134,11 +167,45 @@ def make_dir(path: Path) -> None:
         raise ResultsError(f"{path}: cannot create the directory ({exc.strerror or exc})") from None
 
 
+def check_replaceable(path: Path) -> Path:
+    """``path``, if a file written through a temporary may be renamed onto it: missing, or a
+    regular file. Anything else is a :class:`ResultsError`: renaming onto ``/dev/null`` (as
+    root) replaced the device with a regular file, and onto a link replaces the link.
+
+    Example:
+        >>> check_replaceable(Path("/dev/null"))
+        Traceback (most recent call last):
+        ccfair.errors.ResultsError: /dev/null: is a device, not a regular file; give a file path
+    """
+    try:
+        mode = os.lstat(looked_up(path)).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be used ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return path
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a symbolic link"
+        if stat.S_ISLNK(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+    )
+    raise ResultsError(f"{path}: is {kind}, not a regular file; give a file path")
+
+
 def replace_via_temporary(path: Path, write: Any) -> None:
     """Write ``path`` through its ccfair-named temporary (:func:`temporary_path`) with
     ``write(tmp_path)``, fsync it and rename it into place, in an existing folder (figures,
     reports, table files); a failure leaves no temporary behind and raises
-    :class:`ResultsError` naming ``path``."""
+    :class:`ResultsError` naming ``path``. Only a regular file is ever replaced
+    (:func:`check_replaceable`)."""
+    check_replaceable(path)
     tmp = temporary_path(path)
     try:
         write(tmp)

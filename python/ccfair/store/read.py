@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ccfair.errors import ResultsError
+from ccfair.errors import ResultsError, shorten, show
 from ccfair.store.directory import check_schema, finished_run_ids
+from ccfair.store.files import arrow_file
 from ccfair.store.schema import MARKER_TABLE, TABLES, VERSION, WRITE_ORDER, arrow_schema
 
 if TYPE_CHECKING:  # pandas is imported where a frame is made, not with this module
@@ -38,16 +39,30 @@ def _read_arrow(path: Path, columns: list[str] | None = None) -> Any:
     try:
         import pyarrow.parquet as pq
 
-        return pq.read_table(path, columns=columns)
+        # Every page's checksum is verified (files written before ccfair wrote checksums
+        # have none, and read as before).
+        with arrow_file(path) as source:
+            return pq.read_table(source, columns=columns, page_checksum_verification=True)
     except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
-        # A resume checks footers only (reading every page of every run would cost what
-        # the runs did), so damage inside a file is recomputed once its marker is gone.
-        marker = path.parent.parent / MARKER_TABLE / path.name
-        raise ResultsError(
-            f"{path}: cannot be read ({' '.join(str(exc).split())[:200]}); if it belongs to a "
-            f"sweep, delete {marker} and rerun the sweep into this directory to recompute "
-            "the run"
-        ) from None
+        raise ResultsError(f"{path}: cannot be read ({damage(exc)}); {REPAIR}") from None
+
+
+#: What to do about a damaged file of a finished run (a resume reads every page of every
+#: finished run, :func:`verify_run`, and computes a damaged run again).
+REPAIR = (
+    "rerun the sweep (or ccfair run) into this directory: it finds the damaged run and "
+    "computes it again"
+)
+
+
+def damage(exc: BaseException) -> str:
+    """How a file failed to read, in one short line.
+
+    Example:
+        >>> damage(OSError("could not verify page integrity, CRC checksum verification failed"))
+        'could not verify page integrity, CRC checksum verification failed'
+    """
+    return shorten(" ".join(str(exc).split()), 200)
 
 
 def load_table(
@@ -59,8 +74,10 @@ def load_table(
     Example:
         >>> ccfair.load_table("results", "flows")["goodput_mbps"]  # doctest: +SKIP
     """
-    if table not in (MARKER_TABLE, *TABLES):
-        raise ResultsError(f"table: {table!r} is not one of {', '.join((MARKER_TABLE, *TABLES))}")
+    if not isinstance(table, str) or table not in (MARKER_TABLE, *TABLES):
+        raise ResultsError(
+            f"table: {show(table)} is not one of {', '.join((MARKER_TABLE, *TABLES))}"
+        )
     root = Path(results_dir)
     ids = finished_run_ids(root) if run_ids is None else run_ids
     paths = [root / table / f"{rid}.parquet" for rid in ids]
@@ -134,8 +151,9 @@ def columns_problem(found: Any, table: str) -> str | None:
 def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
     """Check a finished run's files; returns None if sound, else what is wrong (one line).
 
-    Reads each table's Parquet footer (which a truncated or overwritten file lacks) and the
-    ``runs`` row, which must name this run.
+    Reads each table file whole, verifying its pages' checksums (a truncated, overwritten or
+    bit-flipped file fails), checks its columns, and the ``runs`` row, which must name this
+    run.
 
     Example:
         >>> verify_run("results/harada-dumbbell", "2bb67167608fdd8d")  # doctest: +SKIP
@@ -146,20 +164,22 @@ def verify_run(results_dir: str | os.PathLike[str], run_id: str) -> str | None:
     root = Path(results_dir)
     for table in WRITE_ORDER:
         path = root / table / f"{run_id}.parquet"
+        name = f"{table}/{run_id}.parquet"
         if not path.exists():
-            return f"{table}/{run_id}.parquet is missing"
+            return f"{name} is missing"
         try:
-            meta = pq.read_metadata(path)
+            with (
+                arrow_file(path) as source,
+                pq.ParquetFile(source, page_checksum_verification=True) as file,
+            ):
+                columns = columns_problem(file.schema_arrow, table)
+                if columns is not None:
+                    return f"{name} {columns}"
+                # Every page, not only the footer: a page whose checksum fails or whose
+                # header is broken (the footer intact) is damage too.
+                data = file.read(use_threads=False)
         except Exception as exc:  # noqa: BLE001 - any failure means the file is unusable
-            return f"{table}/{run_id}.parquet is not readable Parquet ({exc})"
-        columns = columns_problem(meta.schema.to_arrow_schema(), table)
-        if columns is not None:
-            return f"{table}/{run_id}.parquet {columns}"
-        if table == MARKER_TABLE:
-            try:
-                rid = pq.read_table(path, columns=["run_id"]).column(0).to_pylist()
-            except Exception as exc:  # noqa: BLE001
-                return f"{table}/{run_id}.parquet cannot be read ({exc})"
-            if meta.num_rows != 1 or rid != [run_id]:
-                return f"{table}/{run_id}.parquet does not describe run {run_id}"
+            return f"{name} is not readable Parquet ({damage(exc)})"
+        if table == MARKER_TABLE and data.column("run_id").to_pylist() != [run_id]:
+            return f"{name} does not describe run {run_id}"
     return None
