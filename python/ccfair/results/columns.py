@@ -106,7 +106,10 @@ def percentiles_of(value: Any) -> list[float]:
     """
     values = plain(value)
     if isinstance(values, list | tuple) and all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) and _finite(v) and 0 <= v <= 100
+        isinstance(v, numbers.Real)
+        and not isinstance(v, bool)
+        and _finite(v)
+        and 0 <= float(v) <= 100
         for v in values
     ):
         return [float(v) for v in values]
