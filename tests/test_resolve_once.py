@@ -155,3 +155,21 @@ def test_the_workers_code_neither_resolves_nor_validates_a_scenario(module):
     calls = _calls(module)
     for name in ("resolve", "from_dict", "model_validate", "as_scenario", "from_normalized"):
         assert name not in calls, f"{module.__name__} calls {name}"
+
+
+@pytest.mark.parametrize("scenario", [None, "file"])
+def test_ccfair_run_with_a_seed_and_a_duration_resolves_once(count, tmp_path, capsys, scenario):
+    """`ccfair run [FILE] --seed N --duration D` reads the scenario checking types only and
+    resolves it once, with the overrides applied (it resolved it twice: once as read, once
+    after the overrides)."""
+    from ccfair.cli import main
+
+    args = ["run", "--seed", "3", "--duration", "1s", "--no-save", "--json"]
+    if scenario == "file":
+        path = tmp_path / "s.toml"
+        path.write_text(ccfair.dumbbell(2, "reno", duration="5s").to_toml())
+        count.clear()
+        args.insert(1, str(path))
+    assert main(args) == 0
+    assert len(count) == 1 and count[0].seed == 3 and count[0].duration == 1_000_000_000
+    assert len(json.loads(capsys.readouterr().out)) == 2  # the two flows' rows

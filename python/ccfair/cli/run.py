@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,19 +15,22 @@ from ccfair.backends.kernel.host import KernelError, cleanup, missing_capabiliti
 from ccfair.cli.options import limits_of
 from ccfair.cli.output import print_json, records, say_unless
 from ccfair.execution.runs import run, with_trace
-from ccfair.spec.scenario import Scenario, as_scenario
+from ccfair.spec.scenario import Scenario, as_scenario, resolution_deferred
 from ccfair.spec.shapes import default_scenario
 from ccfair.store.directory import check_run_dir, write_file_atomic
 from ccfair.store.files import arrow_file
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    sc = default_scenario() if args.scenario is None else as_scenario(args.scenario)
     overrides = {}
     if args.seed is not None:
         overrides["seed"] = args.seed
     if args.duration is not None:
         overrides["duration"] = args.duration
+    # With overrides the scenario is validated whole once they are applied: reading it
+    # checks types only, so that it is resolved once (spec/scenario.py, resolution_deferred).
+    with resolution_deferred() if overrides else contextlib.nullcontext():
+        sc = default_scenario() if args.scenario is None else as_scenario(args.scenario)
     if overrides:
         data = sc.to_dict()
         data.update(overrides)
