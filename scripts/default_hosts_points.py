@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import ccfair
+from ccfair import backends
 
 #: Linux's values of each point (kernel backend, Linux 6.18; repetitions that passed).
 LINUX = {"bbr-40ms-share": 0.547, "copa-share": 0.29, "jain-4-bbr": 0.75}
@@ -68,6 +70,9 @@ def _points() -> list[tuple[str, tuple[Callable[..., Any], Callable[[Any], float
 
 POINTS = _points()
 
+#: More seeds than this is a mistake, not a study (3 points x seeds runs of 40 s each).
+MAX_SEEDS = 100
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -76,12 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", default="40s")
     parser.add_argument("--backend", default="sim")
     args = parser.parse_args(argv)
+    if not 1 <= args.seeds <= MAX_SEEDS:
+        parser.error(f"--seeds {args.seeds} is not in [1, {MAX_SEEDS}]")
     extra = {} if args.testbed is None else {"testbed": args.testbed}
+    try:
+        # The backend and every scenario are checked before the first run.
+        backends.get(args.backend)
+        runs = [
+            [build(duration=args.duration, seed=seed, **extra) for seed in range(1, args.seeds + 1)]
+            for _, (build, _) in POINTS
+        ]
+    except ccfair.CcfairError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print("point            linux  median  (min-max over seeds)")
-    for name, (build, measure) in POINTS:
+    for (name, (_, measure)), scenarios in zip(POINTS, runs, strict=True):
         values = []
-        for seed in range(1, args.seeds + 1):
-            scenario = build(duration=args.duration, seed=seed, **extra)
+        for scenario in scenarios:
             values.append(measure(ccfair.run(scenario, backend=args.backend)))
         print(
             f"{name:16s} {LINUX[name]:.3f}  {statistics.median(values):.3f}   "

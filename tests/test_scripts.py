@@ -442,3 +442,22 @@ def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
     assert abs(row.jain_median_linux - linux_jain[0]) < 1e-3  # the flagged run left out
     assert abs(row.jain_diff - (row.jain_median_linux - row.jain_median_sim)) < 1e-9
     assert "Target (median within 0.05)" in ok.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--seeds", "0"], "--seeds 0 is not in [1, 100]"),
+        (["--seeds", "-5"], "--seeds -5 is not in [1, 100]"),
+        (["--seeds", "10000000"], "--seeds 10000000 is not in [1, 100]"),
+        (["--duration", "-1s"], "duration"),
+        (["--duration", "x" * 5000], "duration"),
+        (["--testbed", "nowhere"], "testbed"),
+        (["--backend", "carrier-pigeon"], "backend"),
+    ],
+)
+def test_default_hosts_points_refuses_absurd_arguments_before_any_run(args, says):
+    out = _script("default_hosts_points.py", *args)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert says in line and len(line) < 1000 and out.stdout == ""
