@@ -53,6 +53,7 @@ from ccfair.results.derived import (
     with_facts,
     with_stability,
 )
+from ccfair.results.harm import harm_table
 from ccfair.spec.topology import PACKET_BYTES, bottlenecks
 from ccfair.store.directory import check_versions, finished_run_ids
 from ccfair.store.files import looked_up
@@ -491,73 +492,12 @@ class Results:
         """
         if "run_metrics" in self._cache:
             return cast("pd.DataFrame", self._cache["run_metrics"].copy())
-        flows = self.table("flows")
-        links = self.table("link_summary")
-        specs = self.specs()
-        # Per run over its flows (vectorised: a report of a thousand runs must not loop).
-        goodput = flows["goodput_mbps"].astype(float)
-        by_run = flows.assign(_g=goodput, _g2=goodput * goodput).groupby("run_id", sort=False)
-        per_run = pd.DataFrame(
-            {
-                "n_flows": by_run["_g"].count(),
-                "goodput_mbps": by_run["_g"].sum(),
-                "_sumsq": by_run["_g2"].sum(),
-            }
-        )
-        denom = per_run["n_flows"] * per_run["_sumsq"]
-        per_run["jain_index"] = (per_run["goodput_mbps"] ** 2 / denom).where(denom > 0)
-        per_run = per_run.drop(columns="_sumsq")
-        by_cca = flows.assign(_g=goodput).groupby(["run_id", "cca"], sort=False)["_g"].sum()
-        total = per_run["goodput_mbps"]
-        for cca in dict.fromkeys(flows["cca"]):
-            mine = by_cca.xs(cca, level="cca").reindex(per_run.index)
-            per_run[f"{cca}_share_frac"] = (mine / total).where(total > 0)
+        per_run = _flow_metrics(self.table("flows"))
         stability = self.flows.drop_duplicates(["run_id", "flow"])
         per_run = per_run.join(stability.groupby("run_id")[list(STABILITY_COLUMNS)].mean())
-        # The bottleneck link directions of every run, then their link summaries.
-        keys = []
-        names = {}
-        for rid in per_run.index:
-            bn = bottlenecks(specs[rid])
-            names[rid] = ",".join(f"{n}:{d}" for n, d in bn)
-            keys += [(rid, n, d) for n, d in bn]
-        per_run["bottleneck"] = pd.Series(names)
-        bn_frame = pd.DataFrame(keys, columns=["run_id", "link_name", "direction"])
-        sel = links.assign(
-            link_name=links["link_name"].astype(str), direction=links["direction"].astype(str)
-        ).merge(bn_frame, on=["run_id", "link_name", "direction"], how="inner")
-        service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
-        # The sampled queue's 99th percentile in packets and in BDPs of the buffer's
-        # reference path (buffer_pkts / buffer_bdp): where it stays below the buffer and
-        # nothing is dropped, the buffer never filled.
-        q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
-        aqm_drops = sel["drop_aqm_pkts"] if "drop_aqm_pkts" in sel.columns else 0
-        sojourn_p95 = sel["sojourn_p95_ms"] if "sojourn_p95_ms" in sel.columns else float("nan")
-        sel = sel.assign(
-            _drops=sel["drop_queue_pkts"] + aqm_drops + sel["drop_random_pkts"],
-            _sojourn_p95=sojourn_p95,
-            _wait=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
-            _q99=q99_pkts,
-            _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
-        )
-        agg = sel.groupby("run_id", sort=False).agg(
-            utilisation_frac=("utilisation_frac", "mean"),
-            _arrivals=("arrival_pkts", "sum"),
-            _drops=("_drops", "sum"),
-            queue_wait_mean_ms=("_wait", "mean"),
-            queue_delay_p95_ms=("queue_delay_p95_ms", "max"),
-            buffer_pkts=("buffer_pkts", "mean"),
-            buffer_bdp=("buffer_bdp", "mean"),
-            drop_queue_pkts=("drop_queue_pkts", "sum"),
-            queue_p99_pkts=("_q99", "max"),
-            queue_p99_bdp=("_q99_bdp", "max"),
-            sojourn_p95_ms=("_sojourn_p95", "max"),
-        )
-        arrivals = agg.pop("_arrivals").astype(float)
-        drops = agg.pop("_drops").astype(float)
-        agg.insert(1, "loss_frac", (drops / arrivals).where(arrivals > 0))
-        for col in ("buffer_pkts", "drop_queue_pkts"):
-            agg[col] = agg[col].astype(float)
+        names, bn_frame = _bottleneck_keys(self.specs(), per_run.index)
+        per_run["bottleneck"] = names
+        agg = _bottleneck_metrics(_bottleneck_links(self.table("link_summary"), bn_frame))
         frame = per_run.join(agg, how="left").reset_index()
         out = self.points().merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))
         self._cache["run_metrics"] = out
@@ -620,76 +560,7 @@ class Results:
         (baseline - with) / baseline, and ``harm_rtt_frac`` = (with - baseline) / with of their
         mean RTT. Empty when no baseline run is present.
         """
-        runs = self.table("runs")
-        flows = self.table("flows")[["run_id", "cca", "flow_name", "goodput_mbps", "rtt_mean_ms"]]
-        specs = self.specs()
-        backend = dict(zip(runs["run_id"], runs["backend"], strict=True))
-
-        def dumps(x: Any) -> str:
-            return json.dumps(x, sort_keys=True, separators=(",", ":"))
-
-        # The baseline of a run for algorithm A (ccfair.spec.grid.baseline_spec) is the same
-        # normalised spec with every flow running A with the (already normalised) parameters
-        # of the run's first A flow. So runs are indexed by their spec without the flows'
-        # algorithms ("skeleton") and by what each flow runs: finding a baseline is a lookup,
-        # with no spec resolved again (that costs milliseconds per run).
-        skeleton: dict[str, str] = {}
-        by_key: dict[tuple[str, str], str] = {}
-        for rid, spec in specs.items():
-            bare = {
-                **spec,
-                "flows": [
-                    {k: v for k, v in f.items() if k not in ("cca", "cca_params")}
-                    for f in spec["flows"]
-                ],
-            }
-            skeleton[rid] = backend[rid] + dumps(bare)
-            what = dumps([[f["cca"], f.get("cca_params", {})] for f in spec["flows"]])
-            by_key[(skeleton[rid], what)] = rid
-        pairs = []
-        for rid in flows["run_id"].unique():
-            spec_flows = specs[rid]["flows"]
-            ccas = list(dict.fromkeys(f["cca"] for f in spec_flows))
-            if len(ccas) < 2:
-                continue
-            for cca in ccas:
-                params = next(f.get("cca_params", {}) for f in spec_flows if f["cca"] == cca)
-                what = dumps([[cca, params] for _ in spec_flows])
-                brid = by_key.get((skeleton[rid], what))
-                if brid is not None:
-                    contender = "+".join(c for c in ccas if c != cca)
-                    pairs.append((rid, cca, brid, contender))
-        # The incumbent's flows in the mixed run, each next to the same flow in its baseline.
-        pair_frame = pd.DataFrame(pairs, columns=["run_id", "cca", "baseline_run_id", "contender"])
-        mine = flows.merge(pair_frame, on=["run_id", "cca"], how="inner")
-        base = flows[["run_id", "flow_name", "goodput_mbps", "rtt_mean_ms"]].rename(
-            columns={
-                "run_id": "baseline_run_id",
-                "goodput_mbps": "baseline_mbps",
-                "rtt_mean_ms": "baseline_rtt_ms",
-            }
-        )
-        mine = mine.merge(base, on=["baseline_run_id", "flow_name"], how="left")
-        agg = (
-            mine.groupby(["run_id", "cca"], sort=False)
-            .agg(
-                baseline_run_id=("baseline_run_id", "first"),
-                contender=("contender", "first"),
-                goodput_mbps=("goodput_mbps", "sum"),
-                baseline_mbps=("baseline_mbps", "sum"),
-                rtt_ms=("rtt_mean_ms", "mean"),
-                baseline_rtt_ms=("baseline_rtt_ms", "mean"),
-            )
-            .reset_index()
-            .rename(columns={"cca": "incumbent"})
-        )
-        base_mbps, with_rtt = agg["baseline_mbps"], agg["rtt_ms"]
-        agg["harm_goodput_frac"] = ((base_mbps - agg["goodput_mbps"]) / base_mbps).where(
-            base_mbps > 0
-        )
-        agg["harm_rtt_frac"] = ((with_rtt - agg["baseline_rtt_ms"]) / with_rtt).where(with_rtt > 0)
-        rows = agg[_HARM_COLUMNS].to_dict("records")
-        frame = pd.DataFrame(rows, columns=_HARM_COLUMNS)
+        frame = harm_table(self.table("runs"), self.table("flows"), self.specs())
         points = self.points()
         return points[points["baseline"].isna()].merge(
             frame, on="run_id", how="inner", suffixes=("", "_of_run")
@@ -809,15 +680,80 @@ class Results:
         return compare_results(self, b, None if values is None else column_names(values, "values"))
 
 
-_HARM_COLUMNS = [
-    "run_id",
-    "baseline_run_id",
-    "incumbent",
-    "contender",
-    "goodput_mbps",
-    "baseline_mbps",
-    "harm_goodput_frac",
-    "rtt_ms",
-    "baseline_rtt_ms",
-    "harm_rtt_frac",
-]
+def _flow_metrics(flows: pd.DataFrame) -> pd.DataFrame:
+    """Per run over its flows: vectorised, since a report of a thousand runs must not loop."""
+    goodput = flows["goodput_mbps"].astype(float)
+    by_run = flows.assign(_g=goodput, _g2=goodput * goodput).groupby("run_id", sort=False)
+    per_run = pd.DataFrame(
+        {
+            "n_flows": by_run["_g"].count(),
+            "goodput_mbps": by_run["_g"].sum(),
+            "_sumsq": by_run["_g2"].sum(),
+        }
+    )
+    denom = per_run["n_flows"] * per_run["_sumsq"]
+    per_run["jain_index"] = (per_run["goodput_mbps"] ** 2 / denom).where(denom > 0)
+    per_run = per_run.drop(columns="_sumsq")
+    by_cca = flows.assign(_g=goodput).groupby(["run_id", "cca"], sort=False)["_g"].sum()
+    total = per_run["goodput_mbps"]
+    for cca in dict.fromkeys(flows["cca"]):
+        mine = by_cca.xs(cca, level="cca").reindex(per_run.index)
+        per_run[f"{cca}_share_frac"] = (mine / total).where(total > 0)
+    return per_run
+
+
+def _bottleneck_keys(
+    specs: dict[str, dict[str, Any]], run_ids: pd.Index
+) -> tuple[pd.Series, pd.DataFrame]:
+    """The runs' bottlenecks: their names per run, and rows to select their link summaries."""
+    keys = []
+    names = {}
+    for rid in run_ids:
+        bn = bottlenecks(specs[rid])
+        names[rid] = ",".join(f"{n}:{d}" for n, d in bn)
+        keys += [(rid, n, d) for n, d in bn]
+    return pd.Series(names), pd.DataFrame(keys, columns=["run_id", "link_name", "direction"])
+
+
+def _bottleneck_links(links: pd.DataFrame, bn_frame: pd.DataFrame) -> pd.DataFrame:
+    """The bottlenecks' link summaries, with what run metrics take of each (drops, waits)."""
+    sel = links.assign(
+        link_name=links["link_name"].astype(str), direction=links["direction"].astype(str)
+    ).merge(bn_frame, on=["run_id", "link_name", "direction"], how="inner")
+    service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
+    # The sampled queue's 99th percentile in packets and in BDPs of the buffer's
+    # reference path (buffer_pkts / buffer_bdp): where it stays below the buffer and
+    # nothing is dropped, the buffer never filled.
+    q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
+    aqm_drops = sel["drop_aqm_pkts"] if "drop_aqm_pkts" in sel.columns else 0
+    sojourn_p95 = sel["sojourn_p95_ms"] if "sojourn_p95_ms" in sel.columns else float("nan")
+    return sel.assign(
+        _drops=sel["drop_queue_pkts"] + aqm_drops + sel["drop_random_pkts"],
+        _sojourn_p95=sojourn_p95,
+        _wait=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
+        _q99=q99_pkts,
+        _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
+    )
+
+
+def _bottleneck_metrics(sel: pd.DataFrame) -> pd.DataFrame:
+    """Per run over its bottlenecks (:func:`_bottleneck_links`): a run may have several."""
+    agg = sel.groupby("run_id", sort=False).agg(
+        utilisation_frac=("utilisation_frac", "mean"),
+        _arrivals=("arrival_pkts", "sum"),
+        _drops=("_drops", "sum"),
+        queue_wait_mean_ms=("_wait", "mean"),
+        queue_delay_p95_ms=("queue_delay_p95_ms", "max"),
+        buffer_pkts=("buffer_pkts", "mean"),
+        buffer_bdp=("buffer_bdp", "mean"),
+        drop_queue_pkts=("drop_queue_pkts", "sum"),
+        queue_p99_pkts=("_q99", "max"),
+        queue_p99_bdp=("_q99_bdp", "max"),
+        sojourn_p95_ms=("_sojourn_p95", "max"),
+    )
+    arrivals = agg.pop("_arrivals").astype(float)
+    drops = agg.pop("_drops").astype(float)
+    agg.insert(1, "loss_frac", (drops / arrivals).where(arrivals > 0))
+    for col in ("buffer_pkts", "drop_queue_pkts"):
+        agg[col] = agg[col].astype(float)
+    return agg
