@@ -125,20 +125,8 @@ def throughput_vs_buffer(
     for ax, combo in zip(axes, combos, strict=False):
         sel = select(summary, keys, combo)
         raw = select(table, keys, combo)
-        for cca in dict.fromkeys(sel["cca"]):
-            line = sel[sel["cca"] == cca]
-            order = axis_order(line[x], xs_order)
-            line = line.set_index(x).loc[order].reset_index()
-            xv = np.asarray([float(v) for v in line[x]])
-            mean = line[value].to_numpy(dtype=float)
-            half = line[f"{value}_ci95"].to_numpy(dtype=float)
-            color, marker = cca_color(str(cca)), cca_marker(str(cca))
-            mine = raw[raw["cca"] == cca]
-            reps = [mine[mine[x] == v][value].to_numpy(dtype=float) for v in order]
-            _interval_band(ax, xv, mean, half, bounds, color)
-            _rep_dots(ax, xv, reps, color, marker)
-            (h,) = ax.plot(xv, mean, marker=marker, ms=4, color=color, label=str(cca))
-            handles.setdefault(str(cca), h)
+        for label, h in _cca_lines(ax, sel, raw, x, value, xs_order, bounds).items():
+            handles.setdefault(label, h)
         n_flows = runs_per_flow.reindex(raw["run_id"]).dropna()
         if math.isfinite(capacity) and len(n_flows):
             share = capacity / float(n_flows.iloc[0])
@@ -157,6 +145,51 @@ def throughput_vs_buffer(
         title=f"mean, repetitions (dots), 95% interval (band); {n_text} per point",
     )
     return [("throughput-vs-buffer", fig)]
+
+
+def _cca_lines(
+    ax: Any,
+    sel: pd.DataFrame,
+    raw: pd.DataFrame,
+    x: str,
+    value: str,
+    x_order: Sequence[Any] | None,
+    bounds: tuple[float | None, float | None],
+) -> dict[str, Any]:
+    """A panel's line per algorithm in its colour and marker, as in every figure; handles."""
+    handles: dict[str, Any] = {}
+    for cca in dict.fromkeys(sel["cca"]):
+        color, marker = cca_color(str(cca)), cca_marker(str(cca))
+        line, mine = sel[sel["cca"] == cca], raw[raw["cca"] == cca]
+        h = _mean_line(ax, line, mine, x, value, x_order, bounds, color, marker, str(cca))
+        handles.setdefault(str(cca), h)
+    return handles
+
+
+def _mean_line(
+    ax: Any,
+    line: pd.DataFrame,
+    mine: pd.DataFrame,
+    x: str,
+    value: str,
+    x_order: Sequence[Any] | None,
+    bounds: tuple[float | None, float | None],
+    color: str,
+    marker: str,
+    label: str,
+    **line_kw: Any,
+) -> Any:
+    """One configuration's mean, 95% band and repetitions (``mine``): its spread shows."""
+    order = axis_order(line[x], x_order)
+    line = line.set_index(x).loc[order].reset_index()
+    xv = np.asarray([float(v) for v in line[x]])
+    mean = line[value].to_numpy(dtype=float)
+    half = line[f"{value}_ci95"].to_numpy(dtype=float)
+    reps = [mine[mine[x] == v][value].to_numpy(dtype=float) for v in order]
+    _interval_band(ax, xv, mean, half, bounds, color)
+    _rep_dots(ax, xv, reps, color, marker)
+    (h,) = ax.plot(xv, mean, marker=marker, ms=4, color=color, label=label, **line_kw)
+    return h
 
 
 def metric_vs_buffer(
@@ -194,31 +227,10 @@ def metric_vs_buffer(
     for ax, combo in zip(axes, combos, strict=False):
         sel = select(summary, keys, combo)
         raw = select(runs, keys, combo)
-        line_values = axis_order(sel[lines], results.axes.get(lines)) if lines else [None]
-        for i, lv in enumerate(line_values):
-            line = sel if lv is None else sel[sel[lines] == lv]
-            mine = raw if lv is None else raw[raw[lines] == lv]
-            order = axis_order(line[x], results.axes.get(x))
-            line = line.set_index(x).loc[order].reset_index()
-            xv = np.asarray([float(v) for v in line[x]])
-            mean = line[metric].to_numpy(dtype=float)
-            half = line[f"{metric}_ci95"].to_numpy(dtype=float)
-            st = level_style(i)
-            reps = [mine[mine[x] == v][metric].to_numpy(dtype=float) for v in order]
-            _interval_band(ax, xv, mean, half, bounds, st["color"])
-            _rep_dots(ax, xv, reps, st["color"], st["marker"])
-            label = point_label(lines, lv) if lines else axis_label(metric)
-            (h,) = ax.plot(
-                xv, mean, marker=st["marker"], ms=4, color=st["color"], ls=st["ls"], label=label
-            )
+        for label, h in _level_lines(ax, sel, raw, x, metric, lines, results.axes, bounds).items():
             handles.setdefault(label, h)
         if diagonal:
-            ticks = np.asarray(sorted({float(v) for v in summary[x]}))
-            h = ax.plot(ticks, ticks, color=LINK_COLOR, lw=0.8, ls=":", label="y = x (the buffer)")[
-                0
-            ]
-            handles.setdefault("diagonal", h)
-            ax.set_yscale("log", base=2)
+            handles.setdefault("diagonal", _diagonal(ax, summary[x]))
         _log2_axis(ax, summary[x])
         ax.set_xlabel(axis_label(x))
         ax.set_ylabel(ylabel or axis_label(metric))
@@ -233,6 +245,49 @@ def metric_vs_buffer(
         title=f"mean, repetitions (dots), 95% interval (band); {n_text} per point",
     )
     return [(name or f"{metric}-vs-{x}", fig)]
+
+
+def _level_lines(
+    ax: Any,
+    sel: pd.DataFrame,
+    raw: pd.DataFrame,
+    x: str,
+    metric: str,
+    lines: str | None,
+    axes: Mapping[str, Sequence[Any]],
+    bounds: tuple[float | None, float | None],
+) -> dict[str, Any]:
+    """A panel's line per value of ``lines``, in greys: no algorithm's colour; handles."""
+    handles: dict[str, Any] = {}
+    line_values = axis_order(sel[lines], axes.get(lines)) if lines else [None]
+    for i, lv in enumerate(line_values):
+        line = sel if lv is None else sel[sel[lines] == lv]
+        mine = raw if lv is None else raw[raw[lines] == lv]
+        st = level_style(i)
+        label = point_label(lines, lv) if lines else axis_label(metric)
+        h = _mean_line(
+            ax,
+            line,
+            mine,
+            x,
+            metric,
+            axes.get(x),
+            bounds,
+            st["color"],
+            st["marker"],
+            label,
+            ls=st["ls"],
+        )
+        handles.setdefault(label, h)
+    return handles
+
+
+def _diagonal(ax: Any, xs: Any) -> Any:
+    """y = x on log2 axes, to read a queue against its buffer; returns the line."""
+    ticks = np.asarray(sorted({float(v) for v in xs}))
+    h = ax.plot(ticks, ticks, color=LINK_COLOR, lw=0.8, ls=":", label="y = x (the buffer)")[0]
+    ax.set_yscale("log", base=2)
+    return h
 
 
 def dots(
@@ -268,36 +323,15 @@ def dots(
     combos = key_combos(summary, keys, results.axes)
     ncol = len(list(dict.fromkeys(summary[keys[-1]]))) if keys else 1
     fig, axes = grid(len(combos), ncol_max=max(1, min(ncol, 4)), w=3.6, h=3.0)
-    bounds = bounds_of(value)
-    if value.endswith("_mbps"):
-        cap = results_capacity(results)
-        bounds = (0.0, cap if math.isfinite(cap) else None)
+    bounds = _value_bounds(results, value)
     xs = axis_order(summary[x], results.axes.get(x))
     hues = axis_order(summary[hue], results.axes.get(hue)) if hue else [None]
-    width = 0.7 / len(hues)
     handles: dict[str, Any] = {}
     for ax, combo in zip(axes, combos, strict=False):
         sel = select(summary, keys, combo)
         raw = select(frame, keys, combo)
-        for i, h in enumerate(hues):
-            if hue == "cca":
-                color, marker = cca_color(str(h)), cca_marker(str(h))
-            else:
-                st = level_style(i)
-                color, marker = st["color"], st["marker"]
-            part = sel if h is None else sel[sel[hue] == h]
-            rawp = raw if h is None else raw[raw[hue] == h]
-            if part.empty:
-                continue
-            for j, xv in enumerate(xs):
-                row = part[part[x] == xv]
-                if row.empty:
-                    continue
-                pos = j + (i - (len(hues) - 1) / 2) * width
-                vals = rawp[rawp[x] == xv][value].to_numpy(dtype=float)
-                label = str(h) if h is not None else axis_label(value)
-                mk = _dot_group(ax, pos, width, vals, row, value, bounds, color, marker, label)
-                handles.setdefault(str(h), mk)
+        for label, mk in _dot_groups(ax, sel, raw, x, xs, value, hue, hues, bounds).items():
+            handles.setdefault(label, mk)
         _dots_axes(ax, [str(v) for v in xs], axis_label(x), ylabel or axis_label(value), bounds)
         ax.set_title(panel_title(keys, combo), fontsize=10)
     n_text = reps_text(summary["n"])
@@ -306,6 +340,51 @@ def dots(
     if not hue:
         fig.suptitle(title, fontsize=8)
     return [(name or f"{value}-by-{slug(x)}", fig)]
+
+
+def _value_bounds(results: Results, value: str) -> tuple[float | None, float | None]:
+    """The range a value's intervals are clipped to: a rate's is up to the capacity."""
+    bounds = bounds_of(value)
+    if value.endswith("_mbps"):
+        cap = results_capacity(results)
+        bounds = (0.0, cap if math.isfinite(cap) else None)
+    return bounds
+
+
+def _dot_groups(
+    ax: Any,
+    sel: pd.DataFrame,
+    raw: pd.DataFrame,
+    x: str,
+    xs: list[Any],
+    value: str,
+    hue: str | None,
+    hues: list[Any],
+    bounds: tuple[float | None, float | None],
+) -> dict[str, Any]:
+    """A panel's groups of :func:`dots`, hues side by side at each ``x``; legend handles."""
+    width = 0.7 / len(hues)
+    handles: dict[str, Any] = {}
+    for i, h in enumerate(hues):
+        if hue == "cca":
+            color, marker = cca_color(str(h)), cca_marker(str(h))
+        else:
+            st = level_style(i)
+            color, marker = st["color"], st["marker"]
+        part = sel if h is None else sel[sel[hue] == h]
+        rawp = raw if h is None else raw[raw[hue] == h]
+        if part.empty:
+            continue
+        for j, xv in enumerate(xs):
+            row = part[part[x] == xv]
+            if row.empty:
+                continue
+            pos = j + (i - (len(hues) - 1) / 2) * width
+            vals = rawp[rawp[x] == xv][value].to_numpy(dtype=float)
+            label = str(h) if h is not None else axis_label(value)
+            mk = _dot_group(ax, pos, width, vals, row, value, bounds, color, marker, label)
+            handles.setdefault(str(h), mk)
+    return handles
 
 
 def _dot_group(
