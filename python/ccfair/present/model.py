@@ -45,44 +45,13 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
     point_cols = [c for c in ("point_key",) if c in model.columns]
     for i, g in enumerate(groups):
         sel = model if g is None else model[model[by] == g]
-        if by == "ccas":
-            comp = _competitor(g)
-            color, marker = cca_color(comp), cca_marker(comp)
-        else:
-            st = level_style(i)
-            color, marker = st["color"], st["marker"]
-        label = (
-            f"BBR vs {_competitor(g)}"
-            if by == "ccas"
-            else (f"{by} = {g}" if g is not None else "points")
-        )
+        color, marker, label = _group_style(by, g, i)
         for ax, xcol in ((left, "ware_full"), (right, "x_bdp")):
             hollow(ax, sel[xcol], sel["measured"], color, marker, s=9)
         means = sel.groupby(point_cols or ["x_bdp"], sort=False)[
             ["ware_full", "x_bdp", "measured"]
         ].mean()
-        h = left.scatter(
-            means["ware_full"],
-            means["measured"],
-            s=30,
-            marker=marker,
-            color=color,
-            edgecolors="black",
-            linewidths=0.4,
-            label=label,
-            zorder=3,
-        )
-        right.scatter(
-            means["x_bdp"],
-            means["measured"],
-            s=30,
-            marker=marker,
-            color=color,
-            edgecolors="black",
-            linewidths=0.4,
-            zorder=3,
-        )
-        handles.append(h)
+        handles.append(_point_means(left, right, means, color, marker, label))
     (ident,) = left.plot(
         [0, 1], [0, 1], color=LINK_COLOR, lw=0.8, ls="--", label="measured = predicted"
     )
@@ -99,6 +68,50 @@ def model_vs_measured(model: pd.DataFrame, *, by: str | None = None) -> Figure |
         title="hollow: one run; filled: mean over the repetitions of a point",
     )
     return fig
+
+
+def _group_style(by: str | None, g: Any, i: int) -> tuple[str, str, str]:
+    """(colour, marker, legend label) of a group: BBR's competitor's when grouped by pair."""
+    if by == "ccas":
+        comp = _competitor(g)
+        color, marker = cca_color(comp), cca_marker(comp)
+    else:
+        st = level_style(i)
+        color, marker = st["color"], st["marker"]
+    label = (
+        f"BBR vs {_competitor(g)}"
+        if by == "ccas"
+        else (f"{by} = {g}" if g is not None else "points")
+    )
+    return color, marker, label
+
+
+def _point_means(
+    left: Any, right: Any, means: pd.DataFrame, color: str, marker: str, label: str
+) -> Any:
+    """Each point's mean as a filled marker on both panels; returns the left one (legend)."""
+    h = left.scatter(
+        means["ware_full"],
+        means["measured"],
+        s=30,
+        marker=marker,
+        color=color,
+        edgecolors="black",
+        linewidths=0.4,
+        label=label,
+        zorder=3,
+    )
+    right.scatter(
+        means["x_bdp"],
+        means["measured"],
+        s=30,
+        marker=marker,
+        color=color,
+        edgecolors="black",
+        linewidths=0.4,
+        zorder=3,
+    )
+    return h
 
 
 def _model_curves(ax: Any, model: pd.DataFrame) -> list[Any]:

@@ -85,32 +85,8 @@ def throughput_delay(
             hollow(ax, mine["delay_ms"], mine["goodput_mbps"], color, marker, s=10)
             groups = mine.groupby("point_key", sort=False) if "point_key" in mine else [(0, mine)]
             for _, reps in groups:
-                x = reps["delay_ms"].to_numpy(dtype=float)
-                y = reps["goodput_mbps"].to_numpy(dtype=float)
-                h = ax.scatter(
-                    [np.nanmean(x)],
-                    [np.nanmean(y)],
-                    s=50,
-                    marker=marker,
-                    color=color,
-                    edgecolor="black",
-                    lw=0.5,
-                    label=str(cca),
-                    zorder=3,
-                )
+                h = _point_mean(ax, reps, str(cca), color, marker, point_labels)
                 handles.setdefault(str(cca), h)
-                if len(reps) >= 3:
-                    _ellipse(ax, x, y, color)
-                if point_labels and "point_key" in reps:
-                    ax.annotate(
-                        point_labels.get(str(reps["point_key"].iloc[0]), ""),
-                        (float(np.nanmean(x)), float(np.nanmean(y))),
-                        xytext=(4, 3),
-                        textcoords="offset points",
-                        fontsize=5.5,
-                        color="#333333",
-                        zorder=4,
-                    )
         ax.invert_xaxis()
         ax.set_xlabel(f"{delay.removesuffix('_ms').replace('_', ' ')} [ms] (better: right)")
         ax.set_ylabel("goodput per flow [Mbit/s]")
@@ -127,3 +103,40 @@ def throughput_delay(
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
+
+
+def _point_mean(
+    ax: Any,
+    reps: pd.DataFrame,
+    cca: str,
+    color: str,
+    marker: str,
+    point_labels: Mapping[str, str] | None,
+) -> Any:
+    """A point's mean marker, 1-sd ellipse and name: repetitions drawn as Pantheon does."""
+    x = reps["delay_ms"].to_numpy(dtype=float)
+    y = reps["goodput_mbps"].to_numpy(dtype=float)
+    h = ax.scatter(
+        [np.nanmean(x)],
+        [np.nanmean(y)],
+        s=50,
+        marker=marker,
+        color=color,
+        edgecolor="black",
+        lw=0.5,
+        label=cca,
+        zorder=3,
+    )
+    if len(reps) >= 3:
+        _ellipse(ax, x, y, color)
+    if point_labels and "point_key" in reps:
+        ax.annotate(
+            point_labels.get(str(reps["point_key"].iloc[0]), ""),
+            (float(np.nanmean(x)), float(np.nanmean(y))),
+            xytext=(4, 3),
+            textcoords="offset points",
+            fontsize=5.5,
+            color="#333333",
+            zorder=4,
+        )
+    return h

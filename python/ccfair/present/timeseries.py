@@ -351,13 +351,30 @@ def _timeseries_row(
     ax: Any, label: str, ts: pd.DataFrame, spec: Mapping[str, Any], what: str, smooth_s: float
 ) -> None:
     """One row of :func:`timeseries_rows`: one run's flows."""
+    names = [f["name"] for f in spec["flows"]]
+    dt = _sample_dt(ts)
+    _row_flows(ax, ts, spec, what, _window_samples(smooth_s, dt))
+    if what == "goodput":
+        _capacity_lines(ax, spec, names)
+    else:
+        for n in names[:1]:
+            b = _base_rtt_ms(spec, n)
+            if math.isfinite(b):
+                ax.axhline(b, color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
+    ax.set_title(label, fontsize=9, loc="left")
+    ax.set_ylabel(_goodput_label(smooth_s, dt) if what == "goodput" else "RTT [ms]")
+    ax.grid(alpha=0.3)
+    ax.set_ylim(bottom=0)
+    legend_right(ax)
+
+
+def _row_flows(ax: Any, ts: pd.DataFrame, spec: Mapping[str, Any], what: str, window: int) -> None:
+    """Each flow of a row; past six flows, ``cross*`` flows thin grey and their mean: readable."""
     import pandas as pd
 
     names = [f["name"] for f in spec["flows"]]
     ccas = {f["name"]: f["cca"] for f in spec["flows"]}
     colors = flow_colors(names)
-    dt = _sample_dt(ts)
-    window = _window_samples(smooth_s, dt)
     group_cross = len(names) > 6
     cross_lines: list[Any] = []
     by_flow = dict(tuple(ts.groupby("flow_name", sort=False)))
@@ -381,23 +398,7 @@ def _timeseries_row(
             )
             cross_lines.append(pd.Series(y, index=t))
             continue
-        ax.plot(
-            t,
-            y,
-            color=colors[name],
-            ls=cca_linestyle(cca),
-            lw=1.4 if what == "rtt" else 1.2,
-            label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
-        )
-        if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
-            ax.plot(
-                t,
-                f["bbr_rtprop_ms"],
-                color=colors[name],
-                lw=0.7,
-                alpha=0.9,
-                label=f"{name} RTprop (thin)",
-            )
+        _row_flow(ax, f, t, y, name, cca, colors[name], what)
     if cross_lines:
         mean = pd.concat(cross_lines, axis=1).mean(axis=1)
         ax.plot(
@@ -407,18 +408,36 @@ def _timeseries_row(
             lw=1.2,
             label=f"mean of {len(cross_lines)} cross flows",
         )
-    if what == "goodput":
-        _capacity_lines(ax, spec, names)
-    else:
-        for n in names[:1]:
-            b = _base_rtt_ms(spec, n)
-            if math.isfinite(b):
-                ax.axhline(b, color=LINK_COLOR, lw=0.6, ls=":", label="base RTT")
-    ax.set_title(label, fontsize=9, loc="left")
-    ax.set_ylabel(_goodput_label(smooth_s, dt) if what == "goodput" else "RTT [ms]")
-    ax.grid(alpha=0.3)
-    ax.set_ylim(bottom=0)
-    legend_right(ax)
+
+
+def _row_flow(
+    ax: Any,
+    f: pd.DataFrame,
+    t: np.ndarray,
+    y: np.ndarray,
+    name: str,
+    cca: str,
+    color: str,
+    what: str,
+) -> None:
+    """One flow of a row in its colour, with BBR's RTprop beside its RTT."""
+    ax.plot(
+        t,
+        y,
+        color=color,
+        ls=cca_linestyle(cca),
+        lw=1.4 if what == "rtt" else 1.2,
+        label=f"{name} ({cca})" + (" RTT" if what == "rtt" else ""),
+    )
+    if what == "rtt" and "bbr_rtprop_ms" in f.columns and f["bbr_rtprop_ms"].notna().any():
+        ax.plot(
+            t,
+            f["bbr_rtprop_ms"],
+            color=color,
+            lw=0.7,
+            alpha=0.9,
+            label=f"{name} RTprop (thin)",
+        )
 
 
 def jain_over_time(
