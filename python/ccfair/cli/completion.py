@@ -58,11 +58,11 @@ def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPar
     return {}
 
 
-def _bash_function() -> str:
-    parser = build_parser()
-    commands = _commands(parser)
+def _case_arms(
+    commands: dict[str, argparse.ArgumentParser],
+) -> tuple[list[str], list[str], list[str]]:
+    """The script's case arms (values, options, positionals): read off the parser itself."""
     names = _names()
-    top = [o for a in parser._actions for o in a.option_strings]
     values: list[str] = []  # case arms: "COMMAND OPTION" -> the option's values (or a file)
     options: list[str] = []  # case arms: COMMAND -> its options
     positionals: list[str] = []  # case arms: COMMAND -> names its positional argument takes
@@ -81,6 +81,15 @@ def _bash_function() -> str:
             elif not action.option_strings and choices:
                 positionals.append(f'        {command}) words="{_words(choices)}" ;;')
         options.append(f'        {command}) words="{_words(opts)}" ;;')
+    return values, options, positionals
+
+
+def _bash_function() -> str:
+    """The ``_ccfair`` bash function: plain bash, so completing runs no Python."""
+    parser = build_parser()
+    commands = _commands(parser)
+    top = [o for a in parser._actions for o in a.option_strings]
+    values, options, positionals = _case_arms(commands)
     nl = "\n"
     return f"""_ccfair() {{
     local cur prev cmd words i

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ccfair.errors import ResultsError, show
 from ccfair.presets import PRESETS
@@ -82,6 +83,18 @@ def write_report(
     lap("metrics")
 
     say("report: drawing figures")
+    embedded = _drawn_figures(res, fig_dir, say, lap)
+    figs = Embedded.of(embedded, study.preset, os.path.relpath(fig_dir, target.parent))
+    page = _page(res, study, m, figs)
+    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    lap("page")
+    return target
+
+
+def _drawn_figures(
+    res: Results, fig_dir: Path, say: Callable[[str], None], lap: _Laps
+) -> dict[str, tuple[str, str]]:
+    """Each figure's caption and PNG (base64), saved first: the page embeds what was written."""
     figures = make_figures(res)
     lap("figures")
     embedded = {}
@@ -91,8 +104,11 @@ def write_report(
         png = paths[0].read_bytes()
         embedded[fname] = (caption, base64.b64encode(png).decode("ascii"))
     lap("saving figures")
-    figs = Embedded.of(embedded, study.preset, os.path.relpath(fig_dir, target.parent))
+    return embedded
 
+
+def _page(res: Results, study: Study, m: Any, figs: Embedded) -> str:
+    """The whole HTML page: one file, its styles inline, so it opens anywhere on its own."""
     parts = [
         *title_section(study),
         *summary_section(res, m, figs),
@@ -106,7 +122,7 @@ def write_report(
         '<h2 id="provenance">Provenance</h2>',
         kv_table(provenance(res)),
     ]
-    page = (
+    return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<link rel="icon" href="data:,">'
@@ -114,9 +130,6 @@ def write_report(
         + "\n".join(parts)
         + "\n</body></html>\n"
     )
-    replace_via_temporary(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
-    lap("page")
-    return target
 
 
 def _report_path(out: str | os.PathLike[str] | None, root: Path) -> Path:

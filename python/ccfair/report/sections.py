@@ -429,28 +429,46 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
     out = []
     grid = runs[runs["baseline"].isna()]
     keys = [k for k in varying_keys(res) if k in grid.columns] if res.grid_keys else []
-
-    def where(row: Any) -> str:
-        return ", ".join(point_label(k, row[k]) for k in keys)
-
-    if "drop_queue_pkts" in grid.columns and "alpha" in res.axes and keys:
-        never = [
-            g.iloc[0]
-            for _, g in grid.groupby("point_key", sort=False)
-            if (g["drop_queue_pkts"] == 0).all()
-        ]
-        if never:
-            text = "; ".join(where(r) for r in never[:12])
-            more = f" and {len(never) - 12} more" if len(never) > 12 else ""
-            out.append(
-                f"<b>The buffer never filled</b> in any repetition at {len(never)} point(s) "
-                f"(no packet dropped for a full buffer): {esc(text)}{more}. There the flows "
-                "kept less data in the network than the buffer holds, so any larger buffer is "
-                "the same network and gives the same runs, seed by seed."
-            )
+    never = _never_filled_item(res, grid, keys)
+    if never is not None:
+        out.append(never)
     if not identical:
         out.append("No two runs ended identical (every run's flows differ from every other's).")
         return out
+    return out + _identical_items(res, runs, identical, keys)
+
+
+def _where(row: Any, keys: list[str]) -> str:
+    """A point named by its varying grid values, so a finding says where to look."""
+    return ", ".join(point_label(k, row[k]) for k in keys)
+
+
+def _never_filled_item(res: Results, grid: pd.DataFrame, keys: list[str]) -> str | None:
+    """The points whose buffer never filled: larger buffers there cannot change a run."""
+    if not ("drop_queue_pkts" in grid.columns and "alpha" in res.axes and keys):
+        return None
+    never = [
+        g.iloc[0]
+        for _, g in grid.groupby("point_key", sort=False)
+        if (g["drop_queue_pkts"] == 0).all()
+    ]
+    if not never:
+        return None
+    text = "; ".join(_where(r, keys) for r in never[:12])
+    more = f" and {len(never) - 12} more" if len(never) > 12 else ""
+    return (
+        f"<b>The buffer never filled</b> in any repetition at {len(never)} point(s) "
+        f"(no packet dropped for a full buffer): {esc(text)}{more}. There the flows "
+        "kept less data in the network than the buffer holds, so any larger buffer is "
+        "the same network and gives the same runs, seed by seed."
+    )
+
+
+def _identical_items(
+    res: Results, runs: pd.DataFrame, identical: list[list[str]], keys: list[str]
+) -> list[str]:
+    """The groups of identical runs, counted by why they may be identical, and the rest."""
+    out = []
     flows = res.table("flows")
     mods = [c for c in ("bbr_forced_expiry_count", "bbr_rtprop_update_count") if c in flows]
     counts = flows.groupby("run_id")[mods].sum().sum(axis=1) if mods else pd.Series(dtype=float)
@@ -471,17 +489,22 @@ def _check_items(res: Results, runs: pd.DataFrame, identical: list[list[str]]) -
             "only in something the runs never reached, so they are the same network."
         )
     if unexplained:
-        pts = runs.set_index("run_id")
-        described = []
-        for group in unexplained[:6]:
-            labs = [f"{where(pts.loc[r])}, seed {str(pts.loc[r, 'seed'])}" for r in group[:4]]
-            described.append(" = ".join(labs))
-        out.append(
-            f'<span class="warn"><b>{len(unexplained)} group(s) of runs ended identical for no '
-            f"reason ccfair can see</b>: {esc('; '.join(described))}"
-            + (" ..." if len(unexplained) > 6 else "")
-            + ". Look at these points: a grid value had no effect on these runs (e.g. on a "
-            "flow starved to a few packets, Reno and CUBIC act alike), or two points describe "
-            "the same network.</span>"
-        )
+        out.append(_unexplained_item(runs, unexplained, keys))
     return out
+
+
+def _unexplained_item(runs: pd.DataFrame, unexplained: list[list[str]], keys: list[str]) -> str:
+    """A warning naming identical runs ccfair cannot explain: a grid value had no effect."""
+    pts = runs.set_index("run_id")
+    described = []
+    for group in unexplained[:6]:
+        labs = [f"{_where(pts.loc[r], keys)}, seed {str(pts.loc[r, 'seed'])}" for r in group[:4]]
+        described.append(" = ".join(labs))
+    return (
+        f'<span class="warn"><b>{len(unexplained)} group(s) of runs ended identical for no '
+        f"reason ccfair can see</b>: {esc('; '.join(described))}"
+        + (" ..." if len(unexplained) > 6 else "")
+        + ". Look at these points: a grid value had no effect on these runs (e.g. on a "
+        "flow starved to a few packets, Reno and CUBIC act alike), or two points describe "
+        "the same network.</span>"
+    )

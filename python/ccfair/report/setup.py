@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ccfair import backends
 from ccfair.algorithms import algorithm
 from ccfair.results.directory import Results
+
+if TYPE_CHECKING:  # pandas is imported where a table is read
+    import pandas as pd
 
 
 def _cca_versions(res: Results) -> list[tuple[str, str]]:
@@ -74,47 +77,53 @@ def setup_rows(
     runs = res.table("runs")
     durations = sorted({float(d) for d in runs["duration_s"]})
     rows.append(("duration (this run)", "", ", ".join(f"{d:g} s" for d in durations), ""))
-    specs = list(res.specs().values())
-    rows.append(
+    rows += _host_rows(list(res.specs().values()))
+    rows += _cca_rows(res)
+    rows += _software_rows(runs)
+    return rows
+
+
+def _host_rows(specs: list[Mapping[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """The testbed and host kernel rows: what the runs' specs say they ran on."""
+    return [
         (
             "testbed (this run)",
             "",
             ", ".join(_hosts(specs, "testbed")),
             'links and host build (docs/spec.md, "Testbeds and host kernels")',
-        )
-    )
-    rows.append(
+        ),
         (
             "host kernel (this run)",
             "",
             ", ".join(_hosts(specs, "kernel")),
             "the hosts' Linux: TCP substrate settings and the algorithms' versions",
-        )
-    )
-    for cca, text in _cca_versions(res):
-        rows.append(
-            (
-                f"{cca} parameters (this run)",
-                "",
-                text,
-                "normalised parameters that "
-                "differ from ccfair's defaults (ccfair ccas lists them all)",
-            )
-        )
-    model = "; ".join(_backend_model(name) for name in sorted(set(runs["backend"])))
-    rows.append(("backend", "", model, ""))
-    rows.append(
+        ),
+    ]
+
+
+def _cca_rows(res: Results) -> list[tuple[str, str, str, str]]:
+    """A row per algorithm: where its parameters differ from ccfair's defaults."""
+    return [
         (
-            "ccfair",
+            f"{cca} parameters (this run)",
             "",
-            ", ".join(sorted(set(runs["ccfair_version"])))
-            + " (git "
-            + ", ".join(sorted({str(g)[:12] for g in runs["git_revision"]}))
-            + ")",
-            "",
+            text,
+            "normalised parameters that differ from ccfair's defaults (ccfair ccas lists them all)",
         )
+        for cca, text in _cca_versions(res)
+    ]
+
+
+def _software_rows(runs: pd.DataFrame) -> list[tuple[str, str, str, str]]:
+    """The backend and ccfair rows: what ran the runs, from the runs table."""
+    model = "; ".join(_backend_model(name) for name in sorted(set(runs["backend"])))
+    version = (
+        ", ".join(sorted(set(runs["ccfair_version"])))
+        + " (git "
+        + ", ".join(sorted({str(g)[:12] for g in runs["git_revision"]}))
+        + ")"
     )
-    return rows
+    return [("backend", "", model, ""), ("ccfair", "", version, "")]
 
 
 def identical_runs(res: Results) -> list[list[str]]:
