@@ -148,7 +148,7 @@ def _flow_entry(
 
 
 def _check_count(arg: str, value: Any, noun: str, most: int, too_many: str) -> int:
-    """A builder's number of flows or hops, refused before anything is built: a huge count
+    """A builder's number of flows or hops, checked before anything is built: a huge count
     would fill memory with entries long before the scenario's own bound (_check_bounds)
     could refuse them."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
