@@ -206,6 +206,7 @@ def _number(v: Any) -> bool:
 
 
 def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    """The value of an allowed node (compile_filter checked the kinds) at ``scope``."""
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
@@ -215,55 +216,81 @@ def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.List | ast.Tuple):
         return [_eval(e, scope) for e in node.elts]
     if isinstance(node, ast.BoolOp):
-        is_and = isinstance(node.op, ast.And)
-        value: Any = is_and
-        for v in node.values:
-            value = _eval(v, scope)
-            if bool(value) != is_and:
-                return value
-        return value
+        return _eval_bool_op(node, scope)
     if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, scope)
-        if isinstance(node.op, ast.Not):
-            return not v
-        if not _number(v):
-            raise _FilterFailure(f"unary minus/plus takes a number, not {show(v)}")
-        return -v if isinstance(node.op, ast.USub) else +v
+        return _eval_unary_op(node, scope)
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, scope), _eval(node.right, scope)
-        if isinstance(node.op, ast.Add) and isinstance(a, str) and isinstance(b, str):
-            if len(a) + len(b) > _MAX_STR:
-                raise _FilterFailure("the string grows too long")
-            return a + b
-        if not (_number(a) and _number(b)):
-            raise _FilterFailure(
-                f"arithmetic takes numbers (and + joins strings); got {show(a)} and {show(b)}"
-            )
-        out = _ARITH[type(node.op)](a, b)
-        if isinstance(out, int) and abs(out) > _MAX_INT:
-            raise _FilterFailure("an integer grows beyond 2^128")
-        return out
+        return _eval_bin_op(node, scope)
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, scope)
-        for op, comp in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comp, scope)
-            if not _COMPARE[type(op)](left, right):
-                return False
-            left = right
-        return True
+        return _eval_compare(node, scope)
     if isinstance(node, ast.Subscript):
-        container = _eval(node.value, scope)
-        key = _eval(node.slice, scope)
-        if not isinstance(container, list | tuple | str | dict):
-            raise _FilterFailure(f"{show(container)} cannot be indexed")
-        if isinstance(key, bool) or not isinstance(key, int | str):
-            raise _FilterFailure(f"index {show(key)} is not an integer or a key")
-        if isinstance(container, dict):
-            return container[key]
-        if not isinstance(key, int):
-            raise _FilterFailure(f"index {show(key)} of {show(container)} is not an integer")
-        return container[key]
+        return _eval_subscript(node, scope)
     if isinstance(node, ast.Call):
         assert isinstance(node.func, ast.Name)
         return FUNCTIONS[node.func.id](_eval(node.args[0], scope))
     raise _FilterFailure(f"{type(node).__name__} is not allowed")  # pragma: no cover
+
+
+def _eval_bool_op(node: ast.BoolOp, scope: Mapping[str, Any]) -> Any:
+    """``and``/``or`` as Python's: short-circuit, the value of the last operand evaluated."""
+    is_and = isinstance(node.op, ast.And)
+    value: Any = is_and
+    for v in node.values:
+        value = _eval(v, scope)
+        if bool(value) != is_and:
+            return value
+    return value
+
+
+def _eval_unary_op(node: ast.UnaryOp, scope: Mapping[str, Any]) -> Any:
+    """``not`` of anything; unary minus and plus of numbers only."""
+    v = _eval(node.operand, scope)
+    if isinstance(node.op, ast.Not):
+        return not v
+    if not _number(v):
+        raise _FilterFailure(f"unary minus/plus takes a number, not {show(v)}")
+    return -v if isinstance(node.op, ast.USub) else +v
+
+
+def _eval_bin_op(node: ast.BinOp, scope: Mapping[str, Any]) -> Any:
+    """Arithmetic of numbers and ``+`` of strings, each bounded so that no filter can build
+    a huge value."""
+    a, b = _eval(node.left, scope), _eval(node.right, scope)
+    if isinstance(node.op, ast.Add) and isinstance(a, str) and isinstance(b, str):
+        if len(a) + len(b) > _MAX_STR:
+            raise _FilterFailure("the string grows too long")
+        return a + b
+    if not (_number(a) and _number(b)):
+        raise _FilterFailure(
+            f"arithmetic takes numbers (and + joins strings); got {show(a)} and {show(b)}"
+        )
+    out = _ARITH[type(node.op)](a, b)
+    if isinstance(out, int) and abs(out) > _MAX_INT:
+        raise _FilterFailure("an integer grows beyond 2^128")
+    return out
+
+
+def _eval_compare(node: ast.Compare, scope: Mapping[str, Any]) -> bool:
+    """A comparison chain as Python's: ``a < b < c`` stops at the first false link."""
+    left = _eval(node.left, scope)
+    for op, comp in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comp, scope)
+        if not _COMPARE[type(op)](left, right):
+            return False
+        left = right
+    return True
+
+
+def _eval_subscript(node: ast.Subscript, scope: Mapping[str, Any]) -> Any:
+    """``x[i]`` of a list or string by integer, of a table by key (no slices)."""
+    container = _eval(node.value, scope)
+    key = _eval(node.slice, scope)
+    if not isinstance(container, list | tuple | str | dict):
+        raise _FilterFailure(f"{show(container)} cannot be indexed")
+    if isinstance(key, bool) or not isinstance(key, int | str):
+        raise _FilterFailure(f"index {show(key)} is not an integer or a key")
+    if isinstance(container, dict):
+        return container[key]
+    if not isinstance(key, int):
+        raise _FilterFailure(f"index {show(key)} of {show(container)} is not an integer")
+    return container[key]

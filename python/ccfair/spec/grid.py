@@ -177,27 +177,7 @@ def set_path(doc: dict[str, Any], key: str, tokens: list[str | int], value: Any)
         tok = tokens[i]
         last = i == len(tokens) - 1
         if isinstance(node, list):
-            if isinstance(tok, int):
-                if not 0 <= tok < len(node):
-                    raise SpecError(
-                        f"grid.{key}",
-                        None,
-                        f"index [{tok}] is out of range: the scenario has {len(node)} {section}",
-                        with_value=False,
-                    )
-                targets = [node[tok]]
-            elif tok == "*":
-                targets = list(node)
-            else:
-                names = [_item_name(section, j, item) for j, item in enumerate(node)]
-                targets = [item for item, name in zip(node, names, strict=True) if name == tok]
-                if not targets:
-                    raise SpecError(
-                        f"grid.{key}",
-                        None,
-                        f"names no item of {section}: {show(tok)} is not one of {', '.join(names)}",
-                        with_value=False,
-                    )
+            targets = _selected_items(key, node, tok, section)
             if last:
                 raise SpecError(
                     f"grid.{key}", None, f"selects {section} items, not a field", with_value=False
@@ -218,17 +198,49 @@ def set_path(doc: dict[str, Any], key: str, tokens: list[str | int], value: Any)
         if last:
             node[tok] = value
             return
-        child = node.get(tok)
-        if child is None:
-            child = node[tok] = {}
-        elif isinstance(child, int | float) and tok in ("buffer", "loss"):
-            # Expand the scalar short forms so that a sub-field can be set.
-            child = node[tok] = (
-                {"packets": child} if tok == "buffer" else {"forward": child, "reverse": child}
-            )
-        walk(child, i + 1, tok if tok in ("links", "flows") else "")
+        walk(_sub_table(node, tok), i + 1, tok if tok in ("links", "flows") else "")
 
     walk(doc, 0, "")
+
+
+def _selected_items(key: str, items: list[Any], tok: str | int, section: str) -> list[Any]:
+    """The items of a list of ``section`` (links or flows) that a path token selects: by
+    index, all (``*``), or by name, so that a grid key can say which link it sets."""
+    if isinstance(tok, int):
+        if not 0 <= tok < len(items):
+            raise SpecError(
+                f"grid.{key}",
+                None,
+                f"index [{tok}] is out of range: the scenario has {len(items)} {section}",
+                with_value=False,
+            )
+        return [items[tok]]
+    if tok == "*":
+        return list(items)
+    names = [_item_name(section, j, item) for j, item in enumerate(items)]
+    targets = [item for item, name in zip(items, names, strict=True) if name == tok]
+    if not targets:
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            f"names no item of {section}: {show(tok)} is not one of {', '.join(names)}",
+            with_value=False,
+        )
+    return targets
+
+
+def _sub_table(node: dict[str, Any], tok: str) -> Any:
+    """The value under ``node[tok]`` that a longer path goes on into, made a table when it
+    is absent or a scalar short form, so that a sub-field can be set."""
+    child = node.get(tok)
+    if child is None:
+        child = node[tok] = {}
+    elif isinstance(child, int | float) and tok in ("buffer", "loss"):
+        # Expand the scalar short forms so that a sub-field can be set.
+        child = node[tok] = (
+            {"packets": child} if tok == "buffer" else {"forward": child, "reverse": child}
+        )
+    return child
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,45 +251,67 @@ def classify(key: str, builder: str | None) -> str:
     """What a grid key is: ``alias``/``derived`` (derived parameter), ``params``
     (``params.<cca>``), ``arg`` (builder argument) or ``path`` (dotted scenario path)."""
     if key.startswith("params."):
-        cca = key[len("params.") :]
-        if not cca:
-            raise SpecError(
-                f"grid.{key}", None, "names no algorithm (params.<cca>)", with_value=False
-            )
-        known = algorithm_names()
-        if cca not in known:
-            hint = close_matches(cca, known)
-            more = f'; did you mean "{hint[0]}"?' if hint else ""
-            raise SpecError(
-                f"grid.{key}",
-                None,
-                f"{show(cca)} is not a known congestion control{more} (known: {', '.join(known)})",
-                with_value=False,
-            )
+        _check_params_key(key)
         return "params"
     if key in ("delay", "alpha", "rate", "loss", "bottleneck_queue"):
-        unsupported = builders.get(builder).unsupported if builder is not None else {}
-        if key in unsupported:
-            raise SpecError(
-                f"grid.{key}",
-                None,
-                f"is not supported for {builder}; {unsupported[key]}",
-                with_value=False,
-            )
+        _check_alias(key, builder)
         return "alias"
     if key == "ccas" or any(key in b.derived for b in builders.BUILDERS.values()):
-        if key != "ccas" and (builder is None or key not in builders.get(builder).derived):
-            able = builders.taking(key)
-            raise SpecError(
-                f"grid.{key}",
-                None,
-                f"needs a {' or '.join(able)} base ([base] builder = {show(able[0])}); this "
-                f"base is {builder or 'a scenario table'}",
-                with_value=False,
-            )
+        _check_derived(key, builder)
         return "derived"
     if builder is not None and key in builders.get(builder).parameters():
         return "arg"
+    _check_field_path(key, builder)
+    return "path"
+
+
+def _check_params_key(key: str) -> None:
+    """A ``params.<cca>`` key must name a known algorithm, or its axis would set nothing."""
+    cca = key[len("params.") :]
+    if not cca:
+        raise SpecError(f"grid.{key}", None, "names no algorithm (params.<cca>)", with_value=False)
+    known = algorithm_names()
+    if cca not in known:
+        hint = close_matches(cca, known)
+        more = f'; did you mean "{hint[0]}"?' if hint else ""
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            f"{show(cca)} is not a known congestion control{more} (known: {', '.join(known)})",
+            with_value=False,
+        )
+
+
+def _check_alias(key: str, builder: str | None) -> None:
+    """An alias (delay, alpha, ...) the base's builder cannot vary is refused with its
+    reason."""
+    unsupported = builders.get(builder).unsupported if builder is not None else {}
+    if key in unsupported:
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            f"is not supported for {builder}; {unsupported[key]}",
+            with_value=False,
+        )
+
+
+def _check_derived(key: str, builder: str | None) -> None:
+    """A builder's own derived parameter needs a base of that builder (``ccas`` goes with
+    any base)."""
+    if key != "ccas" and (builder is None or key not in builders.get(builder).derived):
+        able = builders.taking(key)
+        raise SpecError(
+            f"grid.{key}",
+            None,
+            f"needs a {' or '.join(able)} base ([base] builder = {show(able[0])}); this "
+            f"base is {builder or 'a scenario table'}",
+            with_value=False,
+        )
+
+
+def _check_field_path(key: str, builder: str | None) -> None:
+    """Any other key must be a dotted path into a scenario field; the error lists what the
+    key could have been."""
     try:
         tokens = parse_path(key)
     except ValueError as exc:
@@ -297,7 +331,6 @@ def classify(key: str, builder: str | None) -> str:
             + f"or a scenario field path like links.NAME.delay{more}",
             with_value=False,
         )
-    return "path"
 
 
 def builder_kwargs(

@@ -147,6 +147,122 @@ def _flow_entry(
     return entry
 
 
+def _check_count(arg: str, value: Any, noun: str, most: int, too_many: str) -> int:
+    """A builder's number of flows or hops, checked before anything is built: a huge count
+    would fill memory with entries long before the scenario's own bound (_check_bounds)
+    could refuse them."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(arg, value, f"is not a positive integer number of {noun}")
+    if value > most:
+        raise SpecError(arg, value, f"{too_many} (at most {most})")
+    return value
+
+
+def _check_run_args(
+    duration: Any, tcp: Any, bottleneck_queue: QueueLike
+) -> tuple[str | None, dict[str, Any] | None]:
+    """Check the arguments every shape takes alike, and split ``bottleneck_queue`` into the
+    queue's name and its discipline's options (None, None: the default drop-tail queue)."""
+    _arg_check("duration", duration, _dur_arg("duration", positive=True))
+    _check_tcp_arg(tcp)
+    if bottleneck_queue is None:
+        return None, None
+    return split_queue_value(bottleneck_queue, "bottleneck_queue")
+
+
+def _shape_scenario(
+    header: dict[str, Any],
+    nodes: list[str],
+    links: list[dict[str, Any]],
+    flows: list[dict[str, Any]],
+    start_jitter: Any,
+    measure: Any,
+    tcp: Mapping[str, Any] | None,
+    testbed: str | None,
+    kernel: str | None,
+) -> Scenario:
+    """The scenario of a shape's nodes, links and flows under ``header`` (name, duration,
+    seed, sample interval), with the run settings every builder applies alike."""
+    _apply_start_jitter(flows, start_jitter)
+    spec: dict[str, Any] = {**header, "nodes": nodes, "links": links, "flows": flows}
+    if measure is not None:
+        spec["measure"] = _measure_entry(measure)
+    if tcp:
+        spec["tcp"] = dict(tcp)
+    _set_host(spec, testbed, kernel)
+    return Scenario.from_dict(spec)
+
+
+def _dumbbell_bottleneck(
+    rate: RateLike,
+    delay: DurationLike,
+    buffer: dict[str, Any],
+    loss: float,
+    queue: str | None,
+    qdisc: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The dumbbell's one shared link, s1-s2, named so sweeps and tables can find it."""
+    bottleneck: dict[str, Any] = {
+        "name": "bottleneck",
+        "between": ["s1", "s2"],
+        "rate": rate,
+        "delay": delay,
+        "buffer": buffer,
+    }
+    if loss:
+        bottleneck["loss"] = loss
+    _set_queue(bottleneck, queue, qdisc)
+    return bottleneck
+
+
+def _dumbbell_links(
+    senders: list[str],
+    receivers: list[str],
+    access_rate: RateLike,
+    access_delays: list[Any],
+    receiver_delays: list[Any],
+    bottleneck: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The dumbbell's links in the documented order (link indices are part of the spec):
+    the senders' access links, the bottleneck, the receivers' access links."""
+    links: list[dict[str, Any]] = [
+        {"between": [h, "s1"], "rate": access_rate, "delay": d}
+        for h, d in zip(senders, access_delays, strict=True)
+    ]
+    links.append(bottleneck)
+    links += [
+        {"between": ["s2", h], "rate": access_rate, "delay": d}
+        for h, d in zip(receivers, receiver_delays, strict=True)
+    ]
+    return links
+
+
+def _dumbbell_flows(
+    senders: list[str],
+    receivers: list[str],
+    ccas: list[Any],
+    params: list[Any],
+    starts: list[Any],
+    stops: list[Any],
+    sizes: list[Any],
+) -> list[dict[str, Any]]:
+    """Flow ``flow<i>`` from the i-th sender to the i-th receiver, with its own per-flow
+    arguments."""
+    return [
+        _flow_entry(
+            f"flow{i + 1}",
+            senders[i],
+            receivers[i],
+            ccas[i],
+            params[i],
+            starts[i],
+            stops[i],
+            sizes[i],
+        )
+        for i in range(len(senders))
+    ]
+
+
 @_plain_arguments
 def dumbbell(
     n_flows: int = 2,
@@ -208,15 +324,7 @@ def dumbbell(
         >>> link.queue, link.qdisc["ecn"], link.buffer_pkts
         ('codel', True, 1000)
     """
-    if isinstance(n_flows, bool) or not isinstance(n_flows, int) or n_flows < 1:
-        raise SpecError("n_flows", n_flows, "is not a positive integer number of flows")
-    if n_flows > MAX_FLOWS:
-        # Checked before anything is built: a huge count would fill memory with flow
-        # entries long before the scenario's own bound (_check_bounds) could refuse them.
-        raise SpecError(
-            "n_flows", n_flows, f"is more flows than a scenario has (at most {MAX_FLOWS})"
-        )
-    n = n_flows
+    n = _check_count("n_flows", n_flows, "flows", MAX_FLOWS, "is more flows than a scenario has")
     cca_list = _per_flow("ccas", ccas, n, scalar_types=(str,))
     acc = _per_flow("access_delay", access_delay, n, scalar_types=(str, int, float))
     rcv = _per_flow("receiver_delay", receiver_delay, n, scalar_types=(str, int, float))
@@ -230,62 +338,91 @@ def dumbbell(
     for arg, values in (("access_delay", acc), ("receiver_delay", rcv)):
         for v in values:
             _arg_check(arg, v, _dur_arg("delay"))
-    _arg_check("duration", duration, _dur_arg("duration", positive=True))
-    _check_tcp_arg(tcp)
-    queue, qdisc = (None, None)
-    if bottleneck_queue is not None:
-        queue, qdisc = split_queue_value(bottleneck_queue, "bottleneck_queue")
+    queue, qdisc = _check_run_args(duration, tcp, bottleneck_queue)
 
     senders = [f"h{i}" for i in range(1, n + 1)]
     receivers = [f"h{n + i}" for i in range(1, n + 1)]
+    buffer = _buffer_entry(buffer_bdp, buffer_pkts, buffer_reference, queue or "droptail")
+    bottleneck = _dumbbell_bottleneck(
+        bottleneck_rate, bottleneck_delay, buffer, bottleneck_loss, queue, qdisc
+    )
+    links = _dumbbell_links(senders, receivers, access_rate, acc, rcv, bottleneck)
+    flows = _dumbbell_flows(senders, receivers, cca_list, params, start_list, stop_list, size_list)
+    header = {"name": name, "duration": duration, "seed": seed, "sample_interval": sample_interval}
+    nodes = [*senders, "s1", "s2", *receivers]
+    return _shape_scenario(header, nodes, links, flows, start_jitter, measure, tcp, testbed, kernel)
+
+
+def _parking_lot_bottlenecks(
+    routers: list[str],
+    rates: list[Any],
+    delays: list[Any],
+    buffer_bdp: float | None,
+    buffer_pkts: int | None,
+    queue: str | None,
+    qdisc: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Bottleneck ``L<i>`` between routers i and i + 1, its buffer's BDP referenced to cross
+    flow i, the one-hop path over it."""
     links: list[dict[str, Any]] = [
-        {"between": [h, "s1"], "rate": access_rate, "delay": d}
-        for h, d in zip(senders, acc, strict=True)
+        {
+            "name": f"L{i}",
+            "between": [routers[i - 1], routers[i]],
+            "rate": rates[i - 1],
+            "delay": delays[i - 1],
+            "buffer": _buffer_entry(buffer_bdp, buffer_pkts, f"cross{i}", queue or "droptail"),
+        }
+        for i in range(1, len(rates) + 1)
     ]
-    bottleneck: dict[str, Any] = {
-        "name": "bottleneck",
-        "between": ["s1", "s2"],
-        "rate": bottleneck_rate,
-        "delay": bottleneck_delay,
-        "buffer": _buffer_entry(buffer_bdp, buffer_pkts, buffer_reference, queue or "droptail"),
-    }
-    if bottleneck_loss:
-        bottleneck["loss"] = bottleneck_loss
-    _set_queue(bottleneck, queue, qdisc)
-    links.append(bottleneck)
-    links += [
-        {"between": ["s2", h], "rate": access_rate, "delay": d}
-        for h, d in zip(receivers, rcv, strict=True)
-    ]
+    for link in links:
+        _set_queue(link, queue, qdisc)
+    return links
+
+
+def _parking_lot_access_links(
+    hops: int, access_rate: RateLike, access_delay: DurationLike
+) -> list[dict[str, Any]]:
+    """Every host's access link, in the documented order: the main sender's, each cross
+    flow's sender and receiver in hop order, the main receiver's last."""
+
+    def access(a: str, b: str) -> dict[str, Any]:
+        return {"between": [a, b], "rate": access_rate, "delay": access_delay}
+
+    links = [access("h1", "r1")]
+    for i in range(1, hops + 1):
+        links.append(access(f"h{2 * i}", f"r{i}"))
+        links.append(access(f"r{i + 1}", f"h{2 * i + 1}"))
+    links.append(access(f"r{hops + 1}", f"h{2 * hops + 2}"))
+    return links
+
+
+def _parking_lot_flows(
+    hops: int,
+    main_cca: str,
+    main_params: Mapping[str, Any] | None,
+    main_start: Any,
+    cross_ccas: list[Any],
+    cross_params: list[Any],
+    cross_starts: list[Any],
+) -> list[dict[str, Any]]:
+    """The main flow over every hop, then cross flow ``cross<i>`` over hop i alone."""
     flows = [
-        _flow_entry(
-            f"flow{i + 1}",
-            senders[i],
-            receivers[i],
-            cca_list[i],
-            params[i],
-            start_list[i],
-            stop_list[i],
-            size_list[i],
-        )
-        for i in range(n)
+        _flow_entry("main", "h1", f"h{2 * hops + 2}", main_cca, main_params, main_start, None, None)
     ]
-    _apply_start_jitter(flows, start_jitter)
-    spec: dict[str, Any] = {
-        "name": name,
-        "duration": duration,
-        "seed": seed,
-        "sample_interval": sample_interval,
-        "nodes": [*senders, "s1", "s2", *receivers],
-        "links": links,
-        "flows": flows,
-    }
-    if measure is not None:
-        spec["measure"] = _measure_entry(measure)
-    if tcp:
-        spec["tcp"] = dict(tcp)
-    _set_host(spec, testbed, kernel)
-    return Scenario.from_dict(spec)
+    flows += [
+        _flow_entry(
+            f"cross{i}",
+            f"h{2 * i}",
+            f"h{2 * i + 1}",
+            cross_ccas[i - 1],
+            cross_params[i - 1],
+            cross_starts[i - 1],
+            None,
+            None,
+        )
+        for i in range(1, hops + 1)
+    ]
+    return flows
 
 
 #: The longest parking lot within a scenario's bounds: ``hops + 1`` flows, ``3 x hops + 2``
@@ -340,14 +477,10 @@ def parking_lot(
         >>> r.flow("cross2").node_path, r.link("L2").buffer_pkts
         (['h4', 'r2', 'r3', 'h5'], 67)
     """
-    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
-        raise SpecError("hops", hops, "is not a positive integer number of hops")
-    if hops > MAX_PARKING_LOT_HOPS:
-        # Checked before anything is built (see dumbbell): hops + 1 flows, 3 x hops + 2 links.
-        raise SpecError(
-            "hops", hops, f"is more hops than a scenario holds (at most {MAX_PARKING_LOT_HOPS})"
-        )
-    k = hops
+    # hops + 1 flows and 3 x hops + 2 links: checked before anything is built.
+    k = _check_count(
+        "hops", hops, "hops", MAX_PARKING_LOT_HOPS, "is more hops than a scenario holds"
+    )
     cross = _per_flow("cross_cca", cross_cca, k, scalar_types=(str,))
     rates = _per_flow("rate", rate, k, scalar_types=(str, int, float))
     delays = _per_flow("delay", delay, k, scalar_types=(str, int, float))
@@ -359,67 +492,16 @@ def parking_lot(
         _arg_check("delay", v, _dur_arg("delay"))
     _arg_check("access_rate", access_rate, check_rate)
     _arg_check("access_delay", access_delay, _dur_arg("delay"))
-    _arg_check("duration", duration, _dur_arg("duration", positive=True))
-    _check_tcp_arg(tcp)
-    queue, qdisc = (None, None)
-    if bottleneck_queue is not None:
-        queue, qdisc = split_queue_value(bottleneck_queue, "bottleneck_queue")
+    queue, qdisc = _check_run_args(duration, tcp, bottleneck_queue)
 
     routers = [f"r{i}" for i in range(1, k + 2)]
     hosts = [f"h{i}" for i in range(1, 2 * k + 3)]
-    links: list[dict[str, Any]] = [
-        {
-            "name": f"L{i}",
-            "between": [routers[i - 1], routers[i]],
-            "rate": rates[i - 1],
-            "delay": delays[i - 1],
-            "buffer": _buffer_entry(buffer_bdp, buffer_pkts, f"cross{i}", queue or "droptail"),
-        }
-        for i in range(1, k + 1)
-    ]
-    for link in links:
-        _set_queue(link, queue, qdisc)
-
-    def access(a: str, b: str) -> dict[str, Any]:
-        return {"between": [a, b], "rate": access_rate, "delay": access_delay}
-
-    links.append(access("h1", "r1"))
-    for i in range(1, k + 1):
-        links.append(access(f"h{2 * i}", f"r{i}"))
-        links.append(access(f"r{i + 1}", f"h{2 * i + 1}"))
-    links.append(access(f"r{k + 1}", f"h{2 * k + 2}"))
-    flows = [
-        _flow_entry("main", "h1", f"h{2 * k + 2}", main_cca, main_params, main_start, None, None)
-    ]
-    flows += [
-        _flow_entry(
-            f"cross{i}",
-            f"h{2 * i}",
-            f"h{2 * i + 1}",
-            cross[i - 1],
-            cparams[i - 1],
-            cstarts[i - 1],
-            None,
-            None,
-        )
-        for i in range(1, k + 1)
-    ]
-    _apply_start_jitter(flows, start_jitter)
-    spec: dict[str, Any] = {
-        "name": name,
-        "duration": duration,
-        "seed": seed,
-        "sample_interval": sample_interval,
-        "nodes": [*hosts, *routers],
-        "links": links,
-        "flows": flows,
-    }
-    if measure is not None:
-        spec["measure"] = _measure_entry(measure)
-    if tcp:
-        spec["tcp"] = dict(tcp)
-    _set_host(spec, testbed, kernel)
-    return Scenario.from_dict(spec)
+    links = _parking_lot_bottlenecks(routers, rates, delays, buffer_bdp, buffer_pkts, queue, qdisc)
+    links += _parking_lot_access_links(k, access_rate, access_delay)
+    flows = _parking_lot_flows(k, main_cca, main_params, main_start, cross, cparams, cstarts)
+    header = {"name": name, "duration": duration, "seed": seed, "sample_interval": sample_interval}
+    nodes = [*hosts, *routers]
+    return _shape_scenario(header, nodes, links, flows, start_jitter, measure, tcp, testbed, kernel)
 
 
 def default_scenario() -> Scenario:

@@ -211,71 +211,20 @@ class Sweep:
             raise SpecError("", data, "is not a sweep table (a dict of keys)")
         data = plain(data)  # numpy's numbers and arrays as Python's
         check_nesting(data, "", toml_values=True)  # a sweep's values label points as JSON
-        for key in data:
-            if key not in _SWEEP_KEYS:
-                hint = close_matches(key, _SWEEP_KEYS)
-                more = f'; did you mean "{hint[0]}"?' if hint else ";"
-                raise SpecError(
-                    key,
-                    data[key],
-                    f"unknown key {show(key)} (value {show(data[key])}){more} "
-                    f"allowed keys: {', '.join(_SWEEP_KEYS)}",
-                    with_value=False,
-                )
+        _check_sweep_keys(data)
         name = data.get("name", "sweep")
         # The name is the default results directory (results/<name>): a file name.
         check_file_name(name, "name")
         base = _base(data.get("base"), source)
-        raw_grid = data.get("grid")
-        if raw_grid is None:
-            raise SpecError(
-                "grid", None, "is missing; a sweep needs a [grid] of parameters", with_value=False
-            )
-        if not isinstance(raw_grid, Mapping):
-            raise SpecError("grid", raw_grid, "is not a table of parameter = [values]")
-        if not raw_grid:
-            raise SpecError(
-                "grid",
-                {},
-                "is empty; give at least one parameter with a list of values "
-                '(e.g. alpha = [1, 2]); for a single scenario use "ccfair run"',
-            )
-        grid = [(str(k), axis(str(k), v)) for k, v in raw_grid.items()]
-        reps = data.get("repetitions", 1)
-        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
-            raise SpecError("repetitions", reps, "is not a positive integer")
-        if reps > MAX_REPETITIONS:
-            raise SpecError("repetitions", reps, f"is above the maximum of {MAX_REPETITIONS}")
-        filters = data.get("filters", [])
-        if isinstance(filters, str):
-            filters = [filters]
-        if not isinstance(filters, list):
-            raise SpecError("filters", filters, "is not a list of expressions")
+        grid = _grid(data.get("grid"))
+        reps = _repetitions(data.get("repetitions", 1))
+        filters = _filters(data.get("filters", []))
         baselines = data.get("baselines", False)
         if not isinstance(baselines, bool):
             raise SpecError("baselines", baselines, "is not true or false")
         backend = data.get("backend", "sim")
         backends.get(backend, "backend")
-        bottlenecks = data.get("bottlenecks")
-        if bottlenecks is not None and (
-            not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
-        ):
-            raise SpecError("bottlenecks", bottlenecks, "is not a list of link names")
-        if bottlenecks == []:
-            # No link to change: delay, rate, loss and alpha axes would change nothing.
-            raise SpecError(
-                "bottlenecks",
-                bottlenecks,
-                "names no link; list the links the grid's delay, rate, loss and alpha set "
-                "(or remove it: links with a BDP buffer, else the one named bottleneck)",
-            )
-        if bottlenecks is not None and "builder" in base:
-            raise SpecError(
-                "bottlenecks",
-                bottlenecks,
-                f"applies to a scenario-table base; the {base['builder']} builder knows its "
-                "bottleneck links (remove bottlenecks, or set links by path in the grid)",
-            )
+        bottlenecks = _bottlenecks(data.get("bottlenecks"), base)
         preset = data.get("preset")
         if preset is not None:
             _check_preset(preset)
@@ -287,7 +236,7 @@ class Sweep:
             base=base,
             grid=grid,
             repetitions=reps,
-            filters=list(filters),
+            filters=filters,
             baselines=baselines,
             backend=backend,
             bottlenecks=bottlenecks,
@@ -529,6 +478,84 @@ class Sweep:
         return doc
 
 
+def _check_sweep_keys(data: Mapping[str, Any]) -> None:
+    """Refuse a key a sweep does not have, naming the nearest one it has: a misspelt key
+    would otherwise be ignored without a word."""
+    for key in data:
+        if key not in _SWEEP_KEYS:
+            hint = close_matches(key, _SWEEP_KEYS)
+            more = f'; did you mean "{hint[0]}"?' if hint else ";"
+            raise SpecError(
+                key,
+                data[key],
+                f"unknown key {show(key)} (value {show(data[key])}){more} "
+                f"allowed keys: {', '.join(_SWEEP_KEYS)}",
+                with_value=False,
+            )
+
+
+def _grid(raw_grid: Any) -> list[tuple[str, list[tuple[Label, Any]]]]:
+    """The ``[grid]``'s axes in the order written, which is the expansion's order."""
+    if raw_grid is None:
+        raise SpecError(
+            "grid", None, "is missing; a sweep needs a [grid] of parameters", with_value=False
+        )
+    if not isinstance(raw_grid, Mapping):
+        raise SpecError("grid", raw_grid, "is not a table of parameter = [values]")
+    if not raw_grid:
+        raise SpecError(
+            "grid",
+            {},
+            "is empty; give at least one parameter with a list of values "
+            '(e.g. alpha = [1, 2]); for a single scenario use "ccfair run"',
+        )
+    return [(str(k), axis(str(k), v)) for k, v in raw_grid.items()]
+
+
+def _repetitions(reps: Any) -> int:
+    """The sweep's ``repetitions``, bounded because each one multiplies the runs."""
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+        raise SpecError("repetitions", reps, "is not a positive integer")
+    if reps > MAX_REPETITIONS:
+        raise SpecError("repetitions", reps, f"is above the maximum of {MAX_REPETITIONS}")
+    return reps
+
+
+def _filters(filters: Any) -> list[str]:
+    """The sweep's ``filters`` as a list (one expression may be given alone); each is
+    compiled once the grid keys are known."""
+    if isinstance(filters, str):
+        filters = [filters]
+    if not isinstance(filters, list):
+        raise SpecError("filters", filters, "is not a list of expressions")
+    return list(filters)
+
+
+def _bottlenecks(bottlenecks: Any, base: Mapping[str, Any]) -> list[str] | None:
+    """The links a scenario-table base's delay, rate, loss and alpha axes set (None: the
+    default choice); a builder base knows its own."""
+    if bottlenecks is not None and (
+        not isinstance(bottlenecks, list) or not all(isinstance(b, str) for b in bottlenecks)
+    ):
+        raise SpecError("bottlenecks", bottlenecks, "is not a list of link names")
+    if bottlenecks == []:
+        # No link to change: delay, rate, loss and alpha axes would change nothing.
+        raise SpecError(
+            "bottlenecks",
+            bottlenecks,
+            "names no link; list the links the grid's delay, rate, loss and alpha set "
+            "(or remove it: links with a BDP buffer, else the one named bottleneck)",
+        )
+    if bottlenecks is not None and "builder" in base:
+        raise SpecError(
+            "bottlenecks",
+            bottlenecks,
+            f"applies to a scenario-table base; the {base['builder']} builder knows its "
+            "bottleneck links (remove bottlenecks, or set links by path in the grid)",
+        )
+    return bottlenecks
+
+
 def _check_estimate(resolved: Resolved, lim: Limits, labels: Mapping[str, Any], rep: int) -> None:
     try:
         check(resolved.engine_spec, lim)
@@ -568,6 +595,8 @@ def _validated(doc: dict[str, Any], labels: Mapping[str, Any], rep: int) -> Scen
 
 
 def _base(raw: Any, source: str | None) -> dict[str, Any]:
+    """The sweep's base as it is kept: a builder and its arguments, or a scenario table
+    (read from ``file``, checked whole)."""
     if raw is None:
         raise SpecError(
             "base",
@@ -583,46 +612,9 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
         raise SpecError("base", raw, "is not a table (a builder, a scenario or file = PATH)")
     raw = dict(raw)
     if "file" in raw:
-        if len(raw) > 1:
-            raise SpecError("base", raw, "has keys next to file; give only file = PATH")
-        if not isinstance(raw["file"], str) or not raw["file"]:
-            raise SpecError("base.file", raw["file"], "is not a file name")
-        path = Path(raw["file"])
-        if source is not None and not path.is_absolute():
-            path = Path(source).parent / path
-        try:
-            exists = path.exists()
-        except OSError as exc:  # e.g. a name too long for the file system
-            raise SpecError("base.file", raw["file"], f"cannot be read ({exc.strerror})") from None
-        if not exists:
-            raise SpecError("base.file", str(raw["file"]), f"does not exist (looked at {path})")
-        text = read_spec_file(path, "base.file")
-        try:
-            return {"scenario": Scenario.from_toml_str(text, source=str(path)).to_dict()}
-        except SpecError as exc:
-            raise SpecError(
-                f"base.file ({path}): {exc.path}" if exc.path else f"base.file ({path})",
-                exc.value,
-                exc.message,
-                with_value=False,
-            ) from None
+        return _file_base(raw, source)
     if "builder" in raw:
-        b = builders.get(raw["builder"], "base.builder")
-        params = b.parameters()
-        for key in raw:
-            if key != "builder" and key not in params:
-                hint = close_matches(key, params)
-                more = f'; did you mean "{hint[0]}"?' if hint else ";"
-                raise SpecError(
-                    f"base.{key}",
-                    raw[key],
-                    f"{show(key)} (value {show(raw[key])}) is not an argument of "
-                    f"{b.name}(){more} arguments: {', '.join(params)}",
-                    with_value=False,
-                )
-        # Check the base builds on its own, so a typo is reported against [base].
-        b.call({k: v for k, v in raw.items() if k != "builder"}, "base.")
-        return dict(raw)
+        return _builder_base(raw)
     if "scenario" in raw and len(raw) == 1:
         raw = raw["scenario"]
     try:
@@ -632,3 +624,52 @@ def _base(raw: Any, source: str | None) -> dict[str, Any]:
             f"base.{exc.path}" if exc.path else "base", exc.value, exc.message, with_value=False
         ) from None
     return {"scenario": sc.to_dict()}
+
+
+def _file_base(raw: dict[str, Any], source: str | None) -> dict[str, Any]:
+    """A ``base.file`` scenario, relative to the sweep file, read now so that its errors
+    name the file."""
+    if len(raw) > 1:
+        raise SpecError("base", raw, "has keys next to file; give only file = PATH")
+    if not isinstance(raw["file"], str) or not raw["file"]:
+        raise SpecError("base.file", raw["file"], "is not a file name")
+    path = Path(raw["file"])
+    if source is not None and not path.is_absolute():
+        path = Path(source).parent / path
+    try:
+        exists = path.exists()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise SpecError("base.file", raw["file"], f"cannot be read ({exc.strerror})") from None
+    if not exists:
+        raise SpecError("base.file", str(raw["file"]), f"does not exist (looked at {path})")
+    text = read_spec_file(path, "base.file")
+    try:
+        return {"scenario": Scenario.from_toml_str(text, source=str(path)).to_dict()}
+    except SpecError as exc:
+        raise SpecError(
+            f"base.file ({path}): {exc.path}" if exc.path else f"base.file ({path})",
+            exc.value,
+            exc.message,
+            with_value=False,
+        ) from None
+
+
+def _builder_base(raw: dict[str, Any]) -> dict[str, Any]:
+    """A builder base, kept as its arguments: each point calls the builder with the grid's
+    values."""
+    b = builders.get(raw["builder"], "base.builder")
+    params = b.parameters()
+    for key in raw:
+        if key != "builder" and key not in params:
+            hint = close_matches(key, params)
+            more = f'; did you mean "{hint[0]}"?' if hint else ";"
+            raise SpecError(
+                f"base.{key}",
+                raw[key],
+                f"{show(key)} (value {show(raw[key])}) is not an argument of "
+                f"{b.name}(){more} arguments: {', '.join(params)}",
+                with_value=False,
+            )
+    # Check the base builds on its own, so a typo is reported against [base].
+    b.call({k: v for k, v in raw.items() if k != "builder"}, "base.")
+    return dict(raw)

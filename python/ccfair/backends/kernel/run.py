@@ -99,6 +99,48 @@ def _host_buffer_sysctls(resolved: ResolvedScenario, node: int) -> list[tuple[st
     ]
 
 
+def _host_tcp_options(
+    flows: list[dict[str, Any]], node: int, defaults: Mapping[str, Any]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The sysctls and route attributes that the tcp options of host ``node``'s flows set:
+    a sysctl on the sender's host (and on the receiver's for an option both ends use; the
+    first flow to set it wins), a route attribute on the sender's routes when it differs
+    from the option's default."""
+    route_options: list[str] = []
+    applied: dict[str, str] = {}
+    for f in flows:
+        role = "sender" if f["src"] == node else "receiver" if f["dst"] == node else None
+        if role is None:
+            continue
+        for key, value in f["tcp"].items():
+            if key in SYSCTL_OPTIONS:
+                where, path, conv = SYSCTL_OPTIONS[key]
+                if role == "sender" or where == "both":
+                    applied.setdefault(path, conv(value))
+            elif key in ROUTE_OPTIONS and role == "sender":
+                if value != defaults.get(key) and key not in applied:
+                    attr, conv = ROUTE_OPTIONS[key]
+                    applied[key] = conv(value)
+                    route_options += [attr, conv(value)]
+    return [(k, v) for k, v in applied.items() if k.startswith("net/")], route_options
+
+
+def _flow_kernel_ccas(
+    flows: list[dict[str, Any]], tag: str, offered: list[str], force_bpf: bool
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Each flow's port and the kernel's name of its algorithm: Linux's own module, or a
+    BPF twin loaded under a name of this run (returned too: algorithm -> name)."""
+    out = []
+    bpf: dict[str, str] = {}
+    for i, f in enumerate(flows):
+        if flow_program(f["cca"], f["cca_params"], offered, force_bpf=force_bpf) == "bpf":
+            name = bpf.setdefault(f["cca"], f"ccf{tag}{f['cca']}")
+        else:
+            name = LINUX_NAME[f["cca"]]
+        out.append({"port": BASE_PORT + i, "kernel_cca": name})
+    return out, bpf
+
+
 def _plan(resolved: ResolvedScenario, run_id: str, *, force_bpf: bool = False) -> _Plan:
     spec = resolved.engine_spec
     tag = run_id[:8]
@@ -121,23 +163,8 @@ def _plan(resolved: ResolvedScenario, run_id: str, *, force_bpf: bool = False) -
             # ECN as the host's flows ask (checks.host_ecn); per network namespace.
             ("net/ipv4/tcp_ecn", str(ecn[node])),
         ]
-        route_options: list[str] = []
-        applied: dict[str, str] = {}
-        for f in spec["flows"]:
-            role = "sender" if f["src"] == node else "receiver" if f["dst"] == node else None
-            if role is None:
-                continue
-            for key, value in f["tcp"].items():
-                if key in SYSCTL_OPTIONS:
-                    where, path, conv = SYSCTL_OPTIONS[key]
-                    if role == "sender" or where == "both":
-                        applied.setdefault(path, conv(value))
-                elif key in ROUTE_OPTIONS and role == "sender":
-                    if value != defaults.get(key) and key not in applied:
-                        attr, conv = ROUTE_OPTIONS[key]
-                        applied[key] = conv(value)
-                        route_options += [attr, conv(value)]
-        sysctls += [(k, v) for k, v in applied.items() if k.startswith("net/")]
+        option_sysctls, route_options = _host_tcp_options(spec["flows"], node, defaults)
+        sysctls += option_sysctls
         hosts.append(
             {
                 "node": node,
@@ -150,14 +177,7 @@ def _plan(resolved: ResolvedScenario, run_id: str, *, force_bpf: bool = False) -
             }
         )
         netns.append(name)
-    flows = []
-    bpf: dict[str, str] = {}
-    for i, f in enumerate(spec["flows"]):
-        if flow_program(f["cca"], f["cca_params"], offered, force_bpf=force_bpf) == "bpf":
-            name = bpf.setdefault(f["cca"], f"ccf{tag}{f['cca']}")
-        else:
-            name = LINUX_NAME[f["cca"]]
-        flows.append({"port": BASE_PORT + i, "kernel_cca": name})
+    flows, bpf = _flow_kernel_ccas(spec["flows"], tag, offered, force_bpf)
     config = {
         "tag": tag,
         "spec": spec,

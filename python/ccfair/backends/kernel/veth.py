@@ -392,10 +392,21 @@ def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> Veth
         loss = link.get("loss_ab" if ch % 2 == 0 else "loss_ba", 0.0)
         p.tc[node_netns[src]] += _qdiscs(dev, link, loss)
         p.channels.append((node_netns[src], dev))
-    by_node = {h["node"]: h for h in hosts}
     for h in hosts:
         h["dev"] = first_dev.get(h["node"], "lo")
         p.ip[h["netns"]].append(f"addr add {h['addr']}/32 dev {h['dev']}")
+    _add_routes(p, spec, tag, hosts)
+    _add_forwarding(p, spec)
+    return p
+
+
+def _add_routes(
+    p: VethPlan, spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]
+) -> None:
+    """Each node's route to each destination host its flows' paths reach, over the link
+    the path leaves by; a host's own routes carry its address and route options."""
+    node_netns = p.netns
+    by_node = {h["node"]: h for h in hosts}
     for (node, dest), ch in sorted(_routes(spec).items()):
         _, _, e_from, e_to = _channel_ends(spec, ch)
         li = ch // 2
@@ -407,7 +418,11 @@ def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> Veth
             f"route add {by_node[dest]['addr']}/32 via {_link_addr(li, e_to)} "
             f"dev {device_name(tag, li, e_from)}{extra}".rstrip()
         )
-    # A node forwards when it sends on a path it does not start.
+
+
+def _add_forwarding(p: VethPlan, spec: Mapping[str, Any]) -> None:
+    """IP forwarding on the nodes that need it: a node forwards when it sends on a path it
+    does not start."""
     forwarding = {
         _channel_ends(spec, ch)[0]
         for f in spec["flows"]
@@ -415,8 +430,7 @@ def plan(spec: Mapping[str, Any], tag: str, hosts: list[dict[str, Any]]) -> Veth
         for ch in path[1:]
     }
     for node in sorted(forwarding):
-        p.sysctls[node_netns[node]].append(("net/ipv4/ip_forward", "1"))
-    return p
+        p.sysctls[p.netns[node]].append(("net/ipv4/ip_forward", "1"))
 
 
 def _run(argv: list[str], script: str | None = None) -> None:
