@@ -267,6 +267,47 @@ def _print_json(document: Any) -> None:
     print(json.dumps(document, indent=1, allow_nan=False))
 
 
+def _selected_cases(cases: list[str] | None) -> list[Case]:
+    """The cases asked for (all without ``cases``), in the table's order; an unknown name is
+    an error before any case runs."""
+    selected = [c for c in CASES if cases is None or c.name in cases]
+    unknown = sorted(set(cases or []) - {c.name for c in CASES})
+    if unknown:
+        raise SpecError(
+            "--case", unknown[0], f"is not a case (cases: {', '.join(c.name for c in CASES)})"
+        )
+    return selected
+
+
+def _target_text(case: Case, m: dict[str, Any], quick: bool) -> str:
+    """The case's target, judged only on full-length runs: quick runs are too short for their
+    wall time to say anything."""
+    target = f"<= {case.target_wall_s} s"
+    if case.target_mem_mb:
+        target += f", < {case.target_mem_mb} MB"
+    if not quick:
+        ok = m["wall_s"] <= case.target_wall_s and (
+            case.target_mem_mb is None or m["engine_mb"] < case.target_mem_mb
+        )
+        target += " (met)" if ok else " (NOT met)"
+    return target
+
+
+def _case_lines(case: Case, m: dict[str, Any], ir: float | None, target: str) -> list[str]:
+    """The case's row of the table and the line under it, with what it cost after the engine
+    as ratios to the engine's wall time (so that machines of other speeds compare)."""
+    after = m.get("build_s", 0.0) + m.get("save_s", 0.0)
+    ratio = f"{after / m['wall_s']:.2f}" if "build_s" in m and m["wall_s"] > 0 else "-"
+    sweep = f"{m['sweep_s'] / m['wall_s']:.2f}" if "sweep_s" in m and m["wall_s"] > 0 else "-"
+    return [
+        f"{case.name:28s} {m['wall_s']:8.3f} {m['sim_s'] / m['wall_s']:9.1f} "
+        f"{m['packet_hops'] / m['wall_s'] / 1e6:8.2f} {m['engine_mb']:9.1f} "
+        f"{m['peak_mb']:8.1f} {'-' if ir is None else f'{ir:.0f}':>9s} {ratio:>9s} "
+        f"{sweep:>9s}  {target}",
+        f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events",
+    ]
+
+
 def main(
     quick: bool = False,
     cases: list[str] | None = None,
@@ -278,12 +319,7 @@ def main(
     an exit status."""
     say = _printer(as_json)  # the tables, not printed with --json
     duration = "5s" if quick else "60s"
-    selected = [c for c in CASES if cases is None or c.name in cases]
-    unknown = sorted(set(cases or []) - {c.name for c in CASES})
-    if unknown:
-        raise SpecError(
-            "--case", unknown[0], f"is not a case (cases: {', '.join(c.name for c in CASES)})"
-        )
+    selected = _selected_cases(cases)
     if instructions and shutil.which("valgrind") is None:
         sys.stderr.write("note: valgrind is not installed; instructions per hop are not counted\n")
         instructions = False
@@ -299,24 +335,8 @@ def main(
         m = run_case(case.name, duration)
         ir = instructions_per_hop(case.name) if instructions else None
         results[case.name] = {**m, "duration": duration, "instructions_per_hop": ir}
-        target = f"<= {case.target_wall_s} s"
-        if case.target_mem_mb:
-            target += f", < {case.target_mem_mb} MB"
-        if not quick:
-            ok = m["wall_s"] <= case.target_wall_s and (
-                case.target_mem_mb is None or m["engine_mb"] < case.target_mem_mb
-            )
-            target += " (met)" if ok else " (NOT met)"
-        after = m.get("build_s", 0.0) + m.get("save_s", 0.0)
-        ratio = f"{after / m['wall_s']:.2f}" if "build_s" in m and m["wall_s"] > 0 else "-"
-        sweep = f"{m['sweep_s'] / m['wall_s']:.2f}" if "sweep_s" in m and m["wall_s"] > 0 else "-"
-        say(
-            f"{case.name:28s} {m['wall_s']:8.3f} {m['sim_s'] / m['wall_s']:9.1f} "
-            f"{m['packet_hops'] / m['wall_s'] / 1e6:8.2f} {m['engine_mb']:9.1f} "
-            f"{m['peak_mb']:8.1f} {'-' if ir is None else f'{ir:.0f}':>9s} {ratio:>9s} "
-            f"{sweep:>9s}  {target}"
-        )
-        say(f"    {case.description}; {m['packet_hops']:,} packet-hops, {m['events']:,} events")
+        for line in _case_lines(case, m, ir, _target_text(case, m, quick)):
+            say(line)
     say(
         "    after/eng: ccfair.run's tables built (build_result) and saved (RunResult.save), "
         "over the engine's wall time;\n    sweep/eng: a sweep worker's, the engine's columns "
@@ -383,6 +403,55 @@ def sweep_main(
     return 0 if all(r["complete"] for r in rows) else 1
 
 
+def _check_report_targets(targets: list[str]) -> None:
+    """Every target is a results directory or a preset, checked before the first one is
+    timed: a typo in the last target must not cost the sweeps of the others."""
+    for target in targets:
+        if not os.path.isdir(target) and target not in PRESETS:
+            raise SpecError(
+                "--report",
+                target,
+                f"is neither a results directory nor a preset ({', '.join(PRESETS)})",
+            )
+
+
+def _short_sweep(preset: str, out: str, quick: bool, workers: int | None) -> tuple[str, str] | None:
+    """Run the preset's grid with 5 s runs into ``out``: as many runs and points as the real
+    sweep, so the report's work is the same, in a fraction of the time. Returns the results
+    directory and its label, or None (said on stderr) if the sweep did not complete."""
+    d = PRESETS[preset].sweep_dict(quick=quick)
+    d["base"] = {**d["base"], "duration": "5s"}
+    outcome = run_sweep(
+        Sweep.from_dict(d),
+        out,
+        workers=workers,
+        progress=False,
+        log=lambda m: None,
+    )
+    if not outcome.complete:
+        sys.stderr.write(f"incomplete: {outcome.summary()}\n")
+        return None
+    return out, f"{d['name']} (5 s runs)"
+
+
+def _time_report(results_dir: str, tmp: str) -> tuple[float, dict[str, float], int, int]:
+    """Write the report of ``results_dir`` into ``tmp``, never beside the results (they are
+    read only); returns the total time, each step's, the figures drawn and the finished runs."""
+    steps: dict[str, float] = {}
+    t0 = time.perf_counter()
+    write_report(
+        results_dir,
+        os.path.join(tmp, "report.html"),
+        log=lambda m: None,
+        figures_dir=os.path.join(tmp, "figures"),
+        timings=steps,
+    )
+    total = time.perf_counter() - t0
+    n_figs = len([f for f in os.listdir(os.path.join(tmp, "figures")) if f.endswith(".png")])
+    n_runs = len(finished_run_ids(results_dir))
+    return total, steps, n_figs, n_runs
+
+
 def report_main(
     targets: list[str], quick: bool = False, workers: int | None = None, as_json: bool = False
 ) -> int:
@@ -392,13 +461,7 @@ def report_main(
     points as the real sweep, shorter time series). Prints the time of each step; returns
     an exit status."""
     say = _printer(as_json)  # the tables, not printed with --json
-    for target in targets:
-        if not os.path.isdir(target) and target not in PRESETS:
-            raise SpecError(
-                "--report",
-                target,
-                f"is neither a results directory nor a preset ({', '.join(PRESETS)})",
-            )
+    _check_report_targets(targets)
     rows = []
     say(
         f"{'report of':28s} {'runs':>5s} {'figs':>5s} {'total s':>8s} {'metrics':>8s} "
@@ -409,35 +472,11 @@ def report_main(
             results_dir = target
             label = os.path.basename(os.path.normpath(target))
             if not os.path.isdir(target):
-                d = PRESETS[target].sweep_dict(quick=quick)
-                d["base"] = {**d["base"], "duration": "5s"}
-                results_dir = os.path.join(tmp, "r")
-                outcome = run_sweep(
-                    Sweep.from_dict(d),
-                    results_dir,
-                    workers=workers,
-                    progress=False,
-                    log=lambda m: None,
-                )
-                if not outcome.complete:
-                    sys.stderr.write(f"incomplete: {outcome.summary()}\n")
+                swept = _short_sweep(target, os.path.join(tmp, "r"), quick, workers)
+                if swept is None:
                     return 1
-                label = f"{d['name']} (5 s runs)"
-            steps: dict[str, float] = {}
-            t0 = time.perf_counter()
-            write_report(
-                results_dir,
-                os.path.join(tmp, "report.html"),
-                log=lambda m: None,
-                figures_dir=os.path.join(tmp, "figures"),
-                timings=steps,
-            )
-            total = time.perf_counter() - t0
-            n_figs = len(
-                [f for f in os.listdir(os.path.join(tmp, "figures")) if f.endswith(".png")]
-            )
-
-            n_runs = len(finished_run_ids(results_dir))
+                results_dir, label = swept
+            total, steps, n_figs, n_runs = _time_report(results_dir, tmp)
         say(
             f"{label:28s} {n_runs:5d} {n_figs:5d} {total:8.1f} {steps.get('metrics', 0):8.1f} "
             f"{steps.get('figures', 0):8.1f} {steps.get('saving figures', 0):8.1f} "

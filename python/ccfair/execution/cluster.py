@@ -65,40 +65,16 @@ def run_dask(
     limits: dict[str, int],
     retries: int = 0,
 ) -> None:
+    """Run ``missing`` on the cluster of ``client``, writing each run here as its task returns
+    (workers need no shared file system); what happened goes into ``outcome``."""
     from distributed import as_completed
 
-    mine = _worker_versions()
     with _quiet_dask():
-        for worker, version in client.run(_worker_versions).items():
-            if version != mine:
-                say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
-        futures = {
-            client.submit(
-                run_to_bytes,
-                rid,
-                specs[rid],
-                backend,
-                limits,
-                retries,
-                key=f"ccfair-run-{rid}",
-                pure=False,
-            ): rid
-            for rid in missing
-        }
+        _warn_other_versions(client, say)
+        futures = _submit(client, missing, specs, backend, limits, retries)
         try:
             for fut in as_completed(list(futures)):
-                rid = futures[fut]
-                try:
-                    res = fut.result()
-                except Exception as exc:  # noqa: BLE001 - record and go on with the others
-                    if _connection_lost(client, exc):
-                        raise _lost(client, outcome) from None
-                    outcome.failed[rid] = one_line(exc)
-                    say(f"run {rid} failed: {outcome.failed[rid]}")
-                else:
-                    write_run_bytes(root, rid, res["tables"])
-                    outcome.executed.append(rid)
-                    note_attempts(outcome, res, say)
+                _record(client, fut, futures[fut], root, outcome, say)
                 bar.update()
                 fut.release()
         except KeyboardInterrupt:
@@ -114,6 +90,63 @@ def run_dask(
             if _connection_lost(client, exc):
                 raise _lost(client, outcome, exc) from None
             raise
+
+
+def _warn_other_versions(client: Any, say: Callable[[str], None]) -> None:
+    """Say which workers run another ccfair than this process: their runs would not be the
+    runs this version makes (the sweep still runs; the user decides)."""
+    mine = _worker_versions()
+    for worker, version in client.run(_worker_versions).items():
+        if version != mine:
+            say(f"warning: worker {worker} runs ccfair {version}, this process {mine}")
+
+
+def _submit(
+    client: Any,
+    missing: list[str],
+    specs: dict[str, Resolved],
+    backend: str,
+    limits: dict[str, int],
+    retries: int,
+) -> dict[Any, str]:
+    """One task per missing run, named by its run id so that the scheduler's dashboard and
+    logs say which run is which; returns each future's run id."""
+    return {
+        client.submit(
+            run_to_bytes,
+            rid,
+            specs[rid],
+            backend,
+            limits,
+            retries,
+            key=f"ccfair-run-{rid}",
+            pure=False,
+        ): rid
+        for rid in missing
+    }
+
+
+def _record(
+    client: Any,
+    fut: Any,
+    rid: str,
+    root: Path,
+    outcome: SweepOutcome,
+    say: Callable[[str], None],
+) -> None:
+    """Write a finished task's run here, or record its failure and go on with the others; a
+    lost scheduler is no run's failure, so it ends the sweep."""
+    try:
+        res = fut.result()
+    except Exception as exc:  # noqa: BLE001 - record and go on with the others
+        if _connection_lost(client, exc):
+            raise _lost(client, outcome) from None
+        outcome.failed[rid] = one_line(exc)
+        say(f"run {rid} failed: {outcome.failed[rid]}")
+    else:
+        write_run_bytes(root, rid, res["tables"])
+        outcome.executed.append(rid)
+        note_attempts(outcome, res, say)
 
 
 def _connection_lost(client: Any, exc: BaseException) -> bool:

@@ -45,6 +45,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from ccfair import backends
+from ccfair.backends.base import Backend
 from ccfair.errors import SpecError
 from ccfair.execution.cluster import close_quietly, connect, run_dask
 from ccfair.execution.outcome import Progress, SweepOutcome
@@ -110,15 +111,7 @@ def run_sweep(
     """
     say = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    if not isinstance(sweep, Sweep):
-        raise SpecError("sweep", sweep, "is not a ccfair.Sweep (Sweep.from_dict, Sweep.from_toml)")
-    if not isinstance(results_dir, str | os.PathLike) or not str(results_dir):
-        raise SpecError("results_dir", results_dir, "is not a directory path")
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
-    _check_workers(workers)
-    if cluster is not None and not _positive_finite(connect_timeout):
-        raise SpecError("connect_timeout", connect_timeout, "is not a positive number of seconds")
+    _check_arguments(sweep, results_dir, retries, workers, cluster, connect_timeout)
     backend = backends.get(sweep.backend)
     if backend.real_time and workers is None and cluster is None:
         # Real-time runs (the kernel's) need prompt wake-ups on a core of their own: one at a
@@ -134,14 +127,7 @@ def run_sweep(
     for p in points:
         specs.setdefault(p.run_id, p.resolved)
     if cluster is None and backend.checks_scenarios:
-        # Before anything runs: every point must be runnable here (for the kernel: an
-        # algorithm neither it nor ccfair's BPF programs have, or BPF congestion controls this
-        # machine cannot run, is one line now rather than a failure per point later).
-        checked: set[str] = set()
-        for p in points:
-            if p.run_id not in checked:
-                checked.add(p.run_id)
-                backend.check(p.resolved)
+        _check_runnable_here(backend, points)
     # Connect before touching the results directory: a wrong address changes nothing.
     client = connect(cluster, connect_timeout) if cluster else None
     try:
@@ -154,6 +140,38 @@ def run_sweep(
             close_quietly(client)
     outcome.wall_s = time.perf_counter() - t0
     return outcome
+
+
+def _check_arguments(
+    sweep: Any,
+    results_dir: Any,
+    retries: Any,
+    workers: Any,
+    cluster: str | None,
+    connect_timeout: Any,
+) -> None:
+    """Every argument is checked before the sweep expands or a directory is touched, so that
+    a bad call costs nothing and names its argument."""
+    if not isinstance(sweep, Sweep):
+        raise SpecError("sweep", sweep, "is not a ccfair.Sweep (Sweep.from_dict, Sweep.from_toml)")
+    if not isinstance(results_dir, str | os.PathLike) or not str(results_dir):
+        raise SpecError("results_dir", results_dir, "is not a directory path")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
+    _check_workers(workers)
+    if cluster is not None and not _positive_finite(connect_timeout):
+        raise SpecError("connect_timeout", connect_timeout, "is not a positive number of seconds")
+
+
+def _check_runnable_here(backend: Backend, points: list[Point]) -> None:
+    """Before anything runs, every distinct run must be runnable on this machine (for the
+    kernel: an algorithm neither it nor ccfair's BPF programs have, or BPF congestion controls
+    this machine cannot run, is one line now rather than a failure per point later)."""
+    checked: set[str] = set()
+    for p in points:
+        if p.run_id not in checked:
+            checked.add(p.run_id)
+            backend.check(p.resolved)
 
 
 def _check_workers(workers: Any) -> None:
@@ -196,21 +214,8 @@ def _run_locked(
     retries: int,
 ) -> SweepOutcome:
     """The part of :func:`run_sweep` done while holding the directory's lock."""
-    check_schema(root)  # runs of another schema version cannot be mixed with these
-    check_table_folders(root, WRITE_ORDER)  # before the claim: nothing written
-    claim(root, sweep, points)
-    for table in WRITE_ORDER:
-        table_folder(root, table)
-    remove_stale_temporaries(root)
-    finished = set(finished_run_ids(root))
-    recomputed = []
-    for rid in sorted(finished & specs.keys()):
-        problem = verify_run(root, rid)
-        if problem is not None:
-            say(f"run {rid}: damaged ({problem}); it will be computed again")
-            remove_run(root, rid)
-            finished.discard(rid)
-            recomputed.append(rid)
+    _prepare_directory(root, sweep, points)
+    finished, recomputed = _intact_finished_runs(root, specs, say)
     missing = [rid for rid in specs if rid not in finished]
     outcome = SweepOutcome(
         results_dir=root,
@@ -228,42 +233,91 @@ def _run_locked(
         f"{outcome.already} finished, {len(missing)} to run on {where} -> {root}"
     )
     if missing:
-        backend = backends.get(sweep.backend)
-        parallel = client is not None or (workers or 1) > 1
-        bar = Progress(len(missing), sweep.name, progress)
-        try:
-            limits = {"memory": lim.memory, "events": lim.events}
-            if client is not None:
-                run_dask(
-                    client, missing, specs, sweep.backend, root, outcome, bar, say, limits, retries
-                )
-            else:
-                with backend.session(say, parallel_processes=parallel) as env:
-                    LocalPool(
-                        workers,
-                        missing,
-                        specs,
-                        sweep.backend,
-                        root,
-                        outcome,
-                        bar,
-                        say,
-                        limits,
-                        env or None,
-                        retries,
-                    ).run()
-        finally:
-            bar.close()
-        if parallel:
-            warn_lateness(
-                _saved_flags(root, sweep.backend, outcome.executed),
-                lambda late, name: say(
-                    f"warning: {late} of {len(outcome.executed)} {name} runs exceeded their "
-                    "lateness or CPU bounds while running in parallel: this machine has no "
-                    "cores to spare for them; rerun with --workers 1"
-                ),
-            )
+        _run_missing(
+            sweep, root, missing, specs, workers, client, progress, say, lim, retries, outcome
+        )
     return outcome
+
+
+def _prepare_directory(root: Path, sweep: Sweep, points: list[Point]) -> None:
+    """Make the locked directory this sweep's before any run is read or written: same schema,
+    no table folder that is a link or a file, ``sweep.json`` claimed, every table folder
+    present and no temporary file of a killed writer left."""
+    check_schema(root)  # runs of another schema version cannot be mixed with these
+    check_table_folders(root, WRITE_ORDER)  # before the claim: nothing written
+    claim(root, sweep, points)
+    for table in WRITE_ORDER:
+        table_folder(root, table)
+    remove_stale_temporaries(root)
+
+
+def _intact_finished_runs(
+    root: Path, specs: dict[str, Resolved], say: Callable[[str], None]
+) -> tuple[set[str], list[str]]:
+    """The finished runs whose files are whole, and the ids of the damaged ones removed (to be
+    computed again): a finished run counts only if it can be read back."""
+    finished = set(finished_run_ids(root))
+    recomputed = []
+    for rid in sorted(finished & specs.keys()):
+        problem = verify_run(root, rid)
+        if problem is not None:
+            say(f"run {rid}: damaged ({problem}); it will be computed again")
+            remove_run(root, rid)
+            finished.discard(rid)
+            recomputed.append(rid)
+    return finished, recomputed
+
+
+def _run_missing(
+    sweep: Sweep,
+    root: Path,
+    missing: list[str],
+    specs: dict[str, Resolved],
+    workers: int | None,
+    client: Any,
+    progress: bool,
+    say: Callable[[str], None],
+    lim: Limits,
+    retries: int,
+    outcome: SweepOutcome,
+) -> None:
+    """Run the missing runs on the cluster or on local workers, each saved as it finishes,
+    recording each in ``outcome``; parallel runs of a real-time backend are checked after."""
+    backend = backends.get(sweep.backend)
+    parallel = client is not None or (workers or 1) > 1
+    bar = Progress(len(missing), sweep.name, progress)
+    try:
+        limits = {"memory": lim.memory, "events": lim.events}
+        if client is not None:
+            run_dask(
+                client, missing, specs, sweep.backend, root, outcome, bar, say, limits, retries
+            )
+        else:
+            with backend.session(say, parallel_processes=parallel) as env:
+                LocalPool(
+                    workers,
+                    missing,
+                    specs,
+                    sweep.backend,
+                    root,
+                    outcome,
+                    bar,
+                    say,
+                    limits,
+                    env or None,
+                    retries,
+                ).run()
+    finally:
+        bar.close()
+    if parallel:
+        warn_lateness(
+            _saved_flags(root, sweep.backend, outcome.executed),
+            lambda late, name: say(
+                f"warning: {late} of {len(outcome.executed)} {name} runs exceeded their "
+                "lateness or CPU bounds while running in parallel: this machine has no "
+                "cores to spare for them; rerun with --workers 1"
+            ),
+        )
 
 
 def _saved_flags(root: Path, backend: str, run_ids: list[str]) -> Iterator[tuple[str, str]]:

@@ -104,7 +104,8 @@ def _aqm_figures(res: Results) -> FigureList:
     return figs
 
 
-def _aqm_setup() -> list[SetupRow]:
+def _aqm_network_rows() -> list[SetupRow]:
+    """The network and its queue: the half of the setup table where this preset departs."""
     return [
         SetupRow(
             "topology",
@@ -150,6 +151,12 @@ def _aqm_setup() -> list[SetupRow]:
             "1000 Mbit/s, 1 ms, drop-tail 1000 packets",
             "the study gives no access buffer; 1000 packets never fills at 50 Mbit/s",
         ),
+    ]
+
+
+def _aqm_run_rows() -> list[SetupRow]:
+    """How each run is made and measured: the half of the setup table every point shares."""
+    return [
         SetupRow("start", "all flows start together", "all at t = 0, each with a handshake"),
         SetupRow("duration", "60 s", "60 s; time series sampled every 100 ms"),
         goodput_row(),
@@ -211,7 +218,7 @@ def harada_aqm_preset() -> Preset:
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_aqm_figures,
-        setup=_aqm_setup(),
+        setup=[*_aqm_network_rows(), *_aqm_run_rows()],
         headline=("heatmap-fq_codel-cubic-bbr", "heatmap-codel-ecn-cubic-bbr"),
         testbed="linux-stock",
         kernel="6.18",

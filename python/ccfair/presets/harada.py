@@ -203,31 +203,23 @@ def _parking_figures(res: Results) -> FigureList:
     return figs
 
 
-def harada_parking_preset(hops: int) -> Preset:
-    name = f"harada-{hops}hop"
-    base = {
-        "builder": "parking_lot",
-        "name": name,
-        "hops": hops,
-        "rate": "50Mbit/s",
-        "access_rate": "1Gbit/s",
-        "access_delay": "1ms",
-        "duration": "60s",
-        "sample_interval": "100ms",
-    }
-    assignments = [[m, c] for m in CCAS3 for c in CCAS3]
-    quick_assign = [["bbr", "cubic"], ["cubic", "bbr"]] if hops == 2 else [["bbr", "cubic"]]
+def _parking_topology(hops: int) -> str:
+    """The study's own node names for a parking lot of 2 or 10 hops, as its setup table reads."""
     if hops == 2:
-        topology = (
+        return (
             "routers R1 -> R2 -> R3, bottlenecks L1, L2; main flow H1 -> H6 over both, cross "
             "flows H2 -> H3 over L1 and H4 -> H5 over L2"
         )
-    else:
-        topology = (
-            "routers R1 ... R11, bottlenecks L1 ... L10; main flow H1 -> H22 over all ten, "
-            "cross flows H2 -> H3, ..., H20 -> H21, each over one Li"
-        )
-    setup = _harada_setup(topology, "2")
+    return (
+        "routers R1 ... R11, bottlenecks L1 ... L10; main flow H1 -> H22 over all ten, "
+        "cross flows H2 -> H3, ..., H20 -> H21, each over one Li"
+    )
+
+
+def _parking_setup(hops: int) -> list[SetupRow]:
+    """The dumbbell's setup table, with the parking lot's algorithm assignments and its buffer
+    per bottleneck: the two rows where the studies differ."""
+    setup = _harada_setup(_parking_topology(hops), "2")
     setup.insert(
         1,
         SetupRow(
@@ -245,6 +237,23 @@ def harada_parking_preset(hops: int) -> Preset:
         "CORE sets a link's buffer as netem's limit, which also counts the packets in the "
         "delay line (docs/model.md, netem queues)",
     )
+    return setup
+
+
+def harada_parking_preset(hops: int) -> Preset:
+    name = f"harada-{hops}hop"
+    base = {
+        "builder": "parking_lot",
+        "name": name,
+        "hops": hops,
+        "rate": "50Mbit/s",
+        "access_rate": "1Gbit/s",
+        "access_delay": "1ms",
+        "duration": "60s",
+        "sample_interval": "100ms",
+    }
+    assignments = [[m, c] for m in CCAS3 for c in CCAS3]
+    quick_assign = [["bbr", "cubic"], ["cubic", "bbr"]] if hops == 2 else [["bbr", "cubic"]]
     return Preset(
         name=name,
         title=(
@@ -264,7 +273,7 @@ def harada_parking_preset(hops: int) -> Preset:
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_parking_figures,
-        setup=setup,
+        setup=_parking_setup(hops),
         headline=("heatmap-bbr-cubic", "heatmap-cubic-bbr"),
         testbed="core-netem",
         kernel="6.18",

@@ -65,6 +65,76 @@ def _ogino_figures(res: Results) -> FigureList:
     return figs
 
 
+def _ogino_network_rows() -> list[SetupRow]:
+    """The network and the grid: the half of the setup table the figures' axes come from."""
+    return [
+        SetupRow(
+            "topology",
+            "dumbbell of 2n senders and 2n receivers, one bottleneck",
+            "the same: senders h1..h2n -> s1 -> bottleneck -> s2 -> receivers",
+        ),
+        SetupRow(
+            "bottleneck",
+            "50 Mbit/s, round-trip propagation 40 ms (1 BDP = 250 kB), no random loss",
+            "50 Mbit/s, one-way 18 ms; with 1 ms access links each side the RTT is 40 ms",
+        ),
+        SetupRow(
+            "access links",
+            "not stated",
+            "1 Gbit/s, 1 ms, drop-tail 1000 packets",
+            "the Harada access links; they add 4 ms of the 40 ms RTT",
+        ),
+        SetupRow(
+            "algorithms",
+            "n Copa vs n CUBIC and n Copa vs n BBR, n in {1, 4}",
+            "the same (ccas, per_cca)",
+        ),
+        SetupRow(
+            "buffer",
+            "0.5 ... 64 BDP in powers of two",
+            "the same, as the netem limit of the testbed's links",
+            "Mininet's TCLink puts the queue limit on its netem qdisc, which also counts "
+            "the packets in the delay line (docs/model.md, netem queues)",
+        ),
+    ]
+
+
+def _ogino_run_rows() -> list[SetupRow]:
+    """How each run is made and measured: the half of the setup table every point shares."""
+    return [
+        SetupRow("start", "not stated", "all at t = 0, each with a TCP handshake"),
+        SetupRow("duration", "120 s", "120 s; time series sampled every 50 ms"),
+        SetupRow(
+            "receivers",
+            "SACK, timestamps, delayed ACK",
+            "the same (ccfair's TCP defaults)",
+        ),
+        SetupRow(
+            "Copa",
+            "not stated",
+            'variant "paper": the NSDI 2018 paper as published (delta 0.5, competitive mode on)',
+            "Copa is not in Linux; docs/fidelity.md lists its variants",
+        ),
+        goodput_row(),
+        reps_row("not stated"),
+        *host_rows(
+            "mininet-netem",
+            "4.15",
+            study_testbed="Mininet (hosts in network namespaces, TCLink links)",
+            study_kernel="Linux 4.15.18 on every sender and receiver, with CCP",
+            kernel_why="ccfair's 4.15 host was read in 4.15.11; CCP's Copa is ccfair's "
+            "Copa on the 4.15 substrate (CCP's kernel module paces like BBR does)",
+            tool=SetupRow(
+                "measurement tool",
+                "tcpdump captures analysed with tcptrace",
+                "the receiving application's goodput, and ccfair's own time series",
+                "tcptrace's throughput of a connection is its payload over its "
+                "duration, as ccfair's goodput",
+            ),
+        ),
+    ]
+
+
 def ogino_preset() -> Preset:
     base = {
         "builder": "dumbbell",
@@ -95,67 +165,7 @@ def ogino_preset() -> Preset:
             "repetitions": QUICK_REPETITIONS,
         },
         figures=_ogino_figures,
-        setup=[
-            SetupRow(
-                "topology",
-                "dumbbell of 2n senders and 2n receivers, one bottleneck",
-                "the same: senders h1..h2n -> s1 -> bottleneck -> s2 -> receivers",
-            ),
-            SetupRow(
-                "bottleneck",
-                "50 Mbit/s, round-trip propagation 40 ms (1 BDP = 250 kB), no random loss",
-                "50 Mbit/s, one-way 18 ms; with 1 ms access links each side the RTT is 40 ms",
-            ),
-            SetupRow(
-                "access links",
-                "not stated",
-                "1 Gbit/s, 1 ms, drop-tail 1000 packets",
-                "the Harada access links; they add 4 ms of the 40 ms RTT",
-            ),
-            SetupRow(
-                "algorithms",
-                "n Copa vs n CUBIC and n Copa vs n BBR, n in {1, 4}",
-                "the same (ccas, per_cca)",
-            ),
-            SetupRow(
-                "buffer",
-                "0.5 ... 64 BDP in powers of two",
-                "the same, as the netem limit of the testbed's links",
-                "Mininet's TCLink puts the queue limit on its netem qdisc, which also counts "
-                "the packets in the delay line (docs/model.md, netem queues)",
-            ),
-            SetupRow("start", "not stated", "all at t = 0, each with a TCP handshake"),
-            SetupRow("duration", "120 s", "120 s; time series sampled every 50 ms"),
-            SetupRow(
-                "receivers",
-                "SACK, timestamps, delayed ACK",
-                "the same (ccfair's TCP defaults)",
-            ),
-            SetupRow(
-                "Copa",
-                "not stated",
-                'variant "paper": the NSDI 2018 paper as published (delta 0.5, competitive '
-                "mode on)",
-                "Copa is not in Linux; docs/fidelity.md lists its variants",
-            ),
-            goodput_row(),
-            reps_row("not stated"),
-            *host_rows(
-                "mininet-netem",
-                "4.15",
-                study_testbed="Mininet (hosts in network namespaces, TCLink links)",
-                study_kernel="Linux 4.15.18 on every sender and receiver, with CCP",
-                kernel_why="ccfair's 4.15 host was read in 4.15.11; CCP's Copa is ccfair's "
-                "Copa on the 4.15 substrate (CCP's kernel module paces like BBR does)",
-                tool=SetupRow(
-                    "measurement tool",
-                    "tcpdump captures analysed with tcptrace",
-                    "the receiving application's goodput, and ccfair's own time series",
-                    "tcptrace's throughput of a connection is its payload over its "
-                    "duration, as ccfair's goodput",
-                ),
-            ),
-        ],
+        setup=[*_ogino_network_rows(), *_ogino_run_rows()],
         headline=("throughput-vs-buffer",),
         testbed="mininet-netem",
         kernel="4.15",

@@ -89,14 +89,9 @@ def _sojourn_section(lp: pd.DataFrame) -> list[str]:
     ]
 
 
-def report_section(v: Validation, env: dict[str, Any], command: str | None = None) -> str:
-    """The Markdown report section: summary per pair against the targets, the per-point
-    table, flagged kernel runs and the figures.
-
-    Example:
-        >>> print(report_section(v, {"kernel": "6.18"}))  # doctest: +SKIP
-    """
-    p = v.points
+def _per_point_table(p: pd.DataFrame) -> pd.DataFrame:
+    """Every point's row as a reader compares them: shares with intervals side by side, and
+    words instead of NaN where no reliable kernel run exists."""
     params = [c for c in p.columns if c.startswith("param_")]
     per_point = pd.DataFrame({"pair": p["pair"]})
     for c in params:
@@ -120,14 +115,12 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         per_point[col] = per_point[col].astype(object).where(~missing, text)
     if not params:
         per_point.insert(1, "point", p["point"])
-    s = v.summary
-    overall = s[s["pair"] == "all"].iloc[0]
-    verdict = (
-        "met"
-        if overall["median_abs_diff_pp"] <= TARGET_MEDIAN_PP
-        and overall["max_abs_diff_pp"] <= TARGET_MAX_PP
-        else "not met"
-    )
+    return per_point
+
+
+def _intro_lines(env: dict[str, Any], command: str | None) -> list[str]:
+    """The heading, what was compared and how, the command and the environment: what a reader
+    needs to trust or repeat the numbers below."""
     linux = (
         "real Linux TCP in network namespaces over veth pairs with tc qdiscs"
         if str(env.get("Linux runs", "")).startswith("veth")
@@ -145,9 +138,20 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
     ]
     if command:
         parts += [f"Command: `{command}`", ""]
-    parts += [
-        "Environment: " + ", ".join(f"{k} {val}" for k, val in env.items()),
-        "",
+    return parts + ["Environment: " + ", ".join(f"{k} {val}" for k, val in env.items()), ""]
+
+
+def _summary_lines(s: pd.DataFrame) -> list[str]:
+    """The verdict against the targets over all pairs, then the table per pair: the answer
+    first, its detail after."""
+    overall = s[s["pair"] == "all"].iloc[0]
+    verdict = (
+        "met"
+        if overall["median_abs_diff_pp"] <= TARGET_MEDIAN_PP
+        and overall["max_abs_diff_pp"] <= TARGET_MAX_PP
+        else "not met"
+    )
+    return [
         "### Summary per algorithm pair",
         "",
         f"Targets: median |difference| <= {TARGET_MEDIAN_PP:g} pp and largest <= "
@@ -163,23 +167,47 @@ def report_section(v: Validation, env: dict[str, Any], command: str | None = Non
         "",
         _md_table(s),
         "",
-        "### Every point",
-        "",
-        _md_table(per_point),
-        "",
     ]
+
+
+def _unreliable_section(runs: pd.DataFrame) -> list[str]:
+    """The kernel runs left out of the result, each with its flags, and how far they lie from
+    the simulator (none without any)."""
+    bad = runs[~runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
+    if not len(bad):
+        return []
+    parts = ["### Kernel runs outside their self-check bounds (after retries)", ""]
+    parts += [f"- {r['point']} r{r['rep']}: {r['kernel_flags']}" for _, r in bad.iterrows()]
+    parts.append("")
+    return parts + _flagged_section(flagged_points(runs))
+
+
+def _figures_section(v: Validation) -> list[str]:
+    """The figures as images, relative to the study's directory so that the report and its
+    figures can move together (none without figures)."""
+    if not v.figures:
+        return []
+    parts = ["### Figures", ""]
+    base = v.out or Path(".")
+    for fig in v.figures:
+        rel = fig.relative_to(base) if fig.is_relative_to(base) else fig
+        parts.append(f"![{fig.stem}]({rel})")
+    parts.append("")
+    return parts
+
+
+def report_section(v: Validation, env: dict[str, Any], command: str | None = None) -> str:
+    """The Markdown report section: summary per pair against the targets, the per-point
+    table, flagged kernel runs and the figures.
+
+    Example:
+        >>> print(report_section(v, {"kernel": "6.18"}))  # doctest: +SKIP
+    """
+    per_point = _per_point_table(v.points)
+    parts = _intro_lines(env, command)
+    parts += _summary_lines(v.summary)
+    parts += ["### Every point", "", _md_table(per_point), ""]
     parts += _sojourn_section(v.link_points)
-    bad = v.runs[~v.runs["kernel_reliable"]].drop_duplicates(["point", "rep"])
-    if len(bad):
-        parts += ["### Kernel runs outside their self-check bounds (after retries)", ""]
-        parts += [f"- {r['point']} r{r['rep']}: {r['kernel_flags']}" for _, r in bad.iterrows()]
-        parts.append("")
-        parts += _flagged_section(flagged_points(v.runs))
-    if v.figures:
-        parts += ["### Figures", ""]
-        base = v.out or Path(".")
-        for fig in v.figures:
-            rel = fig.relative_to(base) if fig.is_relative_to(base) else fig
-            parts.append(f"![{fig.stem}]({rel})")
-        parts.append("")
+    parts += _unreliable_section(v.runs)
+    parts += _figures_section(v)
     return "\n".join(parts)

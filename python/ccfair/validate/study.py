@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ccfair import backends
+from ccfair.backends.base import Backend
 from ccfair.errors import SpecError
 from ccfair.execution.runs import run
 from ccfair.execution.threads import run_in_threads
@@ -103,12 +104,48 @@ def validate(
         >>> v = validate(["a.toml", "b.toml"], out="validation")  # doctest: +SKIP
     """
     say = progress or (lambda m: None)
+    _check_flags(retries, rerun_flagged, finished_only)
+    points = _study_points(inputs, preset, quick, duration)
+    _check_sim_tcp(sim_tcp, points)
+    ref_name = reference
+    ref_backend = _reference_backend(reference)
+    points = _on_reference_kernel(points, ref_backend, say)
+    kernel_scs = [kernel_variant(p.scenario, ref_name) for p in points]
+    results = Path(out) / "results" if out is not None else None
+    if finished_only:
+        points, kernel_scs, hz = _finished_points(points, kernel_scs, results, say, ref_name)
+        hz = hz if match_hz else None
+        rerun_flagged = False
+    else:
+        _ready_to_run(points, kernel_scs, ref_backend, say)
+        hz = ref_backend.clock_hz() if match_hz else None
+    sims = _run_sims(points, hz, sim_tcp, results, say)
+    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say, ref_name)
+    v = _study(points, sims, kerns)
+    if out is not None:
+        label = sim_tcp_label(sim_tcp)
+        _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command, ref_name)
+    return v
+
+
+def _check_flags(retries: Any, rerun_flagged: Any, finished_only: Any) -> None:
+    """The study's switches are checked first, so that a typo costs no expansion of points."""
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         raise SpecError("retries", retries, "is not a number of reruns (an integer >= 0)")
     if not isinstance(rerun_flagged, bool):
         raise SpecError("rerun_flagged", rerun_flagged, "is not true or false")
     if not isinstance(finished_only, bool):
         raise SpecError("finished_only", finished_only, "is not true or false")
+
+
+def _study_points(
+    inputs: Sequence[Scenario | str | os.PathLike[str]],
+    preset: str | None,
+    quick: bool,
+    duration: str | None,
+) -> list[VPoint]:
+    """The points to compare, with ``duration`` applied: an empty study is an error, since it
+    would write a report of nothing."""
     points = validation_points(inputs, preset=preset, quick=quick)
     if not points:
         raise SpecError("inputs", list(inputs), "name no scenario, sweep or preset to validate")
@@ -116,13 +153,23 @@ def validate(
         points = [
             VPoint(p.label, p.params, p.rep, with_duration(p.scenario, duration)) for p in points
         ]
+    return points
+
+
+def _check_sim_tcp(sim_tcp: Mapping[str, Any] | None, points: list[VPoint]) -> None:
+    """``sim_tcp`` is checked on one point before anything runs: the engine names what is
+    wrong, once, rather than every simulator run failing."""
     if sim_tcp is not None and (
         not isinstance(sim_tcp, Mapping) or not all(isinstance(k, str) for k in sim_tcp)
     ):
         raise SpecError("sim_tcp", sim_tcp, "is not a table of TCP options by name")
     if sim_tcp:
-        # Checked on one point (the engine names what is wrong) before anything runs.
         sim_variant(points[0].scenario, None, sim_tcp).resolve()
+
+
+def _reference_backend(reference: Any) -> Backend:
+    """The backend of the Linux runs: only a real-time backend runs real Linux TCP, so only
+    such a backend can be the reference."""
     if (
         not isinstance(reference, str)
         or reference not in backends.names()
@@ -132,33 +179,26 @@ def validate(
         raise SpecError(
             "reference", reference, f"is not a backend of real Linux TCP; choose {', '.join(linux)}"
         )
-    ref_name = reference
-    ref_backend = backends.get(ref_name)
-    points = _on_reference_kernel(points, ref_backend, say)
-    kernel_scs = [kernel_variant(p.scenario, ref_name) for p in points]
-    results = Path(out) / "results" if out is not None else None
-    if finished_only:
-        points, kernel_scs, hz = _finished_points(points, kernel_scs, results, say, ref_name)
-        hz = hz if match_hz else None
-        rerun_flagged = False
-    else:
-        for p, ksc in zip(points, kernel_scs, strict=True):
-            try:
-                ref_backend.check(ksc.resolve())
-            except SpecError as exc:
-                raise SpecError(
-                    exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
-                ) from None
-        ref_backend.preflight()
-        ref_backend.warn_if_busy(say)
-        hz = ref_backend.clock_hz() if match_hz else None
-    sims = _run_sims(points, hz, sim_tcp, results, say)
-    kerns = _run_kernels(points, kernel_scs, results, retries, rerun_flagged, say, ref_name)
-    v = _study(points, sims, kerns)
-    if out is not None:
-        label = sim_tcp_label(sim_tcp)
-        _write(v, Path(out), points, sims, kerns, hz, label, timeseries_figures, command, ref_name)
-    return v
+    return backends.get(reference)
+
+
+def _ready_to_run(
+    points: list[VPoint],
+    kernel_scs: list[Scenario],
+    ref_backend: Backend,
+    say: Callable[[str], None],
+) -> None:
+    """Every point is runnable on the reference backend and the machine is fit to run it,
+    before the first real-time run: a failure then costs nothing."""
+    for p, ksc in zip(points, kernel_scs, strict=True):
+        try:
+            ref_backend.check(ksc.resolve())
+        except SpecError as exc:
+            raise SpecError(
+                exc.path, exc.value, f"{exc.message} (point {p.label})", with_value=False
+            ) from None
+    ref_backend.preflight()
+    ref_backend.warn_if_busy(say)
 
 
 def _on_reference_kernel(
