@@ -85,3 +85,15 @@ def test_a_case_child_times_its_tables_after_the_engine():
     )
     m = json.loads(out.stdout.strip().splitlines()[-1])
     assert m["packet_hops"] > 0 and m["build_s"] > 0 and m["save_s"] > 0 and m["sweep_s"] > 0
+
+
+def test_report_json_keeps_the_figure_count_beside_each_steps_time(monkeypatch, tmp_path, capsys):
+    """`ccfair bench --report --json`: "figures" counts the figures drawn; the step of the
+    same name has its time under "figures_s" (it used to overwrite the count)."""
+    steps = {"metrics": 0.1, "figures": 0.25, "saving figures": 0.3, "page": 0.01}
+    monkeypatch.setattr(bench, "_time_report", lambda results_dir, tmp: (1.5, steps, 7, 3))
+    assert bench.report_main([str(tmp_path)], as_json=True) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["figures"] == 7 and row["runs"] == 3 and row["total_s"] == 1.5
+    assert row["figures_s"] == 0.25 and row["saving_figures_s"] == 0.3
+    assert row["metrics_s"] == 0.1 and row["page_s"] == 0.01

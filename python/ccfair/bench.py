@@ -482,8 +482,11 @@ def report_main(
             f"{steps.get('figures', 0):8.1f} {steps.get('saving figures', 0):8.1f} "
             f"{steps.get('page', 0):6.2f}"
         )
+        # Each step's time as "<step>_s": a step named "figures" must not overwrite the
+        # count of figures.
+        step_times = {f"{name.replace(' ', '_')}_s": t for name, t in steps.items()}
         rows.append(
-            {"report_of": label, "runs": n_runs, "figures": n_figs, "total_s": total, **steps}
+            {"report_of": label, "runs": n_runs, "figures": n_figs, "total_s": total, **step_times}
         )
     if as_json:
         _print_json(rows)
