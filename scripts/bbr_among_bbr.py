@@ -36,6 +36,16 @@ equal RTT, 40 s) over seeds 1-10 on the default host and, to isolate mechanisms,
 host options switched (segmentation offload off; no host latency), prints Jain's index per
 seed and the per-flow statistics, and draws the figures of the section (seed 1 traced).
 
+    python3 scripts/bbr_among_bbr.py arrivals KERNEL_RESULTS SIM_RESULTS --out DIR
+
+`arrivals` compares traced runs of the mechanism point (docs/validation/bbr-among-bbr/
+mechanism-point.toml, `--trace flow1 ... flow4`) of either backend: per flow its drops per
+packet delivered, the fraction of 0.5-s windows at the long-term estimator's loss threshold,
+burst sizes, how often a burst trails another flow's packet at the bottleneck and what that
+costs, data packets per ACK, RTOs and time in Recovery (`arrivals_flows.csv`); per run the
+order in which two flows' packets entered the network by the gap between them
+(`arrivals_order.csv`); and `arrivals.png`.
+
     python3 scripts/bbr_among_bbr.py losses --out docs/validation/bbr-among-bbr
 
 `losses` reruns on the simulator the BBR-vs-BBR points at 0.5 BDP of the 10 Mbit/s parking
@@ -640,6 +650,199 @@ def _draw_share_vs(per_flow: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+# -------------------------------------------------------------------------- arrivals
+
+#: A burst's first packet is "behind" when another flow's packet reached the bottleneck
+#: less than this before it: the two raced for the same free buffer slot.
+RACE_GAP_NS = 10_000
+#: Windows of the per-window loss ratio, about 8 rounds at this point's 50 to 60 ms RTT
+#: (the long-term estimator's intervals are 4 to 16 rounds).
+LOSS_WINDOW_S = 0.5
+#: `bbr_lt_loss_thresh`: an interval is lossy at lost/delivered >= 50/256.
+LT_LOSS_THRESH = 50 / 256
+#: Ingress stamps of two flows' packets closer than this came from one pass of the kernel
+#: backend's forwarder over its TUN devices (or, on the simulator, by chance).
+SAME_PASS_NS = 3_000
+
+
+def _last_other_flow_ns(t_ns: np.ndarray, flow: np.ndarray) -> np.ndarray:
+    """For each packet (sorted by time), the time of the latest earlier packet of another
+    flow (-inf if none)."""
+    last_other = np.full(len(t_ns), -np.inf)
+    for f in np.unique(flow):
+        mine = flow == f
+        # The latest time of flow f strictly before each packet.
+        stamps = np.where(mine, t_ns.astype(float), -np.inf)
+        latest = np.maximum.accumulate(stamps)
+        before = np.concatenate([[-np.inf], latest[:-1]])
+        last_other = np.where(~mine, np.maximum(last_other, before), last_other)
+    return last_other
+
+
+def arrival_flow_stats(r: ccfair.RunResult) -> pd.DataFrame:
+    """Per flow of a traced run: how its data packets met the bottleneck's drop-tail buffer.
+
+    `loss_ratio` (drops over packets delivered across the bottleneck), `lossy_window_frac`
+    (the fraction of 0.5-s windows after 2 s whose drops reach 50/256 of the packets
+    delivered, the long-term estimator's threshold), `burst_pkts` (mean packets per burst),
+    `lead_behind_frac` (the fraction of burst leads that reach the bottleneck within
+    :data:`RACE_GAP_NS` after another flow's packet), the drop fractions of leads behind and
+    clear of another flow, and `data_per_ack` (data packets delivered per ACK sent)."""
+    t = r.trace
+    b = t[
+        (t.link_name == "bottleneck") & (t.kind == "data") & t.event.isin(["enqueue", "drop_queue"])
+    ].sort_values("t_ns", kind="stable")
+    t_ns, flow = b.t_ns.to_numpy(), b.flow_name.to_numpy()
+    dropped = (b.event == "drop_queue").to_numpy()
+    own_gap = b.groupby("flow_name").t_ns.diff().to_numpy()
+    lead = ~(own_gap < BURST_GAP_NS)
+    behind = (t_ns - _last_other_flow_ns(t_ns, flow)) < RACE_GAP_NS
+    arrived = t[(t.link_name == "bottleneck") & (t.kind == "data") & (t.event == "arrive")]
+    acks = t[(t.kind == "ack") & (t.hop == 0) & (t.event.isin(["enqueue", "drop_queue"]))]
+    late = b[b.t_s >= 2.0]
+    window = (late.t_s // LOSS_WINDOW_S).astype(int)
+    drops_w = late[late.event == "drop_queue"].groupby([late.flow_name, window]).size()
+    arr_late = arrived[arrived.t_s >= 2.0]
+    deliv_w = arr_late.groupby([arr_late.flow_name, (arr_late.t_s // LOSS_WINDOW_S).astype(int)])
+    per_window = pd.concat({"d": drops_w, "a": deliv_w.size()}, axis=1).fillna(0)
+    per_window["lossy"] = per_window.d >= LT_LOSS_THRESH * per_window.a.clip(lower=1)
+    rows = []
+    for name in sorted(set(flow), key=lambda n: int(str(n).removeprefix("flow"))):
+        mine = flow == name
+        n_arrived = int((arrived.flow_name == name).sum())
+        # Drops per burst, for bursts whose lead trailed another flow and for the others.
+        burst = np.cumsum(lead[mine])
+        burst_drops = np.bincount(burst, weights=dropped[mine].astype(float))[1:]
+        burst_behind = behind[mine & lead]
+        rows.append(
+            {
+                "flow_name": name,
+                "loss_ratio": dropped[mine].sum() / max(n_arrived, 1),
+                "lossy_window_frac": float(per_window.loc[name].lossy.mean()),
+                "burst_pkts": mine.sum() / max((mine & lead).sum(), 1),
+                "lead_behind_frac": float(behind[mine & lead].mean()),
+                "drop_lead_behind": float(dropped[mine & lead & behind].mean()),
+                "drop_lead_clear": float(dropped[mine & lead & ~behind].mean()),
+                "drops_per_burst_behind": float(burst_drops[burst_behind].mean()),
+                "drops_per_burst_clear": float(burst_drops[~burst_behind].mean()),
+                "data_per_ack": n_arrived / max(int((acks.flow_name == name).sum()), 1),
+            }
+        )
+    return pd.DataFrame(rows).set_index("flow_name")
+
+
+def ingress_order(r: ccfair.RunResult) -> pd.DataFrame:
+    """Pairs of data packets of two flows stamped one after the other at the first hop
+    (the kernel backend's forwarder stamps a packet when it reads it from the sender's TUN
+    device), by the gap between them: how many, and the fraction where the lower-numbered
+    flow comes first (0.5 when the order is chance)."""
+    t = r.trace
+    s = t[(t.hop == 0) & (t.kind == "data") & t.event.isin(["enqueue", "drop_queue"])].sort_values(
+        "t_ns", kind="stable"
+    )
+    t_ns, flow = s.t_ns.to_numpy(), s.flow.to_numpy()
+    gap = np.diff(t_ns)
+    first, second = flow[:-1], flow[1:]
+    cross = first != second
+    rows = []
+    edges_us = [0, 3, 10, 30, 100, math.inf]
+    for lo, hi in zip(edges_us[:-1], edges_us[1:], strict=True):
+        m = cross & (gap >= lo * 1000) & (gap < hi * 1000)
+        rows.append(
+            {
+                "gap_us": f"{lo}-{hi}",
+                "pairs": int(m.sum()),
+                "pairs_frac": float(m.sum() / max(cross.sum(), 1)),
+                "lower_first_frac": float((first[m] < second[m]).mean()) if m.any() else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def cmd_arrivals(args: argparse.Namespace) -> None:
+    """Compare traced runs of the mechanisms point on both backends: per flow the loss
+    pattern at the bottleneck, per run the order in which the first hop saw the flows."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    flows, orders = [], []
+    for d in args.results:
+        for r in _load_runs_with_traces(Path(d)):
+            if r.trace is None:
+                continue
+            backend = str(r.runs.backend.iloc[0])
+            seed = int(r.runs.seed.iloc[0])
+            stats = flow_stats(r)[["share", "rto_count", "recovery_frac", "gain_flat_1s_frac"]]
+            a = arrival_flow_stats(r).join(stats)
+            flows.append(a.reset_index().assign(backend=backend, seed=seed))
+            orders.append(ingress_order(r).assign(backend=backend, seed=seed))
+    if not flows:
+        raise Refused("no traced runs in the results directories")
+    per_flow = pd.concat(flows)
+    per_flow["flow"] = per_flow.flow_name.str.removeprefix("flow").astype(int)
+    # The drops the order of the races adds to (or spares) a flow, per packet it offers:
+    # its share of bursts that trail another flow beyond the run's mean over its flows
+    # (an even split of the same races), times the drops such a burst costs.
+    even = per_flow.groupby(["backend", "seed"]).lead_behind_frac.transform("mean")
+    per_flow["race_excess_loss"] = (
+        (per_flow.lead_behind_frac - even)
+        * (per_flow.drops_per_burst_behind - per_flow.drops_per_burst_clear)
+        / per_flow.burst_pkts
+    )
+    order = pd.concat(orders)
+    per_flow.to_csv(out / "arrivals_flows.csv", index=False, float_format="%.4f")
+    order.to_csv(out / "arrivals_order.csv", index=False, float_format="%.4f")
+    cols = ["share", "loss_ratio", "lossy_window_frac", "lead_behind_frac"]
+    cols += ["drop_lead_behind", "drop_lead_clear", "race_excess_loss"]
+    cols += ["burst_pkts", "data_per_ack"]
+    cols += ["gain_flat_1s_frac", "rto_count", "recovery_frac"]
+    print(per_flow.groupby(["backend", "flow"])[cols].mean().round(3).to_string())
+    print(
+        order.groupby(["backend", "gap_us"], sort=False)[
+            ["pairs", "pairs_frac", "lower_first_frac"]
+        ]
+        .mean()
+        .round(3)
+        .to_string()
+    )
+    _draw_arrivals(per_flow, order, out / "arrivals.png")
+
+
+def _draw_arrivals(per_flow: pd.DataFrame, order: pd.DataFrame, path: Path) -> None:
+    """Left: per flow number, the fraction of its burst leads that trail another flow's
+    packet by under 10 us at the bottleneck; middle: the loss ratio; right: per gap between
+    two flows' ingress stamps, the fraction ordered lower-numbered flow first."""
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    styles = {"kernel": ("tab:red", "o"), "sim": ("tab:blue", "s")}
+    for backend, g in per_flow.groupby("backend"):
+        colour, marker = styles.get(str(backend), ("grey", "x"))
+        jitter = -0.1 if backend == "kernel" else 0.1
+        axes[0].plot(
+            g.flow + jitter,
+            g.lead_behind_frac,
+            marker,
+            color=colour,
+            ms=4,
+            ls="",
+            label=str(backend),
+        )
+        axes[1].plot(g.flow + jitter, g.loss_ratio, marker, color=colour, ms=4, ls="")
+        o = order[order.backend == backend].groupby("gap_us", sort=False).lower_first_frac.mean()
+        axes[2].plot(range(len(o)), o.to_numpy(), marker + "-", color=colour, label=str(backend))
+        axes[2].set_xticks(range(len(o)), list(o.index), fontsize=7)
+    axes[0].set_xlabel("flow")
+    axes[0].set_ylabel("burst leads < 10 us\nafter another flow")
+    axes[0].legend(fontsize=7)
+    axes[1].axhline(LT_LOSS_THRESH, color="grey", lw=0.7, ls="--")
+    axes[1].set_xlabel("flow")
+    axes[1].set_ylabel("drops / delivered")
+    axes[2].axhline(0.5, color="grey", lw=0.7, ls="--")
+    axes[2].set_xlabel("gap between two flows' ingress stamps (us)")
+    axes[2].set_ylabel("lower-numbered flow first")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 #: Earlier studies with BBR-vs-BBR kernel runs at 0.5 BDP: (study directory, sweep file).
 LOSS_STUDIES = {
     "2hop-10m": "scenarios/validate/harada-2hop-10m.toml",
@@ -708,6 +911,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--out", required=True)
     m.add_argument("--seeds", type=int, default=10)
     m.add_argument("--contrast-seed", type=int, default=0)
+    ar = sub.add_parser("arrivals", help="traced runs of both backends: how packets met the buffer")
+    ar.add_argument("results", nargs="+", help="results directories with traced runs")
+    ar.add_argument("--out", required=True)
     lo = sub.add_parser("losses", help="retransmissions vs the 10 Mbit/s studies' Linux runs")
     lo.add_argument("--root", default=".", help="the repository (default: .)")
     lo.add_argument("--out", default=None, help="directory for losses_10mbit.csv")
@@ -720,6 +926,7 @@ def main(argv: list[str] | None = None) -> int:
             "timeseries": cmd_timeseries,
             "mechanisms": cmd_mechanisms,
             "losses": cmd_losses,
+            "arrivals": cmd_arrivals,
         }
         commands[args.cmd](args)
     except Refused as exc:

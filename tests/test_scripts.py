@@ -461,3 +461,71 @@ def test_default_hosts_points_refuses_absurd_arguments_before_any_run(args, says
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     line = out.stderr.strip().splitlines()[-1]
     assert says in line and len(line) < 1000 and out.stdout == ""
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bbr_among_bbr_last_other_flow_is_the_latest_earlier_packet_of_another_flow():
+    import numpy as np
+
+    m = _load_script("bbr_among_bbr")
+    t_ns = np.array([0, 5, 7, 100, 101])
+    flow = np.array(["a", "b", "a", "b", "c"])
+    got = m._last_other_flow_ns(t_ns, flow)
+    assert got[0] == -np.inf
+    assert list(got[1:]) == [0, 5, 7, 100]
+
+
+@pytest.mark.parametrize(("lower_first", "expected"), [(True, 1.0), (False, 0.0)])
+def test_bbr_among_bbr_ingress_order_sees_which_flow_a_pass_stamps_first(lower_first, expected):
+    # Ten passes of a forwarder over two senders, 1 us apart within a pass and 500 us
+    # between passes: the 0-3 us pairs come lower-numbered flow first, or never.
+    m = _load_script("bbr_among_bbr")
+    rows = []
+    for i in range(10):
+        first, second = (0, 1) if lower_first else (1, 0)
+        for k, f in enumerate((first, second)):
+            rows.append(
+                {"t_ns": i * 500_000 + k * 1_000, "flow": f, "hop": 0}
+                | {"kind": "data", "event": "enqueue"}
+            )
+    r = type("R", (), {"trace": pd.DataFrame(rows)})()
+    order = m.ingress_order(r).set_index("gap_us")
+    assert order.loc["0-3", "pairs"] == 10
+    assert order.loc["0-3", "lower_first_frac"] == expected
+    assert order.loc["100-inf", "pairs"] == 9  # between passes
+
+
+def test_bbr_among_bbr_arrivals_compares_traced_runs_and_refuses_untraced(tmp_path):
+    point = ROOT / "docs" / "validation" / "bbr-among-bbr" / "mechanism-point.toml"
+    results = tmp_path / "sim"
+    traced = [a for i in range(1, 5) for a in ("--trace", f"flow{i}")]
+    run = subprocess.run(
+        [sys.executable, "-m", "ccfair", "run", str(point), "--duration", "3s", *traced]
+        + ["--out", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "out"
+    ok = _script("bbr_among_bbr.py", "arrivals", str(results), "--out", str(out))
+    assert ok.returncode == 0, ok.stderr
+    flows = pd.read_csv(out / "arrivals_flows.csv")
+    assert sorted(flows.flow) == [1, 2, 3, 4]
+    for col in ("lead_behind_frac", "drop_lead_clear", "lossy_window_frac"):
+        assert flows[col].between(0, 1).all(), col
+    assert (flows.burst_pkts >= 1).all() and (flows.loss_ratio > 0).all()
+    # The excess of the races is measured against the run's own mean: it sums to about 0.
+    assert abs(flows.race_excess_loss.sum()) < 0.01
+    order = pd.read_csv(out / "arrivals_order.csv")
+    assert abs(order.pairs_frac.sum() - 1) < 1e-3  # written with 4 decimals
+    assert (out / "arrivals.png").stat().st_size > 0
+    untraced = tmp_path / "untraced"
+    ccfair.run(ccfair.dumbbell(2, "bbr", duration="1s")).save(untraced)
+    _refused(_script("bbr_among_bbr.py", "arrivals", str(untraced), "--out", str(out)), "no traced")
