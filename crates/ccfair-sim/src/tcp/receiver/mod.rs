@@ -722,7 +722,8 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn data(seq: u64) -> Packet {
+    /// A full-size data segment as the tests send it (also for `tests_4x` and `ecn`).
+    pub(super) fn data(seq: u64) -> Packet {
         Packet {
             flow: 0,
             kind: Kind::Data,
@@ -739,20 +740,19 @@ mod tests {
         }
     }
 
+    /// A receiver with `opts` on a 40 ms path with a 32 MiB `tcp_rmem` maximum.
+    pub(super) fn rx_with(opts: TcpOptions) -> Receiver {
+        Receiver::new(0, &opts, 40_000_000, [4096, 131_072, 32 << 20], false)
+    }
+
     fn rx() -> Receiver {
-        Receiver::new(
-            0,
-            &TcpOptions::default(),
-            40_000_000,
-            [4096, 131_072, 32 << 20],
-            false,
-        )
+        rx_with(TcpOptions::default())
     }
 
     /// Segments to send before quick-ACK mode ends: 16 quick ACKs (`tcp_incr_quickack`)
     /// plus the 6 segments that grow `rcv_ssthresh` from 65160 to its room of 80480 in the
     /// initial 128 KiB buffer (each sets `quick |= 1`, which on an even count adds one).
-    const QUICK_SEGMENTS: u64 = 22;
+    pub(super) const QUICK_SEGMENTS: u64 = 22;
 
     /// reference 8.3.8: immediate ACKs at connection start (16 quick ACKs, and the growth of
     /// the window keeps them coming), then one ACK per 2 full segments, and a lone segment
@@ -937,10 +937,13 @@ mod tests {
         assert_eq!(last.wire_bytes, 52 + 4 + 24);
     }
 
-    fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
+    /// Segments until quick-ACK mode and the window's growth are over (the 6.18 window);
+    /// returns the next segment.
+    pub(super) fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
         for s in 0..QUICK_SEGMENTS {
             r.on_data(0, &data(s), |_| 1448, out);
         }
+        assert_eq!(r.quick, 0);
         out.clear();
         QUICK_SEGMENTS
     }
@@ -952,16 +955,10 @@ mod tests {
     #[test]
     fn without_sack_dupacks_carry_no_blocks_and_are_not_compressed() {
         for sack in [true, false] {
-            let mut r = Receiver::new(
-                0,
-                &TcpOptions {
-                    sack,
-                    ..TcpOptions::default()
-                },
-                40_000_000,
-                [4096, 131_072, 32 << 20],
-                false,
-            );
+            let mut r = rx_with(TcpOptions {
+                sack,
+                ..TcpOptions::default()
+            });
             let mut out = Vec::new();
             let next = past_quickacks(&mut r, &mut out);
             // Segment `next` lost; the next 10 arrive, one twice; then old data again.
