@@ -222,7 +222,9 @@ pub struct TcpOptions {
     pub delack_ms: u32,
     /// `TCP_MAX_QUICKACKS`.
     pub quickacks: u32,
-    /// Selective acknowledgements (RFC 2018). Off = NewReno dupack counting.
+    /// Selective acknowledgements (RFC 2018), `net.ipv4.tcp_sack` of both ends of the flow
+    /// (the handshake negotiates SACK only when both enable it). Off: the receiver sends no
+    /// SACK blocks and the sender recovers by NewReno dupack counting (`tcp_is_reno`).
     pub sack: bool,
     /// RACK-TLP loss detection (`tcp_recovery` = 1). Off = dupthresh marking.
     pub rack: bool,

@@ -30,6 +30,61 @@ fn with_loss(mut spec: ccfair_sim::spec::RunSpec, p: f64) -> ccfair_sim::spec::R
     spec
 }
 
+/// `tcp.sack = false`: a Reno flow through 1% random loss recovers by NewReno (dupack
+/// counting, one hole per partial ACK) without loss probes, mostly by fast recovery, and
+/// keeps most of the SACK flow's rate; its receiver sends an immediate dupack for every
+/// out-of-order segment (no SACK compression), so more ACKs than with SACK. Without SACK
+/// a timeout marks the whole window lost and resends what the receiver already holds
+/// (`tcp_timeout_mark_lost`), so retransmissions exceed drops, but boundedly.
+#[test]
+fn lossy_reno_without_sack_recovers_by_newreno() {
+    let run = |sack: bool| {
+        let mut spec = with_loss(
+            dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 30 * S),
+            0.01,
+        );
+        spec.flows[0].tcp.sack = sack;
+        Simulation::new(spec).unwrap().run().flows
+    };
+    let (with, without) = (run(true), run(false));
+    let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
+    for (name, t) in [("sack", &with), ("no sack", &without)] {
+        eprintln!(
+            "{name}: goodput {:.2} Mbit/s, dropped {}, retrans {}, recoveries {}, rto {}, \
+             tlp {}, acks {}",
+            t.f64("goodput_mbps").unwrap()[0],
+            col(t, "data_dropped_pkts"),
+            col(t, "retrans_pkts"),
+            col(t, "recovery_count"),
+            col(t, "rto_count"),
+            col(t, "tlp_count"),
+            col(t, "ack_sent_pkts"),
+        );
+    }
+    assert_eq!(col(&without, "tlp_count"), 0, "no loss probes without SACK");
+    let dropped = col(&without, "data_dropped_pkts");
+    let retrans = col(&without, "retrans_pkts");
+    assert!(dropped > 100, "{dropped}");
+    assert!(
+        retrans >= dropped - 5 && retrans <= 2 * dropped,
+        "{retrans} vs {dropped}"
+    );
+    // With SACK every retransmission repairs a drop.
+    assert!(col(&with, "retrans_pkts") <= col(&with, "data_dropped_pkts") + 5);
+    // Fast recovery, not timeouts, repairs most losses.
+    let (recoveries, rtos) = (col(&without, "recovery_count"), col(&without, "rto_count"));
+    assert!(
+        recoveries > 4 * rtos,
+        "{recoveries} recoveries, {rtos} RTOs"
+    );
+    let goodput = |t: &ccfair_sim::table::Table| t.f64("goodput_mbps").unwrap()[0];
+    assert!(
+        goodput(&without) > 0.6 * goodput(&with),
+        "NewReno keeps most of SACK's rate"
+    );
+    assert!(col(&without, "ack_sent_pkts") > col(&with, "ack_sent_pkts"));
+}
+
 #[test]
 fn same_seed_gives_identical_tables() {
     let mk = || {

@@ -248,7 +248,8 @@ pub fn dequeue<P: OnWire, Q: CodelQueue<P>>(
 /// The `codel` queue discipline (net/sched/sch_codel.c): a FIFO of at most `limit`
 /// packets, CoDel at its head.
 pub struct Codel<P> {
-    queue: PacketFifo<P>,
+    /// The packets waiting: `Qdisc` reads their count, bytes and storage from it.
+    pub(super) queue: PacketFifo<P>,
     limit: u32,
     consts: CodelConsts,
     vars: CodelVars,
@@ -307,36 +308,6 @@ impl<P: OnWire> Codel<P> {
             ..
         } = self;
         dequeue(queue, now_ns, consts, vars, stats, sink)
-    }
-
-    /// Packets waiting (`qdisc_qlen`).
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// No packet waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes waiting (`sch->qstats.backlog`).
-    pub fn backlog_bytes(&self) -> u64 {
-        self.queue.bytes()
-    }
-
-    /// Call `f` on every packet waiting, oldest first.
-    pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
-        self.queue.for_each(f)
-    }
-
-    /// Heap bytes of the queue's storage.
-    pub fn reserved_bytes(&self) -> u64 {
-        self.queue.reserved_bytes()
-    }
-
-    /// Make room for `packets` more, so that queueing them allocates nothing.
-    pub fn reserve(&mut self, packets: usize) {
-        self.queue.reserve(packets);
     }
 
     /// The CoDel state (tests).

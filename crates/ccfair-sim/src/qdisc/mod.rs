@@ -304,10 +304,10 @@ impl<P: OnWire> Qdisc<P> {
     /// Packets waiting (`qdisc_qlen`).
     pub fn len(&self) -> usize {
         match self {
-            Qdisc::Codel(q) => q.len(),
+            Qdisc::Codel(q) => q.queue.len(),
             Qdisc::FqCodel(q) => q.len(),
-            Qdisc::Pie(q) => q.len(),
-            Qdisc::Red(q) => q.len(),
+            Qdisc::Pie(q) => q.queue.len(),
+            Qdisc::Red(q) => q.queue.len(),
         }
     }
 
@@ -319,10 +319,10 @@ impl<P: OnWire> Qdisc<P> {
     /// Bytes waiting (`sch->qstats.backlog`).
     pub fn backlog_bytes(&self) -> u64 {
         match self {
-            Qdisc::Codel(q) => q.backlog_bytes(),
+            Qdisc::Codel(q) => q.queue.bytes(),
             Qdisc::FqCodel(q) => q.backlog_bytes(),
-            Qdisc::Pie(q) => q.backlog_bytes(),
-            Qdisc::Red(q) => q.backlog_bytes(),
+            Qdisc::Pie(q) => q.queue.bytes(),
+            Qdisc::Red(q) => q.queue.bytes(),
         }
     }
 
@@ -335,10 +335,10 @@ impl<P: OnWire> Qdisc<P> {
     /// Every packet waiting, in no particular order.
     pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
         match self {
-            Qdisc::Codel(q) => q.for_each(f),
+            Qdisc::Codel(q) => q.queue.for_each(f),
             Qdisc::FqCodel(q) => q.for_each(f),
-            Qdisc::Pie(q) => q.for_each(f),
-            Qdisc::Red(q) => q.for_each(f),
+            Qdisc::Pie(q) => q.queue.for_each(f),
+            Qdisc::Red(q) => q.queue.for_each(f),
         }
     }
 
@@ -354,20 +354,20 @@ impl<P: OnWire> Qdisc<P> {
     /// nothing (the kernel backend's real-time forwarder).
     pub fn reserve(&mut self, packets: usize) {
         match self {
-            Qdisc::Codel(q) => q.reserve(packets),
+            Qdisc::Codel(q) => q.queue.reserve(packets),
             Qdisc::FqCodel(q) => q.reserve(packets),
-            Qdisc::Pie(q) => q.reserve(packets),
-            Qdisc::Red(q) => q.reserve(packets),
+            Qdisc::Pie(q) => q.queue.reserve(packets),
+            Qdisc::Red(q) => q.queue.reserve(packets),
         }
     }
 
     /// Bytes the discipline holds (its tables and the slots of what it ever held at once).
     pub fn reserved_bytes(&self) -> u64 {
         match self {
-            Qdisc::Codel(q) => q.reserved_bytes(),
+            Qdisc::Codel(q) => q.queue.reserved_bytes(),
             Qdisc::FqCodel(q) => q.reserved_bytes(),
-            Qdisc::Pie(q) => q.reserved_bytes(),
-            Qdisc::Red(q) => q.reserved_bytes(),
+            Qdisc::Pie(q) => q.queue.reserved_bytes(),
+            Qdisc::Red(q) => q.queue.reserved_bytes(),
         }
     }
 }

@@ -292,7 +292,8 @@ pub fn calculate_probability(c: &PieConsts, v: &mut PieVars, backlog: u64) {
 
 /// The `pie` queue discipline.
 pub struct Pie<P> {
-    queue: PacketFifo<P>,
+    /// The packets waiting: `Qdisc` reads their count, bytes and storage from it.
+    pub(super) queue: PacketFifo<P>,
     limit: u32,
     consts: PieConsts,
     vars: PieVars,
@@ -373,36 +374,6 @@ impl<P: OnWire> Pie<P> {
     pub fn on_timer(&mut self) {
         calculate_probability(&self.consts, &mut self.vars, self.queue.bytes());
         self.next_timer_ns += self.consts.tupdate_ns;
-    }
-
-    /// Packets waiting (`qdisc_qlen`).
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// No packet waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes waiting (`sch->qstats.backlog`).
-    pub fn backlog_bytes(&self) -> u64 {
-        self.queue.bytes()
-    }
-
-    /// Call `f` on every packet waiting, oldest first.
-    pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
-        self.queue.for_each(f)
-    }
-
-    /// Heap bytes of the queue's storage.
-    pub fn reserved_bytes(&self) -> u64 {
-        self.queue.reserved_bytes()
-    }
-
-    /// Make room for `packets` more, so that queueing them allocates nothing.
-    pub fn reserve(&mut self, packets: usize) {
-        self.queue.reserve(packets);
     }
 
     /// The PIE state (tests, diagnostics).

@@ -310,7 +310,8 @@ fn random(c: &RedConsts, draw: &mut impl FnMut() -> u32) -> u32 {
 
 /// The `red` queue discipline (with its byte FIFO child).
 pub struct Red<P> {
-    queue: PacketFifo<P>,
+    /// The packets waiting: `Qdisc` reads their count, bytes and storage from it.
+    pub(super) queue: PacketFifo<P>,
     consts: RedConsts,
     vars: RedVars,
     ecn: bool,
@@ -413,36 +414,6 @@ impl<P: OnWire> Red<P> {
         }
         // DIV_ROUND_CLOSEST
         c.max_p_delta = ((c.max_p + c.qth_delta / 2) / c.qth_delta).max(1);
-    }
-
-    /// Packets waiting (`qdisc_qlen`).
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// No packet waiting.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Bytes waiting (`sch->qstats.backlog`).
-    pub fn backlog_bytes(&self) -> u64 {
-        self.queue.bytes()
-    }
-
-    /// Call `f` on every packet waiting, oldest first.
-    pub fn for_each(&self, f: &mut dyn FnMut(&P)) {
-        self.queue.for_each(f)
-    }
-
-    /// Heap bytes of the queue's storage.
-    pub fn reserved_bytes(&self) -> u64 {
-        self.queue.reserved_bytes()
-    }
-
-    /// Make room for `packets` more, so that queueing them allocates nothing.
-    pub fn reserve(&mut self, packets: usize) {
-        self.queue.reserve(packets);
     }
 
     /// The averaging state (tests, diagnostics).

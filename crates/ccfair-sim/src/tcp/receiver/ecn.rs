@@ -194,23 +194,14 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Kind, NO_SACK};
+    use crate::packet::Kind;
 
-    /// A data segment as the tests send it.
+    /// A data segment as the tests send it, with ECN field `field` and `flags`.
     fn data(seq: u64, field: Ecn, flags: TcpFlags) -> Packet {
         Packet {
-            flow: 0,
-            kind: Kind::Data,
-            wire_bytes: 1500,
-            seq,
-            payload_bytes: 1448,
-            tsval: 1,
-            tsecr: 0,
-            n_sack: 0,
             ecn: field,
             tcp_flags: flags,
-            window_bytes: 0,
-            sack: NO_SACK,
+            ..super::super::tests::data(seq)
         }
     }
 

@@ -15,6 +15,11 @@
 //!   mode, and filling the last hole sets no `ICSK_ACK_NOW` (quick-ACK mode ACKs it).
 //! - SACK blocks in recency order (`tcp_sack_new_ofo_skb`, `tcp_sack_extend`), a D-SACK
 //!   block first for duplicate data (`tcp_dsack_set`), at most 3 blocks next to timestamps.
+//! - Without SACK (`tcp.sack = false`: the handshake negotiates it only when both ends
+//!   enable it, and a flow's two ends share the option; `tcp_is_sack`): no SACK or D-SACK
+//!   blocks, no SACK compression (every out-of-order segment gets an immediate duplicate
+//!   ACK), and out-of-order data does not grow the window (6.18 `tcp_data_queue_ofo`: "For
+//!   non sack flows, do not grow window to force DUPACK"), so duplicate ACKs stay pure.
 //! - The receive buffer and advertised window (`rcvbuf.rs`): while the window grows, every
 //!   segment asks for an immediate ACK; every ACK carries the window.
 //! - ECN (`ecn.rs`): the SYN-ACK's answer, the CE marks of data segments, ECE on every
@@ -26,9 +31,7 @@ mod ecn;
 
 use super::rcvbuf::RcvBuf;
 use crate::packet::{Ecn, Kind, Packet, SackBlock, TcpFlags, MAX_SACK_BLOCKS, NO_SACK, SYN_BYTES};
-#[cfg(test)]
-use crate::spec::RcvWindow;
-use crate::spec::{TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
+use crate::spec::{RcvWindow, TcpOptions, ACK_BYTES, SACK_BLOCK_BYTES, SACK_OPTION_BASE_BYTES};
 
 /// `TCP_NUM_SACKS`: blocks the receiver remembers.
 const NUM_SACKS: usize = 4;
@@ -91,6 +94,11 @@ pub struct Receiver {
     dup_ack_counter: u32,
     /// SACK compression timer deadline (ns), when armed.
     pub comp_sack_at: Option<u64>,
+    /// SACK negotiated (`tcp_is_sack`): `tcp.sack` (both ends of a flow share it).
+    sack: bool,
+    /// Out-of-order data grows the window (`tcp_data_queue_ofo` -> `tcp_grow_window`): 6.18
+    /// grows it for SACK flows only; 4.13/4.15 (the 4.x window model) for every flow.
+    ofo_grows_window: bool,
     /// `tcp.sack_compression` and `tcp.ofo_quickack` (4.x: false, true).
     sack_compression: bool,
     ofo_quickack: bool,
@@ -160,6 +168,8 @@ impl Receiver {
             compressed_ack_rcv_nxt: u64::MAX,
             dup_ack_counter: 0,
             comp_sack_at: None,
+            sack: opts.sack,
+            ofo_grows_window: opts.sack || opts.rcv_window == RcvWindow::Linux4x,
             sack_compression: opts.sack_compression,
             ofo_quickack: opts.ofo_quickack,
             ts_recent: 0,
@@ -289,7 +299,7 @@ impl Receiver {
         if end <= self.rcv_nxt {
             // Old data (tcp_data_queue, "A retransmit"): D-SACK, quick-ACK mode, ACK now.
             self.dup_pkts_received += 1;
-            self.dsack = Some(SackBlock { start: seq, end });
+            self.dsack_set(seq, end);
             self.enter_quickack_mode(self.quickacks_max);
             self.send_ack(now, out);
             return;
@@ -300,8 +310,10 @@ impl Receiver {
             self.ecn_check_ce(now, pkt.ecn, out);
             self.ofo_arrival_quickack();
             self.dup_pkts_received += 1;
-            self.dsack = Some(SackBlock { start: seq, end });
-            self.sack_new_ofo(seq, end);
+            self.dsack_set(seq, end);
+            if self.sack {
+                self.sack_new_ofo(seq, end);
+            }
             self.ack_snd_check(now, out);
             return;
         }
@@ -346,8 +358,10 @@ impl Receiver {
                 return;
             }
             self.insert_ofo(seq, end);
-            // SACK flows grow the window on out-of-order data too (tcp_grow_window).
-            if self.buf.measure_and_grow(len) {
+            // SACK flows grow the window on out-of-order data too (tcp_grow_window); 6.18
+            // does not grow it for non-SACK flows, so that their dupacks stay duplicates
+            // (4.13/4.15 grew it for every flow).
+            if self.ofo_grows_window && self.buf.measure_and_grow(len) {
                 self.quick |= 1;
             }
             self.buf.charge_out_of_order();
@@ -362,6 +376,13 @@ impl Receiver {
     fn ofo_arrival_quickack(&mut self) {
         if self.ofo_quickack {
             self.enter_quickack_mode(self.quickacks_max);
+        }
+    }
+
+    /// `tcp_dsack_set`: only a SACK flow reports duplicate data.
+    fn dsack_set(&mut self, seq: u64, end: u64) {
+        if self.sack {
+            self.dsack = Some(SackBlock { start: seq, end });
         }
     }
 
@@ -450,7 +471,9 @@ impl Receiver {
         } else {
             self.ofo.insert(pos, SackBlock { start: seq, end });
         }
-        self.sack_new_ofo(seq, end);
+        if self.sack {
+            self.sack_new_ofo(seq, end);
+        }
     }
 
     /// `tcp_sack_new_ofo_skb`: extend an overlapping or adjacent block (`tcp_sack_extend`)
@@ -538,10 +561,11 @@ impl Receiver {
     /// `__tcp_ack_snd_check` with out-of-order data: the first `FASTRETRANS_THRESH` ACKs for
     /// one `rcv_nxt` leave at once, later ones wait for the SACK compression timer.
     /// Without SACK compression (`tcp.sack_compression = false`, before 4.18) every such
-    /// ACK leaves at once (`ofo_possible && !RB_EMPTY_ROOT(&tp->out_of_order_queue)`).
+    /// ACK leaves at once (`ofo_possible && !RB_EMPTY_ROOT(&tp->out_of_order_queue)`), and
+    /// so does every one of a flow without SACK (`!tcp_is_sack(tp)`).
     #[inline(never)]
     fn compress_sack_ack(&mut self, now: u64, out: &mut Vec<Packet>) {
-        if !self.sack_compression || self.compressed_ack >= COMP_SACK_NR {
+        if !self.sack || !self.sack_compression || self.compressed_ack >= COMP_SACK_NR {
             self.send_ack(now, out);
             return;
         }
@@ -698,7 +722,8 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn data(seq: u64) -> Packet {
+    /// A full-size data segment as the tests send it (also for `tests_4x` and `ecn`).
+    pub(super) fn data(seq: u64) -> Packet {
         Packet {
             flow: 0,
             kind: Kind::Data,
@@ -715,20 +740,19 @@ mod tests {
         }
     }
 
+    /// A receiver with `opts` on a 40 ms path with a 32 MiB `tcp_rmem` maximum.
+    pub(super) fn rx_with(opts: TcpOptions) -> Receiver {
+        Receiver::new(0, &opts, 40_000_000, [4096, 131_072, 32 << 20], false)
+    }
+
     fn rx() -> Receiver {
-        Receiver::new(
-            0,
-            &TcpOptions::default(),
-            40_000_000,
-            [4096, 131_072, 32 << 20],
-            false,
-        )
+        rx_with(TcpOptions::default())
     }
 
     /// Segments to send before quick-ACK mode ends: 16 quick ACKs (`tcp_incr_quickack`)
     /// plus the 6 segments that grow `rcv_ssthresh` from 65160 to its room of 80480 in the
     /// initial 128 KiB buffer (each sets `quick |= 1`, which on an even count adds one).
-    const QUICK_SEGMENTS: u64 = 22;
+    pub(super) const QUICK_SEGMENTS: u64 = 22;
 
     /// reference 8.3.8: immediate ACKs at connection start (16 quick ACKs, and the growth of
     /// the window keeps them coming), then one ACK per 2 full segments, and a lone segment
@@ -913,12 +937,58 @@ mod tests {
         assert_eq!(last.wire_bytes, 52 + 4 + 24);
     }
 
-    fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
+    /// Segments until quick-ACK mode and the window's growth are over (the 6.18 window);
+    /// returns the next segment.
+    pub(super) fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
         for s in 0..QUICK_SEGMENTS {
             r.on_data(0, &data(s), |_| 1448, out);
         }
+        assert_eq!(r.quick, 0);
         out.clear();
         QUICK_SEGMENTS
+    }
+
+    /// SACK negotiated off (`tcp.sack = false`): `tcp_data_queue_ofo` builds no SACK
+    /// block and does not grow the window on out-of-order data ("to force DUPACK"),
+    /// `tcp_dsack_set` sends no D-SACK, and `__tcp_ack_snd_check` compresses nothing: every
+    /// out-of-order segment gets an immediate pure duplicate ACK, same window, no option.
+    #[test]
+    fn without_sack_dupacks_carry_no_blocks_and_are_not_compressed() {
+        for sack in [true, false] {
+            let mut r = rx_with(TcpOptions {
+                sack,
+                ..TcpOptions::default()
+            });
+            let mut out = Vec::new();
+            let next = past_quickacks(&mut r, &mut out);
+            // Segment `next` lost; the next 10 arrive, one twice; then old data again.
+            for s in next + 1..next + 11 {
+                r.on_data(1_000, &data(s), |_| 1448, &mut out);
+            }
+            r.on_data(1_000, &data(next + 4), |_| 1448, &mut out);
+            r.on_data(1_000, &data(3), |_| 1448, &mut out);
+            assert!(out.iter().all(|a| a.seq == next), "sack {sack}");
+            if sack {
+                // Window growth, 3 immediate dupacks, the rest (the duplicate too) compressed;
+                // the old data is ACKed at once with its D-SACK block first.
+                assert_eq!(out.len(), 5);
+                assert!(out.iter().all(|a| a.n_sack > 0));
+                assert_eq!(out[4].sack_blocks()[0], SackBlock { start: 3, end: 4 });
+            } else {
+                assert_eq!(out.len(), 12, "one immediate dupack per segment");
+                for a in &out {
+                    assert_eq!(a.n_sack, 0);
+                    assert_eq!(a.wire_bytes, ACK_BYTES);
+                    assert_eq!(a.window_bytes, out[0].window_bytes, "pure dupacks");
+                }
+                assert!(r.comp_sack_at.is_none());
+            }
+            // Filling the hole: a cumulative ACK without blocks either way.
+            out.clear();
+            r.on_data(2_000, &data(next), |_| 1448, &mut out);
+            assert_eq!(out.len(), 1);
+            assert_eq!((out[0].seq, out[0].n_sack), (next + 11, 0));
+        }
     }
 
     /// __tcp_ack_snd_check(sk, 1): while holes remain, every advance of rcv_nxt is ACKed at

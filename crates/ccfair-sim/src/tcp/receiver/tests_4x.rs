@@ -2,40 +2,8 @@
 //! false`), quick-ACK mode on out-of-order data (`ofo_quickack`), and the quick-ACK count
 //! of the 4.x initial window (`rcv_window = "linux-4.x"`).
 
+use super::tests::{data, past_quickacks, rx_with as rx};
 use super::*;
-
-fn data(seq: u64) -> Packet {
-    Packet {
-        flow: 0,
-        kind: Kind::Data,
-        wire_bytes: 1500,
-        seq,
-        payload_bytes: 1448,
-        tsval: 1,
-        tsecr: 0,
-        n_sack: 0,
-        ecn: Ecn::NotEct,
-        tcp_flags: TcpFlags::NONE,
-        window_bytes: 0,
-        sack: NO_SACK,
-    }
-}
-
-fn rx(opts: TcpOptions) -> Receiver {
-    Receiver::new(0, &opts, 40_000_000, [4096, 131_072, 32 << 20], false)
-}
-
-/// Segments until quick-ACK mode and the window's growth are over (the 6.18 window).
-const QUICK_SEGMENTS: u64 = 22;
-
-fn past_quickacks(r: &mut Receiver, out: &mut Vec<Packet>) -> u64 {
-    for s in 0..QUICK_SEGMENTS {
-        r.on_data(0, &data(s), |_| 1448, out);
-    }
-    assert_eq!(r.quick, 0);
-    out.clear();
-    QUICK_SEGMENTS
-}
 
 /// 4.x `__tcp_ack_snd_check`: with out-of-order data queued, every segment is ACKed at
 /// once, each ACK with its SACK blocks (6.18: three, then compressed).

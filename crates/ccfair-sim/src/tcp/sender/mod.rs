@@ -2,6 +2,13 @@
 //! scoreboard, RACK loss detection (tcp_recovery.c), PRR, RTO and TLP (tcp_timer.c,
 //! tcp_output.c), the delivery-rate sampler (tcp_rate.c) and EDT pacing.
 //!
+//! Without SACK (`tcp.sack = false`, `tcp_is_reno`), Linux's NewReno emulation: duplicate
+//! ACKs count as SACKed segments (`sacked_out` without tags: `tcp_add_reno_sack`,
+//! `tcp_remove_reno_sacks`, `tcp_check_reno_reordering`), loss detection marks the head
+//! lost at `reordering` dupacks and on each partial ACK in Recovery
+//! (`tcp_newreno_mark_lost`) instead of RACK, no loss probes, and Recovery is held until
+//! something above `high_seq` is ACKed (`tcp_is_non_sack_preventing_reopen`).
+//!
 //! Function names in comments are Linux's; the code follows their order of operations so
 //! that congestion control modules see the same hook sequence as in the kernel.
 //! Sequence numbers count segments. What is not modelled is listed in docs/fidelity.md.
@@ -168,6 +175,9 @@ struct SenderOptions {
     reordering: u32,
     pacing_ss_ratio: u32,
     pacing_ca_ratio: u32,
+    /// SACK negotiated (`tcp_is_sack`; false: `tcp_is_reno`).
+    sack: bool,
+    /// Loss probes: `tlp`, and only for SACK flows (`tcp_schedule_loss_probe`).
     tlp: bool,
     frto: bool,
     undo: bool,
@@ -194,7 +204,8 @@ impl SenderOptions {
             reordering: o.reordering,
             pacing_ss_ratio: o.pacing_ss_ratio,
             pacing_ca_ratio: o.pacing_ca_ratio,
-            tlp: o.tlp,
+            sack: o.sack,
+            tlp: o.tlp && o.sack,
             frto: o.frto,
             undo: o.undo,
             ecn: o.ecn,
@@ -1135,7 +1146,12 @@ impl Sender {
                 l += (seg.flags & LOST != 0) as u32;
                 r += (seg.flags & SACKED_RETRANS != 0) as u32;
             }
-            debug_assert_eq!(s, tp.sacked_out, "sacked_out");
+            // Without SACK, `sacked_out` counts duplicate ACKs and no segment is tagged.
+            if self.opts.sack {
+                debug_assert_eq!(s, tp.sacked_out, "sacked_out");
+            } else {
+                debug_assert_eq!(s, 0, "SACKed tags without SACK");
+            }
             debug_assert_eq!(l, tp.lost_out, "lost_out");
             debug_assert_eq!(r, tp.retrans_out, "retrans_out");
         }
@@ -1317,6 +1333,89 @@ mod tests {
         );
         assert_eq!(s.tp.ca_state, CaState::Disorder);
         assert_eq!(s.pending(), Some(XmitTimer::ReoTimeout));
+    }
+
+    /// Without SACK (tcp_is_reno): duplicate ACKs count as SACKed segments
+    /// (`tcp_add_reno_sack`), the third marks the head lost (`tcp_newreno_mark_lost`) and
+    /// starts Recovery with a fast retransmit; each partial ACK retransmits the new head and
+    /// takes its duplicates back (`tcp_remove_reno_sacks`); no loss probe is scheduled; an
+    /// ACK of exactly `high_seq` holds Recovery (`tcp_is_non_sack_preventing_reopen`).
+    #[test]
+    fn without_sack_dupacks_drive_newreno_recovery() {
+        let mut s = sender(TcpOptions {
+            sack: false,
+            ..TcpOptions::default()
+        });
+        let mut out = Vec::new();
+        s.start_without_handshake(0, &mut out);
+        assert_eq!(s.tp.snd_nxt, 10);
+        assert_eq!(s.pending(), Some(XmitTimer::Retrans), "no loss probe");
+        let mut now = 40_000_000;
+        // Segments 0 and 4 lost: 1..=3 arrive (dupacks of 0).
+        out.clear();
+        for n in 1..=3u32 {
+            now += 10_000;
+            out.clear();
+            s.on_ack(now, &ack(0, &[], ticks(0)), &mut out);
+            assert_eq!(s.tp.sacked_out, n, "dupack {n} counted");
+            if n < 3 {
+                assert_eq!(s.tp.ca_state, CaState::Disorder);
+                assert_eq!(s.pending(), Some(XmitTimer::Retrans), "no loss probe");
+                // A dupack takes a segment out of flight: one new segment may leave.
+                assert_eq!(out.len(), 1);
+                assert_eq!(out[0].seq, 9 + n as u64);
+            }
+        }
+        assert_eq!(s.tp.ca_state, CaState::Recovery);
+        assert_eq!(s.stats.recoveries, 1);
+        assert_eq!(s.tp.delivered, 3, "each dupack delivered one segment");
+        assert_eq!(
+            out.first().map(|p| p.seq),
+            Some(0),
+            "fast retransmit of the head"
+        );
+        let high_seq = s.high_seq;
+        // The retransmission of 0 arrives (the ACK echoes its timestamp): a partial ACK up
+        // to the next hole, 4.
+        out.clear();
+        now += 40_000_000;
+        s.on_ack(now, &ack(4, &[], ticks(now - 40_000_000)), &mut out);
+        assert_eq!(s.tp.ca_state, CaState::Recovery);
+        assert_eq!(
+            s.tp.sacked_out, 0,
+            "4 acked: the hole and the three dupacks"
+        );
+        assert_eq!(s.tp.delivered, 4);
+        assert!(s.seg(4).flags & LOST != 0, "NewReno: the new head is lost");
+        assert_eq!(s.tp.lost_out, 1);
+        // PRR (in flight 7 above ssthresh 5) sends nothing yet; the next dupack lets one
+        // segment go: the new head's retransmission.
+        assert!(out.is_empty());
+        now += 10_000;
+        s.on_ack(now, &ack(4, &[], ticks(now - 40_000_000)), &mut out);
+        assert_eq!(s.tp.sacked_out, 1);
+        assert_eq!(
+            out.first().map(|p| p.seq),
+            Some(4),
+            "retransmission of the new head"
+        );
+        out.clear();
+        // Everything up to high_seq: Reno holds Recovery until something above it is ACKed.
+        out.clear();
+        now += 40_000_000;
+        s.on_ack(now, &ack(high_seq, &[], ticks(now - 40_000_000)), &mut out);
+        assert_eq!(s.tp.ca_state, CaState::Recovery);
+        assert_eq!(s.tp.sacked_out, 0);
+        now += 40_000_000;
+        let nxt = s.tp.snd_nxt;
+        assert!(nxt > high_seq);
+        s.on_ack(
+            now,
+            &ack(high_seq + 1, &[], ticks(now - 40_000_000)),
+            &mut out,
+        );
+        assert_eq!(s.tp.ca_state, CaState::Open);
+        assert_eq!(s.tp.snd_cwnd, s.tp.snd_ssthresh);
     }
 
     #[test]

@@ -171,7 +171,22 @@ impl Sender {
         } else if self.rack.reo_wnd_persist > 0 {
             self.rack.reo_wnd_persist -= 1;
         }
+        if self.non_sack_preventing_reopen() {
+            return true;
+        }
         self.set_ca_state(CaState::Open);
+        false
+    }
+
+    /// `tcp_is_non_sack_preventing_reopen`: without SACK, the state is held until something
+    /// above `high_seq` is ACKed (RFC 6582: no false fast retransmits).
+    fn non_sack_preventing_reopen(&mut self) -> bool {
+        if !self.opts.sack && self.tp.snd_una == self.high_seq {
+            if !self.any_retrans_done() {
+                self.retrans_stamp_ticks = 0;
+            }
+            return true;
+        }
         false
     }
 
@@ -206,7 +221,13 @@ impl Sender {
         if (frto_undo && self.opts.undo) || self.may_undo() {
             self.undo_cwnd_reduction(true);
             self.retransmits = 0;
-            self.set_ca_state(CaState::Open);
+            if self.non_sack_preventing_reopen() {
+                return true;
+            }
+            // Without SACK only F-RTO's undo reopens; a timestamp undo stays in Loss.
+            if frto_undo || self.opts.sack {
+                self.set_ca_state(CaState::Open);
+            }
             return true;
         }
         false
@@ -240,6 +261,11 @@ impl Sender {
 
     /// `tcp_timeout_mark_lost`.
     pub(super) fn timeout_mark_lost(&mut self) {
+        // SACK reneging is not modelled (the receiver never drops out-of-order data);
+        // without SACK the duplicate-ACK count is forgotten.
+        if !self.opts.sack {
+            self.reset_reno_sack();
+        }
         let head = self.tp.snd_una;
         for seq in head..self.tp.snd_nxt {
             if seq != head {
@@ -339,6 +365,9 @@ impl Sender {
                     self.set_ca_state(CaState::Open);
                 }
                 CaState::Recovery => {
+                    if !self.opts.sack {
+                        self.reset_reno_sack();
+                    }
                     if self.try_undo_recovery() {
                         return;
                     }
@@ -352,7 +381,11 @@ impl Sender {
         match self.tp.ca_state {
             CaState::Recovery => {
                 to_default = false;
-                if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(prior_snd_una) {
+                if *flag & FLAG_SND_UNA_ADVANCED == 0 {
+                    if !self.opts.sack {
+                        self.add_reno_sack(num_dupack, *flag & FLAG_ECE != 0);
+                    }
+                } else if self.try_undo_partial(prior_snd_una) {
                     return;
                 }
                 if self.try_undo_dsack() {
@@ -378,6 +411,12 @@ impl Sender {
             _ => {}
         }
         if to_default {
+            if !self.opts.sack {
+                if *flag & FLAG_SND_UNA_ADVANCED != 0 {
+                    self.reset_reno_sack();
+                }
+                self.add_reno_sack(num_dupack, *flag & FLAG_ECE != 0);
+            }
             if self.tp.ca_state <= CaState::Disorder {
                 self.try_undo_dsack();
             }
@@ -400,12 +439,31 @@ impl Sender {
         if self.tp.packets_out == 0 {
             return;
         }
+        if !self.opts.sack {
+            self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
+            return;
+        }
         let prior_retrans = self.tp.retrans_out;
         if self.rack_mark_lost() {
             *flag &= !FLAG_SET_XMIT_TIMER;
         }
         if prior_retrans > self.tp.retrans_out {
             *flag |= FLAG_LOST_RETRANS;
+        }
+    }
+
+    /// `tcp_newreno_mark_lost` (tcp_recovery.c, RFC 6582), loss detection without SACK:
+    /// the head is lost after `reordering` duplicate ACKs, and again on each partial ACK in
+    /// Recovery.
+    fn newreno_mark_lost(&mut self, snd_una_advanced: bool) {
+        let state = self.tp.ca_state;
+        if (state < CaState::Recovery && self.tp.sacked_out >= self.reordering)
+            || (state == CaState::Recovery && snd_una_advanced)
+        {
+            let head = self.tp.snd_una;
+            if self.seg(head).flags & LOST == 0 {
+                self.mark_lost(head);
+            }
         }
     }
 
@@ -439,6 +497,14 @@ impl Sender {
             // F-RTO step 2.a and the first part of step 3.b.
             self.try_undo_recovery();
             return;
+        }
+        if !self.opts.sack {
+            // A dupack after F-RTO's new data means that data arrived: fewer in flight.
+            if self.tp.snd_nxt > self.high_seq && num_dupack > 0 {
+                self.add_reno_sack(num_dupack, flag & FLAG_ECE != 0);
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 {
+                self.reset_reno_sack();
+            }
         }
         *rexmit = Rexmit::Lost;
     }

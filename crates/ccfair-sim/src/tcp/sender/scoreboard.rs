@@ -74,6 +74,59 @@ impl Sender {
         self.reord_seen += 1;
     }
 
+    /// `tcp_limit_reno_sacked`: without SACK, duplicate ACKs beyond the segments that can
+    /// be out of order (all but the holes: at least one, at most `packets_out`) are not
+    /// counted. Returns whether `sacked_out` had to be cut.
+    fn limit_reno_sacked(&mut self) -> bool {
+        let holes = self.tp.lost_out.max(1).min(self.tp.packets_out);
+        if self.tp.sacked_out + holes > self.tp.packets_out {
+            self.tp.sacked_out = self.tp.packets_out - holes;
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_check_reno_reordering`: more duplicate ACKs than segments that could cause them
+    /// means reordering.
+    fn check_reno_reordering(&mut self, addend: u32) {
+        if !self.limit_reno_sacked() {
+            return;
+        }
+        self.reordering = (self.tp.packets_out + addend).min(MAX_REORDERING);
+        self.reord_seen += 1;
+    }
+
+    /// `tcp_add_reno_sack`: a duplicate ACK without SACK stands for one more segment
+    /// received above the hole, delivered (`tcp_count_delivered`, CE-marked with `ece`).
+    pub(super) fn add_reno_sack(&mut self, num_dupack: u32, ece: bool) {
+        if num_dupack == 0 {
+            return;
+        }
+        let prior_sacked = self.tp.sacked_out;
+        self.tp.sacked_out += num_dupack;
+        self.check_reno_reordering(0);
+        let delivered = self.tp.sacked_out.saturating_sub(prior_sacked) as u64;
+        self.tp.delivered += delivered;
+        if ece {
+            self.tp.delivered_ce += delivered;
+        }
+    }
+
+    /// `tcp_remove_reno_sacks`: a cumulative ACK of `acked` segments without SACK filled
+    /// one hole; the rest were counted by duplicate ACKs already.
+    fn remove_reno_sacks(&mut self, acked: u32) {
+        if acked > 0 {
+            self.tp.delivered += acked.saturating_sub(self.tp.sacked_out).max(1) as u64;
+            self.tp.sacked_out = self.tp.sacked_out.saturating_sub(acked - 1);
+        }
+        self.check_reno_reordering(acked);
+    }
+
+    /// `tcp_reset_reno_sack`.
+    pub(super) fn reset_reno_sack(&mut self) {
+        self.tp.sacked_out = 0;
+    }
+
     /// `tcp_mark_skb_lost`.
     pub(super) fn mark_lost(&mut self, seq: u64) {
         let flags = self.seg(seq).flags;
@@ -318,9 +371,10 @@ impl Sender {
                     && self.rcv_tsecr != 0
                     && (self.rcv_tsecr.wrapping_sub(ticks(tx)) as i32) < 0;
                 // tcp_rack_advance: a retransmission (s)acked within min_rtt is ambiguous.
+                // Only SACK flows advance RACK here (`tcp_is_sack`).
                 let ambiguous =
                     flags & RETRANS != 0 && (now - tx) / 1_000 < self.tp.min_rtt_us as u64;
-                if !spurious && !ambiguous {
+                if self.opts.sack && !spurious && !ambiguous {
                     rack_last_tx = Some(tx);
                     if sent_after(tx, rack_tx, seq + 1, rack_end) {
                         (rack_tx, rack_end) = (tx, seq + 1);
@@ -362,7 +416,11 @@ impl Sender {
             self.tp.retrans_out -= retrans_in_flight;
             self.tp.sacked_out -= sacked;
             self.tp.lost_out -= lost;
-            self.tp.delivered += (pkts_acked - sacked) as u64;
+            // A SACK flow counts what is newly delivered here; without SACK,
+            // `tcp_remove_reno_sacks` below does (`tcp_count_delivered`).
+            if self.opts.sack {
+                self.tp.delivered += (pkts_acked - sacked) as u64;
+            }
             self.tp.packets_out -= pkts_acked;
             *flag |= FLAG_ACKED;
         }
@@ -396,7 +454,14 @@ impl Sender {
         let rtt_update = self.ack_update_rtt(*flag, seq_rtt_us, sack_rtt_us, ca_rtt_us, st);
         if *flag & FLAG_ACKED != 0 {
             *flag |= FLAG_SET_XMIT_TIMER;
-            if reord < prior_fack {
+            if !self.opts.sack {
+                self.remove_reno_sacks(pkts_acked);
+                // Without SACK tags, progress over a retransmitted segment cannot be told
+                // to come from an original transmission.
+                if *flag & FLAG_RETRANS_DATA_ACKED != 0 {
+                    *flag &= !FLAG_ORIG_SACK_ACKED;
+                }
+            } else if reord < prior_fack {
                 self.check_sack_reordering(reord, 0);
             }
         } else if let Some(head) = self.segs.front() {
