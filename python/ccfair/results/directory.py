@@ -54,13 +54,14 @@ from ccfair.results.derived import (
     with_stability,
 )
 from ccfair.results.harm import harm_table
-from ccfair.spec.topology import PACKET_BYTES, bottlenecks
+from ccfair.results.metrics import cca_table, run_metric_table
+from ccfair.results.points import points_table
 from ccfair.store.directory import check_versions, finished_run_ids
 from ccfair.store.files import looked_up
 from ccfair.store.read import load_table, read_run_table, read_tables
 from ccfair.store.schema import MARKER_TABLE, TABLES
 from ccfair.store.sweep_record import read_sweep_record
-from ccfair.units import parse_duration, parse_rate, parse_size, plain
+from ccfair.units import plain
 
 __all__ = ["PERCENTILES", "RUN_METRICS", "Results"]
 
@@ -78,13 +79,6 @@ RUN_METRICS = (
     "queue_delay_p95_ms",
     "queue_p99_bdp",
     *STABILITY_COLUMNS,
-)
-
-#: Quantity labels of a grid axis -> the numeric column beside them: suffix, parser, scale.
-_QUANTITIES = (
-    ("ms", parse_duration, 1e6),
-    ("mbps", parse_rate, 1e6),
-    ("bytes", parse_size, 1),
 )
 
 
@@ -255,52 +249,9 @@ class Results:
         """
         if "points" in self._cache:
             return cast("pd.DataFrame", self._cache["points"])
-        runs = self.table("runs")
-        base = runs[["run_id", "point_key", "scenario", "backend", "seed"]]
-        finished = set(base["run_id"])
-        listed = [p for p in (self.record or {}).get("points", []) if p["run_id"] in finished]
-        record = pd.DataFrame(
-            {
-                "run_id": [p["run_id"] for p in listed],
-                "point_index": pd.Series([p["index"] for p in listed], dtype="Int64"),
-                "baseline": pd.Series([p["baseline"] for p in listed], dtype=object),
-                "rep": pd.Series([p["rep"] for p in listed], dtype="Int64"),
-                # Labels as written (2 stays 2, not 2.0 next to 0.5); named apart until the
-                # merge, since a grid key may be a column of the runs table (seed).
-                **{
-                    f"_label_{key}": pd.Series([p["params"].get(key) for p in listed], dtype=object)
-                    for key in self.grid_keys
-                },
-            }
-        )
-        on_record = base.merge(record, on="run_id", how="inner").sort_values(
-            "point_index", kind="stable"
-        )
-        unlisted = base[~base["run_id"].isin(record["run_id"])].copy()
-        unlisted["point_index"] = pd.Series(dtype="Int64")
-        unlisted["baseline"] = pd.Series(dtype=object)
-        unlisted["rep"] = (
-            unlisted.groupby("point_key", sort=False)["seed"].rank(method="dense") - 1
-        ).astype("Int64")
-        for key in self.grid_keys:
-            unlisted[f"_label_{key}"] = pd.Series(dtype=object)
-        frame = pd.concat([on_record, unlisted[on_record.columns]], ignore_index=True)
-        for key in self.grid_keys:  # a label replaces a runs column of its name (seed)
-            label = frame.pop(f"_label_{key}")
-            frame[key] = label.where(label.notna(), frame[key]) if key in frame else label
-        frame["point_index"] = (
-            range(len(frame))
-            if self.record is None
-            else frame["point_index"].fillna(pd.Series(range(len(frame))) + len(frame)).astype(int)
-        )
-        frame["rep"] = frame["rep"].astype(int)
-        columns = ["run_id", "point_key", "scenario", "backend", "seed", "point_index", "baseline"]
-        columns = [c for c in columns if c not in self.grid_keys]
-        coordinates = self._coordinates(frame)
-        frame = frame.assign(**{name: values for name, (_, values) in coordinates.items()})
-        frame = frame[[*columns, *self.grid_keys, *coordinates, "rep"]]
+        frame, coordinates = points_table(self.table("runs"), self.record, self.grid_keys)
         self._cache["points"] = frame
-        self._cache["_coordinates"] = {name: key for name, (key, _) in coordinates.items()}
+        self._cache["_coordinates"] = coordinates
         return frame
 
     def coordinates(self) -> dict[str, str]:
@@ -312,40 +263,6 @@ class Results:
         """
         self.points()
         return dict(self._cache["_coordinates"])
-
-    def _coordinates(self, frame: pd.DataFrame) -> dict[str, tuple[str, pd.Series]]:
-        """Numbers beside the grid labels (:meth:`points`): an axis of plain numbers
-        becomes numeric in place; an axis of quantities gets a ``<key>_<unit>`` column
-        (name -> its key and values)."""
-        out: dict[str, tuple[str, pd.Series]] = {}
-        for key in self.grid_keys:
-            labels = frame[key]
-            given = [v for v in labels if v is not None and v == v]
-            if not given:
-                continue
-            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in given):
-                whole = all(isinstance(v, int) for v in given) and len(given) == len(labels)
-                frame[key] = labels.astype("int64" if whole else "float64")
-                continue
-            if not all(isinstance(v, str) for v in given):
-                continue
-            kinds = [
-                (unit, parse, scale)
-                for unit, parse, scale in _QUANTITIES
-                if all(parse(v) is not None for v in given)
-            ]
-            if len(kinds) != 1:  # not quantities, or bare numbers any unit would read
-                continue
-            unit, parse, scale = kinds[0]
-            name = f"{key}_{unit}"
-            if name in frame.columns or name in self.grid_keys:
-                continue
-            values = [
-                n / scale if isinstance(v, str) and (n := parse(v)) is not None else np.nan
-                for v in labels
-            ]
-            out[name] = (key, pd.Series(values, index=frame.index, dtype="float64"))
-        return out
 
     def select(self, **labels: Any) -> Results:
         """The runs of the points with these grid labels, as a :class:`Results` of their
@@ -492,14 +409,9 @@ class Results:
         """
         if "run_metrics" in self._cache:
             return cast("pd.DataFrame", self._cache["run_metrics"].copy())
-        per_run = _flow_metrics(self.table("flows"))
-        stability = self.flows.drop_duplicates(["run_id", "flow"])
-        per_run = per_run.join(stability.groupby("run_id")[list(STABILITY_COLUMNS)].mean())
-        names, bn_frame = _bottleneck_keys(self.specs(), per_run.index)
-        per_run["bottleneck"] = names
-        agg = _bottleneck_metrics(_bottleneck_links(self.table("link_summary"), bn_frame))
-        frame = per_run.join(agg, how="left").reset_index()
-        out = self.points().merge(frame, on="run_id", how="inner", suffixes=("", "_of_run"))
+        out = run_metric_table(
+            self.table("flows"), self.flows, self.table("link_summary"), self.specs(), self.points()
+        )
         self._cache["run_metrics"] = out
         return out.copy()
 
@@ -525,31 +437,7 @@ class Results:
         flows), ``share_frac``, ``rtt_mean_ms``, ``rtt_p95_ms``, ``qdelay_p95_ms``,
         ``goodput_1s_cv``, ``goodput_1s_swing_mbps`` (means over its flows) and
         ``retrans_pkts`` (sum)."""
-        flows = self.flows
-        keys = list(self.points().columns)  # what says which point a row belongs to
-        data = flows.assign(baseline=flows["baseline"].fillna(""))
-        # Per point and run: a run shared by two points is in the table under each.
-        total = data.groupby(["run_id", "point_index"])["goodput_mbps"].transform("sum")
-        data = data.assign(_total=total)
-        out = (
-            data.groupby([*keys, "cca"], sort=False, dropna=False)
-            .agg(
-                flow_count=("flow_name", "count"),
-                goodput_mbps=("goodput_mbps", "sum"),
-                total_mbps=("_total", "first"),
-                per_flow_mbps=("goodput_mbps", "mean"),
-                rtt_mean_ms=("rtt_mean_ms", "mean"),
-                rtt_p95_ms=("rtt_p95_ms", "mean"),
-                qdelay_p95_ms=("qdelay_p95_ms", "mean"),
-                goodput_1s_cv=("goodput_1s_cv", "mean"),
-                goodput_1s_swing_mbps=("goodput_1s_swing_mbps", "mean"),
-                retrans_pkts=("retrans_pkts", "sum"),
-            )
-            .reset_index()
-        )
-        out["share_frac"] = out["goodput_mbps"] / out["total_mbps"]
-        out["baseline"] = out["baseline"].replace("", None)
-        return out.drop(columns=["goodput_mbps", "total_mbps"])
+        return cca_table(self.flows, list(self.points().columns))
 
     def harm(self) -> pd.DataFrame:
         """Harm (Ware et al., HotNets 2019) wherever the baseline run is in the directory.
@@ -678,82 +566,3 @@ class Results:
         """
         b = other if isinstance(other, Results) else Results(other)
         return compare_results(self, b, None if values is None else column_names(values, "values"))
-
-
-def _flow_metrics(flows: pd.DataFrame) -> pd.DataFrame:
-    """Per run over its flows: vectorised, since a report of a thousand runs must not loop."""
-    goodput = flows["goodput_mbps"].astype(float)
-    by_run = flows.assign(_g=goodput, _g2=goodput * goodput).groupby("run_id", sort=False)
-    per_run = pd.DataFrame(
-        {
-            "n_flows": by_run["_g"].count(),
-            "goodput_mbps": by_run["_g"].sum(),
-            "_sumsq": by_run["_g2"].sum(),
-        }
-    )
-    denom = per_run["n_flows"] * per_run["_sumsq"]
-    per_run["jain_index"] = (per_run["goodput_mbps"] ** 2 / denom).where(denom > 0)
-    per_run = per_run.drop(columns="_sumsq")
-    by_cca = flows.assign(_g=goodput).groupby(["run_id", "cca"], sort=False)["_g"].sum()
-    total = per_run["goodput_mbps"]
-    for cca in dict.fromkeys(flows["cca"]):
-        mine = by_cca.xs(cca, level="cca").reindex(per_run.index)
-        per_run[f"{cca}_share_frac"] = (mine / total).where(total > 0)
-    return per_run
-
-
-def _bottleneck_keys(
-    specs: dict[str, dict[str, Any]], run_ids: pd.Index
-) -> tuple[pd.Series, pd.DataFrame]:
-    """The runs' bottlenecks: their names per run, and rows to select their link summaries."""
-    keys = []
-    names = {}
-    for rid in run_ids:
-        bn = bottlenecks(specs[rid])
-        names[rid] = ",".join(f"{n}:{d}" for n, d in bn)
-        keys += [(rid, n, d) for n, d in bn]
-    return pd.Series(names), pd.DataFrame(keys, columns=["run_id", "link_name", "direction"])
-
-
-def _bottleneck_links(links: pd.DataFrame, bn_frame: pd.DataFrame) -> pd.DataFrame:
-    """The bottlenecks' link summaries, with what run metrics take of each (drops, waits)."""
-    sel = links.assign(
-        link_name=links["link_name"].astype(str), direction=links["direction"].astype(str)
-    ).merge(bn_frame, on=["run_id", "link_name", "direction"], how="inner")
-    service_ms = PACKET_BYTES * 8 / (sel["rate_mbps"] * 1e6) * 1e3
-    # The sampled queue's 99th percentile in packets and in BDPs of the buffer's
-    # reference path (buffer_pkts / buffer_bdp): where it stays below the buffer and
-    # nothing is dropped, the buffer never filled.
-    q99_pkts = sel["queue_delay_p99_ms"] * sel["rate_mbps"] * 1e3 / (PACKET_BYTES * 8)
-    aqm_drops = sel["drop_aqm_pkts"] if "drop_aqm_pkts" in sel.columns else 0
-    sojourn_p95 = sel["sojourn_p95_ms"] if "sojourn_p95_ms" in sel.columns else float("nan")
-    return sel.assign(
-        _drops=sel["drop_queue_pkts"] + aqm_drops + sel["drop_random_pkts"],
-        _sojourn_p95=sojourn_p95,
-        _wait=(sel["sojourn_mean_ms"] - service_ms).clip(lower=0),
-        _q99=q99_pkts,
-        _q99_bdp=q99_pkts / (sel["buffer_pkts"] / sel["buffer_bdp"]),
-    )
-
-
-def _bottleneck_metrics(sel: pd.DataFrame) -> pd.DataFrame:
-    """Per run over its bottlenecks (:func:`_bottleneck_links`): a run may have several."""
-    agg = sel.groupby("run_id", sort=False).agg(
-        utilisation_frac=("utilisation_frac", "mean"),
-        _arrivals=("arrival_pkts", "sum"),
-        _drops=("_drops", "sum"),
-        queue_wait_mean_ms=("_wait", "mean"),
-        queue_delay_p95_ms=("queue_delay_p95_ms", "max"),
-        buffer_pkts=("buffer_pkts", "mean"),
-        buffer_bdp=("buffer_bdp", "mean"),
-        drop_queue_pkts=("drop_queue_pkts", "sum"),
-        queue_p99_pkts=("_q99", "max"),
-        queue_p99_bdp=("_q99_bdp", "max"),
-        sojourn_p95_ms=("_sojourn_p95", "max"),
-    )
-    arrivals = agg.pop("_arrivals").astype(float)
-    drops = agg.pop("_drops").astype(float)
-    agg.insert(1, "loss_frac", (drops / arrivals).where(arrivals > 0))
-    for col in ("buffer_pkts", "drop_queue_pkts"):
-        agg[col] = agg[col].astype(float)
-    return agg

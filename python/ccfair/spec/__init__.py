@@ -6,8 +6,9 @@ Owns the scenario's parts and their checks (:mod:`~ccfair.spec.parts`), the scen
 record (:mod:`~ccfair.spec.resolve`, :mod:`~ccfair.spec.resolved`), the run identity
 (:mod:`~ccfair.spec.identity`), TOML in and out (:mod:`~ccfair.spec.toml`), topologies and
 routes (:mod:`~ccfair.spec.topology`), the builders (:mod:`~ccfair.spec.shapes`,
-:mod:`~ccfair.spec.builders`) and sweeps with their grids and filters
-(:mod:`~ccfair.spec.sweep`, :mod:`~ccfair.spec.grid`, :mod:`~ccfair.spec.filters`).
+:mod:`~ccfair.spec.builders`) and sweeps with their bases, grids and filters
+(:mod:`~ccfair.spec.sweep`, :mod:`~ccfair.spec.sweep_base`, :mod:`~ccfair.spec.grid`,
+:mod:`~ccfair.spec.filters`).
 
 May import: :mod:`ccfair.backends` (a scenario names its backend: the registry's names) and
 the base modules (:mod:`ccfair.errors`, :mod:`ccfair.units`, :mod:`ccfair.algorithms`,
