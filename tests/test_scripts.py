@@ -3,7 +3,7 @@ scripts/main_flow_targets.py, scripts/bpf_vs_linux.py, scripts/measure_host_late
 scripts/trace_phase.py, scripts/testbed_table.py, benches/scale_curve.py, benches/first_run.py,
 benches/handover_compare.py, benches/build_compare.py, scripts/pgo_train.py,
 scripts/install_pgo.sh, benches/estimate_check.py, scripts/katsumata_forced_expire.py,
-scripts/aqm_tables.py)."""
+scripts/aqm_tables.py, scripts/aqm_kernel_tables.py)."""
 
 from __future__ import annotations
 
@@ -529,3 +529,92 @@ def test_bbr_among_bbr_arrivals_compares_traced_runs_and_refuses_untraced(tmp_pa
     untraced = tmp_path / "untraced"
     ccfair.run(ccfair.dumbbell(2, "bbr", duration="1s")).save(untraced)
     _refused(_script("bbr_among_bbr.py", "arrivals", str(untraced), "--out", str(out)), "no traced")
+
+
+def _validate_dir(tmp_path: Path) -> Path:
+    """A minimal `ccfair validate` output: two points of one pair, the first with a reliable
+    and a flagged repetition, the second with one reliable run."""
+    point_a = "aqm[ccas=reno-cubic,bottleneck_queue=codel,delay=18ms,alpha=0.5]"
+    point_b = "aqm[ccas=reno-cubic,bottleneck_queue=codel,delay=100ms,alpha=16]"
+    common = {"pair": "reno vs cubic", "param_bottleneck_queue": "codel", "cca": "reno"}
+    runs = [
+        {
+            **common,
+            "point": point_a,
+            "rep": 0,
+            "param_delay": "18ms",
+            "param_alpha": 0.5,
+            "share_sim": 0.40,
+            "share_kernel": 0.44,
+            "kernel_reliable": True,
+        },
+        {
+            **common,
+            "point": point_a,
+            "rep": 1,
+            "param_delay": "18ms",
+            "param_alpha": 0.5,
+            "share_sim": 0.42,
+            "share_kernel": 0.60,
+            "kernel_reliable": False,
+        },
+        {
+            **common,
+            "point": point_b,
+            "rep": 0,
+            "param_delay": "100ms",
+            "param_alpha": 16,
+            "share_sim": 0.30,
+            "share_kernel": 0.18,
+            "kernel_reliable": True,
+        },
+    ]
+    flows = pd.DataFrame(runs).assign(flow="flow1")
+    other = flows.assign(flow="flow2", cca="cubic")
+    links = pd.DataFrame(
+        [
+            {
+                "point": r["point"],
+                "rep": r["rep"],
+                "link": "bottleneck",
+                "direction": "ab",
+                "sojourn_p50_sim": 1.0,
+                "sojourn_p50_kernel": 1.0,
+                "sojourn_p95_sim": 6.0,
+                "sojourn_p95_kernel": p95,
+                "sojourn_p99_sim": 9.0,
+                "sojourn_p99_kernel": 9.0,
+            }
+            for r, p95 in zip(runs, [5.5, 7.0, 10.0], strict=True)
+        ]
+    )
+    pd.concat([flows, other]).to_csv(tmp_path / "validate_runs.csv", index=False)
+    links.to_csv(tmp_path / "validate_link_runs.csv", index=False)
+    return tmp_path
+
+
+def test_aqm_kernel_tables_compares_reliable_runs_against_the_targets(tmp_path):
+    out = _validate_dir(tmp_path)
+    r = _script("aqm_kernel_tables.py", str(out), "--csv", str(tmp_path / "points.csv"))
+    assert r.returncode == 0, r.stderr
+    pts = pd.read_csv(tmp_path / "points.csv")
+    a, b = pts.iloc[0], pts.iloc[1]
+    # Reliable runs only: Linux 44% against the simulator's mean 41% over both repetitions.
+    assert a["reliable_runs"] == 1 and abs(a["diff_reliable_pp"] - 3.0) < 1e-6
+    assert abs(a["diff_all_pp"] - 11.0) < 1e-6  # (44 + 60) / 2 - 41
+    assert abs(b["diff_reliable_pp"] + 12.0) < 1e-6
+    # Sojourn p95: 6 ms simulated against 5.5 ms on Linux is within 20%; against 10 ms not.
+    assert abs(a["sojourn_p95_rel_reliable"] - 0.5 / 5.5) < 1e-3
+    assert "| all | all | 2 | 7.5 | 12.0 | 1 of 2 |" in r.stdout
+    assert "share targets not met" in r.stdout
+
+
+def test_aqm_kernel_tables_refuses_a_directory_that_is_no_validate_output(tmp_path):
+    r = _script("aqm_kernel_tables.py", str(tmp_path))
+    assert r.returncode == 2
+    assert "not an output of ccfair validate" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "validate_runs.csv").write_text("point,rep\nx,0\n")
+    (tmp_path / "validate_link_runs.csv").write_text("point,rep\nx,0\n")
+    r = _script("aqm_kernel_tables.py", str(tmp_path))
+    assert r.returncode == 2
+    assert "lack what this needs" in r.stderr and "Traceback" not in r.stderr
