@@ -226,7 +226,9 @@ pub struct TcpOptions {
     /// (the handshake negotiates SACK only when both enable it). Off: the receiver sends no
     /// SACK blocks and the sender recovers by NewReno dupack counting (`tcp_is_reno`).
     pub sack: bool,
-    /// RACK-TLP loss detection (`tcp_recovery` = 1). Off = dupthresh marking.
+    /// RACK loss detection (`tcp_recovery` bit 0). Off: SACK flows detect losses by the
+    /// duplicate threshold, as Linux up to 6.16 (6.17 removed that code and ignores 0). Loss
+    /// probes (`tlp`) do not depend on it.
     pub rack: bool,
     /// Tail loss probe (`tcp_early_retrans` = 3).
     pub tlp: bool,

@@ -85,6 +85,54 @@ fn lossy_reno_without_sack_recovers_by_newreno() {
     assert!(col(&without, "ack_sent_pkts") > col(&with, "ack_sent_pkts"));
 }
 
+/// `tcp.rack = false` (`net.ipv4.tcp_recovery = 0` on Linux before 6.17): a SACK flow
+/// through 5% random loss marks losses by the duplicate threshold instead of RACK. A hole
+/// with fewer than three SACKed segments above it, and a lost retransmission, are then
+/// found only by the retransmission timer (no loss probe outside Open and CWR), so the flow
+/// times out more often than with RACK; it still repairs most losses by fast recovery,
+/// and every retransmission still repairs a drop.
+#[test]
+fn lossy_sack_flow_without_rack_recovers_by_dupthresh() {
+    let run = |rack: bool| {
+        let mut spec = with_loss(
+            dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 30 * S),
+            0.05,
+        );
+        spec.flows[0].tcp.rack = rack;
+        Simulation::new(spec).unwrap().run().flows
+    };
+    let (with, without) = (run(true), run(false));
+    let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
+    for (name, t) in [("rack", &with), ("no rack", &without)] {
+        eprintln!(
+            "{name}: goodput {:.2} Mbit/s, dropped {}, retrans {}, recoveries {}, rto {}, \
+             tlp {}",
+            t.f64("goodput_mbps").unwrap()[0],
+            col(t, "data_dropped_pkts"),
+            col(t, "retrans_pkts"),
+            col(t, "recovery_count"),
+            col(t, "rto_count"),
+            col(t, "tlp_count"),
+        );
+    }
+    assert!(
+        !with.identical(&without),
+        "rack = false must change the run"
+    );
+    let rto = |t: &ccfair_sim::table::Table| col(t, "rto_count");
+    assert!(
+        rto(&without) >= rto(&with) + 5,
+        "RACK repairs what dupthresh leaves to the timer: {} vs {} RTOs",
+        rto(&without),
+        rto(&with)
+    );
+    // Still SACK: every retransmission repairs a drop (no go-back-N after a timeout).
+    assert!(col(&without, "retrans_pkts") <= col(&without, "data_dropped_pkts") + 5);
+    assert!(col(&without, "recovery_count") > 4 * rto(&without));
+    let goodput = |t: &ccfair_sim::table::Table| t.f64("goodput_mbps").unwrap()[0];
+    assert!(goodput(&without) > 0.8 * goodput(&with));
+}
+
 #[test]
 fn same_seed_gives_identical_tables() {
     let mk = || {

@@ -177,6 +177,10 @@ struct SenderOptions {
     pacing_ca_ratio: u32,
     /// SACK negotiated (`tcp_is_sack`; false: `tcp_is_reno`).
     sack: bool,
+    /// RACK loss detection (`tcp_is_rack`: `tcp_recovery` bit 0). Off: SACK flows mark
+    /// losses by the duplicate threshold (`tcp_update_scoreboard`), and an RTO marks every
+    /// unSACKed segment lost (`tcp_timeout_mark_lost`).
+    rack: bool,
     /// Loss probes: `tlp`, and only for SACK flows (`tcp_schedule_loss_probe`).
     tlp: bool,
     frto: bool,
@@ -205,6 +209,7 @@ impl SenderOptions {
             pacing_ss_ratio: o.pacing_ss_ratio,
             pacing_ca_ratio: o.pacing_ca_ratio,
             sack: o.sack,
+            rack: o.rack,
             tlp: o.tlp && o.sack,
             frto: o.frto,
             undo: o.undo,
@@ -1468,3 +1473,7 @@ mod pacer_4x_tests;
 /// 4.x PRR and loss-probe schedules (`prr`, `tlp_schedule`).
 #[cfg(test)]
 mod loss_4x_tests;
+
+/// Loss detection without RACK (`rack = false`).
+#[cfg(test)]
+mod rack_off_tests;

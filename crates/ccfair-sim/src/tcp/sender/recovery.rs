@@ -200,8 +200,9 @@ impl Sender {
         false
     }
 
-    /// `tcp_try_undo_partial`.
-    pub(super) fn try_undo_partial(&mut self, prior_snd_una: u64) -> bool {
+    /// `tcp_try_undo_partial`. A partial ACK that undoes nothing sets `do_lost` when the
+    /// SACKed data lies `reordering` segments beyond the head (`tcp_force_fast_retransmit`).
+    pub(super) fn try_undo_partial(&mut self, prior_snd_una: u64, do_lost: &mut bool) -> bool {
         if self.opts.undo && self.undo_marker.is_some() && self.packet_delayed() {
             self.check_sack_reordering(prior_snd_una, 1);
             if self.tp.retrans_out > 0 {
@@ -212,8 +213,16 @@ impl Sender {
             }
             self.undo_cwnd_reduction(true);
             self.try_keep_open();
+        } else {
+            *do_lost = self.force_fast_retransmit();
         }
         false
+    }
+
+    /// `tcp_force_fast_retransmit`: the highest SACKed sequence lies more than `reordering`
+    /// segments above `snd_una`.
+    fn force_fast_retransmit(&self) -> bool {
+        self.highest_sack_end > self.tp.snd_una + self.reordering as u64
     }
 
     /// `tcp_try_undo_loss`.
@@ -271,8 +280,9 @@ impl Sender {
             if seq != head {
                 let s = self.seg(seq);
                 let elapsed = (self.tp.now_ns - s.tx_ns) / 1_000;
-                // Don't mark recently sent ones lost yet (RACK, reo_wnd 0).
-                if s.flags & SACKED == 0 && self.rack.rtt_us > elapsed {
+                // Don't mark recently sent ones lost yet (RACK, reo_wnd 0; only with RACK
+                // on, `tcp_is_rack`).
+                if self.opts.rack && s.flags & SACKED == 0 && self.rack.rtt_us > elapsed {
                     continue;
                 }
             }
@@ -347,6 +357,11 @@ impl Sender {
         flag: &mut u32,
         rexmit: &mut Rexmit,
     ) {
+        // Without RACK (tcp_fastretrans_alert before 6.17): the dupthresh scoreboard is
+        // updated on a duplicate ACK, or on SACKs far enough above the head.
+        let mut do_lost =
+            num_dupack > 0 || (*flag & FLAG_DATA_SACKED != 0 && self.force_fast_retransmit());
+        let mut fast_rexmit = false;
         if self.tp.packets_out == 0 && self.tp.sacked_out > 0 {
             self.tp.sacked_out = 0;
         }
@@ -385,7 +400,7 @@ impl Sender {
                     if !self.opts.sack {
                         self.add_reno_sack(num_dupack, *flag & FLAG_ECE != 0);
                     }
-                } else if self.try_undo_partial(prior_snd_una) {
+                } else if self.try_undo_partial(prior_snd_una, &mut do_lost) {
                     return;
                 }
                 if self.try_undo_dsack() {
@@ -426,12 +441,56 @@ impl Sender {
                 return;
             }
             self.enter_recovery(*flag & FLAG_ECE != 0);
+            fast_rexmit = true;
+        }
+        if !self.opts.rack && do_lost {
+            self.update_scoreboard(fast_rexmit);
         }
         *rexmit = Rexmit::Lost;
     }
 
+    /// `tcp_time_to_recover`: a loss is proven, or (without RACK) more segments were
+    /// SACKed (duplicate ACKs without SACK) than `reordering` allows
+    /// (`tcp_dupack_heuristics`: `sacked_out + 1`).
     pub(super) fn time_to_recover(&self) -> bool {
-        self.tp.lost_out > 0
+        self.tp.lost_out > 0 || (!self.opts.rack && self.tp.sacked_out + 1 > self.reordering)
+    }
+
+    /// `tcp_update_scoreboard` (SACK flows without RACK, RFC 6675's IsLost): mark lost
+    /// every unSACKed segment with at least `reordering` SACKed segments above it; when
+    /// there are fewer and Recovery has just begun, the head alone (the fast retransmit).
+    fn update_scoreboard(&mut self, fast_rexmit: bool) {
+        if !self.opts.sack {
+            return;
+        }
+        if self.tp.sacked_out >= self.reordering {
+            self.mark_head_lost(self.tp.sacked_out - self.reordering, false);
+        } else if fast_rexmit {
+            self.mark_head_lost(1, true);
+        }
+    }
+
+    /// `tcp_mark_head_lost`: walk from the head, marking segments lost until more than
+    /// `sacked_limit` SACKed segments have been passed (or, with `head_only`, just the
+    /// head). Linux resumes from a hint (`lost_skb_hint`, `lost_cnt_hint`) that only saves
+    /// the walk over segments already marked or SACKed; this walks from `snd_una`.
+    fn mark_head_lost(&mut self, sacked_limit: u32, head_only: bool) {
+        let mut sacked_passed = 0u32;
+        for seq in self.tp.snd_una..self.tp.snd_nxt {
+            let flags = self.seg(seq).flags;
+            if flags & SACKED != 0 {
+                sacked_passed += 1;
+            }
+            if sacked_passed > sacked_limit {
+                break;
+            }
+            if flags & LOST == 0 {
+                self.mark_lost(seq);
+            }
+            if head_only {
+                break;
+            }
+        }
     }
 
     /// `tcp_identify_packet_loss`.
@@ -441,6 +500,11 @@ impl Sender {
         }
         if !self.opts.sack {
             self.newreno_mark_lost(*flag & FLAG_SND_UNA_ADVANCED != 0);
+            return;
+        }
+        if !self.opts.rack {
+            // SACK without RACK: losses are marked after the state machine
+            // (`tcp_update_scoreboard` from `tcp_fastretrans_alert`).
             return;
         }
         let prior_retrans = self.tp.retrans_out;
