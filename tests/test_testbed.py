@@ -255,3 +255,21 @@ def test_the_kernel_backend_refuses_a_kernel_it_cannot_be():
     with pytest.raises(SpecError, match="a modification of cubic") as info:
         check_scenario(resolve({**scenario(), "kernel": "4.15"}), offered=["cubic"])
     assert info.value.path == "flows[0].cca_params.hystart_version"
+
+
+def test_rack_off_is_refused_on_hosts_whose_linux_has_only_rack():
+    """Linux 6.17 removed loss detection without RACK (``tcp_recovery`` bit 0 has no
+    effect): on 6.18 hosts ``rack = false`` is an error naming the field, on both backends;
+    on 4.x hosts and the idealised host it runs (the simulator's RFC 6675 path)."""
+    with pytest.raises(SpecError, match="RACK only") as info:
+        resolve(scenario({"rack": False}, testbed=None))
+    assert info.value.path == "tcp.rack"
+    flow_level = scenario(testbed=None)
+    flow_level["flows"][0]["tcp"] = {"rack": False}
+    with pytest.raises(SpecError, match='kernel = "4.15"') as info:
+        resolve(flow_level)
+    assert info.value.path == "flows[0].tcp.rack"
+    for kernel in ("4.15", "4.13"):
+        r = resolve({**scenario({"rack": False}, testbed=None), "kernel": kernel})
+        assert r.flows[0].tcp["rack"] is False
+    assert resolve(scenario({"rack": False})).flows[0].tcp["rack"] is False

@@ -60,6 +60,10 @@ class Kernel:
         tcp: TCP options (``[tcp]`` names) of such hosts.
         cca: per algorithm, the parameters of that kernel's version of it.
         summary: one line for tables.
+        rack_only: loss detection is RACK only: ``net.ipv4.tcp_recovery`` bit 0 (``tcp.rack
+            = false``) has no effect (Linux 6.17 removed the RFC 6675 duplicate-threshold
+            code, net/ipv4/tcp_input.c; "tcp: remove obsolete and unused RFC3517/RFC6675
+            loss recovery code").
     """
 
     name: str
@@ -67,6 +71,7 @@ class Kernel:
     tcp: Mapping[str, Any]
     cca: Mapping[str, Mapping[str, Any]]
     summary: str
+    rack_only: bool = False
 
 
 #: Linux 6.18's stock hosts: tcp_rmem 4096 131072 33554432 and tcp_wmem 4096 16384 4194304
@@ -80,6 +85,7 @@ _LINUX_6_18 = Kernel(
     {"rmem": "linux", "wmem": "linux", "tso": "linux"},
     {},
     "stock Linux 6.18: tcp_rmem max 32 MiB, tcp_wmem max 4 MiB, GSO skbs",
+    rack_only=True,
 )
 
 

@@ -397,9 +397,29 @@ def _flow_options(
         _core.normalize_tcp,
         "TCP option",
     )
+    _check_rack(r, loc, f, tcp, host)
     if plain:
         r.plain_flow_options[f.cca] = (_SharedOptions(cca_params), _SharedOptions(tcp))
     return cca_params, tcp
+
+
+def _check_rack(
+    r: _Resolver, loc: tuple[str | int, ...], f: Flow, tcp: dict[str, Any], host: Host
+) -> None:
+    """Refuse ``rack = false`` on hosts whose Linux has no loss detection without RACK
+    (6.17 and later ignore ``net.ipv4.tcp_recovery`` bit 0): the simulator would model code
+    those hosts do not have, and the kernel backend would silently run RACK."""
+    kernel = host.kernel if host.testbed.kernel is not None else None
+    if tcp.get("rack") is not False or kernel is None or not kernel.rack_only:
+        return
+    where = (*loc, "tcp", "rack") if "rack" in f.tcp else ("tcp", "rack")
+    r.fail(
+        where,
+        False,
+        f"has no effect on Linux {kernel.name} hosts: since 6.17 Linux detects losses by RACK "
+        'only (net/ipv4/tcp_input.c); choose kernel = "4.15" or "4.13" (or testbed = '
+        '"ideal") to study loss detection without RACK',
+    )
 
 
 class _SharedOptions:
