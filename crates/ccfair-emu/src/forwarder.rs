@@ -755,7 +755,7 @@ impl Forwarder {
     /// the earlier stamps in almost every such tie (96% of the pairs of two flows' packets
     /// read within 3 us), and at a full drop-tail buffer the earlier packet takes the slot a
     /// departure frees: the higher-numbered flows lost more (docs/validation/bbr-among-bbr,
-    /// "What makes the simulator fairer than the kernel backend"). So the devices take
+    /// "The kernel backend's service order"). So the devices take
     /// turns, one packet each ([`interleave`]), in an order drawn afresh at every wake-up
     /// ([`ReadTurns`]): any host precedes any other in half of the wake-ups, as two packets
     /// that arrive together do when the order is chance.
