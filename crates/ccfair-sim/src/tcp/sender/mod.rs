@@ -1247,7 +1247,9 @@ mod tests {
         assert_eq!(sent_total, 4, "4 sent for 8 delivered: {cwnds:?}");
     }
 
-    fn ack(seq: u64, sacks: &[(u64, u64)], tsecr: u32) -> Packet {
+    /// An ACK of `seq` with SACK blocks and echoed timestamp `tsecr` (also the fixture of
+    /// `rack_off_tests`).
+    pub(super) fn ack(seq: u64, sacks: &[(u64, u64)], tsecr: u32) -> Packet {
         let blocks: Vec<SackBlock> = sacks
             .iter()
             .map(|&(start, end)| SackBlock { start, end })

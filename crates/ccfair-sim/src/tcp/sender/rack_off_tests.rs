@@ -13,27 +13,9 @@ fn sender(rack: bool) -> Sender {
     Sender::new(0, &opts, Box::new(Reno::new(&RenoParams {})), None)
 }
 
+/// An ACK of `una` with SACK blocks, echoing a timestamp one RTT (40 ms) before `now_ns`.
 fn sack_ack(una: u64, sacks: &[(u64, u64)], now_ns: u64) -> Packet {
-    let blocks: Vec<SackBlock> = sacks
-        .iter()
-        .map(|&(start, end)| SackBlock { start, end })
-        .collect();
-    let mut pkt = Packet {
-        flow: 0,
-        kind: Kind::Ack,
-        wire_bytes: 52,
-        seq: una,
-        payload_bytes: 0,
-        tsval: 1,
-        tsecr: ticks(now_ns.saturating_sub(40_000_000)),
-        n_sack: 0,
-        ecn: Ecn::NotEct,
-        tcp_flags: TcpFlags::NONE,
-        window_bytes: 1 << 30,
-        sack: NO_SACK,
-    };
-    pkt.set_sack_blocks(&blocks);
-    pkt
+    super::tests::ack(una, sacks, ticks(now_ns.saturating_sub(40_000_000)))
 }
 
 /// Segment 0 of the initial window is lost and 1, 2, 3 are SACKed one ACK after another.
