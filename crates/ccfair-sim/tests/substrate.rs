@@ -30,6 +30,20 @@ fn with_loss(mut spec: ccfair_sim::spec::RunSpec, p: f64) -> ccfair_sim::spec::R
     spec
 }
 
+/// The flows table of one Reno flow, 20 Mbit/s, 10 ms, a 50-packet buffer, 30 s, through
+/// random loss at `loss`, with its TCP options changed by `tweak`.
+fn lossy_reno_flow(
+    loss: f64,
+    tweak: impl Fn(&mut ccfair_sim::spec::TcpOptions),
+) -> ccfair_sim::table::Table {
+    let mut spec = with_loss(
+        dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 30 * S),
+        loss,
+    );
+    tweak(&mut spec.flows[0].tcp);
+    Simulation::new(spec).unwrap().run().flows
+}
+
 /// `tcp.sack = false`: a Reno flow through 1% random loss recovers by NewReno (dupack
 /// counting, one hole per partial ACK) without loss probes, mostly by fast recovery, and
 /// keeps most of the SACK flow's rate; its receiver sends an immediate dupack for every
@@ -38,15 +52,10 @@ fn with_loss(mut spec: ccfair_sim::spec::RunSpec, p: f64) -> ccfair_sim::spec::R
 /// (`tcp_timeout_mark_lost`), so retransmissions exceed drops, but boundedly.
 #[test]
 fn lossy_reno_without_sack_recovers_by_newreno() {
-    let run = |sack: bool| {
-        let mut spec = with_loss(
-            dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 30 * S),
-            0.01,
-        );
-        spec.flows[0].tcp.sack = sack;
-        Simulation::new(spec).unwrap().run().flows
-    };
-    let (with, without) = (run(true), run(false));
+    let (with, without) = (
+        lossy_reno_flow(0.01, |_| {}),
+        lossy_reno_flow(0.01, |tcp| tcp.sack = false),
+    );
     let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
     for (name, t) in [("sack", &with), ("no sack", &without)] {
         eprintln!(
@@ -93,15 +102,10 @@ fn lossy_reno_without_sack_recovers_by_newreno() {
 /// and every retransmission still repairs a drop.
 #[test]
 fn lossy_sack_flow_without_rack_recovers_by_dupthresh() {
-    let run = |rack: bool| {
-        let mut spec = with_loss(
-            dumbbell(&[("reno", json!({}))], 20_000_000, 10 * MS, 50, 30 * S),
-            0.05,
-        );
-        spec.flows[0].tcp.rack = rack;
-        Simulation::new(spec).unwrap().run().flows
-    };
-    let (with, without) = (run(true), run(false));
+    let (with, without) = (
+        lossy_reno_flow(0.05, |_| {}),
+        lossy_reno_flow(0.05, |tcp| tcp.rack = false),
+    );
     let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
     for (name, t) in [("rack", &with), ("no rack", &without)] {
         eprintln!(
