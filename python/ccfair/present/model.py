@@ -90,27 +90,16 @@ def _point_means(
     left: Any, right: Any, means: pd.DataFrame, color: str, marker: str, label: str
 ) -> Any:
     """Each point's mean as a filled marker on both panels; returns the left one (legend)."""
-    h = left.scatter(
-        means["ware_full"],
-        means["measured"],
-        s=30,
-        marker=marker,
-        color=color,
-        edgecolors="black",
-        linewidths=0.4,
-        label=label,
-        zorder=3,
-    )
-    right.scatter(
-        means["x_bdp"],
-        means["measured"],
-        s=30,
-        marker=marker,
-        color=color,
-        edgecolors="black",
-        linewidths=0.4,
-        zorder=3,
-    )
+    style = {
+        "s": 30,
+        "marker": marker,
+        "color": color,
+        "edgecolors": "black",
+        "linewidths": 0.4,
+        "zorder": 3,
+    }
+    h = left.scatter(means["ware_full"], means["measured"], label=label, **style)
+    right.scatter(means["x_bdp"], means["measured"], **style)
     return h
 
 
