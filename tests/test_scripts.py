@@ -8,6 +8,7 @@ scripts/aqm_tables.py, scripts/aqm_kernel_tables.py)."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -441,7 +442,34 @@ def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
     assert (row.n_sim, row.n_linux, row.n_linux_flagged) == (2, 1, 1)
     assert abs(row.jain_median_linux - linux_jain[0]) < 1e-3  # the flagged run left out
     assert abs(row.jain_diff - (row.jain_median_linux - row.jain_median_sim)) < 1e-9
-    assert "Target (median within 0.05)" in ok.stdout
+    assert row.sim_median_of_n_low <= row.sim_median_of_n_high
+    within = row.sim_median_of_n_low <= row.jain_median_linux <= row.sim_median_of_n_high
+    assert row.linux_within_sim_spread == within
+    assert 0 <= row.chance_as_far <= 1
+    assert "Target (median within 0.05)" in ok.stdout and "95% spread" in ok.stdout
+
+
+def test_bbr_among_bbr_median_of_n_spread_is_the_chance_spread_of_a_few_runs():
+    # Ten simulator runs 0.70, 0.71, ..., 0.79: the median of 3 of them lies between 0.71 and
+    # 0.78 in 95% of the 120 subsets; a Linux median at the center is as far as every subset's
+    # (chance 1), one beyond every subset's median is never reached (chance 0).
+    m = _load_script("bbr_among_bbr")
+    sim = [0.70 + 0.01 * i for i in range(10)]
+    low, high = m.median_of_n_spread(sim, 3)
+    assert 0.71 <= low < 0.73 and 0.76 < high <= 0.78
+    assert m.chance_of_median_as_far(sim, 3, 0.745) == 1.0
+    assert m.chance_of_median_as_far(sim, 3, 0.60) == 0.0
+    assert 0 < m.chance_of_median_as_far(sim, 3, 0.72) < 0.5
+    # Too few runs for a median of 3: no spread, no chance.
+    assert all(math.isnan(x) for x in m.median_of_n_spread(sim[:2], 3))
+    assert math.isnan(m.chance_of_median_as_far(sim[:2], 3, 0.7))
+    # Beyond MAX_SUBSETS subsets a fixed sample is drawn: same answer twice, close to exact.
+    many = [i / 30 for i in range(30)]
+    exact = m.median_of_n_spread(many, 3)  # all 4,060 subsets
+    m.MAX_SUBSETS = 1_000
+    sampled = m.median_of_n_spread(many, 3)
+    assert sampled != exact and sampled == m.median_of_n_spread(many, 3)
+    assert abs(sampled[0] - exact[0]) < 0.05 and abs(sampled[1] - exact[1]) < 0.05
 
 
 @pytest.mark.parametrize(
