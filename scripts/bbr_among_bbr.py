@@ -18,8 +18,11 @@ RTT ratio):
 `shares.csv` (each flow's share, mean and 95% interval), `ranked_shares.csv` (the largest,
 second largest, ... share of each run, which is what compares runs of exchangeable flows)
 and, with both backends present, `compare.csv` (the target: medians within 0.05, ranked
-share intervals overlapping). Kernel runs the self-checks flagged are left out and counted.
-It prints the Markdown tables of the README.
+share intervals overlapping; and, since a median of 3 runs strays by chance where Jain's
+index spreads widely between seeds, the 95% spread of the median of as many simulator runs
+as Linux had and the chance of a median as far from the simulator's as Linux's). Kernel
+runs the self-checks flagged are left out and counted. It prints the Markdown tables of the
+README.
 
     python3 scripts/bbr_among_bbr.py timeseries RESULTS --out DIR [--prefix NAME]
 
