@@ -49,6 +49,11 @@ costs, data packets per ACK, RTOs and time in Recovery (`arrivals_flows.csv`); p
 order in which two flows' packets entered the network by the gap between them
 (`arrivals_order.csv`); and `arrivals.png`.
 
+    python3 scripts/bbr_among_bbr.py seeds --repetitions 20 --out results/bbr-among-bbr-20
+
+`seeds` runs the study's grid on the simulator with more seeds per point (1 to N), so that
+`tables` compares Linux's runs with the simulator's spread, not with three runs of it.
+
     python3 scripts/bbr_among_bbr.py losses --out docs/validation/bbr-among-bbr
 
 `losses` reruns on the simulator the BBR-vs-BBR points at 0.5 BDP of the 10 Mbit/s parking
@@ -975,6 +980,28 @@ def cmd_losses(args: argparse.Namespace) -> None:
         d.to_csv(Path(args.out) / "losses_10mbit.csv", index=False, float_format="%.4f")
 
 
+#: The study's sweep; `seeds` runs its simulator side with more repetitions.
+STUDY_SWEEP = Path(__file__).resolve().parent.parent / "scenarios/validate/bbr-among-bbr.toml"
+
+
+def cmd_seeds(args: argparse.Namespace) -> None:
+    """The study's grid on the simulator with ``--repetitions`` seeds per point (seeds 1 to
+    N; the first three are the runs `ccfair validate` compares with Linux), so that the
+    simulator's spread at each point is known, not guessed from three runs."""
+    d = ccfair.Sweep.from_toml(STUDY_SWEEP).to_dict()
+    d["repetitions"] = args.repetitions
+    try:
+        outcome = ccfair.run_sweep(ccfair.Sweep.from_dict(d), args.out, workers=args.workers)
+    except ccfair.CcfairError as exc:
+        raise Refused(f"{args.out}: {exc}") from None
+    print(
+        f"{args.out}: {outcome.total} runs, {outcome.already} finished before, "
+        f"{len(outcome.executed)} run now, {len(outcome.failed)} failed"
+    )
+    if not outcome.complete:
+        raise Refused(f"{args.out}: not every run finished (run the command again to resume)")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -992,12 +1019,20 @@ def main(argv: list[str] | None = None) -> int:
     ar = sub.add_parser("arrivals", help="traced runs of both backends: how packets met the buffer")
     ar.add_argument("results", nargs="+", help="results directories with traced runs")
     ar.add_argument("--out", required=True)
+    se = sub.add_parser("seeds", help="the grid on the simulator with more repetitions")
+    se.add_argument("--repetitions", type=int, default=20, help="seeds per point (default 20)")
+    se.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    se.add_argument("--out", required=True, help="results directory")
     lo = sub.add_parser("losses", help="retransmissions vs the 10 Mbit/s studies' Linux runs")
     lo.add_argument("--root", default=".", help="the repository (default: .)")
     lo.add_argument("--out", default=None, help="directory for losses_10mbit.csv")
     args = p.parse_args(argv)
     if args.cmd == "mechanisms" and not 1 <= args.seeds <= 100:
         p.exit(2, f"error: --seeds {args.seeds} is not in [1, 100]\n")
+    if args.cmd == "seeds" and not 1 <= args.repetitions <= 1000:
+        p.exit(2, f"error: --repetitions {args.repetitions} is not in [1, 1000]\n")
+    if args.cmd == "seeds" and not 1 <= args.workers <= 256:
+        p.exit(2, f"error: --workers {args.workers} is not in [1, 256]\n")
     try:
         commands = {
             "tables": cmd_tables,
@@ -1005,6 +1040,7 @@ def main(argv: list[str] | None = None) -> int:
             "mechanisms": cmd_mechanisms,
             "losses": cmd_losses,
             "arrivals": cmd_arrivals,
+            "seeds": cmd_seeds,
         }
         commands[args.cmd](args)
     except Refused as exc:

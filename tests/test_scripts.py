@@ -449,6 +449,29 @@ def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
     assert "Target (median within 0.05)" in ok.stdout and "95% spread" in ok.stdout
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--repetitions", "0"], "--repetitions 0 is not in [1, 1000]"),
+        (["--repetitions", "100000000"], "--repetitions 100000000 is not in [1, 1000]"),
+        (["--workers", "-1"], "--workers -1 is not in [1, 256]"),
+    ],
+)
+def test_bbr_among_bbr_seeds_refuses_absurd_arguments_before_any_run(tmp_path, args, says):
+    out = _script("bbr_among_bbr.py", "seeds", *args, "--out", str(tmp_path / "r"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert says in out.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "r").exists()
+
+
+def test_bbr_among_bbr_seeds_refuses_a_results_directory_that_is_a_file(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = _script("bbr_among_bbr.py", "seeds", "--repetitions", "1", "--out", str(blocker))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert str(blocker) in out.stderr and blocker.read_text() == "not a directory"
+
+
 def test_bbr_among_bbr_median_of_n_spread_is_the_chance_spread_of_a_few_runs():
     # Ten simulator runs 0.70, 0.71, ..., 0.79: the median of 3 of them lies between 0.71 and
     # 0.78 in 95% of the 120 subsets; a Linux median at the center is as far as every subset's
