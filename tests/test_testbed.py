@@ -68,6 +68,11 @@ def test_non_default_options_name_the_run():
         (scenario(queue=1), "links[0].queue", "string"),
         (scenario(tcp={"tso": "on"}), "tcp.tso", "unknown variant `on`, expected `off` or `linux`"),
         (scenario(tcp={"tso_defer": "yes"}), "tcp.tso_defer", "invalid type"),
+        (
+            scenario(tcp={"undo_rules": "linux-5.x"}),
+            "tcp.undo_rules",
+            "unknown variant `linux-5.x`, expected `linux-6.18` or `linux-4.x`",
+        ),
         (scenario(tcp={"wmem": "big"}), "tcp.wmem", 'must be "fit", "linux" or three byte counts'),
         (scenario(tcp={"wmem": [4096, 2**20, 4096]}), "tcp.wmem", "min <= default <= max"),
         (scenario(tcp={"wmem": [4096, 16384, 2**31]}), "tcp.wmem", "tcp_wmem is an int"),
@@ -174,6 +179,7 @@ def test_a_4x_kernel_sets_its_substrate_and_its_algorithms_versions(kernel):
         True,
     )
     assert tcp["tlp_schedule"] == f"linux-{kernel}"
+    assert (tcp["prr"], tcp["undo_rules"]) == ("linux-4.x", "linux-4.x")
 
 
 def test_on_ideal_hosts_a_kernel_names_only_the_algorithms_versions():

@@ -104,7 +104,8 @@ def _linux_4x(name: str, tlp: str, bbr: str) -> Kernel:
     (added in 4.18) and quick ACKs after out-of-order data (removed in 4.18, tcp_data_queue);
     4.x TSO deferral (tcp_tso_should_defer) without 5.18's min_rtt bonus (tcp_tso_autosize);
     the timer pacer before 4.20's EDT (tcp_internal_pacing); 4.x PRR (tcp_cwnd_reduction);
-    that kernel's loss-probe schedule (tcp_schedule_loss_probe); BBR of that kernel's
+    that kernel's loss-probe schedule (tcp_schedule_loss_probe); 4.x undo rules
+    (tcp_init_undo, tcp_packet_delayed, tcp_enter_recovery); BBR of that kernel's
     tcp_bbr.c; CUBIC's HyStart before 5.6 (tcp_cubic.c, hystart_update)."""
     return Kernel(
         name,
@@ -118,6 +119,7 @@ def _linux_4x(name: str, tlp: str, bbr: str) -> Kernel:
             "pacer": "linux-4.x",
             "prr": "linux-4.x",
             "tlp_schedule": tlp,
+            "undo_rules": "linux-4.x",
             "rcv_window": "linux-4.x",
             "sack_compression": False,
             "ofo_quickack": True,

@@ -292,6 +292,14 @@ pub struct TcpOptions {
     /// jiffies, with one packet out + `rto_min`) or `"linux-4.13"` (as 4.15, but max(2 srtt,
     /// 10 ms), with one packet out at least 1.5 srtt + 200 ms).
     pub tlp_schedule: TlpSchedule,
+    /// The undo rules of a kernel generation (tcp_input.c): `"linux-6.18"` (`tcp_init_undo`
+    /// counts a loss probe's retransmission in flight before mapping 0 to -1;
+    /// `tcp_enter_recovery` first clears a retransmission stamp left with nothing
+    /// retransmitted, `tcp_retrans_stamp_cleanup`; `tcp_packet_delayed` with no stamp is true
+    /// except for a non-SACK flow at or past `high_seq`) or `"linux-4.x"` (4.13/4.15:
+    /// `undo_retrans = retrans_out ? : -1`, no probe term; no cleanup at recovery entry;
+    /// `tcp_packet_delayed` is `!retrans_stamp || tcp_tsopt_ecr_before(..)`).
+    pub undo_rules: UndoRules,
     /// The receiver's window model (`tcp/rcvbuf.rs`): `"linux-6.18"` (the window is the
     /// buffer times the measured payload/truesize ratio, SYN-ACK window 64 KiB,
     /// `tcp_rcvbuf_grow` autotuning, min-seeking receiver RTT) or `"linux-4.x"`
@@ -459,6 +467,20 @@ pub enum TlpSchedule {
     Linux413,
 }
 
+/// The undo rules of a kernel generation (`TcpOptions::undo_rules`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UndoRules {
+    /// Linux 6.18: a loss probe in flight counts in `undo_retrans`; a stale retransmission
+    /// stamp is cleared at recovery entry; no stamp means delayed, except without SACK at or
+    /// past `high_seq`.
+    #[default]
+    #[serde(rename = "linux-6.18")]
+    Linux618,
+    /// Linux 4.13/4.15: `undo_retrans = retrans_out ? : -1`; no stamp means delayed.
+    #[serde(rename = "linux-4.x")]
+    Linux4x,
+}
+
 /// The receiver's window model (`TcpOptions::rcv_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RcvWindow {
@@ -509,6 +531,7 @@ impl Default for TcpOptions {
             pacer: Pacer::Linux618,
             prr: Prr::Linux618,
             tlp_schedule: TlpSchedule::Linux618,
+            undo_rules: UndoRules::Linux618,
             rcv_window: RcvWindow::Linux618,
             sack_compression: true,
             ofo_quickack: false,

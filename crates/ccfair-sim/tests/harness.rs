@@ -265,9 +265,15 @@ impl Twin {
                     }
                 }
                 let (pkt, blocks) = self.ack_packet();
+                let undos_before = self.real.stats.undo_count;
+                let was_recovery = self.real.tp.ca_state == CaState::Recovery;
                 self.real.on_ack(t, &pkt, &mut out);
                 let mut ack = Ack::to(pkt.seq);
                 ack.sacks = blocks;
+                // Recovery's end found the reduction spurious (Linux 6.18: nothing was
+                // retransmitted yet when the ACK reached high_seq).
+                ack.undo = self.real.stats.undo_count > undos_before;
+                assert!(!ack.undo || was_recovery, "an undo outside Recovery's end");
                 ack.ece = pkt.tcp_flags.contains(TcpFlags::ECE);
                 for s in self.newly_lost(lost_before) {
                     ack = ack.lose(s..s + 1);

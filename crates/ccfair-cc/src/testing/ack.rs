@@ -59,7 +59,7 @@ impl<C: CongestionControl> TestSender<C> {
         // new, carries ECE, or arrives outside Open), with `a.lost` as the loss detection's
         // verdict.
         if !una_advanced || sacked.is_some() || ece || self.tp.ca_state != CaState::Open {
-            self.fastretrans_alert(&a.lost, ece);
+            self.fastretrans_alert(&a.lost, ece, a.undo);
         }
         let delivered = (self.tp.delivered - prior_delivered) as u32;
         let lost = (self.tp.lost - prior_lost) as u32;
@@ -174,16 +174,19 @@ impl<C: CongestionControl> TestSender<C> {
         self.cc.in_ack_event(&mut self.tp, flags);
     }
 
-    /// `tcp_fastretrans_alert`: the end of Recovery, CWR or Loss once `high_seq` is
-    /// passed, losses (`lost`), then Recovery when something is lost, else CWR on an ECE,
+    /// `tcp_fastretrans_alert`: the end of Recovery (undone first when the sender says
+    /// `undo`), CWR or Loss once `high_seq` is passed, losses (`lost`), then Recovery when something is lost, else CWR on an ECE,
     /// Disorder or Open.
-    fn fastretrans_alert(&mut self, lost: &[Range<u64>], ece: bool) {
+    fn fastretrans_alert(&mut self, lost: &[Range<u64>], ece: bool, undo: bool) {
         // "A. ECE, hence prohibit cwnd undoing, the reduction is required."
         if ece {
             self.prior_ssthresh = 0;
         }
         let recovered = self.tp.snd_una >= self.high_seq;
         if self.tp.ca_state == CaState::Recovery && recovered {
+            if undo {
+                self.undo_cwnd_reduction();
+            }
             self.exit_recovery();
         }
         // CWR is held until something above high_seq is ACKed (for CWR to reach the peer).

@@ -81,6 +81,10 @@ pub struct Ack {
     /// The ACK carries ECE (an echo of a CE mark). It counts only when ECN was
     /// negotiated (`tp.ecn_ok`), as `tcp_ecn_rcv_ecn_echo`.
     pub ece: bool,
+    /// The sender's verdict that the reduction was spurious: when this ACK ends Recovery,
+    /// it is undone first (`tcp_try_undo_recovery`, e.g. Linux 6.18's `tcp_packet_delayed`
+    /// when nothing was retransmitted yet).
+    pub undo: bool,
 }
 
 impl Ack {
@@ -564,6 +568,13 @@ impl<C: CongestionControl> TestSender<C> {
     /// `tcp_undo_cwnd_reduction` (a spurious reduction: `undo_cwnd`, the old ssthresh),
     /// then Open.
     pub fn undo(&mut self) {
+        self.undo_cwnd_reduction();
+        self.set_ca_state(CaState::Open);
+    }
+
+    /// `tcp_undo_cwnd_reduction` alone: `undo_cwnd` and the old ssthresh (when there is
+    /// one to return to), no undo marker.
+    pub(crate) fn undo_cwnd_reduction(&mut self) {
         if self.prior_ssthresh != 0 {
             self.tp.snd_cwnd = self.cc.undo_cwnd(&mut self.tp);
             if self.prior_ssthresh > self.tp.snd_ssthresh {
@@ -573,7 +584,6 @@ impl<C: CongestionControl> TestSender<C> {
             }
         }
         self.undo_marker = None;
-        self.set_ca_state(CaState::Open);
     }
 
     /// The retransmission timer fired: `tcp_enter_loss` (every segment not SACKed is

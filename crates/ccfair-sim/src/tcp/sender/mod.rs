@@ -197,6 +197,8 @@ struct SenderOptions {
     /// `prr = "linux-4.x"`.
     prr_4x: bool,
     tlp_schedule: crate::spec::TlpSchedule,
+    /// `undo_rules = "linux-4.x"`.
+    undo_4x: bool,
 }
 
 impl SenderOptions {
@@ -233,6 +235,7 @@ impl SenderOptions {
             },
             prr_4x: o.prr == crate::spec::Prr::Linux4x,
             tlp_schedule: o.tlp_schedule,
+            undo_4x: o.undo_rules == crate::spec::UndoRules::Linux4x,
         }
     }
 }
@@ -1479,3 +1482,7 @@ mod loss_4x_tests;
 /// Loss detection without RACK (`rack = false`).
 #[cfg(test)]
 mod rack_off_tests;
+
+/// The undo rules of a kernel generation (`undo_rules`).
+#[cfg(test)]
+mod undo_rules_tests;

@@ -5,18 +5,17 @@
 use super::*;
 
 impl Sender {
-    /// `tcp_init_undo`.
+    /// `tcp_init_undo`: `undo_retrans` counts the retransmissions still in flight (each may
+    /// come back as a D-SACK); 0 would mean "undo now", so none is -1. 6.18 counts a loss
+    /// probe's retransmission in flight too, before mapping 0 to -1 (a probe alone gives 1);
+    /// 4.13/4.15 (`undo_rules = "linux-4.x"`): `retrans_out ? : -1`, no probe term.
     pub(super) fn init_undo(&mut self) {
         self.undo_marker = Some(self.tp.snd_una);
-        self.undo_retrans = if self.tp.retrans_out > 0 {
-            self.tp.retrans_out as i64
-        } else {
-            -1
-        };
-        // A loss probe in flight is a retransmission too.
-        if self.tlp_high_seq.is_some() && self.tlp_retrans {
-            self.undo_retrans += 1;
+        let mut in_flight = self.tp.retrans_out as i64;
+        if !self.opts.undo_4x && self.tlp_high_seq.is_some() && self.tlp_retrans {
+            in_flight += 1;
         }
+        self.undo_retrans = if in_flight > 0 { in_flight } else { -1 };
     }
 
     /// `tcp_current_ssthresh`.
@@ -79,7 +78,13 @@ impl Sender {
     }
 
     /// `tcp_enter_recovery`: on an ACK with ECE (`ece_ack`) there is no ssthresh to undo to.
+    /// 6.18 first clears a retransmission stamp left from an earlier episode when nothing is
+    /// retransmitted (`tcp_retrans_stamp_cleanup`: the clock starts with this episode's fast
+    /// retransmit, for undo); 4.13/4.15 (`undo_rules = "linux-4.x"`) keep it.
     pub(super) fn enter_recovery(&mut self, ece_ack: bool) {
+        if !self.opts.undo_4x {
+            self.retrans_stamp_cleanup();
+        }
         self.stats.recoveries += 1;
         self.prior_ssthresh = 0;
         self.init_undo();
@@ -99,6 +104,13 @@ impl Sender {
                 .segs
                 .front()
                 .is_some_and(|s| s.flags & EVER_RETRANS != 0)
+    }
+
+    /// `tcp_retrans_stamp_cleanup`.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp_ticks = 0;
+        }
     }
 
     /// `tcp_try_keep_open`.
@@ -130,11 +142,23 @@ impl Sender {
         }
     }
 
-    /// `tcp_packet_delayed`: the ACK echoes a timestamp older than our first retransmission.
+    /// `tcp_packet_delayed`: the ACK echoes a timestamp older than our first retransmission
+    /// (`tcp_tsopt_ecr_before`: false without an echoed timestamp, `rcv_tsecr` 0). With no
+    /// retransmission stamp, nothing was retransmitted in this episode, so the loss was a
+    /// delay: 4.13/4.15 (`undo_rules = "linux-4.x"`) say so outright; 6.18 makes an exception
+    /// for a non-SACK flow at or past `high_seq`, whose stamp
+    /// `tcp_is_non_sack_preventing_reopen` cleared although it retransmitted. (6.18's other
+    /// exception, SYN_SENT, cannot arise here: the SYN-ACK does not pass through this state
+    /// machine, `Sender::on_synack`.)
     pub(super) fn packet_delayed(&self) -> bool {
-        self.retrans_stamp_ticks != 0
-            && self.rcv_tsecr != 0
-            && (self.rcv_tsecr.wrapping_sub(self.retrans_stamp_ticks) as i32) < 0
+        if self.retrans_stamp_ticks != 0 {
+            return self.rcv_tsecr != 0
+                && (self.rcv_tsecr.wrapping_sub(self.retrans_stamp_ticks) as i32) < 0;
+        }
+        if self.opts.undo_4x {
+            return true;
+        }
+        self.opts.sack || self.tp.snd_una < self.high_seq
     }
 
     /// `tcp_may_undo`.
