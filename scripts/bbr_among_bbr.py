@@ -408,6 +408,29 @@ def markdown_ranked(ranked: pd.DataFrame, backend: str) -> str:
     return "\n".join(lines)
 
 
+def markdown_compare(comp: pd.DataFrame) -> str:
+    """Rows: points; cells: the simulator's median Jain's index over its runs and the 95%
+    spread of a median of as many runs as Linux had, Linux's median (reliable runs, flagged
+    runs), the difference, whether it is within the tolerance, the chance of a difference as
+    large, and whether the ranked share intervals overlap."""
+    lines = [
+        "| flows | RTTs | buffer | simulator: median (n; median of n_linux runs: 95% spread) "
+        "| Linux: median (n, flagged) | Linux - simulator | within 0.05 | chance | ranked "
+        "shares overlap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in comp.sort_values(["n_flows", "rtt_ratio", "buffer_bdp"]).itertuples():
+        lines.append(
+            f"| {r.n_flows} | {_ratio_name(r.rtt_ratio)} | {r.buffer_bdp:g} | "
+            f"{_fmt(r.jain_median_sim)} ({r.n_sim}; {_fmt(r.sim_median_of_n_low)}-"
+            f"{_fmt(r.sim_median_of_n_high)}) | {_fmt(r.jain_median_linux)} ({r.n_linux}, "
+            f"{r.n_linux_flagged}) | {_fmt(r.jain_diff)} | "
+            f"{'yes' if r.within_tolerance else '**no**'} | {_fmt(r.chance_as_far)} | "
+            f"{'yes' if r.ranked_shares_overlap else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
 def draw_jain(jain: pd.DataFrame, path: Path) -> None:
     """Jain's index over the buffer, one panel per number of flows, one line per RTT split
     and backend: the median with the range of the repetitions."""
@@ -472,6 +495,8 @@ def cmd_tables(args: argparse.Namespace) -> None:
             f"{int(comp.ranked_shares_overlap.sum())}. Of the {len(missed)} misses, Linux's "
             f"median lies within the 95% spread of the median of as many simulator runs at "
             f"{int(missed.linux_within_sim_spread.sum())}.",
+            "",
+            markdown_compare(comp),
             "",
         ]
     for backend in sorted(jain.backend.unique()):

@@ -447,6 +447,9 @@ def test_bbr_among_bbr_tables_compares_backends_without_flagged_runs(tmp_path):
     assert row.linux_within_sim_spread == within
     assert 0 <= row.chance_as_far <= 1
     assert "Target (median within 0.05)" in ok.stdout and "95% spread" in ok.stdout
+    # The comparison's Markdown row of the point: 2 flows, equal RTTs, 0.5 BDP, n 2 and (1, 1).
+    assert f"| 2 | equal | 0.5 | {row.jain_median_sim:.2f} (2; " in ok.stdout
+    assert f"| {row.jain_median_linux:.2f} (1, 1) |" in ok.stdout
 
 
 @pytest.mark.parametrize(
