@@ -415,8 +415,8 @@ def markdown_compare(comp: pd.DataFrame) -> str:
     large, and whether the ranked share intervals overlap."""
     lines = [
         "| flows | RTTs | buffer | simulator: median (n; median of n_linux runs: 95% spread) "
-        "| Linux: median (n, flagged) | Linux - simulator | within 0.05 | chance | ranked "
-        "shares overlap |",
+        f"| Linux: median (n, flagged) | Linux - simulator | within {JAIN_TOLERANCE} | chance "
+        "| ranked shares overlap |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in comp.sort_values(["n_flows", "rtt_ratio", "buffer_bdp"]).itertuples():
