@@ -44,6 +44,26 @@ fn lossy_reno_flow(
     Simulation::new(spec).unwrap().run().flows
 }
 
+/// A count column of a one-flow table.
+fn col(t: &ccfair_sim::table::Table, c: &str) -> u64 {
+    t.u64(c).unwrap()[0]
+}
+
+/// Prints what the lossy-flow tests compare, for a reader of a failure.
+fn print_recovery(name: &str, t: &ccfair_sim::table::Table) {
+    eprintln!(
+        "{name}: goodput {:.2} Mbit/s, dropped {}, retrans {}, recoveries {}, rto {}, tlp {}, \
+         acks {}",
+        goodput(t)[0] / 1e6,
+        col(t, "data_dropped_pkts"),
+        col(t, "retrans_pkts"),
+        col(t, "recovery_count"),
+        col(t, "rto_count"),
+        col(t, "tlp_count"),
+        col(t, "ack_sent_pkts"),
+    );
+}
+
 /// `tcp.sack = false`: a Reno flow through 1% random loss recovers by NewReno (dupack
 /// counting, one hole per partial ACK) without loss probes, mostly by fast recovery, and
 /// keeps most of the SACK flow's rate; its receiver sends an immediate dupack for every
@@ -56,19 +76,8 @@ fn lossy_reno_without_sack_recovers_by_newreno() {
         lossy_reno_flow(0.01, |_| {}),
         lossy_reno_flow(0.01, |tcp| tcp.sack = false),
     );
-    let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
     for (name, t) in [("sack", &with), ("no sack", &without)] {
-        eprintln!(
-            "{name}: goodput {:.2} Mbit/s, dropped {}, retrans {}, recoveries {}, rto {}, \
-             tlp {}, acks {}",
-            t.f64("goodput_mbps").unwrap()[0],
-            col(t, "data_dropped_pkts"),
-            col(t, "retrans_pkts"),
-            col(t, "recovery_count"),
-            col(t, "rto_count"),
-            col(t, "tlp_count"),
-            col(t, "ack_sent_pkts"),
-        );
+        print_recovery(name, t);
     }
     assert_eq!(col(&without, "tlp_count"), 0, "no loss probes without SACK");
     let dropped = col(&without, "data_dropped_pkts");
@@ -86,9 +95,8 @@ fn lossy_reno_without_sack_recovers_by_newreno() {
         recoveries > 4 * rtos,
         "{recoveries} recoveries, {rtos} RTOs"
     );
-    let goodput = |t: &ccfair_sim::table::Table| t.f64("goodput_mbps").unwrap()[0];
     assert!(
-        goodput(&without) > 0.6 * goodput(&with),
+        goodput(&without)[0] > 0.6 * goodput(&with)[0],
         "NewReno keeps most of SACK's rate"
     );
     assert!(col(&without, "ack_sent_pkts") > col(&with, "ack_sent_pkts"));
@@ -106,18 +114,8 @@ fn lossy_sack_flow_without_rack_recovers_by_dupthresh() {
         lossy_reno_flow(0.05, |_| {}),
         lossy_reno_flow(0.05, |tcp| tcp.rack = false),
     );
-    let col = |t: &ccfair_sim::table::Table, c: &str| t.u64(c).unwrap()[0];
     for (name, t) in [("rack", &with), ("no rack", &without)] {
-        eprintln!(
-            "{name}: goodput {:.2} Mbit/s, dropped {}, retrans {}, recoveries {}, rto {}, \
-             tlp {}",
-            t.f64("goodput_mbps").unwrap()[0],
-            col(t, "data_dropped_pkts"),
-            col(t, "retrans_pkts"),
-            col(t, "recovery_count"),
-            col(t, "rto_count"),
-            col(t, "tlp_count"),
-        );
+        print_recovery(name, t);
     }
     assert!(
         !with.identical(&without),
@@ -133,8 +131,7 @@ fn lossy_sack_flow_without_rack_recovers_by_dupthresh() {
     // Still SACK: every retransmission repairs a drop (no go-back-N after a timeout).
     assert!(col(&without, "retrans_pkts") <= col(&without, "data_dropped_pkts") + 5);
     assert!(col(&without, "recovery_count") > 4 * rto(&without));
-    let goodput = |t: &ccfair_sim::table::Table| t.f64("goodput_mbps").unwrap()[0];
-    assert!(goodput(&without) > 0.8 * goodput(&with));
+    assert!(goodput(&without)[0] > 0.8 * goodput(&with)[0]);
 }
 
 #[test]
