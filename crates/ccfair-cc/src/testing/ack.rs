@@ -175,8 +175,8 @@ impl<C: CongestionControl> TestSender<C> {
     }
 
     /// `tcp_fastretrans_alert`: the end of Recovery (undone first when the sender says
-    /// `undo`), CWR or Loss once `high_seq` is passed, losses (`lost`), then Recovery when something is lost, else CWR on an ECE,
-    /// Disorder or Open.
+    /// `undo`), CWR or Loss once `high_seq` is passed, losses (`lost`), then Recovery when
+    /// something is lost, else CWR on an ECE, Disorder or Open.
     fn fastretrans_alert(&mut self, lost: &[Range<u64>], ece: bool, undo: bool) {
         // "A. ECE, hence prohibit cwnd undoing, the reduction is required."
         if ece {
