@@ -59,6 +59,16 @@ order in which two flows' packets entered the network by the gap between them
 `losses` reruns on the simulator the BBR-vs-BBR points at 0.5 BDP of the 10 Mbit/s parking
 lot studies (docs/validation/2hop-10m, docs/validation/10hop), on the default host and with
 segmentation offload off, and compares their retransmissions with those studies' Linux runs.
+
+    python3 scripts/bbr_among_bbr.py timing KERNEL_RESULTS... --out DIR [--seeds 20]
+
+`timing` takes the Linux runs of the grid's 8-flow point with RTTs 40 and 160 ms at 0.5 BDP
+(scenarios/validate/bbr-8flow-4r-point.toml adds repetitions) and runs the simulator there
+on the default host and with the hosts' timing changed (exact timing, offload off; BBR
+without its long-term estimator for scale), seeds 1 to N each. It writes, per run, Jain's
+index, the long-RTT half's share and Jain's index in time windows (`timing_point.csv`,
+`timing_point.png`) and prints the table of medians per group, Linux's runs that passed the
+self-checks apart from the flagged ones.
 """
 
 from __future__ import annotations
@@ -1027,6 +1037,151 @@ def cmd_seeds(args: argparse.Namespace) -> None:
         raise Refused(f"{args.out}: not every run finished (run the command again to resume)")
 
 
+# ------------------------------------------------------------------------------ timing
+
+#: The grid's one point where Linux and the simulator differ beyond chance: 8 flows, RTTs 40
+#: and 160 ms (flows 5-8 behind a 61-ms sender access link), 0.5 BDP of flow1's path.
+TIMING_POINT = {"n_flows": 8, "rtt_ratio": 4.0, "buffer_bdp": 0.5}
+
+#: Host options that change the hosts' timing, to see how Jain's index at the point moves
+#: with it (diagnostics, not candidate defaults): exact timing (no modelled host latency,
+#: flows launched in lock-step), segmentation offload off (one segment per packet train),
+#: and, for scale, BBR without its long-term (policer) estimator.
+TIMING_VARIANTS: dict[str, dict] = {
+    "default host": {},
+    "exact host timing": {"tcp": {"host_latency": "none", "app_latency": "none"}},
+    "offload off": {"tcp": {"tso": "off"}},
+    "lt_bw off": {"cca_params": {"lt_bw": False}},
+}
+
+#: Time windows (s) of :func:`window_jain`: start-up, the first seconds of PROBE_BW, the rest.
+TIMING_WINDOWS_S = [(0, 2), (2, 4), (4, 6), (6, 10), (10, 30)]
+
+
+def timing_point_scenario(seed: int, duration: str, variant: dict) -> ccfair.Scenario:
+    """The timing point on the default testbed, with one variant's options."""
+    delays = ["1ms"] * 4 + ["61ms"] * 4
+    return ccfair.dumbbell(
+        8, "bbr", buffer_bdp=0.5, access_delay=delays, duration=duration, seed=seed, **variant
+    )
+
+
+def window_jain(ts: pd.DataFrame, windows_s: Sequence[tuple[float, float]]) -> dict[str, float]:
+    """Jain's index of the flows' mean goodput in each time window of a run's time series
+    (a flow without samples in a window counts as 0), keyed "lo-hi s".
+
+    Example:
+        >>> ts = pd.DataFrame({"t_s": [0.5, 0.5, 1.5, 1.5], "flow": [0, 1, 0, 1],
+        ...                    "goodput_mbps": [10.0, 10.0, 30.0, 10.0]})
+        >>> {k: round(v, 2) for k, v in window_jain(ts, [(0, 1), (1, 2)]).items()}
+        {'0-1 s': 1.0, '1-2 s': 0.8}
+    """
+    flows = np.sort(ts.flow.unique())
+    out = {}
+    for lo, hi in windows_s:
+        w = ts[(ts.t_s >= lo) & (ts.t_s < hi)].groupby("flow").goodput_mbps.mean()
+        out[f"{lo:g}-{hi:g} s"] = jain_index(w.reindex(flows).fillna(0.0).to_numpy())
+    return out
+
+
+def _timing_row(group: str, seed: int, r: ccfair.RunResult) -> dict:
+    row = {"group": group, "seed": seed, "jain": jain_index(r.flows.goodput_mbps)}
+    g = r.flows.set_index("flow").goodput_mbps
+    row["long_half_share"] = float(g[g.index >= 4].sum() / g.sum())
+    row["largest_share"] = float(g.max() / g.sum())
+    row["largest_is_long_rtt"] = bool(g.idxmax() >= 4)
+    return {**row, **window_jain(r.timeseries, TIMING_WINDOWS_S)}
+
+
+def _kernel_timing_rows(dirs: Sequence[str]) -> list[dict]:
+    runs, _ = load_study_runs(dirs)
+    at = (runs.backend == "kernel") & np.logical_and.reduce(
+        [np.isclose(runs[k].astype(float), v) for k, v in TIMING_POINT.items()]
+    )
+    if not at.any():
+        raise Refused(f"{', '.join(dirs)}: no kernel run of 8 flows, RTTs 40 and 160 ms, 0.5 BDP")
+    rows = []
+    for _, x in runs[at].iterrows():
+        d = next(d for d in dirs if (Path(d) / "runs" / f"{x.run_id}.parquet").is_file())
+        group = "Linux, passed the self-checks" if x.reliable else "Linux, flagged (host stalls)"
+        rows.append(_timing_row(group, int(x.seed), ccfair.load(d, x.run_id)))
+    return sorted(rows, key=lambda row: (not row["group"].startswith("Linux, passed"), row["seed"]))
+
+
+def cmd_timing(args: argparse.Namespace) -> None:
+    """Jain's index at the timing point: Linux's runs (passed the self-checks or flagged)
+    against the simulator's default host and the timing variants, per run and per time
+    window; writes ``timing_point.csv`` and ``timing_point.png`` and prints the table."""
+    out = Path(args.out)
+    try:
+        timing_point_scenario(1, args.duration, {})
+    except ccfair.CcfairError as exc:
+        raise Refused(f"--duration {args.duration!r}: {exc}") from None
+    rows = _kernel_timing_rows(args.results)
+    for variant, kwargs in TIMING_VARIANTS.items():
+        for seed in range(1, args.seeds + 1):
+            r = ccfair.run(timing_point_scenario(seed, args.duration, kwargs))
+            rows.append(_timing_row(f"simulator, {variant}", seed, r))
+            print(f"{variant:18s} seed {seed:2d}: Jain {rows[-1]['jain']:.3f}", flush=True)
+    table = pd.DataFrame(rows)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "timing_point.csv", index=False, float_format="%.4f")
+    _draw_timing(table, out / "timing_point.png")
+    print(markdown_timing(table))
+
+
+def markdown_timing(table: pd.DataFrame) -> str:
+    """Per group: runs, Jain's median (range), the long-RTT half's share, the largest share
+    of a run (and in how many runs a long-RTT flow had it) and the median of each time
+    window's Jain's index."""
+    windows = [c for c in table.columns if c.endswith(" s")]
+    head = ["group", "runs", "Jain: median (range)", "long-RTT half", "largest share", *windows]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for group, g in table.groupby("group", sort=False):
+        cells = [
+            str(group),
+            str(len(g)),
+            f"{g.jain.median():.2f} ({g.jain.min():.2f}-{g.jain.max():.2f})",
+            f"{g.long_half_share.median():.2f}",
+            f"{g.largest_share.median():.2f} ({int(g.largest_is_long_rtt.sum())} long-RTT)",
+            *(f"{g[w].median():.2f}" for w in windows),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _draw_timing(table: pd.DataFrame, path: Path) -> None:
+    groups = list(dict.fromkeys(table.group))
+    windows = [c for c in table.columns if c.endswith(" s")]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    for i, group in enumerate(groups):
+        j = table.jain[table.group == group].to_numpy()
+        jitter = (np.arange(len(j)) % 5 - 2) * 0.05
+        color = "C3" if group.startswith("Linux") else "C0"
+        a.scatter(j, i + jitter, s=16, color=color, alpha=0.7)
+        a.plot([np.median(j)] * 2, [i - 0.3, i + 0.3], color="k", lw=2)
+    a.set_yticks(range(len(groups)), groups)
+    a.invert_yaxis()
+    a.set_xlabel("Jain's index of the run (bar: median)")
+    a.grid(axis="x", alpha=0.3)
+    keep = [g for g in groups if g.startswith("Linux") or g.endswith(("default host", "timing"))]
+    for group in keep:
+        g = table[table.group == group]
+        style = "-" if group.startswith("Linux") else "--"
+        b.plot(
+            range(len(windows)), [g[w].median() for w in windows], style, marker="o", label=group
+        )
+    b.set_xticks(range(len(windows)), windows)
+    b.set_xlabel("time window")
+    b.set_ylabel("Jain's index in the window (median)")
+    b.grid(alpha=0.3)
+    b.legend(fontsize=7)
+    fig.suptitle("8 BBR flows, RTTs 40 and 160 ms, 0.5 BDP: Linux against the simulator's hosts")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -1048,11 +1203,18 @@ def main(argv: list[str] | None = None) -> int:
     se.add_argument("--repetitions", type=int, default=20, help="seeds per point (default 20)")
     se.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     se.add_argument("--out", required=True, help="results directory")
+    ti = sub.add_parser("timing", help="the 8-flow 4R 0.5-BDP point against host timing variants")
+    ti.add_argument("results", nargs="+", help="results directories with Linux runs of the point")
+    ti.add_argument("--seeds", type=int, default=20, help="simulator seeds per variant")
+    ti.add_argument("--duration", default="30s", help="simulator run length (default 30s)")
+    ti.add_argument("--out", required=True, help="directory for timing_point.csv and .png")
     lo = sub.add_parser("losses", help="retransmissions vs the 10 Mbit/s studies' Linux runs")
     lo.add_argument("--root", default=".", help="the repository (default: .)")
     lo.add_argument("--out", default=None, help="directory for losses_10mbit.csv")
     args = p.parse_args(argv)
     if args.cmd == "mechanisms" and not 1 <= args.seeds <= 100:
+        p.exit(2, f"error: --seeds {args.seeds} is not in [1, 100]\n")
+    if args.cmd == "timing" and not 1 <= args.seeds <= 100:
         p.exit(2, f"error: --seeds {args.seeds} is not in [1, 100]\n")
     if args.cmd == "seeds" and not 1 <= args.repetitions <= 1000:
         p.exit(2, f"error: --repetitions {args.repetitions} is not in [1, 1000]\n")
@@ -1066,6 +1228,7 @@ def main(argv: list[str] | None = None) -> int:
             "losses": cmd_losses,
             "arrivals": cmd_arrivals,
             "seeds": cmd_seeds,
+            "timing": cmd_timing,
         }
         commands[args.cmd](args)
     except Refused as exc:

@@ -585,6 +585,46 @@ def test_bbr_among_bbr_arrivals_compares_traced_runs_and_refuses_untraced(tmp_pa
     _refused(_script("bbr_among_bbr.py", "arrivals", str(untraced), "--out", str(out)), "no traced")
 
 
+def test_bbr_among_bbr_timing_splits_linux_runs_and_runs_the_timing_variants(tmp_path):
+    # Two runs of the timing point saved as Linux's (one passed the self-checks, one
+    # flagged) beside a 2-BDP run of the same flows that is not the point: timing_point.csv
+    # has them as two groups, one run each, and one run per simulator variant, every
+    # Jain's index within (1/8, 1] and each time window of 1 s present.
+    linux = tmp_path / "linux"
+    delays = ["1ms"] * 4 + ["61ms"] * 4
+    for seed, reliable, bdp in ((1, True, 0.5), (2, False, 0.5), (3, True, 2)):
+        sc = ccfair.dumbbell(
+            8, "bbr", buffer_bdp=bdp, access_delay=delays, duration="2s", seed=seed
+        )
+        r = ccfair.run(sc)
+        r.runs.loc[:, "backend"] = "kernel"
+        r.runs.loc[:, "reliable"] = reliable
+        r.save(linux)
+    out = tmp_path / "out"
+    args = ("--seeds", "1", "--duration", "2s", "--out", str(out))
+    ok = _script("bbr_among_bbr.py", "timing", str(linux), *args)
+    assert ok.returncode == 0, ok.stderr
+    table = pd.read_csv(out / "timing_point.csv")
+    groups = table.groupby("group").size()
+    assert groups["Linux, passed the self-checks"] == 1
+    assert groups["Linux, flagged (host stalls)"] == 1
+    assert len(groups) == 6 and (groups == 1).all()
+    assert table.jain.between(1 / 8, 1).all() and table.long_half_share.between(0, 1).all()
+    assert table["0-2 s"].between(1 / 8, 1).all()
+    assert table.largest_share.between(1 / 8, 1).all()
+    assert (out / "timing_point.png").stat().st_size > 0
+    assert "| simulator, exact host timing | 1 |" in ok.stdout
+    # No run of the point, a bad length or a silly number of seeds: one line, nothing run.
+    other = tmp_path / "other"
+    ccfair.run(ccfair.dumbbell(2, "bbr", duration="1s")).save(other)
+    _refused(_script("bbr_among_bbr.py", "timing", str(other), *args), "no kernel run of 8 flows")
+    bad = ("--duration", "soon", "--out", str(tmp_path / "bad"))
+    _refused(_script("bbr_among_bbr.py", "timing", str(linux), *bad), "--duration 'soon'")
+    assert not (tmp_path / "bad").exists()
+    seeds = _script("bbr_among_bbr.py", "timing", str(linux), "--seeds", "0", "--out", str(out))
+    _refused(seeds, "--seeds 0 is not in [1, 100]")
+
+
 def _validate_dir(tmp_path: Path) -> Path:
     """A minimal `ccfair validate` output: two points of one pair, the first with a reliable
     and a flagged repetition, the second with one reliable run."""
