@@ -219,6 +219,34 @@ def test_flows_connect_at_their_start_and_the_hosts_turnarounds_are_measured(ker
 
 
 @pytest.mark.kernel
+def test_the_send_buffer_caps_the_data_in_flight_as_under_iperf(kernel_backend):
+    """With tcp_wmem's maximum at 512 KiB a CUBIC flow into a deep buffer reaches the send
+    buffer's cap within seconds and stays under it, as the simulator's model has it: the
+    sender writes only when poll() says the socket is writable, as iperf does. A sender
+    that retried its writes regardless kept topping up the unsent tail skb, which
+    tcp_sendmsg_locked extends without checking the buffer, and its data in flight grew
+    with cwnd past the cap (with it, the stock 4 MiB let 14,483 packets, about 21 MB, into
+    flight at 10 Mbit/s and 204 ms: docs/validation/rmem)."""
+    wmem_max_bytes = 512 << 10
+    sc = ccfair.dumbbell(
+        1,
+        "cubic",
+        bottleneck_rate="10Mbit/s",
+        bottleneck_delay="100ms",
+        buffer_bdp=64,
+        duration="12s",
+        tcp={"wmem": [4096, 16384, wmem_max_bytes]},
+    )
+    r = reliable_run(sc)
+    inflight = r.timeseries["inflight_pkts"]
+    cap_pkts = wmem_max_bytes / 1448
+    assert inflight.max() >= 0.6 * cap_pkts, inflight.describe()  # the cap was reached
+    assert inflight.max() <= 1.1 * cap_pkts, inflight.describe()
+    # The simulator's sender, woken when a third of its buffer is free, stays under it too.
+    assert ccfair.run(sc).timeseries["inflight_pkts"].max() <= 1.1 * cap_pkts
+
+
+@pytest.mark.kernel
 def test_a_kernel_trace_has_the_simulators_columns_and_counts(kernel_backend):
     """The forwarder traces a flow's packets hop by hop, with the simulator's columns:
     positions in bytes from the ISN on, drops that match the flows table."""

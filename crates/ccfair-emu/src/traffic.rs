@@ -506,7 +506,7 @@ pub fn sender(
         if run.phase == Phase::Writing && now >= run.stop_writing_ns {
             run.phase = Phase::Done;
         }
-        if run.phase == Phase::Writing {
+        if run.phase == Phase::Writing && run.writable {
             run.write()?;
         }
         run.wait()?;
@@ -560,6 +560,15 @@ struct SenderRun<'a> {
     is_bbr: bool,
     grid: Grid,
     phase: Phase,
+    /// The socket took the last write whole, or poll() has reported it writable since it
+    /// refused one. Only then does the sender write: an application that writes while
+    /// the socket is not writable keeps topping up the unsent tail skb, which
+    /// `tcp_sendmsg_locked` (net/ipv4/tcp.c) extends without checking the send buffer
+    /// (`sk_stream_memory_free` guards only a new skb), so `sk_wmem_queued` passes
+    /// `sk_sndbuf` without bound. iperf waits for writability (select(), or a blocking
+    /// write() that sleeps in `sk_stream_wait_memory`), which `tcp_poll` grants once a
+    /// third of the buffer is free (`sk_stream_is_writeable`).
+    writable: bool,
     out: SenderOut,
     buf: Vec<u8>,
     srtt_sum_us: f64,
@@ -583,6 +592,7 @@ impl<'a> SenderRun<'a> {
             // First grid point at or after the start, as the simulator samples started flows.
             grid: Grid::new(t0, iv, tl.duration_ns, plan.start_ns.div_ceil(iv).max(1)),
             phase: Phase::Waiting,
+            writable: true,
             out: SenderOut::default(),
             buf: vec![0u8; IO_CHUNK],
             srtt_sum_us: 0.0,
@@ -669,8 +679,19 @@ impl<'a> SenderRun<'a> {
                 return Ok(());
             }
             match self.stream.write(&self.buf[..want]) {
-                Ok(n) => self.out.bytes_written += n as u64,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Ok(n) => {
+                    self.out.bytes_written += n as u64;
+                    if n < want {
+                        // A short write: the send buffer is full (tcp_sendmsg_locked
+                        // returns what it copied); wait until poll() says writable.
+                        self.writable = false;
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.writable = false;
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(EmuError::os(format!("flows[{f}]: write"), e)),
             }
@@ -683,8 +704,8 @@ impl<'a> SenderRun<'a> {
 
     /// Sleep in poll until the socket takes more (while connecting or writing) or the next
     /// grid point, the start, the stop of writing or the end is due (at most
-    /// `POLL_SLICE_NS`, to look at the stop flag).
-    fn wait(&self) -> Result<(), EmuError> {
+    /// `POLL_SLICE_NS`, to look at the stop flag); note whether it became writable.
+    fn wait(&mut self) -> Result<(), EmuError> {
         let mut next = self.grid.next_before(self.end_ns);
         match self.phase {
             Phase::Waiting => next = next.min(self.start_ns),
@@ -702,6 +723,9 @@ impl<'a> SenderRun<'a> {
             revents: 0,
         }];
         sys::ppoll(&mut p, Some(timeout)).map_err(|e| EmuError::os("poll", e))?;
+        if p[0].revents & libc::POLLOUT != 0 {
+            self.writable = true;
+        }
         Ok(())
     }
 
