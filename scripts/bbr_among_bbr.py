@@ -1113,6 +1113,8 @@ def cmd_timing(args: argparse.Namespace) -> None:
     against the simulator's default host and the timing variants, per run and per time
     window; writes ``timing_point.csv`` and ``timing_point.png`` and prints the table."""
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise Refused(f"--out {out}: exists and is not a directory")
     try:
         timing_point_scenario(1, args.duration, {})
     except ccfair.CcfairError as exc:
@@ -1120,7 +1122,10 @@ def cmd_timing(args: argparse.Namespace) -> None:
     rows = _kernel_timing_rows(args.results)
     for variant, kwargs in TIMING_VARIANTS.items():
         for seed in range(1, args.seeds + 1):
-            r = ccfair.run(timing_point_scenario(seed, args.duration, kwargs))
+            try:
+                r = ccfair.run(timing_point_scenario(seed, args.duration, kwargs))
+            except ccfair.CcfairError as exc:
+                raise Refused(f"simulator, {variant}, seed {seed}: {exc}") from None
             rows.append(_timing_row(f"simulator, {variant}", seed, r))
             print(f"{variant:18s} seed {seed:2d}: Jain {rows[-1]['jain']:.3f}", flush=True)
     table = pd.DataFrame(rows)

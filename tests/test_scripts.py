@@ -623,6 +623,11 @@ def test_bbr_among_bbr_timing_splits_linux_runs_and_runs_the_timing_variants(tmp
     assert not (tmp_path / "bad").exists()
     seeds = _script("bbr_among_bbr.py", "timing", str(linux), "--seeds", "0", "--out", str(out))
     _refused(seeds, "--seeds 0 is not in [1, 100]")
+    blocker = tmp_path / "file"
+    blocker.write_text("mine")
+    into_file = _script("bbr_among_bbr.py", "timing", str(linux), "--out", str(blocker))
+    _refused(into_file, "is not a directory")
+    assert blocker.read_text() == "mine"
 
 
 def _validate_dir(tmp_path: Path) -> Path:
